@@ -1,0 +1,100 @@
+// Package dcb speaks the kernel's DCB netlink protocol (dcbnl, RTM_GETDCB /
+// RTM_SETDCB on NETLINK_ROUTE) without shelling out to dcb or mlnx_qos.
+//
+// The wire format, the constants and the kernel's quirks are documented in
+// shared/reference/roce-host-interfaces.md §A1; the struct layouts here are the
+// uapi ones from include/uapi/linux/dcbnl.h (host-endian, packed as gcc lays
+// them out on x86_64 and arm64).
+package dcb
+
+// Transmission selection algorithms (IEEE_8021QAZ_TSA_*).
+const (
+	TSAStrict   uint8 = 0
+	TSACBShaper uint8 = 1
+	TSAETS      uint8 = 2
+	TSAVendor   uint8 = 255
+)
+
+// APP table selectors (IEEE_8021QAZ_APP_SEL_* and the non-standard
+// DCB_APP_SEL_PCP).
+const (
+	SelEthertype uint8 = 1
+	SelStream    uint8 = 2
+	SelDgram     uint8 = 3
+	SelAny       uint8 = 4
+	SelDSCP      uint8 = 5
+	SelPCP       uint8 = 255
+)
+
+// DCBX capability bits (DCB_CAP_DCBX_*).
+const (
+	DCBXHost       uint8 = 0x01
+	DCBXLLDManaged uint8 = 0x02
+	DCBXVerCEE     uint8 = 0x04
+	DCBXVerIEEE    uint8 = 0x08
+	DCBXStatic     uint8 = 0x10
+)
+
+// NumTCs is IEEE_8021QAZ_MAX_TCS: priorities, traffic classes and buffers
+// are all arrays of eight.
+const NumTCs = 8
+
+// ETS is struct ieee_ets (59 bytes on the wire).
+type ETS struct {
+	Willing    uint8         `json:"willing"`
+	ETSCap     uint8         `json:"ets_cap"`
+	CBS        uint8         `json:"cbs"`
+	TCTxBW     [NumTCs]uint8 `json:"tc_tx_bw"`
+	TCRxBW     [NumTCs]uint8 `json:"tc_rx_bw"`
+	TCTSA      [NumTCs]uint8 `json:"tc_tsa"`
+	PrioTC     [NumTCs]uint8 `json:"prio_tc"`
+	TCRecoBW   [NumTCs]uint8 `json:"tc_reco_bw"`
+	TCRecoTSA  [NumTCs]uint8 `json:"tc_reco_tsa"`
+	RecoPrioTC [NumTCs]uint8 `json:"reco_prio_tc"`
+}
+
+// PFC is struct ieee_pfc (136 bytes on the wire). On mlx5 Delay carries the
+// cable length in metres; Requests/Indications are per-priority pause frame
+// counters (tx/rx).
+type PFC struct {
+	Cap         uint8          `json:"pfc_cap"`
+	Enable      uint8          `json:"pfc_en"` // bitmap, bit p = priority p
+	MBC         uint8          `json:"mbc"`
+	Delay       uint16         `json:"delay"`
+	Requests    [NumTCs]uint64 `json:"requests"`
+	Indications [NumTCs]uint64 `json:"indications"`
+}
+
+// App is struct dcb_app: one APP table entry, e.g. {SelDSCP, 3, 26} maps
+// DSCP 26 to priority 3.
+type App struct {
+	Selector uint8  `json:"selector"`
+	Priority uint8  `json:"priority"`
+	Protocol uint16 `json:"protocol"`
+}
+
+// Buffer is struct dcbnl_buffer (44 bytes): priority→buffer map and buffer
+// sizes in bytes.
+type Buffer struct {
+	PrioBuffer [NumTCs]uint8  `json:"prio2buffer"`
+	Size       [NumTCs]uint32 `json:"buffer_size"`
+	TotalSize  uint32         `json:"total_size"`
+}
+
+// Maxrate is struct ieee_maxrate: per-TC rate limits in kbit/s, 0 = none.
+type Maxrate struct {
+	TCMaxrate [NumTCs]uint64 `json:"tc_maxrate"`
+}
+
+// State is everything one IEEE_GET (plus the DCBX attribute that comes with
+// it) returns for a netdev. A nil member means the driver does not implement
+// that getter, which the kernel signals by leaving the attribute out.
+type State struct {
+	ETS      *ETS     `json:"ets,omitempty"`
+	PFC      *PFC     `json:"pfc,omitempty"`
+	Apps     []App    `json:"apps,omitempty"`
+	Buffer   *Buffer  `json:"buffer,omitempty"`
+	Maxrate  *Maxrate `json:"maxrate,omitempty"`
+	AppTrust []uint8  `json:"app_trust,omitempty"` // selectors, highest precedence first
+	DCBX     *uint8   `json:"dcbx,omitempty"`
+}

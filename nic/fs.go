@@ -1,0 +1,165 @@
+package nic
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FS reads and writes the kernel's pseudo file systems (sysfs, configfs,
+// debugfs) under a root prefix, like prometheus/procfs's NewFS(mount). With
+// root "/" it is the live host; tests and --root point it at a copy of a real
+// host's tree, and --snapshot at a capture.
+//
+// Paths given to FS methods are absolute host paths ("/sys/class/net"); FS
+// joins them to the root. Symlinks inside the tree are followed relative to
+// the root, so fixture trees keep the real sysfs layout
+// (class/infiniband/<dev> -> ../../devices/.../infiniband/<dev>).
+type FS struct {
+	root     string
+	readOnly bool
+}
+
+// ErrReadOnly is returned by writes to a read-only FS (a snapshot).
+var ErrReadOnly = errors.New("read-only snapshot: no writes")
+
+// NewFS returns an FS rooted at root ("" or "/" for the live host).
+func NewFS(root string, readOnly bool) FS {
+	if root == "" {
+		root = "/"
+	}
+	return FS{root: filepath.Clean(root), readOnly: readOnly}
+}
+
+// Root is the prefix every path is joined to.
+func (f FS) Root() string { return f.root }
+
+// ReadOnly reports whether writes are refused.
+func (f FS) ReadOnly() bool { return f.readOnly }
+
+// Path maps a host path to the path on this machine.
+func (f FS) Path(p string) string {
+	if f.root == "/" {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(f.root, p)
+}
+
+// ReadString returns the file's content with one trailing newline removed.
+func (f FS) ReadString(p string) (string, error) {
+	b, err := os.ReadFile(f.Path(p))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(string(b), "\n"), nil
+}
+
+// ReadTrimmed returns the file's content with surrounding space removed.
+func (f FS) ReadTrimmed(p string) (string, error) {
+	s, err := f.ReadString(p)
+	return strings.TrimSpace(s), err
+}
+
+// Exists reports whether p exists (following symlinks).
+func (f FS) Exists(p string) bool {
+	_, err := os.Stat(f.Path(p))
+	return err == nil
+}
+
+// WriteString writes s to an existing file, as `echo -n s > p` would: no
+// create, no truncate beyond what the kernel does for attribute files.
+func (f FS) WriteString(p, s string) error {
+	if f.readOnly {
+		return &os.PathError{Op: "write", Path: p, Err: ErrReadOnly}
+	}
+	fh, err := os.OpenFile(f.Path(p), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := fh.WriteString(s); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// WriteVerify writes s and reads the file back, failing when the kernel holds
+// something else than want (which defaults to s). Attribute files often
+// accept a value and silently keep another, so every write is read back.
+func (f FS) WriteVerify(p, s, want string) error {
+	if want == "" {
+		want = s
+	}
+	if err := f.WriteString(p, s); err != nil {
+		return err
+	}
+	got, err := f.ReadTrimmed(p)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", p, err)
+	}
+	if got != strings.TrimSpace(want) {
+		return fmt.Errorf("read back %s: wrote %q, kernel holds %q", p, s, got)
+	}
+	return nil
+}
+
+// Mkdir creates a configfs directory (rdma_cm/<dev>); an existing one is fine.
+func (f FS) Mkdir(p string) error {
+	if f.readOnly {
+		return &os.PathError{Op: "mkdir", Path: p, Err: ErrReadOnly}
+	}
+	err := os.Mkdir(f.Path(p), 0o755)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	return err
+}
+
+// Rmdir removes a configfs directory.
+func (f FS) Rmdir(p string) error {
+	if f.readOnly {
+		return &os.PathError{Op: "rmdir", Path: p, Err: ErrReadOnly}
+	}
+	return os.Remove(f.Path(p))
+}
+
+// ReadDir lists the names in a directory, sorted.
+func (f FS) ReadDir(p string) ([]string, error) {
+	ents, err := os.ReadDir(f.Path(p))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// Readlink returns a symlink's target as stored (usually relative).
+func (f FS) Readlink(p string) (string, error) {
+	return os.Readlink(f.Path(p))
+}
+
+// Resolve follows symlinks and returns the host path p refers to, e.g.
+// /sys/class/net/eth0 -> /sys/devices/pci0000:00/.../net/eth0.
+func (f FS) Resolve(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(f.Path(p))
+	if err != nil {
+		return "", err
+	}
+	if f.root == "/" {
+		return real, nil
+	}
+	rootReal, err := filepath.EvalSymlinks(f.root)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(rootReal, real)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("%s resolves outside the root %s", p, f.root)
+	}
+	return "/" + rel, nil
+}
