@@ -1,0 +1,200 @@
+package nic
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// GID types as the kernel prints them in gid_attrs/types/<i>
+// (drivers/infiniband/core/cache.c gid_type_str).
+const (
+	GIDTypeRoCEv2 = "RoCE v2"
+	GIDTypeRoCEv1 = "IB/RoCE v1" // also the type of every InfiniBand GID
+)
+
+// GID is one populated entry of a port's GID table.
+type GID struct {
+	// Index is i in /sys/class/infiniband/<dev>/ports/<p>/gids/<i>; it is the
+	// value NCCL_IB_GID_INDEX and ibv_modify_qp's sgid_index take.
+	Index int `json:"index"`
+	// GID is the 16-byte address from gids/<i> (IPv4 addresses appear
+	// IPv4-mapped, ::ffff:a.b.c.d).
+	GID net.IP `json:"gid"`
+	// Type is gid_attrs/types/<i>: GIDTypeRoCEv2 or GIDTypeRoCEv1.
+	Type string `json:"type"`
+	// Netdev is gid_attrs/ndevs/<i>: the netdev the GID belongs to (for a
+	// VLAN, bond or macvlan address, the upper device, e.g. "ens1f0.100").
+	// Empty when the kernel has none to show (InfiniBand ports; reading
+	// ndevs then fails with EINVAL).
+	Netdev string `json:"netdev,omitempty"`
+}
+
+// ReadGIDs returns the populated entries of the GID table of rdmaDev's port,
+// lowest index first.
+//
+// An entry is skipped when its GID is all zero (unused slot), when gids/<i>
+// cannot be read or parsed, or when gid_attrs/types/<i> cannot be read: the
+// kernel answers EINVAL for unused slots, and inside containers also for
+// slots not mapped into the container's sysfs (NCCL's
+// ncclIbRoceGetVersionNum skips those the same way). An unreadable
+// gid_attrs/ndevs/<i> does not skip the entry, it leaves Netdev empty: the
+// kernel has no netdev for InfiniBand GIDs, and such an entry can never
+// match a query that names a netdev.
+//
+// The only error is for a port whose gids directory cannot be listed (no such
+// device or port, or no RDMA sysfs at all); it wraps the file system error, so
+// errors.Is(err, os.ErrNotExist) holds for a missing device.
+func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
+	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
+		return nil, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
+	}
+	base := path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port))
+	names, err := fs.ReadDir(path.Join(base, "gids"))
+	if err != nil {
+		return nil, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
+	}
+	idx := make([]int, 0, len(names))
+	for _, n := range names {
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 {
+			continue
+		}
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+
+	var out []GID
+	for _, i := range idx {
+		s := strconv.Itoa(i)
+		raw, err := fs.ReadTrimmed(path.Join(base, "gids", s))
+		if err != nil {
+			continue
+		}
+		ip := net.ParseIP(raw)
+		if ip == nil || ip.IsUnspecified() {
+			continue
+		}
+		typ, err := fs.ReadTrimmed(path.Join(base, "gid_attrs", "types", s))
+		if err != nil || typ == "" {
+			continue
+		}
+		ndev, err := fs.ReadTrimmed(path.Join(base, "gid_attrs", "ndevs", s))
+		if err != nil {
+			ndev = ""
+		}
+		out = append(out, GID{Index: i, GID: ip.To16(), Type: typ, Netdev: ndev})
+	}
+	return out, nil
+}
+
+// GIDQuery says which GID a RoCE connection should use.
+type GIDQuery struct {
+	// Netdev the GID must belong to (gid_attrs/ndevs). Empty accepts any
+	// netdev, which is what NCCL does (it never reads ndevs); name the netdev
+	// to keep a VLAN child's GIDs apart from its parent's.
+	Netdev string
+	// Family is 4 (IPv4-mapped GIDs, NCCL's default AF_INET) or 6; 0 means 4.
+	Family int
+	// Subnet, when set, is NCCL_IB_ADDR_RANGE: the GID's address must be in it.
+	Subnet *net.IPNet
+	// RoCEVersion is NCCL_IB_ROCE_VERSION_NUM: 1 or 2; 0 means 2.
+	RoCEVersion int
+}
+
+// SelectGID picks the GID that NCCL's dynamic selection (ncclIbGetGidIndex
+// with NCCL_IB_GID_INDEX unset) settles on, restricted to q.Netdev: the
+// lowest index whose GID
+//   - is configured (not all zero) and not link-local (fe80::/64),
+//   - has the asked address family: IPv4 means the IPv4-mapped form
+//     ::ffff:a.b.c.d (or NCCL's IPv4-mapped multicast ff0e::ffff:a.b.c.d),
+//     IPv6 means anything else,
+//   - lies in q.Subnet when one is given,
+//   - has the RoCE version asked for ("RoCE v2", or "IB/RoCE v1"/"RoCE v1"),
+//   - and belongs to q.Netdev when one is named.
+//
+// It reports false when no entry qualifies. NCCL differs only where it would
+// fall back: it then keeps index 0 or a same-family GID of the other RoCE
+// version (and never checks index 0 against the subnet), which is a
+// misconfiguration rocectl reports instead of reproducing.
+func SelectGID(gids []GID, q GIDQuery) (GID, bool) {
+	family := q.Family
+	if family == 0 {
+		family = 4
+	}
+	version := q.RoCEVersion
+	if version == 0 {
+		version = 2
+	}
+	best := -1
+	for i, g := range gids {
+		if q.Netdev != "" && g.Netdev != q.Netdev {
+			continue
+		}
+		if gidRoCEVersion(g.Type) != version {
+			continue
+		}
+		ip := g.GID.To16()
+		if ip == nil || !gidValid(ip) {
+			continue
+		}
+		v4, isV4 := gidIPv4(ip)
+		if (family == 4) != isV4 {
+			continue
+		}
+		if q.Subnet != nil {
+			if isV4 && !q.Subnet.Contains(v4) {
+				continue
+			}
+			if !isV4 && (q.Subnet.IP.To4() != nil || !q.Subnet.Contains(ip)) {
+				continue
+			}
+		}
+		if best < 0 || g.Index < gids[best].Index {
+			best = i
+		}
+	}
+	if best < 0 {
+		return GID{}, false
+	}
+	return gids[best], true
+}
+
+// gidRoCEVersion maps a types/<i> string to 1 or 2 the way NCCL's
+// ncclIbRoceGetVersionNum does (prefix match), 0 for anything else.
+func gidRoCEVersion(t string) int {
+	switch {
+	case strings.HasPrefix(t, "IB/RoCE v1"), strings.HasPrefix(t, "RoCE v1"):
+		return 1
+	case strings.HasPrefix(t, "RoCE v2"):
+		return 2
+	}
+	return 0
+}
+
+// gidValid is NCCL's validGid: configured and not link-local. NCCL counts
+// fe80:: with an all-zero rest as unconfigured and any fe80:0000:0000:0000/64
+// address as link-local; both end up excluded.
+func gidValid(ip net.IP) bool {
+	if ip.IsUnspecified() {
+		return false
+	}
+	linkLocal := ip[0] == 0xfe && ip[1] == 0x80 && bytes.Equal(ip[2:8], make([]byte, 6))
+	return !linkLocal
+}
+
+// gidIPv4 reports whether the GID is NCCL's AF_INET kind (IPv4-mapped, or
+// IPv4-mapped multicast ff0e::ffff:a.b.c.d) and returns the IPv4 address.
+func gidIPv4(ip net.IP) (net.IP, bool) {
+	tail := []byte{0, 0, 0, 0, 0, 0, 0xff, 0xff} // bytes 4..11
+	mapped := bytes.Equal(ip[0:4], []byte{0, 0, 0, 0}) && bytes.Equal(ip[4:12], tail)
+	mcast := bytes.Equal(ip[0:4], []byte{0xff, 0x0e, 0, 0}) && bytes.Equal(ip[4:12], tail)
+	if !mapped && !mcast {
+		return nil, false
+	}
+	return net.IPv4(ip[12], ip[13], ip[14], ip[15]).To4(), true
+}

@@ -1,0 +1,336 @@
+package nic
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// NCCL reads its configuration files like this (NVIDIA/nccl@5067397
+// src/misc/param.cc setEnvFile, src/os/linux.cc ncclOsSetEnv): fgets into a
+// 4096-byte buffer, strip one trailing "\n" then one trailing "\r", skip
+// lines starting with '#' and lines without '=', split at the first '=',
+// keep at most 1023 bytes of name and of value, and setenv(name, value, 0).
+// No whitespace is trimmed and no quotes are removed. setenv never
+// overwrites, so the process environment beats every file, and within and
+// across files the first definition of a name wins. The files are
+// $NCCL_CONF_FILE (or, when that is unset or empty, ~/.nccl.conf) and then
+// /etc/nccl.conf.
+const (
+	ncclLineBuf = 4096 // fgets buffer: at most 4095 bytes per read
+	ncclNameMax = 1023
+	ncclValMax  = 1023
+)
+
+// Markers of the block rocectl owns in an NCCL config file. They start with
+// '#', so NCCL skips them.
+const (
+	ncclBeginMarker = "# BEGIN rocectl managed block"
+	ncclEndMarker   = "# END rocectl managed block"
+)
+
+// NCCLVar is one NAME=value definition.
+type NCCLVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// ParseNCCLConf returns what NCCL would setenv from data, in file order:
+// the first definition of each name (later ones are no-ops for setenv with
+// overwrite 0). Names and values are kept byte for byte, spaces included:
+// "NCCL_IB_TC = 106" defines "NCCL_IB_TC " as " 106".
+func ParseNCCLConf(data []byte) []NCCLVar {
+	var out []NCCLVar
+	seen := map[string]bool{}
+	for len(data) > 0 {
+		// One fgets call: up to and including '\n', at most 4095 bytes.
+		n := bytes.IndexByte(data, '\n') + 1
+		if n == 0 || n > ncclLineBuf-1 {
+			n = min(len(data), ncclLineBuf-1)
+		}
+		line := data[:n]
+		data = data[n:]
+		// C string functions stop at the first NUL.
+		if i := bytes.IndexByte(line, 0); i >= 0 {
+			line = line[:i]
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > 0 && line[0] == '#' {
+			continue
+		}
+		eq := bytes.IndexByte(line, '=')
+		if eq < 0 {
+			continue
+		}
+		name := string(line[:min(eq, ncclNameMax)])
+		value := string(line[eq+1:][:min(len(line)-eq-1, ncclValMax)])
+		// setenv(3) refuses an empty name (EINVAL); a name cannot hold '='.
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, NCCLVar{Name: name, Value: value})
+	}
+	return out
+}
+
+// NCCLConflict is a definition outside the managed block of a name the
+// block also defines. The block sits at the top of the file and NCCL keeps
+// the first definition, so the user's line is now without effect; the
+// caller should say so.
+type NCCLConflict struct {
+	Line      int    `json:"line"` // 1-based, in the existing file
+	Name      string `json:"name"`
+	UserValue string `json:"user_value"`
+	Managed   string `json:"managed_value"`
+}
+
+// NCCLConfError is a value RenderNCCLConf refuses to write.
+type NCCLConfError struct {
+	Name   string
+	Reason string
+}
+
+func (e *NCCLConfError) Error() string {
+	return fmt.Sprintf("nccl.conf: %q: %s", e.Name, e.Reason)
+}
+
+// ErrNCCLConfBlock is returned (wrapped) when the existing file's managed
+// block is damaged: a BEGIN without END, an END without BEGIN, or a BEGIN
+// inside the block. RenderNCCLConf then changes nothing: guessing where the
+// block ends could delete the user's lines.
+var ErrNCCLConfBlock = errors.New("damaged rocectl managed block")
+
+// RenderNCCLConf returns the new content of an NCCL config file: the
+// managed block for profile with vars, as KEY=VALUE lines in the given order
+// without spaces or quotes, at the top of the file, followed by every line
+// of existing that lies outside any previous managed block, byte for byte
+// and in order (line endings and a missing final newline included). Any
+// previous managed block is removed wherever it was; nothing else is.
+//
+// The block goes first because NCCL keeps the first definition of a name: a
+// user line above the block would override it. The user lines it now
+// overrides come back as conflicts, for the caller to warn about.
+//
+// Rendering is idempotent: rendering the result again with the same profile
+// and vars gives the same bytes.
+func RenderNCCLConf(existing []byte, profile string, vars []NCCLVar) ([]byte, []NCCLConflict, error) {
+	if strings.ContainsAny(profile, "\r\n\x00") {
+		return nil, nil, &NCCLConfError{Name: profile, Reason: "profile name contains a line break or NUL"}
+	}
+	managed := map[string]string{}
+	for _, v := range vars {
+		if err := validateNCCLVar(v); err != nil {
+			return nil, nil, err
+		}
+		if _, dup := managed[v.Name]; dup {
+			return nil, nil, &NCCLConfError{Name: v.Name, Reason: "defined twice"}
+		}
+		managed[v.Name] = v.Value
+	}
+
+	user, err := ncclUserLines(existing)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s (profile %s) - do not edit\n", ncclBeginMarker, profile)
+	for _, v := range vars {
+		b.WriteString(v.Name + "=" + v.Value + "\n")
+	}
+	b.WriteString(ncclEndMarker + "\n")
+
+	var conflicts []NCCLConflict
+	for _, l := range user {
+		b.Write(l.raw)
+		for _, d := range ParseNCCLConf(l.raw) {
+			if mv, ok := managed[d.Name]; ok {
+				conflicts = append(conflicts, NCCLConflict{Line: l.no, Name: d.Name, UserValue: d.Value, Managed: mv})
+			}
+		}
+	}
+	return b.Bytes(), conflicts, nil
+}
+
+type ncclLine struct {
+	no  int    // 1-based line number
+	raw []byte // the line with its terminator, if any
+}
+
+// ncclUserLines splits existing into lines and drops every managed block
+// (markers included). Marker lines are recognised with or without a trailing
+// CR, and the BEGIN marker whatever profile it names.
+func ncclUserLines(existing []byte) ([]ncclLine, error) {
+	var out []ncclLine
+	in := false
+	begin := 0
+	no := 0
+	for len(existing) > 0 {
+		n := bytes.IndexByte(existing, '\n') + 1
+		if n == 0 {
+			n = len(existing)
+		}
+		raw := existing[:n]
+		existing = existing[n:]
+		no++
+		text := strings.TrimSuffix(strings.TrimSuffix(string(raw), "\n"), "\r")
+		isBegin := strings.HasPrefix(text, ncclBeginMarker)
+		isEnd := text == ncclEndMarker
+		switch {
+		case isBegin && in:
+			return nil, fmt.Errorf("line %d: BEGIN inside the block opened at line %d: %w", no, begin, ErrNCCLConfBlock)
+		case isBegin:
+			in, begin = true, no
+		case isEnd && !in:
+			return nil, fmt.Errorf("line %d: END without BEGIN: %w", no, ErrNCCLConfBlock)
+		case isEnd:
+			in = false
+		case !in:
+			out = append(out, ncclLine{no: no, raw: raw})
+		}
+	}
+	if in {
+		return nil, fmt.Errorf("line %d: BEGIN without END: %w", begin, ErrNCCLConfBlock)
+	}
+	return out, nil
+}
+
+// validateNCCLVar refuses what NCCL would read differently from what the
+// caller meant: names that are not plain identifiers (a space would become
+// part of the name, '=' would split elsewhere, a leading '#' would make the
+// line a comment), and values with line breaks, NUL, surrounding spaces
+// (NCCL keeps them), or more bytes than NCCL keeps.
+func validateNCCLVar(v NCCLVar) error {
+	if v.Name == "" {
+		return &NCCLConfError{Name: v.Name, Reason: "empty name"}
+	}
+	if len(v.Name) > ncclNameMax {
+		return &NCCLConfError{Name: v.Name, Reason: fmt.Sprintf("name longer than NCCL's %d bytes", ncclNameMax)}
+	}
+	for i, c := range v.Name {
+		ok := c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9'
+		if !ok {
+			return &NCCLConfError{Name: v.Name, Reason: fmt.Sprintf("name has %q; only letters, digits and '_' are allowed", c)}
+		}
+	}
+	switch {
+	case v.Value == "":
+		return &NCCLConfError{Name: v.Name, Reason: "empty value"}
+	case strings.ContainsAny(v.Value, "\r\n\x00"):
+		return &NCCLConfError{Name: v.Name, Reason: "value contains a line break or NUL"}
+	case strings.TrimSpace(v.Value) != v.Value:
+		return &NCCLConfError{Name: v.Name, Reason: "value has leading or trailing white space, which NCCL would keep"}
+	case len(v.Value) > ncclValMax:
+		return &NCCLConfError{Name: v.Name, Reason: fmt.Sprintf("value longer than NCCL's %d bytes", ncclValMax)}
+	}
+	return nil
+}
+
+// WriteNCCLConf replaces the file at p (a host path such as
+// "/etc/nccl.conf", under fs's root) with data, atomically: a temporary file
+// in the same directory is written, fsynced, given its mode and owner, and
+// renamed over p; then the directory is fsynced and the file read back.
+// Readers see the old or the new file, never a mix, even across a crash.
+//
+// Mode and owner: the file is always 0644. NCCL opens the file as whatever
+// user runs the job and silently ignores a file it cannot open, so a
+// tighter mode would make the settings vanish for non-root jobs; the
+// managed content is not secret. An existing file's owner and group are kept
+// (the temporary file is chowned before the rename); a new file belongs to
+// the writing process (root, for the agent). Extended attributes, ACLs and
+// SELinux labels of the old file are not carried over, and a hard link to
+// the old file keeps the old content (the rename gives p a new inode).
+//
+// It writes nothing when the file already holds data, refuses a read-only
+// fs (ErrReadOnly) and a path that is a symlink (renaming over it would
+// replace the link, not the file it points to), and does not create missing
+// directories. Errors keep the errno (errors.Is(err, syscall.EACCES) ...).
+func WriteNCCLConf(fs FS, p string, data []byte) error {
+	if fs.ReadOnly() {
+		return &os.PathError{Op: "write", Path: p, Err: ErrReadOnly}
+	}
+	if !path.IsAbs(p) {
+		return &os.PathError{Op: "write", Path: p, Err: errors.New("path must be absolute")}
+	}
+	full := fs.Path(p)
+	st, err := os.Lstat(full)
+	switch {
+	case err == nil && st.Mode()&os.ModeSymlink != 0:
+		return &os.PathError{Op: "write", Path: p, Err: errors.New("is a symlink; point rocectl at the file it links to")}
+	case err == nil && !st.Mode().IsRegular():
+		return &os.PathError{Op: "write", Path: p, Err: errors.New("not a regular file")}
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	exists := err == nil
+	if exists {
+		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, data) && st.Mode().Perm() == 0o644 {
+			return nil
+		}
+	}
+
+	dir := filepath.Dir(full)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(full)+".rocectl-*")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if exists {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			if err := tmp.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
+				return fmt.Errorf("keep owner %d:%d of %s: %w", sys.Uid, sys.Gid, p, err)
+			}
+		}
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpName, full); err != nil {
+		return err
+	}
+	done = true
+	if err := ncclSyncDir(dir); err != nil {
+		return err
+	}
+	got, err := os.ReadFile(full)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", p, err)
+	}
+	if !bytes.Equal(got, data) {
+		return fmt.Errorf("read back %s: the file holds %d bytes that differ from the %d written", p, len(got), len(data))
+	}
+	return nil
+}
+
+// ncclSyncDir makes the rename durable.
+func ncclSyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

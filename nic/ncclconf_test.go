@@ -1,0 +1,384 @@
+package nic
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestParseNCCLConfFollowsNCCLRules(t *testing.T) {
+	long := strings.Repeat("x", 4093)
+	in := "NCCL_IB_TC = 106\n" + // name and value keep their spaces
+		"# NCCL_IB_GID_INDEX=3\n" + // comment
+		" #NCCL_NOT_A_COMMENT=1\n" + // '#' only counts in column 0
+		"no equals sign here\n" +
+		"\n" +
+		"NCCL_SOCKET_IFNAME=eth0\r\n" + // CRLF stripped
+		"A=b=c\n" + // first '=' splits
+		"NCCL_IB_TC=200\n" + // "NCCL_IB_TC" (no space) is a new name
+		"A=second\n" + // setenv(..., 0): the first A stays
+		"=orphan\n" + // empty name: setenv fails, nothing set
+		"NCCL_DEBUG=\"INFO\"\n" + // no quote handling
+		"CR2=1\r\r\n" + // only one CR is stripped
+		"NUL=a\x00b\n" + // C strings end at NUL
+		"L=" + long + "M=2\n" + // 4095-byte fgets: the rest is read as its own line
+		strings.Repeat("N", 1100) + "=v\n" + // name cut to 1023 bytes
+		"LAST=no-newline"
+	got := ParseNCCLConf([]byte(in))
+	want := []NCCLVar{
+		{"NCCL_IB_TC ", " 106"},
+		{" #NCCL_NOT_A_COMMENT", "1"},
+		{"NCCL_SOCKET_IFNAME", "eth0"},
+		{"A", "b=c"},
+		{"NCCL_IB_TC", "200"},
+		{"NCCL_DEBUG", `"INFO"`},
+		{"CR2", "1\r"},
+		{"NUL", "a"},
+		{"L", strings.Repeat("x", 1023)},
+		{"M", "2"},
+		{strings.Repeat("N", 1023), "v"},
+		{"LAST", "no-newline"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range max(len(got), len(want)) {
+			var g, w NCCLVar
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			if g != w {
+				t.Errorf("var %d: got {%.40q %.40q}, want {%.40q %.40q}", i, g.Name, g.Value, w.Name, w.Value)
+			}
+		}
+	}
+}
+
+func TestParseNCCLConfDoRoCE(t *testing.T) {
+	// What doRoCE.sh writes into /etc/nccl.conf (reference §C).
+	got := ParseNCCLConf([]byte("NCCL_IB_TC=106\nNCCL_IB_GID_INDEX=3\n"))
+	want := []NCCLVar{{"NCCL_IB_TC", "106"}, {"NCCL_IB_GID_INDEX", "3"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+var testNCCLVars = []NCCLVar{
+	{"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"},
+	{"NCCL_IB_TC", "106"},
+	{"NCCL_IB_GID_INDEX", "3"},
+	{"NCCL_IB_TIMEOUT", "22"},
+}
+
+func TestRenderNCCLConfEmpty(t *testing.T) {
+	out, conflicts, err := RenderNCCLConf(nil, "gpu-fabric-a", testNCCLVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# BEGIN rocectl managed block (profile gpu-fabric-a) - do not edit\n" +
+		"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n" +
+		"NCCL_IB_TC=106\n" +
+		"NCCL_IB_GID_INDEX=3\n" +
+		"NCCL_IB_TIMEOUT=22\n" +
+		"# END rocectl managed block\n"
+	if string(out) != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	if len(conflicts) != 0 {
+		t.Fatalf("conflicts %v", conflicts)
+	}
+	// Round trip: NCCL reads back exactly what was asked for, the '=' that
+	// starts the HCA value included.
+	if got := ParseNCCLConf(out); !reflect.DeepEqual(got, testNCCLVars) {
+		t.Fatalf("parse(render) = %q, want %q", got, testNCCLVars)
+	}
+}
+
+func TestRenderNCCLConfMergeKeepsUserLines(t *testing.T) {
+	before := "# site defaults\r\n" +
+		"NCCL_DEBUG=WARN\r\n" +
+		"NCCL_IB_TC=96\n" + // conflicts with the block
+		"NCCL_IB_TC = 96\n" + // a different name for NCCL: no conflict
+		"# BEGIN rocectl managed block (profile old-name) - do not edit\r\n" +
+		"NCCL_IB_TC=104\n" +
+		"NCCL_IB_SL=3\n" +
+		"# END rocectl managed block\r\n" +
+		"  indented junk without equals\n" +
+		"NCCL_IB_GID_INDEX=5\n" + // conflicts too
+		"NCCL_SOCKET_IFNAME=^lo,docker" // no final newline
+	userOnly := "# site defaults\r\n" +
+		"NCCL_DEBUG=WARN\r\n" +
+		"NCCL_IB_TC=96\n" +
+		"NCCL_IB_TC = 96\n" +
+		"  indented junk without equals\n" +
+		"NCCL_IB_GID_INDEX=5\n" +
+		"NCCL_SOCKET_IFNAME=^lo,docker"
+	block, _, err := RenderNCCLConf(nil, "gpu-fabric-a", testNCCLVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, conflicts, err := RenderNCCLConf([]byte(before), "gpu-fabric-a", testNCCLVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := string(block) + userOnly; string(out) != want {
+		t.Fatalf("got\n%q\nwant\n%q", out, want)
+	}
+	wantConflicts := []NCCLConflict{
+		{Line: 3, Name: "NCCL_IB_TC", UserValue: "96", Managed: "106"},
+		{Line: 10, Name: "NCCL_IB_GID_INDEX", UserValue: "5", Managed: "3"},
+	}
+	if !reflect.DeepEqual(conflicts, wantConflicts) {
+		t.Fatalf("conflicts %+v, want %+v", conflicts, wantConflicts)
+	}
+
+	// What NCCL now sees: the block's values win, the user's other lines
+	// still count.
+	env := map[string]string{}
+	for _, v := range ParseNCCLConf(out) {
+		env[v.Name] = v.Value
+	}
+	for k, v := range map[string]string{
+		"NCCL_IB_TC": "106", "NCCL_IB_GID_INDEX": "3", "NCCL_DEBUG": "WARN",
+		"NCCL_IB_TC ": " 96", "NCCL_SOCKET_IFNAME": "^lo,docker",
+	} {
+		if env[k] != v {
+			t.Errorf("NCCL sees %q=%q, want %q", k, env[k], v)
+		}
+	}
+	if _, ok := env["NCCL_IB_SL"]; ok {
+		t.Error("the old block's NCCL_IB_SL survived")
+	}
+
+	// Idempotent.
+	again, conflicts2, err := RenderNCCLConf(out, "gpu-fabric-a", testNCCLVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, out) {
+		t.Fatalf("second render differs:\n%q\n%q", again, out)
+	}
+	if len(conflicts2) != 2 || conflicts2[0].Line != 9 || conflicts2[1].Line != 12 {
+		t.Fatalf("second render conflicts %+v (lines should count in the new file)", conflicts2)
+	}
+}
+
+func TestRenderNCCLConfRemovesBlockWithEmptyVars(t *testing.T) {
+	in := "A=1\n# BEGIN rocectl managed block (profile p) - do not edit\nB=2\n# END rocectl managed block\nC=3\n"
+	out, _, err := RenderNCCLConf([]byte(in), "p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# BEGIN rocectl managed block (profile p) - do not edit\n# END rocectl managed block\nA=1\nC=3\n"
+	if string(out) != want {
+		t.Fatalf("got %q, want %q", out, want)
+	}
+}
+
+func TestRenderNCCLConfRefusesDamagedBlock(t *testing.T) {
+	for name, in := range map[string]string{
+		"begin without end": "A=1\n# BEGIN rocectl managed block (profile p) - do not edit\nB=2\n",
+		"end without begin": "A=1\n# END rocectl managed block\n",
+		"nested begin": "# BEGIN rocectl managed block (profile p) - do not edit\n" +
+			"# BEGIN rocectl managed block (profile q) - do not edit\n# END rocectl managed block\n",
+	} {
+		out, _, err := RenderNCCLConf([]byte(in), "p", testNCCLVars)
+		if !errors.Is(err, ErrNCCLConfBlock) || out != nil {
+			t.Errorf("%s: out %q, err %v; want ErrNCCLConfBlock", name, out, err)
+		}
+	}
+}
+
+func TestRenderNCCLConfValidates(t *testing.T) {
+	bad := []NCCLVar{
+		{"", "1"},
+		{"NCCL IB_TC", "1"},
+		{"NCCL_IB_TC ", "1"},
+		{"A=B", "1"},
+		{"#NCCL_IB_TC", "1"},
+		{"1NCCL", "1"},
+		{strings.Repeat("N", 1024), "1"},
+		{"NCCL_IB_TC", ""},
+		{"NCCL_IB_TC", " 106"},
+		{"NCCL_IB_TC", "106 "},
+		{"NCCL_IB_TC", "106\n"},
+		{"NCCL_IB_TC", "1\r06"},
+		{"NCCL_IB_TC", "1\x0006"},
+		{"NCCL_IB_HCA", strings.Repeat("m", 1024)},
+	}
+	for _, v := range bad {
+		_, _, err := RenderNCCLConf(nil, "p", []NCCLVar{v})
+		var ce *NCCLConfError
+		if !errors.As(err, &ce) {
+			t.Errorf("%.30q=%.30q: err %v, want *NCCLConfError", v.Name, v.Value, err)
+		}
+	}
+	if _, _, err := RenderNCCLConf(nil, "p", []NCCLVar{{"A", "1"}, {"A", "2"}}); err == nil {
+		t.Error("a name defined twice was accepted")
+	}
+	if _, _, err := RenderNCCLConf(nil, "p\nNCCL_IB_TC=0", nil); err == nil {
+		t.Error("a profile name with a newline was accepted")
+	}
+	// Values NCCL reads verbatim and rocectl writes: '=', '#', ',' and ':'
+	// inside the value are fine.
+	ok := []NCCLVar{{"NCCL_IB_HCA", "=mlx5_0:1"}, {"NCCL_SOCKET_IFNAME", "^docker#1,lo"}, {"nccl_lower", "x=y"}}
+	out, _, err := RenderNCCLConf(nil, "p", ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ParseNCCLConf(out); !reflect.DeepEqual(got, ok) {
+		t.Fatalf("got %q, want %q", got, ok)
+	}
+}
+
+func ncclTestRoot(t *testing.T) (FS, string) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return NewFS(root, false), filepath.Join(root, "etc", "nccl.conf")
+}
+
+func TestWriteNCCLConfNewFile(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	data, _, err := RenderNCCLConf(nil, "p", testNCCLVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(file)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	st, _ := os.Stat(file)
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(filepath.Dir(file))
+	if len(ents) != 1 {
+		t.Errorf("directory holds %d entries (temporary file left behind?)", len(ents))
+	}
+}
+
+func TestWriteNCCLConfExistingFileModeAndOwner(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	if err := os.WriteFile(file, []byte("NCCL_DEBUG=WARN\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if os.Geteuid() == 0 {
+		uid, gid = 4242, 4343
+		if err := os.Chown(file, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _, err := RenderNCCLConf([]byte("NCCL_DEBUG=WARN\n"), "p", testNCCLVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644 (NCCL ignores a file the job's user cannot read)", st.Mode().Perm())
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	if int(sys.Uid) != uid || int(sys.Gid) != gid {
+		t.Errorf("owner %d:%d, want %d:%d kept", sys.Uid, sys.Gid, uid, gid)
+	}
+	if got, _ := os.ReadFile(file); !bytes.Equal(got, data) {
+		t.Errorf("content %q", got)
+	}
+}
+
+func TestWriteNCCLConfUnchangedIsNoop(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	data := []byte("NCCL_IB_TC=106\n")
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+		t.Fatal(err)
+	}
+	st1, _ := os.Stat(file)
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+		t.Fatal(err)
+	}
+	st2, _ := os.Stat(file)
+	if st1.Sys().(*syscall.Stat_t).Ino != st2.Sys().(*syscall.Stat_t).Ino {
+		t.Error("identical content was rewritten (new inode)")
+	}
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", []byte("NCCL_IB_TC=104\n")); err != nil {
+		t.Fatal(err)
+	}
+	st3, _ := os.Stat(file)
+	if st3.Sys().(*syscall.Stat_t).Ino == st2.Sys().(*syscall.Stat_t).Ino {
+		t.Error("new content written in place, not by rename")
+	}
+}
+
+func TestWriteNCCLConfRefusals(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	ro := NewFS(fs.Root(), true)
+	if err := WriteNCCLConf(ro, "/etc/nccl.conf", []byte("A=1\n")); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only fs: err %v, want ErrReadOnly", err)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Error("read-only fs: the file was created")
+	}
+	if err := WriteNCCLConf(fs, "/nonexistent/nccl.conf", []byte("A=1\n")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing directory: err %v, want ErrNotExist", err)
+	}
+	if err := WriteNCCLConf(fs, "etc/nccl.conf", []byte("A=1\n")); err == nil {
+		t.Error("relative path accepted")
+	}
+	target := filepath.Join(fs.Root(), "etc", "real.conf")
+	if err := os.WriteFile(target, []byte("A=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.conf", file); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", []byte("A=1\n")); err == nil {
+		t.Error("symlink replaced")
+	}
+	if got, _ := os.ReadFile(target); string(got) != "A=0\n" {
+		t.Errorf("symlink target changed to %q", got)
+	}
+}
+
+func TestWriteNCCLConfKeepsErrnoENOTDIR(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "etc"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteNCCLConf(NewFS(root, false), "/etc/nccl.conf", []byte("A=1\n"))
+	if !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("err %v, want ENOTDIR", err)
+	}
+}
+
+func TestWriteNCCLConfKeepsErrnoEACCES(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores directory permissions; the EACCES path needs an unprivileged user")
+	}
+	fs, _ := ncclTestRoot(t)
+	dir := filepath.Join(fs.Root(), "etc")
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	if err := WriteNCCLConf(fs, "/etc/nccl.conf", []byte("A=1\n")); !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("err %v, want EACCES", err)
+	}
+}
