@@ -1,0 +1,190 @@
+package nic
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/rocectl/rocectl/nic/dcb"
+)
+
+// Live is the Kernel of the running host: rtnetlink and devlink over netlink
+// sockets, ethtool over SIOCETHTOOL ioctls, dcbnl through dcb.Client.
+//
+// Network namespace: every socket Live uses for rtnetlink, devlink and
+// ethtool is opened by NewLive, so those requests go to the namespace of the
+// thread that called NewLive, whatever thread later uses the Live. (The
+// kernel binds a socket to the namespace it was created in.) DCB requests are
+// made by dcb.Client, which opens its sockets per call in the calling
+// thread's namespace; a Live used for DCB must therefore be used from the
+// namespace it was created in. For the host agent that is the init
+// namespace throughout.
+//
+// A Live is safe for concurrent use.
+type Live struct {
+	log *slog.Logger
+
+	// route carries RTM_GETLINK/RTM_SETLINK. It is an nl socket rather than a
+	// netlink.Handle because LinkAttrs has no min/max MTU and the Handle's
+	// sockets cannot have extended ACK switched on.
+	route *nl.SocketHandle
+	// genl is a Handle on NETLINK_GENERIC for devlink.
+	genl *netlink.Handle
+	// ioctlFD is the datagram socket that carries the SIOCETHTOOL ioctls
+	// (ethtool.go, tunable.go).
+	ioctlFD int
+	bufs    ioctlBufs
+
+	dcb *dcb.Client
+}
+
+var _ Kernel = (*Live)(nil)
+
+// netlinkTimeout bounds every netlink request. The kernel answers rtnetlink
+// and devlink requests in microseconds; a devlink request on a firmware-bound
+// parameter can take a few seconds.
+const netlinkTimeout = 30 * time.Second
+
+// NewLive opens the sockets Live needs in the calling thread's network
+// namespace. log may be nil (discard).
+func NewLive(log *slog.Logger) (*Live, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Live{log: log, ioctlFD: -1}
+	ok := false
+	defer func() {
+		if !ok {
+			l.Close()
+		}
+	}()
+
+	s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("open rtnetlink socket: %w", err)
+	}
+	l.route = &nl.SocketHandle{Socket: s}
+	tv := unix.NsecToTimeval(netlinkTimeout.Nanoseconds())
+	if err := s.SetSendTimeout(&tv); err != nil {
+		return nil, fmt.Errorf("rtnetlink socket: %w", err)
+	}
+	if err := s.SetReceiveTimeout(&tv); err != nil {
+		return nil, fmt.Errorf("rtnetlink socket: %w", err)
+	}
+	// Extended ACK: the kernel then says why it refused, e.g. "mtu greater
+	// than device maximum"; nl appends that text after the errno it wraps.
+	if err := s.SetExtAck(true); err != nil {
+		log.Debug("netlink extended ack unavailable", "err", err)
+	}
+
+	if l.genl, err = netlink.NewHandle(unix.NETLINK_GENERIC); err != nil {
+		return nil, fmt.Errorf("open generic netlink socket: %w", err)
+	}
+	if err := l.genl.SetSocketTimeout(netlinkTimeout); err != nil {
+		return nil, fmt.Errorf("generic netlink socket: %w", err)
+	}
+
+	if l.ioctlFD, err = ioctlSocket(); err != nil {
+		return nil, fmt.Errorf("open ethtool socket: %w", err)
+	}
+
+	l.dcb = dcb.NewClient()
+	ok = true
+	return l, nil
+}
+
+// ioctlSocket opens a datagram socket to carry SIOCETHTOOL, as ethtool(8)
+// does: AF_INET, or AF_UNIX on a kernel without IPv4. Any socket works; the
+// kernel only uses it to find the network namespace.
+func ioctlSocket() (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		return fd, nil
+	}
+	fd, err2 := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err2 != nil {
+		return -1, errors.Join(err, err2)
+	}
+	return fd, nil
+}
+
+// Close releases the sockets. The Live must not be used afterwards.
+func (l *Live) Close() error {
+	var errs []error
+	if l.route != nil {
+		l.route.Close()
+		l.route = nil
+	}
+	if l.genl != nil {
+		l.genl.Close()
+		l.genl = nil
+	}
+	if l.ioctlFD >= 0 {
+		if err := unix.Close(l.ioctlFD); err != nil {
+			errs = append(errs, err)
+		}
+		l.ioctlFD = -1
+	}
+	l.bufs.free()
+	return errors.Join(errs...)
+}
+
+// DCB returns the netdev's IEEE DCB state (dcbnl IEEE_GET).
+func (l *Live) DCB(ifname string) (*dcb.State, error) { return l.dcb.Get(ifname) }
+
+// SetDCBX sets the DCBX mode bits (dcb.DCBX*).
+func (l *Live) SetDCBX(ifname string, mode uint8) error { return l.dcb.SetDCBX(ifname, mode) }
+
+// SetETS writes the ETS configuration.
+func (l *Live) SetETS(ifname string, ets dcb.ETS) error { return l.dcb.SetETS(ifname, ets) }
+
+// SetPFC writes the PFC configuration.
+func (l *Live) SetPFC(ifname string, pfc dcb.PFC) error { return l.dcb.SetPFC(ifname, pfc) }
+
+// SetBuffer writes the port buffer configuration.
+func (l *Live) SetBuffer(ifname string, buf dcb.Buffer) error { return l.dcb.SetBuffer(ifname, buf) }
+
+// AddApps adds APP table entries.
+func (l *Live) AddApps(ifname string, apps []dcb.App) error { return l.dcb.AddApps(ifname, apps) }
+
+// DelApps deletes APP table entries.
+func (l *Live) DelApps(ifname string, apps []dcb.App) error { return l.dcb.DelApps(ifname, apps) }
+
+// OpError is a kernel request on one device that failed. Err is the cause as
+// the kernel gave it, normally a syscall.Errno (possibly annotated with the
+// kernel's extended-ACK message), so errors.Is(err, syscall.EOPNOTSUPP)
+// and friends work through it.
+type OpError struct {
+	Op  string // what was asked, e.g. "set mtu 9000", "ethtool get pause"
+	Dev string // netdev name, or devlink "bus/name"
+	Err error
+}
+
+func (e *OpError) Error() string { return e.Dev + ": " + e.Op + ": " + e.Err.Error() }
+func (e *OpError) Unwrap() error { return e.Err }
+
+func opErr(dev, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &OpError{Op: op, Dev: dev, Err: err}
+}
+
+// ReadBackError means the kernel accepted a write but, read back, holds
+// something else: a driver that clamps, rounds or silently ignores a value.
+type ReadBackError struct {
+	Dev  string
+	What string // e.g. "mtu", "pause", "private flag rx_cqe_compress"
+	Want string
+	Got  string
+}
+
+func (e *ReadBackError) Error() string {
+	return fmt.Sprintf("%s: read back %s: wrote %s, kernel holds %s", e.Dev, e.What, e.Want, e.Got)
+}

@@ -1,0 +1,86 @@
+package nic
+
+import (
+	"errors"
+	"log/slog"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/rocectl/rocectl/internal/netnstest"
+)
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// liveInNS gives the test a fresh namespace holding the veth pair va <-> vb
+// and a Live opened inside it (all its sockets live there, so the test
+// goroutine may use it from any thread).
+func liveInNS(t testing.TB) (*netnstest.NS, *Live) {
+	t.Helper()
+	ns := netnstest.New(t)
+	ns.AddVeth("va", "vb")
+	var l *Live
+	if err := ns.Do(func() (err error) {
+		l, err = NewLive(testLogger(t))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return ns, l
+}
+
+// needTool skips a cross-check that needs a command-line tool.
+func needTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("cross-check needs %s: %v", name, err)
+	}
+}
+
+func TestOpErrorKeepsErrno(t *testing.T) {
+	err := opErr("eth9", "ethtool get pause", syscall.EOPNOTSUPP)
+	if !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Fatalf("errors.Is(%v, EOPNOTSUPP) = false", err)
+	}
+	var oe *OpError
+	if !errors.As(err, &oe) || oe.Dev != "eth9" || oe.Op != "ethtool get pause" {
+		t.Fatalf("errors.As = %#v", oe)
+	}
+	if got, want := err.Error(), "eth9: ethtool get pause: operation not supported"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	if opErr("eth9", "x", nil) != nil {
+		t.Fatal("opErr(nil) is not nil")
+	}
+}
+
+func TestDCBDelegatesToDcbnl(t *testing.T) {
+	ns, l := liveInNS(t)
+	// dcb.Client opens its socket per call in the calling thread's
+	// namespace, so the DCB methods run inside ns. veth has no dcbnl_ops:
+	// the kernel answers EOPNOTSUPP (reference §H).
+	err := ns.Do(func() error {
+		_, err := l.DCB("va")
+		return err
+	})
+	if !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Fatalf("DCB(veth) = %v, want EOPNOTSUPP", err)
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	_, l := liveInNS(t)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
