@@ -1,0 +1,421 @@
+package hosts
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rocectl/rocectl/internal/ttar"
+)
+
+// Capture file names in testdata/captures (copied byte for byte from
+// shared/fixtures; provenance in testdata/captures/SOURCES.md).
+const (
+	capCX6DxEthtoolS   = "mlx5-cx6dx-ethtool-S-k5.15-txpause.txt"
+	capBnxtEthtoolS    = "bnxt_en-showmax-ethtool-S.txt"
+	capBnxtEthtoolI    = "bnxt_en-showmax-ethtool-i.txt"
+	capProcfsTtar      = "mlx5-procfs-sysfs-infiniband-ecn.ttar"
+	capIBMShowGids     = "mlx5-cx6-show_gids-ibm-spectrumscale.txt"
+	capCX6Devinfo      = "mlx5-cx6-ibv_devinfo-v-roce-scaleoutsean.txt"
+	capOptionalCC      = "mlx5-rdma-statistic-show-link-rocep8s0f0-optional-cc.txt"
+	capQosPCPDefault   = "mlx5-mlnx_qos-trust-pcp-default-centos12.txt"
+	capQosNetarbiter   = "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt"
+	capDoc2933BufSize  = "mlx5-sysfs-qos-buffer_size-default-mellanox-community-doc2933.txt"
+	capDoc2933P2B      = "mlx5-sysfs-qos-prio2buffer-mellanox-community-doc2933.txt"
+	capCentosMultiGids = "mlx5-show_gids-centos12-multidev.txt"
+)
+
+// Captures holds the parsed captures the hosts are built from.
+type Captures struct {
+	dir string
+
+	CX6DxStats   Stats             // ethtool -S, ConnectX-6 Dx, kernel 5.15
+	BnxtStats    Stats             // ethtool -S, bnxt_en
+	BnxtInfo     map[string]string // ethtool -i, bnxt_en
+	Procfs       map[string]ttar.Entry
+	IBMGids      []GidRow // show_gids, ConnectX-6 mlx5_0
+	CX6Devinfo   Devinfo  // ibv_devinfo -v, ConnectX-6 mlx5_0
+	OptionalCC   Stats    // rdma statistic show link rocep8s0f0/1
+	QosDefault   MlnxQos  // mlnx_qos, trust pcp default
+	QosLossless  MlnxQos  // mlnx_qos --pfc 0,0,0,1,0,0,0,0 (netarbiter)
+	SpareBuffer  uint32   // qos/buffer_size "Spare buffer size", DOC-2933
+	CentosGids   []GidRow // show_gids, 8 devices
+	Prio2BufDoc  map[int]int
+	procfsPrefix string
+}
+
+// Stats is an ordered counter list: names in capture order and values.
+type Stats struct {
+	Names  []string
+	Values map[string]uint64
+}
+
+// GidRow is one show_gids line.
+type GidRow struct {
+	Dev, Port, Index, GID, IPv4, Ver, Netdev string
+}
+
+// Devinfo is what the hosts use from ibv_devinfo -v.
+type Devinfo struct {
+	FwVer, NodeGUID, SysImageGUID, BoardID, VendorPartID string
+	ActiveWidth, ActiveSpeed                             string
+	GIDs                                                 []DevinfoGID
+}
+
+// DevinfoGID is one "GID[ i]: gid, RoCE vN" line.
+type DevinfoGID struct {
+	Index int
+	GID   string // as printed (v2 entries are compressed)
+	Type  string // "RoCE v1" | "RoCE v2"
+}
+
+// MlnxQos is what the hosts use from mlnx_qos output.
+type MlnxQos struct {
+	Trust       string
+	CableLen    int
+	BufferSizes []uint32 // "Receive buffer size (bytes)"; nil if not printed
+	PFCEnabled  [8]bool
+	DSCP2Prio   map[int]int // "prio:N dscp:a,b,..." rows; nil under trust pcp
+}
+
+// LoadCaptures reads and parses every capture the hosts use from dir.
+func LoadCaptures(dir string) (*Captures, error) {
+	c := &Captures{dir: dir}
+	var err error
+	read := func(name string) string {
+		if err != nil {
+			return ""
+		}
+		var b []byte
+		b, err = os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			err = fmt.Errorf("capture %s: %w", name, err)
+		}
+		return string(b)
+	}
+	parse := func(name string, fn func(string) error) {
+		text := read(name)
+		if err == nil {
+			if perr := fn(text); perr != nil {
+				err = fmt.Errorf("capture %s: %w", name, perr)
+			}
+		}
+	}
+	parse(capCX6DxEthtoolS, func(s string) (e error) { c.CX6DxStats, e = parseEthtoolS(s); return })
+	parse(capBnxtEthtoolS, func(s string) (e error) { c.BnxtStats, e = parseEthtoolS(s); return })
+	parse(capBnxtEthtoolI, func(s string) (e error) { c.BnxtInfo, e = parseKeyColon(s); return })
+	parse(capProcfsTtar, func(s string) error {
+		entries, e := ttar.Parse(strings.NewReader(s))
+		if e != nil {
+			return e
+		}
+		c.Procfs = map[string]ttar.Entry{}
+		for _, en := range entries {
+			c.Procfs[en.Path] = en
+		}
+		c.procfsPrefix = "fixtures/sys/"
+		return nil
+	})
+	parse(capIBMShowGids, func(s string) (e error) { c.IBMGids, e = parseShowGids(s); return })
+	parse(capCentosMultiGids, func(s string) (e error) { c.CentosGids, e = parseShowGids(s); return })
+	parse(capCX6Devinfo, func(s string) (e error) { c.CX6Devinfo, e = parseDevinfo(s); return })
+	parse(capOptionalCC, func(s string) (e error) { c.OptionalCC, e = parseRdmaStatistic(s); return })
+	parse(capQosPCPDefault, func(s string) (e error) { c.QosDefault, e = parseMlnxQos(s); return })
+	parse(capQosNetarbiter, func(s string) (e error) { c.QosLossless, e = parseMlnxQos(s); return })
+	parse(capDoc2933BufSize, func(s string) (e error) { c.SpareBuffer, e = parseSpare(s); return })
+	parse(capDoc2933P2B, func(s string) (e error) { c.Prio2BufDoc, e = parsePrio2Buffer(s); return })
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// procfsDir lists the files of one directory of the procfs archive
+// (relative to its fixtures/sys/ root), in archive order.
+func (c *Captures) procfsDir(sysDir string) []ttar.Entry {
+	prefix := c.procfsPrefix + sysDir + "/"
+	var out []ttar.Entry
+	for _, e := range c.procfsSorted() {
+		if e.Kind == ttar.File && strings.HasPrefix(e.Path, prefix) && !strings.Contains(strings.TrimPrefix(e.Path, prefix), "/") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (c *Captures) procfsSorted() []ttar.Entry {
+	out := make([]ttar.Entry, 0, len(c.Procfs))
+	for _, k := range sortedKeys(c.Procfs) {
+		out = append(out, c.Procfs[k])
+	}
+	return out
+}
+
+// procfsFile returns one file of the procfs archive.
+func (c *Captures) procfsFile(sysPath string) (string, error) {
+	e, ok := c.Procfs[c.procfsPrefix+sysPath]
+	if !ok || e.Kind != ttar.File {
+		return "", fmt.Errorf("capture %s: no file %s", capProcfsTtar, sysPath)
+	}
+	return string(e.Data), nil
+}
+
+// parseEthtoolS reads `ethtool -S` output: "NIC statistics:" then one
+// "name: value" per line. Names may contain ": " (bnxt per-ring names
+// are "[0]: rx_ucast_packets"), so the value is after the last one.
+func parseEthtoolS(s string) (Stats, error) {
+	st := Stats{Values: map[string]uint64{}}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	header := false
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if !header {
+			if line != "NIC statistics:" {
+				return st, fmt.Errorf("line %d: want \"NIC statistics:\", got %q", n, line)
+			}
+			header = true
+			continue
+		}
+		i := strings.LastIndex(line, ": ")
+		if i <= 0 {
+			return st, fmt.Errorf("line %d: no \"name: value\" in %q", n, line)
+		}
+		name := line[:i]
+		v, err := strconv.ParseUint(line[i+2:], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("line %d: %w", n, err)
+		}
+		if _, dup := st.Values[name]; dup {
+			return st, fmt.Errorf("line %d: duplicate counter %q", n, name)
+		}
+		st.Names = append(st.Names, name)
+		st.Values[name] = v
+	}
+	if !header {
+		return st, fmt.Errorf("empty capture")
+	}
+	return st, sc.Err()
+}
+
+// parseKeyColon reads "key: value" lines (ethtool -i).
+func parseKeyColon(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for n, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("line %d: no colon in %q", n+1, line)
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, nil
+}
+
+var verRE = regexp.MustCompile(`^v[12]$`)
+
+// parseShowGids reads show_gids output. The IPv4 and DEV columns may be
+// empty, so columns after GID are told apart by their shape.
+func parseShowGids(s string) ([]GidRow, error) {
+	var rows []GidRow
+	for n, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == "DEV" || f[0] == "---" || strings.HasPrefix(f[0], "n_gids_found") {
+			continue
+		}
+		if len(f) < 5 {
+			return nil, fmt.Errorf("line %d: short row %q", n+1, line)
+		}
+		r := GidRow{Dev: f[0], Port: f[1], Index: f[2], GID: f[3]}
+		for _, x := range f[4:] {
+			switch {
+			case verRE.MatchString(x):
+				r.Ver = x
+			case strings.Count(x, ".") == 3:
+				r.IPv4 = x
+			default:
+				r.Netdev = x
+			}
+		}
+		if r.Ver == "" {
+			return nil, fmt.Errorf("line %d: no version column in %q", n+1, line)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+var devinfoGID = regexp.MustCompile(`^GID\[\s*(\d+)\]:\s+(\S+), (RoCE v[12])$`)
+
+// parseDevinfo reads the fields the hosts use from ibv_devinfo -v.
+func parseDevinfo(s string) (Devinfo, error) {
+	var d Devinfo
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if m := devinfoGID.FindStringSubmatch(line); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			d.GIDs = append(d.GIDs, DevinfoGID{Index: i, GID: m[2], Type: m[3]})
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch strings.TrimSpace(k) {
+		case "fw_ver":
+			d.FwVer = v
+		case "node_guid":
+			d.NodeGUID = v
+		case "sys_image_guid":
+			d.SysImageGUID = v
+		case "board_id":
+			d.BoardID = v
+		case "vendor_part_id":
+			d.VendorPartID = v
+		case "active_width":
+			d.ActiveWidth = v
+		case "active_speed":
+			d.ActiveSpeed = v
+		}
+	}
+	if d.FwVer == "" || d.NodeGUID == "" || len(d.GIDs) == 0 {
+		return d, fmt.Errorf("fw_ver, node_guid or GIDs missing")
+	}
+	return d, nil
+}
+
+// parseRdmaStatistic reads `rdma statistic show link DEV/PORT`: after the
+// "link DEV/PORT" words come name/value pairs, wrapped at any point.
+func parseRdmaStatistic(s string) (Stats, error) {
+	f := strings.Fields(s)
+	st := Stats{Values: map[string]uint64{}}
+	if len(f) < 2 || f[0] != "link" {
+		return st, fmt.Errorf("does not start with \"link DEV/PORT\"")
+	}
+	f = f[2:]
+	if len(f)%2 != 0 {
+		return st, fmt.Errorf("odd number of name/value words")
+	}
+	for i := 0; i < len(f); i += 2 {
+		v, err := strconv.ParseUint(f[i+1], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("%s: %w", f[i], err)
+		}
+		st.Names = append(st.Names, f[i])
+		st.Values[f[i]] = v
+	}
+	return st, nil
+}
+
+// parseMlnxQos reads trust, cable length, receive buffer sizes and the PFC
+// enabled row from mlnx_qos output.
+func parseMlnxQos(s string) (MlnxQos, error) {
+	var q MlnxQos
+	q.CableLen = -1
+	for _, line := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "Priority trust state:"):
+			q.Trust = strings.TrimSpace(strings.TrimPrefix(t, "Priority trust state:"))
+		case strings.HasPrefix(t, "Cable len:"):
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(t, "Cable len:")))
+			if err != nil {
+				return q, err
+			}
+			q.CableLen = n
+		case strings.HasPrefix(t, "Receive buffer size (bytes):"):
+			for _, x := range strings.Split(strings.TrimPrefix(t, "Receive buffer size (bytes):"), ",") {
+				x = strings.TrimSpace(x)
+				if x == "" {
+					continue
+				}
+				n, err := strconv.ParseUint(x, 10, 32)
+				if err != nil {
+					return q, err
+				}
+				q.BufferSizes = append(q.BufferSizes, uint32(n))
+			}
+		case strings.HasPrefix(t, "prio:"):
+			prio, list, ok := strings.Cut(strings.TrimPrefix(t, "prio:"), " dscp:")
+			p, err := strconv.Atoi(prio)
+			if !ok || err != nil {
+				return q, fmt.Errorf("bad dscp2prio row %q", t)
+			}
+			if q.DSCP2Prio == nil {
+				q.DSCP2Prio = map[int]int{}
+			}
+			for _, x := range strings.Split(strings.TrimSuffix(list, ","), ",") {
+				d, err := strconv.Atoi(x)
+				if err != nil {
+					return q, fmt.Errorf("bad dscp in %q", t)
+				}
+				q.DSCP2Prio[d] = p
+			}
+		case strings.HasPrefix(t, "enabled"):
+			f := strings.Fields(t)[1:]
+			if len(f) != 8 {
+				return q, fmt.Errorf("PFC enabled row has %d columns", len(f))
+			}
+			for i, x := range f {
+				q.PFCEnabled[i] = x == "1"
+			}
+		}
+	}
+	if q.Trust == "" || q.CableLen < 0 {
+		return q, fmt.Errorf("trust state or cable length missing")
+	}
+	return q, nil
+}
+
+// parseSpare reads "Spare buffer size = N" from OFED qos/buffer_size.
+func parseSpare(s string) (uint32, error) {
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Spare buffer size = "); ok {
+			n, err := strconv.ParseUint(v, 10, 32)
+			return uint32(n), err
+		}
+	}
+	return 0, fmt.Errorf("no \"Spare buffer size\" line")
+}
+
+// parsePrio2Buffer reads OFED qos/prio2buffer ("Priority Buffer" header,
+// then "prio buffer" rows; the web copy has blank lines in between).
+func parsePrio2Buffer(s string) (map[int]int, error) {
+	m := map[int]int{}
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || f[0] == "Priority" {
+			continue
+		}
+		p, err1 := strconv.Atoi(f[0])
+		b, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("bad row %q", line)
+		}
+		m[p] = b
+	}
+	if len(m) != 8 {
+		return nil, fmt.Errorf("%d priorities, want 8", len(m))
+	}
+	return m, nil
+}
+
+// sysfsGID renders an address as the kernel's "%pI6" (full form), which is
+// how sysfs gids/<i> and show_gids print it.
+func sysfsGID(s string) (string, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return "", err
+	}
+	if a.Is4() {
+		a = netip.AddrFrom16(a.As16())
+	}
+	return a.StringExpanded(), nil
+}

@@ -1,0 +1,303 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"sort"
+	"syscall"
+
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+)
+
+// reader answers the read half of nic.Kernel from a KernelState. It holds
+// no lock: the replay kernel never changes its state and the simulator
+// calls it with its mutex held.
+type reader struct{ st *KernelState }
+
+// link finds a netdev; a name the host did not have is ENODEV, as
+// rtnetlink answers for an unknown ifname.
+func (r reader) link(op, name string) (*LinkState, error) {
+	if ls := r.st.Links[name]; ls != nil {
+		return ls, nil
+	}
+	return nil, opErr(op, name, syscall.ENODEV)
+}
+
+// unsupported is the error of an op with no data: the recorded errno, or
+// EOPNOTSUPP when the capture recorded none.
+func unsupported(errs map[string]string, op, name string) error {
+	errno := syscall.EOPNOTSUPP
+	if s, ok := errs[op]; ok {
+		e, err := ParseErrno(s)
+		if err != nil {
+			return opErr(op, name, fmt.Errorf("snapshot state: %w", err))
+		}
+		errno = e
+	}
+	return opErr(op, name, errno)
+}
+
+// recorded returns the error recorded for op even when data is present:
+// a capture that has both is contradictory, and the error wins so that a
+// hand-made snapshot can force a failure without deleting data.
+func recorded(errs map[string]string, op, name string) error {
+	if _, ok := errs[op]; ok {
+		return unsupported(errs, op, name)
+	}
+	return nil
+}
+
+func (r reader) Link(name string) (nic.LinkInfo, error) {
+	ls, err := r.link(OpLink, name)
+	if err != nil {
+		return nic.LinkInfo{}, err
+	}
+	if err := recorded(ls.Errors, OpLink, name); err != nil {
+		return nic.LinkInfo{}, err
+	}
+	if ls.Link == nil {
+		return nic.LinkInfo{}, unsupported(ls.Errors, OpLink, name)
+	}
+	return *ls.Link, nil
+}
+
+func (r reader) DriverInfo(name string) (nic.DriverInfo, error) {
+	ls, err := r.link(OpDriver, name)
+	if err != nil {
+		return nic.DriverInfo{}, err
+	}
+	if err := recorded(ls.Errors, OpDriver, name); err != nil {
+		return nic.DriverInfo{}, err
+	}
+	if ls.Driver == nil {
+		return nic.DriverInfo{}, unsupported(ls.Errors, OpDriver, name)
+	}
+	return *ls.Driver, nil
+}
+
+func (r reader) Pause(name string) (nic.Pause, error) {
+	ls, err := r.link(OpPause, name)
+	if err != nil {
+		return nic.Pause{}, err
+	}
+	if err := recorded(ls.Errors, OpPause, name); err != nil {
+		return nic.Pause{}, err
+	}
+	if ls.Pause == nil {
+		return nic.Pause{}, unsupported(ls.Errors, OpPause, name)
+	}
+	return *ls.Pause, nil
+}
+
+func (r reader) Rings(name string) (nic.Rings, error) {
+	ls, err := r.link(OpRings, name)
+	if err != nil {
+		return nic.Rings{}, err
+	}
+	if err := recorded(ls.Errors, OpRings, name); err != nil {
+		return nic.Rings{}, err
+	}
+	if ls.Rings == nil {
+		return nic.Rings{}, unsupported(ls.Errors, OpRings, name)
+	}
+	return *ls.Rings, nil
+}
+
+func (r reader) PrivFlags(name string) (map[string]bool, error) {
+	ls, err := r.link(OpPrivFlags, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := recorded(ls.Errors, OpPrivFlags, name); err != nil {
+		return nil, err
+	}
+	if ls.PrivFlags == nil {
+		return nil, unsupported(ls.Errors, OpPrivFlags, name)
+	}
+	return maps.Clone(ls.PrivFlags), nil
+}
+
+func (r reader) Stats(name string) (map[string]uint64, error) {
+	ls, err := r.link(OpStats, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := recorded(ls.Errors, OpStats, name); err != nil {
+		return nil, err
+	}
+	if ls.Stats == nil {
+		return nil, unsupported(ls.Errors, OpStats, name)
+	}
+	return maps.Clone(ls.Stats), nil
+}
+
+func (r reader) PFCPreventionTimeout(name string) (uint16, error) {
+	ls, err := r.link(OpTunable, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := recorded(ls.Errors, OpTunable, name); err != nil {
+		return 0, err
+	}
+	if ls.PFCPreventionTimeout == nil {
+		return 0, unsupported(ls.Errors, OpTunable, name)
+	}
+	return *ls.PFCPreventionTimeout, nil
+}
+
+func (r reader) DCB(name string) (*dcb.State, error) {
+	ls, err := r.link(OpDCB, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := recorded(ls.Errors, OpDCB, name); err != nil {
+		return nil, err
+	}
+	if ls.DCB == nil {
+		return nil, unsupported(ls.Errors, OpDCB, name)
+	}
+	return cloneDCB(ls.DCB), nil
+}
+
+func (r reader) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
+	if ps, ok := r.st.Devlink[dev]; ok {
+		return cloneParams(ps), nil
+	}
+	if _, ok := r.st.Errors[OpDevlink]; ok || len(r.st.Devlink) == 0 {
+		// No devlink data at all: the host had no devlink family or the
+		// capture failed; say so rather than "no such device".
+		return nil, unsupported(r.st.Errors, OpDevlink, dev)
+	}
+	return nil, opErr(OpDevlink, dev, syscall.ENODEV)
+}
+
+// replay is the read-only nic.Kernel of an opened snapshot.
+type replay struct{ reader }
+
+var _ nic.Kernel = replay{}
+
+func readOnly(op, name string) error { return opErr(op, name, nic.ErrReadOnly) }
+
+func (replay) SetMTU(name string, _ int) error         { return readOnly(OpSetMTU, name) }
+func (replay) SetPause(name string, _ nic.Pause) error { return readOnly(OpSetPause, name) }
+func (replay) SetRings(name string, _ nic.Rings) error { return readOnly(OpSetRings, name) }
+func (replay) SetPrivFlags(name string, _ map[string]bool) error {
+	return readOnly(OpSetPrivFlags, name)
+}
+func (replay) SetPFCPreventionTimeout(name string, _ uint16) error {
+	return readOnly(OpSetTunable, name)
+}
+func (replay) SetDCBX(name string, _ uint8) error        { return readOnly(OpSetDCBX, name) }
+func (replay) SetETS(name string, _ dcb.ETS) error       { return readOnly(OpSetETS, name) }
+func (replay) SetPFC(name string, _ dcb.PFC) error       { return readOnly(OpSetPFC, name) }
+func (replay) SetBuffer(name string, _ dcb.Buffer) error { return readOnly(OpSetBuffer, name) }
+func (replay) AddApps(name string, _ []dcb.App) error    { return readOnly(OpAddApps, name) }
+func (replay) DelApps(name string, _ []dcb.App) error    { return readOnly(OpDelApps, name) }
+func (replay) SetDevlinkParam(dev, _ string, _ uint8, _ any) error {
+	return readOnly(OpSetDevlinkParam, dev)
+}
+
+// Validate checks a KernelState for what JSON cannot: every errno name
+// parses, and every devlink value has the Go type its Type names. Values
+// decoded from JSON arrive as float64 and are converted in place (uint8,
+// uint16, uint32, uint64, bool, string), so a snapshot answers
+// DevlinkParams with the same types as the live kernel.
+func (st *KernelState) Validate() error {
+	var errs []error
+	check := func(where string, m map[string]string) {
+		for _, op := range sortedKeys(m) {
+			if _, err := ParseErrno(m[op]); err != nil {
+				errs = append(errs, fmt.Errorf("%s errors[%q]: %w", where, op, err))
+			}
+		}
+	}
+	check("kernel", st.Errors)
+	for _, name := range sortedKeys(st.Links) {
+		ls := st.Links[name]
+		if ls == nil {
+			errs = append(errs, fmt.Errorf("links[%q] is null", name))
+			continue
+		}
+		check(fmt.Sprintf("links[%q]", name), ls.Errors)
+	}
+	for _, dev := range sortedKeys(st.Devlink) {
+		for i := range st.Devlink[dev] {
+			p := &st.Devlink[dev][i]
+			for j := range p.Values {
+				v, err := devlinkValue(p.Type, p.Values[j].Value)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("devlink[%q] %s cmode %d: %w", dev, p.Name, p.Values[j].Cmode, err))
+					continue
+				}
+				p.Values[j].Value = v
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// devlinkValue converts v to the Go type of a devlink parameter type.
+func devlinkValue(typ string, v any) (any, error) {
+	num := func(max uint64) (uint64, error) {
+		switch n := v.(type) {
+		case float64:
+			if n < 0 || n != math.Trunc(n) || n > float64(max) {
+				return 0, fmt.Errorf("%v is not a %s", n, typ)
+			}
+			return uint64(n), nil
+		case uint8:
+			return uint64(n), nil
+		case uint16:
+			return uint64(n), nil
+		case uint32:
+			return uint64(n), nil
+		case uint64:
+			if n > max {
+				return 0, fmt.Errorf("%d is not a %s", n, typ)
+			}
+			return n, nil
+		case int:
+			if n < 0 || uint64(n) > max {
+				return 0, fmt.Errorf("%d is not a %s", n, typ)
+			}
+			return uint64(n), nil
+		}
+		return 0, fmt.Errorf("%T value for a %s parameter", v, typ)
+	}
+	switch typ {
+	case "u8":
+		n, err := num(math.MaxUint8)
+		return uint8(n), err
+	case "u16":
+		n, err := num(math.MaxUint16)
+		return uint16(n), err
+	case "u32":
+		n, err := num(math.MaxUint32)
+		return uint32(n), err
+	case "u64":
+		return num(math.MaxUint64)
+	case "bool":
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+	case "string":
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	default:
+		return nil, fmt.Errorf("unknown parameter type %q", typ)
+	}
+	return nil, fmt.Errorf("%T value for a %s parameter", v, typ)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

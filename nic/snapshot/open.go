@@ -1,0 +1,90 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/rocectl/rocectl/nic"
+)
+
+// ErrNotSnapshot is returned by Open for a directory without snapshot.json.
+var ErrNotSnapshot = errors.New("not a rocectl snapshot")
+
+// Snapshot is an opened snapshot directory.
+type Snapshot struct {
+	Meta   Meta
+	dir    string
+	kernel *KernelState
+}
+
+// Open reads DIR/snapshot.json and DIR/kernel.json. It fails with an error
+// wrapping ErrNotSnapshot when snapshot.json is missing, and names the file
+// and the problem when either file is garbled or of another format.
+func Open(dir string) (*Snapshot, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("snapshot: %s is not a directory: %w", dir, ErrNotSnapshot)
+	}
+	var meta Meta
+	if err := readJSON(filepath.Join(dir, MetaFile), &meta); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("snapshot: %s has no %s: %w", dir, MetaFile, ErrNotSnapshot)
+		}
+		return nil, err
+	}
+	if meta.Format != Format {
+		return nil, fmt.Errorf("snapshot: %s: format %q, this rocectl reads %q", filepath.Join(dir, MetaFile), meta.Format, Format)
+	}
+	var ks KernelState
+	if err := readJSON(filepath.Join(dir, KernelFile), &ks); err != nil {
+		return nil, err
+	}
+	if ks.Links == nil {
+		ks.Links = map[string]*LinkState{}
+	}
+	if err := ks.Validate(); err != nil {
+		return nil, fmt.Errorf("snapshot: %s: %w", filepath.Join(dir, KernelFile), err)
+	}
+	return &Snapshot{Meta: meta, dir: dir, kernel: &ks}, nil
+}
+
+// readJSON decodes one file strictly: unknown fields and trailing data are
+// errors, because a snapshot that says more than rocectl understands should
+// not be read as if it said less.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("snapshot: %s: %w", path, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("snapshot: %s: trailing data after the JSON document", path)
+	}
+	return nil
+}
+
+// Dir is the snapshot directory.
+func (s *Snapshot) Dir() string { return s.dir }
+
+// FS is the read-only file system of the capture: host path /sys/x is
+// DIR/sys/x.
+func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true) }
+
+// Kernel answers from kernel.json; every write fails with an error wrapping
+// nic.ErrReadOnly.
+func (s *Snapshot) Kernel() nic.Kernel { return replay{reader{s.kernel}} }
+
+// State returns a deep copy of kernel.json, e.g. to seed a Sim.
+func (s *Snapshot) State() *KernelState { return s.kernel.Clone() }

@@ -1,0 +1,204 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+	"syscall"
+
+	"github.com/rocectl/rocectl/nic/dcb"
+)
+
+// dcbnl writes. Rules marked "dcbnl" hold for every driver (net/dcb/dcbnl.c),
+// the others for the driver named (en_dcbnl.c for mlx5, bnxt_dcb.c).
+
+// dcbWrite runs fn on the link's DCB state; a link without dcbnl_ops
+// (veth, lo, or a DCB op recorded as failing) answers like the kernel.
+func (s *Sim) dcbWrite(op, name string, fn func(ls *LinkState, d *dcb.State) error) error {
+	return s.write(op, name, func(ls *LinkState) error {
+		if err := recorded(ls.Errors, OpDCB, name); err != nil {
+			return err
+		}
+		if ls.DCB == nil {
+			return unsupported(ls.Errors, OpDCB, name)
+		}
+		return fn(ls, ls.DCB)
+	})
+}
+
+func (s *Sim) SetDCBX(name string, mode uint8) error {
+	return s.dcbWrite(OpSetDCBX, name, func(ls *LinkState, d *dcb.State) error {
+		if d.DCBX == nil {
+			return syscall.EOPNOTSUPP // no ops->setdcbx
+		}
+		// The driver answers 1 (refused), not an errno; EINVAL stands in.
+		if mode&dcb.DCBXLLDManaged != 0 {
+			return syscall.EINVAL
+		}
+		if mode == 0 && driverOf(ls) == DriverMLX5 {
+			*d.DCBX &^= dcb.DCBXHost // back to firmware (AUTO) DCBX
+			return nil
+		}
+		if mode&dcb.DCBXHost == 0 {
+			return syscall.EINVAL
+		}
+		*d.DCBX = mode
+		return nil
+	})
+}
+
+func (s *Sim) SetETS(name string, ets dcb.ETS) error {
+	return s.dcbWrite(OpSetETS, name, func(ls *LinkState, d *dcb.State) error {
+		haveETS, sum := false, 0
+		for i := range dcb.NumTCs {
+			if ets.PrioTC[i] >= dcb.NumTCs {
+				return syscall.EINVAL
+			}
+			if ets.TCTSA[i] == dcb.TSAETS {
+				haveETS = true
+				sum += int(ets.TCTxBW[i])
+			} else if ets.TCTxBW[i] != 0 {
+				return syscall.EINVAL // dcbnl, newer kernels
+			}
+		}
+		if haveETS && sum != 100 {
+			return syscall.EINVAL
+		}
+		if d.ETS == nil {
+			return nil // dcbnl skips a driver without ieee_setets
+		}
+		next := ets
+		next.ETSCap = d.ETS.ETSCap // reported by the driver, not set
+		if driverOf(ls) == DriverMLX5 {
+			// mlx5e_dcbnl_ieee_getets reports what the port holds: 100 %
+			// for strict and vendor TCs, nothing for the rx and
+			// recommendation halves.
+			next = dcb.ETS{ETSCap: d.ETS.ETSCap, TCTSA: ets.TCTSA, PrioTC: ets.PrioTC}
+			for i := range dcb.NumTCs {
+				next.TCTxBW[i] = 100
+				if ets.TCTSA[i] == dcb.TSAETS {
+					next.TCTxBW[i] = ets.TCTxBW[i]
+				}
+			}
+		}
+		*d.ETS = next
+		return nil
+	})
+}
+
+// mlx5MaxCableLen is MLX5E_MAX_CABLE_LENGTH: delay must be below it.
+const mlx5MaxCableLen = 1000
+
+func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
+	return s.dcbWrite(OpSetPFC, name, func(ls *LinkState, d *dcb.State) error {
+		if d.PFC == nil {
+			return nil // dcbnl skips a driver without ieee_setpfc
+		}
+		switch driverOf(ls) {
+		case DriverMLX5:
+			if pfc.Enable != d.PFC.Enable {
+				// The driver writes PFCC only on a change, and that write
+				// zeroes pptx/pprx: global pause goes off.
+				d.PFC.Enable = pfc.Enable
+				if ls.Pause != nil {
+					ls.Pause.Rx, ls.Pause.Tx = false, false
+				}
+			}
+			// ethtool -S names follow the port's pause configuration.
+			mlx5GlobalPauseCounters(ls)
+			mlx5PrioPauseCounters(ls, d.PFC.Enable)
+			if pfc.Delay > 0 && pfc.Delay < mlx5MaxCableLen {
+				d.PFC.Delay = pfc.Delay
+			}
+		case DriverBnxt:
+			if d.DCBX == nil || *d.DCBX&dcb.DCBXHost == 0 || *d.DCBX&dcb.DCBXVerIEEE == 0 {
+				return syscall.EINVAL // bnxt_dcbnl_ieee_setpfc
+			}
+			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay
+		default:
+			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay
+		}
+		return nil
+	})
+}
+
+func (s *Sim) SetBuffer(name string, buf dcb.Buffer) error {
+	return s.dcbWrite(OpSetBuffer, name, func(ls *LinkState, d *dcb.State) error {
+		for _, b := range buf.PrioBuffer {
+			if b >= dcb.NumTCs {
+				return syscall.EINVAL // dcbnl
+			}
+		}
+		if d.Buffer == nil {
+			return nil // dcbnl skips a driver without dcbnl_setbuffer
+		}
+		var total uint64
+		for _, sz := range buf.Size {
+			total += uint64(sz)
+		}
+		if d.Buffer.TotalSize > 0 && total > uint64(d.Buffer.TotalSize) {
+			return syscall.EINVAL // port buffer overcommitted
+		}
+		d.Buffer.PrioBuffer, d.Buffer.Size = buf.PrioBuffer, buf.Size
+		return nil
+	})
+}
+
+// mlx5MaxDSCP is MLX5E_MAX_DSCP.
+const mlx5MaxDSCP = 64
+
+func validSelector(sel uint8) bool {
+	return (sel >= dcb.SelEthertype && sel <= dcb.SelDSCP) || sel == dcb.SelPCP
+}
+
+func (s *Sim) AddApps(name string, apps []dcb.App) error {
+	return s.dcbWrite(OpAddApps, name, func(ls *LinkState, d *dcb.State) error {
+		mlx5 := driverOf(ls) == DriverMLX5
+		for _, a := range apps {
+			if !validSelector(a.Selector) {
+				return syscall.EINVAL // dcbnl: attr/selector pairing
+			}
+			if mlx5 {
+				if a.Selector != dcb.SelDSCP || a.Protocol >= mlx5MaxDSCP {
+					return syscall.EINVAL
+				}
+				// mlx5e_dcbnl_ieee_setapp deletes the DSCP's old entry.
+				d.Apps = slices.DeleteFunc(d.Apps, func(o dcb.App) bool {
+					return o.Selector == a.Selector && o.Protocol == a.Protocol
+				})
+			} else if slices.Contains(d.Apps, a) {
+				return syscall.EEXIST // dcb_ieee_setapp
+			}
+			d.Apps = append(d.Apps, a)
+			sortApps(d.Apps)
+		}
+		return nil
+	})
+}
+
+func (s *Sim) DelApps(name string, apps []dcb.App) error {
+	return s.dcbWrite(OpDelApps, name, func(ls *LinkState, d *dcb.State) error {
+		mlx5 := driverOf(ls) == DriverMLX5
+		for _, a := range apps {
+			if mlx5 && (a.Selector != dcb.SelDSCP || a.Protocol >= mlx5MaxDSCP) {
+				return syscall.EINVAL
+			}
+			i := slices.Index(d.Apps, a)
+			if i < 0 {
+				return syscall.ENOENT
+			}
+			d.Apps = slices.Delete(d.Apps, i, i+1)
+		}
+		if len(d.Apps) == 0 {
+			d.Apps = nil
+		}
+		return nil
+	})
+}
+
+// sortApps keeps the simulated APP table in one order so State() compares
+// and serialises deterministically.
+func sortApps(apps []dcb.App) {
+	slices.SortFunc(apps, func(a, b dcb.App) int {
+		return cmp.Or(cmp.Compare(a.Selector, b.Selector), cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Priority, b.Priority))
+	})
+}

@@ -1,0 +1,512 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+)
+
+func u8p(v uint8) *uint8    { return &v }
+func u16p(v uint16) *uint16 { return &v }
+
+// simState is a small host: an mlx5 port at factory defaults (reference
+// §A1.8), a bnxt port in firmware-managed DCBX, and a veth without dcbnl.
+func simState() *KernelState {
+	mlx5ETS := dcb.ETS{ETSCap: 8, PrioTC: [8]uint8{1, 0, 2, 3, 4, 5, 6, 7}}
+	for i := range 8 {
+		mlx5ETS.TCTxBW[i] = 100
+		mlx5ETS.TCTSA[i] = dcb.TSAVendor
+	}
+	return &KernelState{
+		Links: map[string]*LinkState{
+			"mlx": {
+				Link:   &nic.LinkInfo{Index: 2, MTU: 1500, MinMTU: 68, MaxMTU: 9978, OperState: "up", AdminUp: true},
+				Driver: &nic.DriverInfo{Driver: DriverMLX5},
+				Pause:  &nic.Pause{Rx: true, Tx: true},
+				Rings:  &nic.Rings{Rx: 1024, Tx: 1024, RxMax: 8192, TxMax: 8192},
+				PrivFlags: map[string]bool{
+					"rx_cqe_compress": false, "rx_striding_rq": true,
+				},
+				Stats: map[string]uint64{
+					"tx_global_pause": 5745042, "tx_global_pause_duration": 771103810,
+					"rx_global_pause": 0, "rx_global_pause_duration": 0, "rx_global_pause_transition": 0,
+					"rx_prio0_packets": 38460533605,
+				},
+				PFCPreventionTimeout: u16p(8000),
+				DCB: &dcb.State{
+					ETS:    &mlx5ETS,
+					PFC:    &dcb.PFC{Cap: 8, Delay: 7},
+					Buffer: &dcb.Buffer{Size: [8]uint32{524160}, TotalSize: 524288},
+					DCBX:   u8p(dcb.DCBXVerCEE | dcb.DCBXVerIEEE),
+				},
+			},
+			"bnxt": {
+				Link:   &nic.LinkInfo{Index: 3, MTU: 1500, MinMTU: 60, MaxMTU: 9500},
+				Driver: &nic.DriverInfo{Driver: DriverBnxt},
+				Pause:  &nic.Pause{Autoneg: true, Rx: true, Tx: true},
+				DCB: &dcb.State{
+					ETS:  &dcb.ETS{ETSCap: 8},
+					PFC:  &dcb.PFC{Cap: 8},
+					DCBX: u8p(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE),
+				},
+				Errors: map[string]string{OpTunable: "EOPNOTSUPP", OpPrivFlags: "EOPNOTSUPP"},
+			},
+			"veth0": {
+				Link:   &nic.LinkInfo{Index: 4, MTU: 1500, MinMTU: 68, MaxMTU: 65535},
+				Driver: &nic.DriverInfo{Driver: "veth"},
+				Stats:  map[string]uint64{"peer_ifindex": 5},
+				Errors: map[string]string{OpPause: "EOPNOTSUPP", OpRings: "EOPNOTSUPP", OpDCB: "EOPNOTSUPP"},
+			},
+		},
+		Devlink: map[string][]nic.DevlinkParam{
+			"pci/0000:3b:00.0": {{
+				Name: "enable_roce", Generic: true, Type: "bool",
+				Values: []nic.DevlinkParamValue{{Cmode: nic.CmodeDriverinit, Value: true}},
+			}},
+		},
+	}
+}
+
+func wantErrno(t *testing.T, err error, want syscall.Errno) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("err = %v, want %s", err, ErrnoName(want))
+	}
+	var oe *OpError
+	if !errors.As(err, &oe) {
+		t.Fatalf("err %v is not an *OpError", err)
+	}
+}
+
+func TestSimMTU(t *testing.T) {
+	s := NewSim(simState())
+	if err := s.SetMTU("mlx", 9000); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.Link("mlx"); l.MTU != 9000 {
+		t.Errorf("MTU = %d", l.MTU)
+	}
+	wantErrno(t, s.SetMTU("mlx", 9979), syscall.EINVAL)
+	wantErrno(t, s.SetMTU("mlx", 67), syscall.EINVAL)
+	wantErrno(t, s.SetMTU("nope", 1500), syscall.ENODEV)
+	if l, _ := s.Link("mlx"); l.MTU != 9000 {
+		t.Errorf("rejected write changed MTU to %d", l.MTU)
+	}
+}
+
+func TestSimPauseMLX5(t *testing.T) {
+	s := NewSim(simState())
+	wantErrno(t, s.SetPause("mlx", nic.Pause{Autoneg: true}), syscall.EINVAL)
+	if err := s.SetPause("mlx", nic.Pause{}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.Stats("mlx")
+	for _, n := range MLX5GlobalPauseCounters() {
+		if _, ok := st[n]; ok {
+			t.Errorf("%s still present with pause off", n)
+		}
+	}
+	if st["rx_prio0_packets"] != 38460533605 {
+		t.Error("unrelated counter lost")
+	}
+	if err := s.SetPause("mlx", nic.Pause{Tx: true}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = s.Stats("mlx")
+	for _, n := range MLX5GlobalPauseCounters() {
+		if v, ok := st[n]; !ok || v != 0 {
+			t.Errorf("%s = %d,%v after pause on, want 0,true", n, v, ok)
+		}
+	}
+	if p, _ := s.Pause("mlx"); p != (nic.Pause{Tx: true}) {
+		t.Errorf("pause = %+v", p)
+	}
+}
+
+func TestSimPauseOthers(t *testing.T) {
+	s := NewSim(simState())
+	if err := s.SetPause("bnxt", nic.Pause{Autoneg: true}); err != nil {
+		t.Errorf("bnxt autoneg: %v", err)
+	}
+	wantErrno(t, s.SetPause("veth0", nic.Pause{}), syscall.EOPNOTSUPP)
+	_, err := s.Pause("veth0")
+	wantErrno(t, err, syscall.EOPNOTSUPP)
+}
+
+func TestSimNoDCB(t *testing.T) {
+	s := NewSim(simState())
+	for name, err := range map[string]error{
+		"dcbx":   s.SetDCBX("veth0", 0x09),
+		"ets":    s.SetETS("veth0", dcb.ETS{}),
+		"pfc":    s.SetPFC("veth0", dcb.PFC{Enable: 8}),
+		"buffer": s.SetBuffer("veth0", dcb.Buffer{}),
+		"add":    s.AddApps("veth0", []dcb.App{app(dcb.SelDSCP, 3, 26)}),
+		"del":    s.DelApps("veth0", []dcb.App{app(dcb.SelDSCP, 3, 26)}),
+	} {
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Errorf("%s on veth: %v, want EOPNOTSUPP", name, err)
+		}
+	}
+	_, err := s.DCB("veth0")
+	wantErrno(t, err, syscall.EOPNOTSUPP)
+	if len(s.Ops()) != 0 {
+		t.Errorf("failed writes logged: %v", s.Ops())
+	}
+}
+
+func TestSimETS(t *testing.T) {
+	s := NewSim(simState())
+	ets := dcb.ETS{
+		TCTSA:  [8]uint8{dcb.TSAETS, dcb.TSAETS, dcb.TSAETS, dcb.TSAETS, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict},
+		TCTxBW: [8]uint8{10, 10, 10, 70},
+		PrioTC: [8]uint8{0, 1, 2, 3, 4, 5, 6, 7},
+	}
+	bad := ets
+	bad.PrioTC[2] = 8
+	wantErrno(t, s.SetETS("mlx", bad), syscall.EINVAL)
+	bad = ets
+	bad.TCTxBW[3] = 60
+	wantErrno(t, s.SetETS("mlx", bad), syscall.EINVAL)
+	bad = ets
+	bad.TCTxBW[4] = 1 // bandwidth on a strict TC
+	wantErrno(t, s.SetETS("mlx", bad), syscall.EINVAL)
+
+	if err := s.SetETS("mlx", ets); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.DCB("mlx")
+	want := dcb.ETS{ETSCap: 8, TCTSA: ets.TCTSA, PrioTC: ets.PrioTC, TCTxBW: [8]uint8{10, 10, 10, 70, 100, 100, 100, 100}}
+	if *st.ETS != want {
+		t.Errorf("mlx5 ETS read back\n got %+v\nwant %+v", *st.ETS, want)
+	}
+	// All strict: no ETS TC, zero bandwidth everywhere is valid.
+	if err := s.SetETS("mlx", dcb.ETS{PrioTC: ets.PrioTC}); err != nil {
+		t.Errorf("all strict: %v", err)
+	}
+	// Non-mlx5 stores what was asked (ets_cap stays the driver's).
+	if err := s.SetETS("bnxt", ets); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = s.DCB("bnxt")
+	want = ets
+	want.ETSCap = 8
+	if *st.ETS != want {
+		t.Errorf("bnxt ETS = %+v", *st.ETS)
+	}
+}
+
+func TestSimPFCMLX5(t *testing.T) {
+	s := NewSim(simState())
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 0}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.DCB("mlx")
+	if st.PFC.Enable != 0x08 || st.PFC.Delay != 7 || st.PFC.Cap != 8 {
+		t.Errorf("PFC = %+v, want en 0x08, delay 7 kept, cap 8", st.PFC)
+	}
+	if p, _ := s.Pause("mlx"); p.Rx || p.Tx {
+		t.Errorf("global pause still on after PFC: %+v", p)
+	}
+	stats, _ := s.Stats("mlx")
+	for p := range 8 {
+		for _, n := range MLX5PrioPauseCounters(p) {
+			_, ok := stats[n]
+			if ok != (p == 3) {
+				t.Errorf("%s present=%v with PFC on prio 3 only", n, ok)
+			}
+		}
+	}
+	for _, n := range MLX5GlobalPauseCounters() {
+		if _, ok := stats[n]; ok {
+			t.Errorf("%s present after PFC turned global pause off", n)
+		}
+	}
+
+	// Requests/indications are the per-priority pause counters.
+	s.SetStat("mlx", "tx_prio3_pause", 217)
+	s.AddStat("mlx", "rx_prio3_pause", 179)
+	st, _ = s.DCB("mlx")
+	if st.PFC.Requests[3] != 217 || st.PFC.Indications[3] != 179 {
+		t.Errorf("requests/indications = %v / %v", st.PFC.Requests, st.PFC.Indications)
+	}
+
+	// Cable length: accepted below 1000 m only.
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 0x08, Delay: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = s.DCB("mlx"); st.PFC.Delay != 7 {
+		t.Errorf("delay 1000 accepted: %d", st.PFC.Delay)
+	}
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 0x08, Delay: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = s.DCB("mlx"); st.PFC.Delay != 30 {
+		t.Errorf("delay = %d, want 30", st.PFC.Delay)
+	}
+
+	if err := s.SetPFC("mlx", dcb.PFC{}); err != nil {
+		t.Fatal(err)
+	}
+	stats, _ = s.Stats("mlx")
+	for _, n := range MLX5PrioPauseCounters(3) {
+		if _, ok := stats[n]; ok {
+			t.Errorf("%s present after PFC off", n)
+		}
+	}
+}
+
+func TestSimPFCBnxtNeedsHost(t *testing.T) {
+	s := NewSim(simState())
+	wantErrno(t, s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}), syscall.EINVAL)
+	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSimApps(t *testing.T) {
+	s := NewSim(simState())
+	wantErrno(t, s.AddApps("mlx", []dcb.App{app(dcb.SelPCP, 3, 3)}), syscall.EINVAL)
+	wantErrno(t, s.AddApps("mlx", []dcb.App{app(dcb.SelDSCP, 3, 64)}), syscall.EINVAL)
+	if err := s.AddApps("mlx", []dcb.App{app(dcb.SelDSCP, 3, 26), app(dcb.SelDSCP, 6, 48)}); err != nil {
+		t.Fatal(err)
+	}
+	// A new mapping for DSCP 26 replaces the old one on mlx5.
+	if err := s.AddApps("mlx", []dcb.App{app(dcb.SelDSCP, 4, 26)}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.DCB("mlx")
+	if want := []dcb.App{app(dcb.SelDSCP, 4, 26), app(dcb.SelDSCP, 6, 48)}; !slices.Equal(st.Apps, want) {
+		t.Errorf("apps = %v, want %v", st.Apps, want)
+	}
+	wantErrno(t, s.DelApps("mlx", []dcb.App{app(dcb.SelDSCP, 3, 26)}), syscall.ENOENT)
+	if err := s.DelApps("mlx", []dcb.App{app(dcb.SelDSCP, 4, 26)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Generic dcbnl: exact duplicates are EEXIST, the first failure stops
+	// the batch and earlier entries stay.
+	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+		t.Fatal(err)
+	}
+	err := s.AddApps("bnxt", []dcb.App{app(dcb.SelDgram, 3, 4791), app(dcb.SelDgram, 3, 4791), app(dcb.SelDSCP, 3, 26)})
+	wantErrno(t, err, syscall.EEXIST)
+	st, _ = s.DCB("bnxt")
+	if want := []dcb.App{app(dcb.SelDgram, 3, 4791)}; !slices.Equal(st.Apps, want) {
+		t.Errorf("bnxt apps = %v, want %v", st.Apps, want)
+	}
+	wantErrno(t, s.AddApps("bnxt", []dcb.App{app(0, 3, 1)}), syscall.EINVAL)
+}
+
+func TestSimBuffer(t *testing.T) {
+	s := NewSim(simState())
+	wantErrno(t, s.SetBuffer("mlx", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 8}}), syscall.EINVAL)
+	wantErrno(t, s.SetBuffer("mlx", dcb.Buffer{Size: [8]uint32{400000, 200000}}), syscall.EINVAL)
+	buf := dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262016, 262016}}
+	if err := s.SetBuffer("mlx", buf); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.DCB("mlx")
+	buf.TotalSize = 524288 // the port's, not the caller's
+	if *st.Buffer != buf {
+		t.Errorf("buffer = %+v", *st.Buffer)
+	}
+	// bnxt reports no buffer object: dcbnl ignores the set, read-back shows it.
+	if err := s.SetBuffer("bnxt", buf); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.DCB("bnxt"); st.Buffer != nil {
+		t.Errorf("bnxt buffer appeared: %+v", st.Buffer)
+	}
+}
+
+func TestSimDCBX(t *testing.T) {
+	s := NewSim(simState())
+	wantErrno(t, s.SetDCBX("mlx", dcb.DCBXLLDManaged|dcb.DCBXVerIEEE), syscall.EINVAL)
+	wantErrno(t, s.SetDCBX("mlx", dcb.DCBXVerIEEE), syscall.EINVAL)
+	if err := s.SetDCBX("mlx", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.DCB("mlx"); *st.DCBX != 0x09 {
+		t.Errorf("dcbx = %#x", *st.DCBX)
+	}
+	if err := s.SetDCBX("mlx", 0); err != nil { // back to firmware
+		t.Fatal(err)
+	}
+	if st, _ := s.DCB("mlx"); *st.DCBX != dcb.DCBXVerIEEE {
+		t.Errorf("dcbx after fw mode = %#x", *st.DCBX)
+	}
+	wantErrno(t, s.SetDCBX("bnxt", 0), syscall.EINVAL)
+}
+
+func TestSimTunable(t *testing.T) {
+	s := NewSim(simState())
+	for _, v := range []uint16{0, 80, 8000, 0xffff} {
+		if err := s.SetPFCPreventionTimeout("mlx", v); err != nil {
+			t.Errorf("%d: %v", v, err)
+		}
+	}
+	if v, _ := s.PFCPreventionTimeout("mlx"); v != 100 {
+		t.Errorf("mlx5 auto reads back %d, want 100", v)
+	}
+	for _, v := range []uint16{1, 79, 8001, 0xfffe} {
+		wantErrno(t, s.SetPFCPreventionTimeout("mlx", v), syscall.EINVAL)
+	}
+	wantErrno(t, s.SetPFCPreventionTimeout("bnxt", 100), syscall.EOPNOTSUPP)
+	wantErrno(t, s.SetPFCPreventionTimeout("veth0", 100), syscall.EOPNOTSUPP)
+}
+
+func TestSimRingsPrivFlags(t *testing.T) {
+	s := NewSim(simState())
+	wantErrno(t, s.SetRings("mlx", nic.Rings{Rx: 8193, Tx: 1024}), syscall.EINVAL)
+	if err := s.SetRings("mlx", nic.Rings{Rx: 8192, Tx: 4096, RxMax: 1, TxMax: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Rings("mlx"); r != (nic.Rings{Rx: 8192, Tx: 4096, RxMax: 8192, TxMax: 8192}) {
+		t.Errorf("rings = %+v", r)
+	}
+	wantErrno(t, s.SetPrivFlags("mlx", map[string]bool{"dropless_rq": true}), syscall.EINVAL)
+	if err := s.SetPrivFlags("mlx", map[string]bool{"rx_cqe_compress": true}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.PrivFlags("mlx"); !f["rx_cqe_compress"] || !f["rx_striding_rq"] {
+		t.Errorf("flags = %v", f)
+	}
+	wantErrno(t, s.SetPrivFlags("bnxt", map[string]bool{}), syscall.EOPNOTSUPP)
+}
+
+func TestSimDevlink(t *testing.T) {
+	s := NewSim(simState())
+	const dev = "pci/0000:3b:00.0"
+	if err := s.SetDevlinkParam(dev, "enable_roce", nic.CmodeDriverinit, false); err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := s.DevlinkParams(dev)
+	if ps[0].Values[0].Value != false {
+		t.Errorf("enable_roce = %v", ps[0].Values[0].Value)
+	}
+	wantErrno(t, s.SetDevlinkParam(dev, "enable_roce", nic.CmodeRuntime, true), syscall.EOPNOTSUPP)
+	wantErrno(t, s.SetDevlinkParam(dev, "enable_roce", nic.CmodeDriverinit, uint8(1)), syscall.EINVAL)
+	wantErrno(t, s.SetDevlinkParam(dev, "no_such", nic.CmodeDriverinit, true), syscall.EINVAL)
+	wantErrno(t, s.SetDevlinkParam("pci/0000:99:00.0", "enable_roce", nic.CmodeDriverinit, true), syscall.ENODEV)
+	_, err := s.DevlinkParams("pci/0000:99:00.0")
+	wantErrno(t, err, syscall.ENODEV)
+}
+
+func TestSimInjectAndOps(t *testing.T) {
+	s := NewSim(simState())
+	refused := errors.New("injected")
+	var seen []string
+	s.Inject(func(op, ifname string) error {
+		seen = append(seen, op+" "+ifname)
+		s.AddStat("mlx", "inject_calls", 1) // the hook may call back in
+		if op == OpSetPFC {
+			return fmt.Errorf("%w: %w", refused, syscall.EIO)
+		}
+		return nil
+	})
+	if err := s.SetMTU("mlx", 9000); err != nil {
+		t.Fatal(err)
+	}
+	err := s.SetPFC("mlx", dcb.PFC{Enable: 0x08})
+	if !errors.Is(err, refused) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("err = %v", err)
+	}
+	if st, _ := s.DCB("mlx"); st.PFC.Enable != 0 {
+		t.Error("refused write applied")
+	}
+	if err := s.SetDevlinkParam("pci/0000:3b:00.0", "enable_roce", nic.CmodeDriverinit, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"set_mtu mlx", "set_devlink_param pci/0000:3b:00.0"}; !slices.Equal(s.Ops(), want) {
+		t.Errorf("ops = %v, want %v", s.Ops(), want)
+	}
+	if want := []string{"set_mtu mlx", "set_pfc mlx", "set_devlink_param pci/0000:3b:00.0"}; !slices.Equal(seen, want) {
+		t.Errorf("hook saw %v", seen)
+	}
+	if st, _ := s.Stats("mlx"); st["inject_calls"] != 3 {
+		t.Errorf("inject_calls = %d", st["inject_calls"])
+	}
+	s.Inject(nil)
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 0x08}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSimStateIsACopy(t *testing.T) {
+	in := simState()
+	s := NewSim(in)
+	in.Links["mlx"].Link.MTU = 1
+	st := s.State()
+	st.Links["mlx"].DCB.PFC.Enable = 0xff
+	st.Links["mlx"].Stats["x"] = 1
+	if l, _ := s.Link("mlx"); l.MTU != 1500 {
+		t.Errorf("NewSim shares the caller's state: MTU %d", l.MTU)
+	}
+	if d, _ := s.DCB("mlx"); d.PFC.Enable != 0 {
+		t.Error("State() shares DCB")
+	}
+	s.DelStat("mlx", "rx_prio0_packets")
+	if st, _ := s.Stats("mlx"); len(st) != 5 {
+		t.Errorf("stats = %v", st)
+	}
+}
+
+func TestSimRecordedErrno(t *testing.T) {
+	st := simState()
+	st.Links["mlx"].Errors = map[string]string{OpStats: "EIO"}
+	s := NewSim(st)
+	_, err := s.Stats("mlx")
+	wantErrno(t, err, syscall.EIO)
+}
+
+func TestSimConcurrent(t *testing.T) {
+	s := NewSim(simState())
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				_ = s.SetMTU("mlx", 1500+i*10+j)
+				s.AddStat("mlx", "tx_prio3_pause", 1)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				_, _ = s.DCB("mlx")
+				_ = s.State()
+			}
+		}()
+	}
+	wg.Wait()
+	if st, _ := s.Stats("mlx"); st["tx_prio3_pause"] != 400 {
+		t.Errorf("lost updates: %d", st["tx_prio3_pause"])
+	}
+}
+
+func app(sel, prio uint8, proto uint16) dcb.App {
+	return dcb.App{Selector: sel, Priority: prio, Protocol: proto}
+}
+
+// BenchmarkSimPFCToggle measures one mlx5 PFC write with its counter
+// bookkeeping, the simulator's most expensive rule.
+func BenchmarkSimPFCToggle(b *testing.B) {
+	s := NewSim(simState())
+	en := uint8(0)
+	for b.Loop() {
+		en ^= 0x08
+		if err := s.SetPFC("mlx", dcb.PFC{Enable: en}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+// Package snapshot captures everything rocectl reads from a host into a
+// directory and answers from it later: `rocectl audit --snapshot DIR` on a
+// laptop, support bundles, and the fixture hosts under testdata/hosts.
+//
+// A snapshot directory holds snapshot.json (Meta), kernel.json (KernelState:
+// what rtnetlink, dcbnl, ethtool and devlink said) and sys/..., the
+// sysfs/configfs/debugfs files laid out as on the host with their real
+// relative symlinks, so the directory itself is a root for nic.NewFS. The
+// format is specified in docs/snapshot-format.md.
+//
+// The package also has Sim, an in-memory nic.Kernel that behaves like the
+// kernel plus the driver named in each link's DriverInfo, for tests and
+// benchmarks.
+package snapshot
+
+import (
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+)
+
+// Format is the value of Meta.Format this package writes and accepts.
+const Format = "rocectl-snapshot/1"
+
+// File names inside a snapshot directory.
+const (
+	MetaFile   = "snapshot.json"
+	KernelFile = "kernel.json"
+	SysDir     = "sys" // host /sys is DIR/sys
+)
+
+// Meta is snapshot.json.
+type Meta struct {
+	Format         string `json:"format"`
+	CapturedAt     string `json:"captured_at"` // RFC 3339
+	Hostname       string `json:"hostname"`
+	Kernel         string `json:"kernel"` // uname -r
+	RocectlVersion string `json:"rocectl_version"`
+	Source         string `json:"source"` // free text: where the data came from
+	// Unreadable lists host paths that failed to read at capture time, as
+	// "PATH: ERRNO" (e.g. "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/7: EINVAL"),
+	// sorted. Such files are absent from sys/.
+	Unreadable []string `json:"unreadable"`
+}
+
+// KernelState is kernel.json: what came from netlink and ioctls.
+type KernelState struct {
+	Links   map[string]*LinkState         `json:"links"`             // by netdev name
+	Devlink map[string][]nic.DevlinkParam `json:"devlink,omitempty"` // by "pci/<bdf>"
+	// Errors records failures that are not tied to one link, by op
+	// ("devlink"), as errno names ("EOPNOTSUPP").
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// LinkState is one netdev in kernel.json. A nil member means "no data";
+// the op then fails with the errno in Errors, or EOPNOTSUPP when Errors has
+// none.
+type LinkState struct {
+	Link                 *nic.LinkInfo     `json:"link,omitempty"`
+	Driver               *nic.DriverInfo   `json:"driver,omitempty"`
+	Pause                *nic.Pause        `json:"pause,omitempty"`
+	Rings                *nic.Rings        `json:"rings,omitempty"`
+	PrivFlags            map[string]bool   `json:"priv_flags,omitempty"`
+	Stats                map[string]uint64 `json:"stats,omitempty"`
+	PFCPreventionTimeout *uint16           `json:"pfc_prevention_tout,omitempty"`
+	DCB                  *dcb.State        `json:"dcb,omitempty"`
+	// Errors maps an op (OpLink, OpPause, ...) to the errno name it failed
+	// with at capture time.
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// Read operations: the keys of LinkState.Errors and KernelState.Errors.
+const (
+	OpLink      = "link"
+	OpDriver    = "driver"
+	OpPause     = "pause"
+	OpRings     = "rings"
+	OpPrivFlags = "privflags"
+	OpStats     = "stats"
+	OpTunable   = "tunable"
+	OpDCB       = "dcb"
+	OpDevlink   = "devlink"
+)
+
+// Write operations, as passed to a Sim's Inject hook and logged by Ops.
+const (
+	OpSetMTU          = "set_mtu"
+	OpSetPause        = "set_pause"
+	OpSetRings        = "set_rings"
+	OpSetPrivFlags    = "set_privflags"
+	OpSetTunable      = "set_tunable"
+	OpSetDCBX         = "set_dcbx"
+	OpSetETS          = "set_ets"
+	OpSetPFC          = "set_pfc"
+	OpSetBuffer       = "set_buffer"
+	OpAddApps         = "add_apps"
+	OpDelApps         = "del_apps"
+	OpSetDevlinkParam = "set_devlink_param"
+)
+
+// Driver names whose behaviour the simulator and the fixtures model.
+const (
+	DriverMLX5 = "mlx5_core"
+	DriverBnxt = "bnxt_en"
+)
