@@ -1,0 +1,181 @@
+package nic
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Port is one RoCE port: an RDMA device port with an Ethernet link layer and
+// the netdev that carries it.
+type Port struct {
+	RDMADevice string `json:"rdma_device"`
+	PortNum    int    `json:"port"`
+	Netdev     string `json:"netdev"`
+	PCI        string `json:"pci,omitempty"`      // bus address, e.g. 0000:3b:00.0; empty for virtual devices (rxe)
+	Driver     string `json:"driver"`             // netdev driver, e.g. mlx5_core
+	Firmware   string `json:"firmware,omitempty"` // from ethtool driver info, else infiniband fw_ver
+	NUMANode   int    `json:"numa_node"`          // -1 when unknown
+	HCAType    string `json:"hca_type,omitempty"`
+	BoardID    string `json:"board_id,omitempty"`
+	State      string `json:"state"`          // RDMA port state, e.g. "ACTIVE"
+	Rate       string `json:"rate,omitempty"` // e.g. "100 Gb/sec (4X EDR)"
+	OperState  string `json:"operstate,omitempty"`
+	SpeedMbps  int    `json:"speed_mbps,omitempty"`
+}
+
+// SkippedDevice is an RDMA device discovery left out, and why. One odd
+// device never stops discovery of the others.
+type SkippedDevice struct {
+	Device string `json:"device"`
+	Port   int    `json:"port,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Inventory is what Discover found.
+type Inventory struct {
+	Ports   []Port          `json:"ports"`
+	Skipped []SkippedDevice `json:"skipped,omitempty"`
+}
+
+// ErrNoRoCE says a host has no RoCE device. Callers report it as a fact
+// ("no RoCE devices found"), not as a failure.
+var ErrNoRoCE = errors.New("no RoCE devices found")
+
+var pciAddrRe = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// Discover finds every RDMA device port with an Ethernet link layer, with its
+// netdev, PCI address, driver, firmware, NUMA node and link state. It uses
+// rdmamap for the device and port lists and sysfs for the rest; the Kernel
+// supplies ethtool driver info. A host without RDMA devices yields an empty
+// inventory, not an error.
+func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
+	inv := &Inventory{}
+	for _, dev := range RDMADevices(fs) {
+		ports := RDMAPorts(fs, dev)
+		if len(ports) == 0 {
+			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Reason: "no ports in sysfs"})
+			continue
+		}
+		for _, pn := range ports {
+			p, err := discoverPort(fs, k, dev, pn)
+			if err != nil {
+				log.Debug("skipping RDMA port", "device", dev, "port", pn, "reason", err)
+				inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Port: pn, Reason: err.Error()})
+				continue
+			}
+			inv.Ports = append(inv.Ports, p)
+		}
+	}
+	sort.SliceStable(inv.Ports, func(i, j int) bool {
+		return naturalLess(inv.Ports[i].RDMADevice, inv.Ports[j].RDMADevice) ||
+			(inv.Ports[i].RDMADevice == inv.Ports[j].RDMADevice && inv.Ports[i].PortNum < inv.Ports[j].PortNum)
+	})
+	return inv
+}
+
+func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
+	base := "/sys/class/infiniband/" + dev
+	pbase := fmt.Sprintf("%s/ports/%d", base, pn)
+	ll, err := fs.ReadTrimmed(pbase + "/link_layer")
+	if err != nil {
+		return Port{}, fmt.Errorf("cannot read link_layer: %w", err)
+	}
+	if ll != "Ethernet" {
+		return Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
+	}
+	p := Port{RDMADevice: dev, PortNum: pn, NUMANode: -1}
+	p.State = portState(fs, pbase+"/state")
+	p.Rate, _ = fs.ReadTrimmed(pbase + "/rate")
+	p.HCAType, _ = fs.ReadTrimmed(base + "/hca_type")
+	p.BoardID, _ = fs.ReadTrimmed(base + "/board_id")
+
+	if real, err := fs.Resolve(base + "/device"); err == nil && pciAddrRe.MatchString(path.Base(real)) {
+		p.PCI = path.Base(real)
+		if s, err := fs.ReadTrimmed(base + "/device/numa_node"); err == nil {
+			if n, err := strconv.Atoi(s); err == nil {
+				p.NUMANode = n
+			}
+		}
+	}
+	p.Netdev = portNetdev(fs, dev, pn)
+	if p.Netdev == "" {
+		return Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
+	}
+	netBase := "/sys/class/net/" + p.Netdev
+	p.OperState, _ = fs.ReadTrimmed(netBase + "/operstate")
+	if s, err := fs.ReadTrimmed(netBase + "/speed"); err == nil {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			p.SpeedMbps = n
+		}
+	}
+	if di, err := k.DriverInfo(p.Netdev); err == nil {
+		p.Driver, p.Firmware = di.Driver, di.Firmware
+	}
+	if p.Driver == "" {
+		if l, err := fs.Readlink(netBase + "/device/driver"); err == nil {
+			p.Driver = path.Base(l)
+		}
+	}
+	if p.Firmware == "" {
+		p.Firmware, _ = fs.ReadTrimmed(base + "/fw_ver")
+	}
+	return p, nil
+}
+
+// portState turns "4: ACTIVE" into "ACTIVE".
+func portState(fs FS, p string) string {
+	s, err := fs.ReadTrimmed(p)
+	if err != nil {
+		return "unknown"
+	}
+	if _, name, ok := strings.Cut(s, ":"); ok {
+		return strings.TrimSpace(name)
+	}
+	return s
+}
+
+// portNetdev finds the netdev of an RDMA port: the PCI function's single
+// netdev (device/net/*, as doRoCE.sh does), the "parent" attribute of
+// software devices (rxe), or the netdev of the port's GID entries (mlx4's
+// two ports share one PCI function).
+func portNetdev(fs FS, dev string, pn int) string {
+	base := "/sys/class/infiniband/" + dev
+	if nets, err := fs.ReadDir(base + "/device/net"); err == nil && len(nets) == 1 {
+		return nets[0]
+	}
+	if parent, err := fs.ReadTrimmed(base + "/parent"); err == nil && parent != "" {
+		return parent
+	}
+	gids, _ := ReadGIDs(fs, dev, pn)
+	for _, g := range gids {
+		if g.Netdev != "" {
+			return g.Netdev
+		}
+	}
+	return ""
+}
+
+// naturalLess orders mlx5_2 before mlx5_10.
+func naturalLess(a, b string) bool {
+	ai, bi := trailingNumber(a), trailingNumber(b)
+	pa, pb := strings.TrimRight(a, "0123456789"), strings.TrimRight(b, "0123456789")
+	if pa == pb && ai >= 0 && bi >= 0 {
+		return ai < bi
+	}
+	return a < b
+}
+
+func trailingNumber(s string) int {
+	t := s[len(strings.TrimRight(s, "0123456789")):]
+	if t == "" {
+		return -1
+	}
+	n, _ := strconv.Atoi(t)
+	return n
+}

@@ -1,0 +1,172 @@
+package nic
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ECNKind says through which interface a port's ECN/DCQCN knobs are reached.
+type ECNKind int
+
+const (
+	ECNNone ECNKind = iota
+	// ECNOFED is DOCA-OFED/MLNX_OFED sysfs: /sys/class/net/<if>/ecn/roce_{rp,np}/,
+	// with per-priority enable files and the parameters.
+	ECNOFED
+	// ECNUpstreamMlx5 is upstream mlx5's debugfs
+	// /sys/kernel/debug/mlx5/<bdf>/cc_params/: port-wide parameters only.
+	ECNUpstreamMlx5
+)
+
+func (k ECNKind) String() string {
+	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs"}[k]
+}
+
+// ErrUnsupported marks a setting this NIC/driver cannot take; the error text
+// says why. errors.Is(err, ErrUnsupported) holds for every such error.
+var ErrUnsupported = errors.New("unsupported on this NIC/driver")
+
+// Unsupportedf returns an error wrapping ErrUnsupported.
+func Unsupportedf(format string, args ...any) error {
+	return &unsupportedError{fmt.Sprintf(format, args...)}
+}
+
+type unsupportedError struct{ reason string }
+
+func (e *unsupportedError) Error() string        { return e.reason }
+func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// ECN reads and writes one port's ECN/DCQCN knobs.
+type ECN struct {
+	fs   FS
+	Kind ECNKind
+	base string // directory holding roce_rp/roce_np (OFED) or cc_params (upstream)
+}
+
+// OpenECN finds the ECN interface of a port. The error wraps ErrUnsupported
+// and names what is missing.
+func OpenECN(fs FS, p Port) (*ECN, error) {
+	ofed := "/sys/class/net/" + p.Netdev + "/ecn"
+	if fs.Exists(ofed + "/roce_np") {
+		return &ECN{fs: fs, Kind: ECNOFED, base: ofed}, nil
+	}
+	if p.PCI != "" && strings.HasPrefix(p.Driver, "mlx5") {
+		cc := "/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"
+		if fs.Exists(cc) {
+			return &ECN{fs: fs, Kind: ECNUpstreamMlx5, base: cc}, nil
+		}
+		if !fs.Exists("/sys/kernel/debug/mlx5") {
+			return nil, Unsupportedf("no ECN interface: neither DOCA-OFED sysfs %s nor upstream mlx5 debugfs cc_params (is debugfs mounted at /sys/kernel/debug?)", ofed)
+		}
+		return nil, Unsupportedf("no ECN interface: upstream mlx5 creates cc_params only when the firmware allows congestion-control query and modify")
+	}
+	return nil, Unsupportedf("no ECN/DCQCN interface for driver %s on %s", orUnknown(p.Driver), p.Netdev)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+func (e *ECN) enablePath(dir string, prio int) (string, error) {
+	if e.Kind != ECNOFED {
+		return "", Unsupportedf("ECN per-priority enable needs DOCA-OFED sysfs; upstream mlx5 exposes port-wide cc_params only")
+	}
+	return fmt.Sprintf("%s/roce_%s/enable/%d", e.base, dir, prio), nil
+}
+
+// Enabled reads roce_{rp,np}/enable/<prio>.
+func (e *ECN) Enabled(dir string, prio int) (bool, error) {
+	p, err := e.enablePath(dir, prio)
+	if err != nil {
+		return false, err
+	}
+	s, err := e.fs.ReadTrimmed(p)
+	if err != nil {
+		return false, err
+	}
+	return s == "1", nil
+}
+
+// SetEnabled writes roce_{rp,np}/enable/<prio> and reads it back.
+func (e *ECN) SetEnabled(dir string, prio int, on bool) error {
+	p, err := e.enablePath(dir, prio)
+	if err != nil {
+		return err
+	}
+	v := "0"
+	if on {
+		v = "1"
+	}
+	return e.fs.WriteVerify(p, v, "")
+}
+
+// paramPath locates a parameter. name is the OFED name (rpg_ai_rate,
+// cnp_dscp), upstream the debugfs one (rp_ai_rate, np_cnp_dscp); "" when the
+// parameter has no upstream equivalent.
+func (e *ECN) paramPath(dir, name, upstream string) (string, error) {
+	switch e.Kind {
+	case ECNOFED:
+		// The driver creates parameters directly under roce_rp/; NVIDIA's
+		// docs show roce_rp/params/. Probe both.
+		for _, p := range []string{
+			fmt.Sprintf("%s/roce_%s/%s", e.base, dir, name),
+			fmt.Sprintf("%s/roce_%s/params/%s", e.base, dir, name),
+		} {
+			if e.fs.Exists(p) {
+				return p, nil
+			}
+		}
+		return "", Unsupportedf("%s/roce_%s has no %s parameter", e.base, dir, name)
+	case ECNUpstreamMlx5:
+		if upstream == "" {
+			return "", Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
+		}
+		p := e.base + "/" + upstream
+		if !e.fs.Exists(p) {
+			return "", Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
+		}
+		return p, nil
+	}
+	return "", Unsupportedf("no ECN interface")
+}
+
+// Param reads a DCQCN parameter.
+func (e *ECN) Param(dir, name, upstream string) (int64, error) {
+	p, err := e.paramPath(dir, name, upstream)
+	if err != nil {
+		return 0, err
+	}
+	s, err := e.fs.ReadTrimmed(p)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(s, 0, 64)
+}
+
+// SetParam writes a DCQCN parameter and reads it back.
+func (e *ECN) SetParam(dir, name, upstream string, v int64) error {
+	p, err := e.paramPath(dir, name, upstream)
+	if err != nil {
+		return err
+	}
+	if err := e.fs.WriteString(p, strconv.FormatInt(v, 10)); err != nil {
+		return err
+	}
+	got, err := e.fs.ReadTrimmed(p)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", p, err)
+	}
+	if n, err := strconv.ParseInt(got, 0, 64); err != nil || n != v {
+		return fmt.Errorf("read back %s: wrote %d, kernel holds %q", p, v, got)
+	}
+	return nil
+}
+
+// isNotExist is os.IsNotExist that also sees through wrapping.
+func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

@@ -1,0 +1,104 @@
+package nic
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// DOCA-OFED / MLNX_OFED add sysfs files that upstream kernels lack
+// (reference §A2.1): /sys/class/net/<if>/qos/{trust,dscp2prio,...} and
+// /sys/class/infiniband/<dev>/tc/<port>/traffic_class. Their read formats
+// differ between OFED releases (a bare word, or "Priority trust state: dscp"),
+// so the readers look for the value rather than parse one exact layout.
+
+// OFEDTrustPath is the OFED trust-state attribute of a netdev.
+func OFEDTrustPath(netdev string) string { return "/sys/class/net/" + netdev + "/qos/trust" }
+
+// HasOFEDTrust reports whether the netdev has OFED's trust attribute.
+func HasOFEDTrust(fs FS, netdev string) bool { return fs.Exists(OFEDTrustPath(netdev)) }
+
+// OFEDTrust reads "pcp" or "dscp" from qos/trust.
+func OFEDTrust(fs FS, netdev string) (string, error) {
+	s, err := fs.ReadTrimmed(OFEDTrustPath(netdev))
+	if err != nil {
+		return "", err
+	}
+	return parseTrust(s)
+}
+
+func parseTrust(s string) (string, error) {
+	fields := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !(r >= 'a' && r <= 'z') })
+	for i := len(fields) - 1; i >= 0; i-- {
+		if fields[i] == "dscp" || fields[i] == "pcp" {
+			return fields[i], nil
+		}
+	}
+	return "", fmt.Errorf("qos/trust holds %q, neither pcp nor dscp", s)
+}
+
+// SetOFEDTrust writes qos/trust and reads it back.
+func SetOFEDTrust(fs FS, netdev, trust string) error {
+	p := OFEDTrustPath(netdev)
+	if err := fs.WriteString(p, trust); err != nil {
+		return err
+	}
+	got, err := OFEDTrust(fs, netdev)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", p, err)
+	}
+	if got != trust {
+		return fmt.Errorf("read back %s: wrote %q, kernel holds %q", p, trust, got)
+	}
+	return nil
+}
+
+// TrafficClassPath is OFED's per-port forced verbs traffic class.
+func TrafficClassPath(dev string, port int) string {
+	return fmt.Sprintf("/sys/class/infiniband/%s/tc/%d/traffic_class", dev, port)
+}
+
+var firstInt = regexp.MustCompile(`-?\d+`)
+
+// TrafficClass reads tc/<port>/traffic_class. ok is false when no traffic
+// class is forced (the file reads empty).
+func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
+	p := TrafficClassPath(dev, port)
+	if !fs.Exists(p) {
+		return 0, false, Unsupportedf("%s is absent: forcing the verbs traffic class needs DOCA-OFED (upstream kernels have no equivalent)", p)
+	}
+	s, err := fs.ReadTrimmed(p)
+	if err != nil {
+		return 0, false, err
+	}
+	m := firstInt.FindString(s)
+	if m == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.Atoi(m)
+	if err != nil || n < 0 {
+		return 0, false, nil
+	}
+	return n, true, nil
+}
+
+// SetTrafficClass writes tc/<port>/traffic_class (plain decimal, as
+// doRoCE.sh does) and reads it back.
+func SetTrafficClass(fs FS, dev string, port int, tc int) error {
+	p := TrafficClassPath(dev, port)
+	if !fs.Exists(p) {
+		return Unsupportedf("%s is absent: forcing the verbs traffic class needs DOCA-OFED (upstream kernels have no equivalent)", p)
+	}
+	if err := fs.WriteString(p, strconv.Itoa(tc)); err != nil {
+		return err
+	}
+	got, ok, err := TrafficClass(fs, dev, port)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", p, err)
+	}
+	if !ok || got != tc {
+		return fmt.Errorf("read back %s: wrote %d, kernel holds something else", p, tc)
+	}
+	return nil
+}

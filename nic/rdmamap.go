@@ -1,0 +1,71 @@
+package nic
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/Mellanox/rdmamap"
+)
+
+// rdmamap keeps its sysfs paths in package variables and has no per-call
+// root. rocectl reads through a root prefix (--root, --snapshot, fixture
+// trees), so every call goes through withRdmamapRoot, which points those
+// variables at the root for the duration of the call under a lock. This is
+// the only place rocectl touches a library's package state.
+var rdmamapMu sync.Mutex
+
+func withRdmamapRoot[T any](fs FS, fn func() T) T {
+	rdmamapMu.Lock()
+	defer rdmamapMu.Unlock()
+	saved := rdmamap.RdmaClassDir
+	rdmamap.RdmaClassDir = fs.Path("/sys/class/infiniband")
+	defer func() { rdmamap.RdmaClassDir = saved }()
+	return fn()
+}
+
+// RDMADevices lists the RDMA devices under /sys/class/infiniband (symlinks,
+// as on real sysfs), sorted.
+func RDMADevices(fs FS) []string {
+	devs := withRdmamapRoot(fs, rdmamap.GetRdmaDeviceList)
+	sort.Strings(devs)
+	return devs
+}
+
+// RDMAPorts lists a device's port numbers, ascending.
+func RDMAPorts(fs FS, dev string) []int {
+	names := withRdmamapRoot(fs, func() []string { return rdmamap.GetPorts(dev) })
+	var ports []int
+	for _, n := range names {
+		if p, err := strconv.Atoi(n); err == nil {
+			ports = append(ports, p)
+		}
+	}
+	sort.Ints(ports)
+	return ports
+}
+
+// HWCounters reads ports/<port>/hw_counters of an RDMA device. The
+// directory's "lifespan" file is a cache setting, not a counter, and is left
+// out (rdmamap returns it as one).
+func HWCounters(fs FS, dev string, port int) (map[string]uint64, error) {
+	type res struct {
+		e   []rdmamap.RdmaStatEntry
+		err error
+	}
+	r := withRdmamapRoot(fs, func() res {
+		e, err := rdmamap.GetRdmaSysfsHwStats(dev, port)
+		return res{e, err}
+	})
+	if r.err != nil {
+		return nil, r.err
+	}
+	out := make(map[string]uint64, len(r.e))
+	for _, e := range r.e {
+		if e.Name == "lifespan" {
+			continue
+		}
+		out[e.Name] = e.Value
+	}
+	return out, nil
+}

@@ -1,0 +1,171 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rocectl/rocectl/nic"
+)
+
+// Capture reads everything rocectl reads from a host — the RoCE ports'
+// sysfs/configfs/debugfs files, every netdev's rtnetlink/ethtool/dcbnl
+// state, devlink parameters and the PCI attributes topo needs — and writes
+// it to dir as a snapshot. It only reads, with one exception that
+// cma_roce_tos shares: rdma_cm's configfs directory of a device must exist
+// to be read, so a missing one is created and removed again (values are
+// kept by the kernel either way).
+func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, log *slog.Logger) (*nic.Inventory, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	inv := nic.Discover(fs, k, log)
+	if meta.CapturedAt == "" {
+		meta.CapturedAt = time.Now().UTC().Format(time.RFC3339)
+	}
+	st := &KernelState{Links: map[string]*LinkState{}, Devlink: map[string][]nic.DevlinkParam{}, Errors: map[string]string{}}
+	netdevs, _ := fs.ReadDir("/sys/class/net")
+	for _, nd := range netdevs {
+		if nd == "lo" {
+			continue
+		}
+		st.Links[nd] = captureLink(k, nd)
+	}
+	var paths []string
+	add := func(p ...string) { paths = append(paths, p...) }
+	var cleanup []string
+	seenPCI := map[string]bool{}
+	for _, p := range inv.Ports {
+		ib := "/sys/class/infiniband/" + p.RDMADevice
+		add(ib)
+		for _, a := range pciAttrs {
+			add(ib + "/device/" + a)
+		}
+		net := "/sys/class/net/" + p.Netdev
+		for _, a := range []string{"mtu", "operstate", "speed", "address", "ifindex", "type", "ecn", "qos", "device"} {
+			add(net + "/" + a)
+		}
+		if p.PCI != "" && !seenPCI[p.PCI] {
+			seenPCI[p.PCI] = true
+			add("/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params")
+			params, err := k.DevlinkParams("pci/" + p.PCI)
+			switch {
+			case err == nil:
+				st.Devlink["pci/"+p.PCI] = params
+			default:
+				st.Errors["devlink"] = errnoOf(err)
+			}
+		}
+		add("/sys/kernel/config/bnxt_re/" + p.RDMADevice)
+		cm := "/sys/kernel/config/rdma_cm/" + p.RDMADevice
+		if fs.Exists("/sys/kernel/config/rdma_cm") && !fs.Exists(cm) && !fs.ReadOnly() {
+			if err := fs.Mkdir(cm); err == nil {
+				cleanup = append(cleanup, cm)
+			} else {
+				log.Debug("rdma_cm configfs", "device", p.RDMADevice, "err", err)
+			}
+		}
+		add(cm)
+	}
+	defer func() {
+		for _, d := range cleanup {
+			if err := fs.Rmdir(d); err != nil {
+				log.Warn("removing the rdma_cm configfs directory made for capture", "dir", d, "err", err)
+			}
+		}
+	}()
+	// PCI attributes of every device, for `rocectl topo` on the snapshot.
+	if devs, err := fs.ReadDir("/sys/bus/pci/devices"); err == nil {
+		for _, d := range devs {
+			for _, a := range pciAttrs {
+				add("/sys/bus/pci/devices/" + d + "/" + a)
+			}
+			add("/sys/bus/pci/devices/"+d+"/infiniband", "/sys/bus/pci/devices/"+d+"/net")
+		}
+	}
+	if len(st.Errors) == 0 {
+		st.Errors = nil
+	}
+	if len(st.Devlink) == 0 {
+		st.Devlink = nil
+	}
+	sort.Strings(paths)
+	if err := Write(dir, meta, st, fs, paths); err != nil {
+		return inv, err
+	}
+	return inv, nil
+}
+
+var pciAttrs = []string{"vendor", "device", "subsystem_vendor", "subsystem_device", "class", "numa_node",
+	"current_link_speed", "current_link_width", "max_link_speed", "max_link_width", "driver"}
+
+// captureLink asks the kernel everything rocectl asks about one netdev,
+// recording each refusal's errno instead of failing.
+func captureLink(k nic.Kernel, nd string) *LinkState {
+	ls := &LinkState{Errors: map[string]string{}}
+	note := func(op string, err error) bool {
+		if err != nil {
+			ls.Errors[op] = errnoOf(err)
+			return false
+		}
+		return true
+	}
+	if v, err := k.Link(nd); note(OpLink, err) {
+		ls.Link = &v
+	}
+	if v, err := k.DriverInfo(nd); note(OpDriver, err) {
+		ls.Driver = &v
+	}
+	if v, err := k.Pause(nd); note(OpPause, err) {
+		ls.Pause = &v
+	}
+	if v, err := k.Rings(nd); note(OpRings, err) {
+		ls.Rings = &v
+	}
+	if v, err := k.PrivFlags(nd); note(OpPrivFlags, err) {
+		ls.PrivFlags = v
+	}
+	if v, err := k.Stats(nd); note(OpStats, err) {
+		ls.Stats = v
+	}
+	if v, err := k.PFCPreventionTimeout(nd); note(OpTunable, err) {
+		ls.PFCPreventionTimeout = &v
+	}
+	if v, err := k.DCB(nd); note(OpDCB, err) {
+		ls.DCB = v
+	}
+	if len(ls.Errors) == 0 {
+		ls.Errors = nil
+	}
+	return ls
+}
+
+// errnoOf names an error's errno for kernel.json; errors without one (a
+// read-back mismatch, a malformed reply) are recorded as EIO.
+func errnoOf(err error) string {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return ErrnoName(en)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return "ENOENT"
+	}
+	return "EIO"
+}
+
+// Describe says in one line what a capture holds, for the command's output.
+func Describe(inv *nic.Inventory, links int) string {
+	if len(inv.Ports) == 0 {
+		return fmt.Sprintf("no RoCE devices found; captured %d netdev(s)", links)
+	}
+	var names []string
+	for _, p := range inv.Ports {
+		names = append(names, fmt.Sprintf("%s/%d (%s)", p.RDMADevice, p.PortNum, p.Netdev))
+	}
+	return fmt.Sprintf("%d RoCE port(s): %s; %d netdev(s)", len(inv.Ports), strings.Join(names, ", "), links)
+}
