@@ -1,0 +1,186 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxProfileSize bounds a profile file. Real profiles are a few KiB; a huge
+// file is a mistake (or an attack) and is refused before it is parsed.
+const MaxProfileSize = 1 << 20
+
+// LoadOptions tune Load.
+type LoadOptions struct {
+	// AllowInsecure accepts profile files that are group- or
+	// world-writable. A profile configures the host as root, so by default
+	// such files are refused (--allow-insecure-profile).
+	AllowInsecure bool
+}
+
+// Load reads, merges (include), decodes and validates one profile. On any
+// error it returns a *ProfileError holding every diagnostic, and no Profile:
+// nothing may be changed on a host from a profile with errors.
+func Load(path string, opts LoadOptions) (*Profile, error) {
+	l := &loader{opts: opts}
+	root := l.file(path, nil, nil)
+	if root == nil {
+		return nil, l.fail()
+	}
+	d := &decoder{pos: map[string]Pos{}}
+	p := &Profile{Verify: defaultVerify, Guard: defaultGuard, Files: l.files}
+	d.decodeProfile(&node{kind: kTable, tbl: root, src: l.first}, p)
+	if p.Name == "" {
+		p.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	p.pos = d.pos
+	l.diags = append(l.diags, d.diags...)
+	if !setsAnything(root) {
+		l.diags = append(l.diags, Diagnostic{Pos: Pos{File: path}, Msg: "the profile sets nothing",
+			Allowed: "at least one of [link], [qos], [buffers], [ecn], [roce], [devlink], [nccl]"})
+	}
+	// Cross-field rules only look at values that decoded cleanly, so they
+	// run even when other keys had errors: every problem is shown at once.
+	l.diags = append(l.diags, checkRules(p, root)...)
+	if len(l.diags.Errors()) > 0 {
+		return nil, l.fail()
+	}
+	l.diags.sort()
+	p.Warnings = l.diags.Warnings()
+	return p, nil
+}
+
+func setsAnything(root *table) bool {
+	for _, k := range []string{"link", "qos", "buffers", "ecn", "roce", "devlink", "nccl"} {
+		if n := root.get(k); n != nil && (n.kind != kTable || len(n.tbl.keys) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+type loader struct {
+	opts  LoadOptions
+	diags Diagnostics
+	files []string
+	first *source
+}
+
+func (l *loader) fail() error {
+	l.diags.sort()
+	return &ProfileError{Diags: l.diags}
+}
+
+func (l *loader) fileErr(at *node, file, msg, allowed string) {
+	if at != nil {
+		l.diags = append(l.diags, Diagnostic{Pos: at.valPos, Key: "include", Msg: msg, Allowed: allowed, Source: at.src.line(at.valPos.Line)})
+		return
+	}
+	l.diags = append(l.diags, Diagnostic{Pos: Pos{File: file}, Msg: msg, Allowed: allowed})
+}
+
+// file loads one file and, recursively, what it includes. stack holds the
+// absolute paths being loaded, to detect cycles; at is the include entry
+// that named this file (nil for the top-level profile).
+func (l *loader) file(path string, stack []string, at *node) *table {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		l.fileErr(at, path, err.Error(), "")
+		return nil
+	}
+	for i, s := range stack {
+		if s == abs {
+			chain := append(append([]string{}, stack[i:]...), abs)
+			for j := range chain {
+				chain[j] = filepath.Base(chain[j])
+			}
+			l.fileErr(at, path, "include cycle: "+strings.Join(chain, " -> "), "each file included once along a chain")
+			return nil
+		}
+	}
+	data, err := l.read(path)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, os.ErrNotExist) {
+			msg = fmt.Sprintf("%s: no such file", path)
+		}
+		l.fileErr(at, path, msg, "")
+		return nil
+	}
+	if ok, line, col := isText(data); !ok {
+		l.diags = append(l.diags, Diagnostic{Pos: Pos{path, line, col}, Msg: "not a text file: invalid UTF-8 or a NUL byte", Allowed: "a UTF-8 TOML document"})
+		return nil
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		l.fileErr(at, path, fmt.Sprintf("%s is empty", path), "a TOML document that sets at least one section")
+		return nil
+	}
+	tree, src, diag := parseTree(path, data)
+	if l.first == nil {
+		l.first = src
+	}
+	l.files = append(l.files, path)
+	if diag != nil {
+		l.diags = append(l.diags, *diag)
+		return nil
+	}
+	inc := tree.get("include")
+	if inc == nil {
+		return tree
+	}
+	if inc.kind != kArray {
+		l.diags = append(l.diags, Diagnostic{Pos: inc.valPos, Key: "include", Msg: "expected an array of file names, got " + describe(inc), Allowed: `["base.toml", ...]`, Source: src.line(inc.valPos.Line)})
+		return nil
+	}
+	base := newTable()
+	ok := true
+	for i, el := range inc.arr {
+		if el.kind != kString || el.str == "" {
+			l.diags = append(l.diags, Diagnostic{Pos: el.valPos, Key: fmt.Sprintf("include[%d]", i), Msg: "expected a file name, got " + describe(el), Source: src.line(el.valPos.Line)})
+			ok = false
+			continue
+		}
+		p := el.str
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		sub := l.file(p, append(stack, abs), el)
+		if sub == nil {
+			ok = false
+			continue
+		}
+		merge(base, sub)
+	}
+	if !ok {
+		return nil
+	}
+	merge(base, tree)
+	return base
+}
+
+// read returns the file's bytes after checking that it is a regular file,
+// not writable by others (unless allowed), and not too large.
+func (l *loader) read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Mode().Perm()&0o022 != 0 && !l.opts.AllowInsecure {
+		return nil, fmt.Errorf("%s is writable by group or others (mode %04o); a profile configures the host as root, so rocectl refuses it (fix with chmod go-w, or pass --allow-insecure-profile)", path, st.Mode().Perm())
+	}
+	if st.Size() > MaxProfileSize {
+		return nil, fmt.Errorf("%s is %d bytes; profiles are limited to %d bytes", path, st.Size(), MaxProfileSize)
+	}
+	return io.ReadAll(io.LimitReader(f, MaxProfileSize+1))
+}

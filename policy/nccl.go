@@ -1,0 +1,296 @@
+package policy
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// NCCLSpec describes one NCCL variable [nccl] accepts, with NCCL's own valid
+// range (reference §C, from NVIDIA/nccl's src/transport/net_ib and
+// src/graph). Names are written without the NCCL_ prefix.
+type NCCLSpec struct {
+	Name    string
+	Kind    string // "int", "string", "enum", "cidr"
+	Min     int64
+	Max     int64
+	Enum    []string
+	Auto    bool // accepts "auto" (derived from the host)
+	Summary string
+}
+
+// gdrLevels are NCCL's path types (graph/topo.h), plus the old numeric forms.
+var gdrLevels = []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "0", "1", "2", "3", "4", "5"}
+
+// NCCLVars lists the [nccl] keys.
+var NCCLVars = []NCCLSpec{
+	{Name: "IB_HCA", Kind: "string", Auto: true, Summary: `"auto" = exact-match list of the matched RDMA ports (=mlx5_0:1,...)`},
+	{Name: "IB_GID_INDEX", Kind: "int", Min: -1, Max: 255, Auto: true, Summary: `"auto" = the RoCE v2 IPv4 GID index found on the host; -1 = NCCL's dynamic selection`},
+	{Name: "IB_TC", Kind: "int", Min: 0, Max: 255, Summary: "traffic class (full TOS byte); defaults to roce.default_tos"},
+	{Name: "IB_FIFO_TC", Kind: "int", Min: 0, Max: 255, Summary: "traffic class of the receiver's control (CTS) messages"},
+	{Name: "IB_SL", Kind: "int", Min: 0, Max: 15, Summary: "service level (PCP = SL & 7 under PCP trust)"},
+	{Name: "IB_TIMEOUT", Kind: "int", Min: 0, Max: 31, Summary: "QP ACK timeout exponent: 4.096 µs × 2^n"},
+	{Name: "IB_RETRY_CNT", Kind: "int", Min: 0, Max: 7, Summary: "QP retry count"},
+	{Name: "IB_QPS_PER_CONNECTION", Kind: "int", Min: 1, Max: 128, Summary: "QPs per connection"},
+	{Name: "IB_SPLIT_DATA_ON_QPS", Kind: "int", Min: 0, Max: 1, Summary: "1 = split each message across QPs, 0 = round-robin messages"},
+	{Name: "IB_ROCE_VERSION_NUM", Kind: "int", Min: 1, Max: 2, Summary: "RoCE version used by NCCL's dynamic GID selection"},
+	{Name: "IB_ADDR_FAMILY", Kind: "enum", Enum: []string{"AF_INET", "AF_INET6"}, Summary: "address family of the GID NCCL selects"},
+	{Name: "IB_ADDR_RANGE", Kind: "cidr", Summary: "subnet the GID must be in, a.b.c.d/n"},
+	{Name: "IB_ADAPTIVE_ROUTING", Kind: "int", Min: 0, Max: 1, Summary: "adaptive routing (NCCL default: 0 on RoCE)"},
+	{Name: "IB_ECE_ENABLE", Kind: "int", Min: 0, Max: 1, Summary: "enhanced connection establishment"},
+	{Name: "SOCKET_IFNAME", Kind: "string", Summary: "bootstrap socket interfaces ([^][=]prefix,...)"},
+	{Name: "NET_GDR_LEVEL", Kind: "enum", Enum: gdrLevels, Summary: "max distance for GPUDirect RDMA"},
+	{Name: "BUFFSIZE", Kind: "int", Min: 1, Max: 1 << 30, Summary: "buffer size per channel in bytes"},
+}
+
+// NCCLSpecByName finds a variable's spec (name without NCCL_).
+func NCCLSpecByName(name string) (NCCLSpec, bool) {
+	for _, s := range NCCLVars {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return NCCLSpec{}, false
+}
+
+var ncclExtraRe = regexp.MustCompile(`^NCCL_[A-Z0-9_]{1,64}$`)
+
+func (d *decoder) nccl(key string, n *node, c *NCCL) {
+	fs := []field{
+		{"write", func(k string, v *node) {
+			if s, ok := d.str(k, v); ok {
+				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "\n\x00") {
+					d.errf(v, k, `an absolute path such as "/etc/nccl.conf"`, "%q is not an absolute path", s)
+					return
+				}
+				c.Write = &s
+			}
+		}},
+		{"extra", func(k string, v *node) {
+			if !d.want(k, v, kTable) {
+				return
+			}
+			for _, name := range v.tbl.keys {
+				el := v.tbl.m[name]
+				ek := join(k, name)
+				d.pos[ek] = el.keyPos
+				if !ncclExtraRe.MatchString(name) {
+					d.add(el, true, SevError, ek, "NCCL_ followed by upper-case letters, digits and '_'", "%q is not an NCCL variable name", name)
+					continue
+				}
+				if _, known := NCCLSpecByName(strings.TrimPrefix(name, "NCCL_")); known {
+					d.add(el, true, SevError, ek, "", "%s has its own key in [nccl]; set %s there", name, strings.TrimPrefix(name, "NCCL_"))
+					continue
+				}
+				if val, ok := d.ncclText(ek, el); ok {
+					c.Extra = append(c.Extra, NCCLVar{strings.TrimPrefix(name, "NCCL_"), val})
+				}
+			}
+		}},
+	}
+	for _, s := range NCCLVars {
+		s := s
+		fs = append(fs, field{s.Name, func(k string, v *node) {
+			if val, ok := d.ncclVar(k, v, s); ok {
+				c.Vars = append(c.Vars, NCCLVar{s.Name, val})
+			}
+		}})
+	}
+	d.fields(key, n, fs)
+}
+
+// ncclText accepts a string or an integer and checks that NCCL's config
+// file can carry it: NCCL neither trims nor unquotes, so no surrounding
+// space, no newline.
+func (d *decoder) ncclText(k string, v *node) (string, bool) {
+	var s string
+	switch v.kind {
+	case kString:
+		s = v.str
+	case kInt:
+		s = strconv.FormatInt(v.i, 10)
+	default:
+		d.errf(v, k, "a string or an integer", "expected a value, got %s", describe(v))
+		return "", false
+	}
+	if s == "" || strings.TrimSpace(s) != s || strings.ContainsAny(s, "\r\n\x00") {
+		d.errf(v, k, "a non-empty value without surrounding spaces or newlines (NCCL keeps them verbatim)", "%q cannot be written to an NCCL config file", s)
+		return "", false
+	}
+	return s, true
+}
+
+func (d *decoder) ncclVar(k string, v *node, s NCCLSpec) (string, bool) {
+	if s.Auto && v.kind == kString && v.str == "auto" {
+		return "auto", true
+	}
+	switch s.Kind {
+	case "int":
+		allowed := rangeText(s.Min, s.Max)
+		if s.Auto {
+			allowed = `"auto" or ` + allowed
+		}
+		if s.Name == "BUFFSIZE" && v.kind == kString {
+			sz, err := ParseSize(v.str)
+			if err != nil || sz < 1 || sz > Size(s.Max) {
+				d.errf(v, k, "bytes, e.g. 4194304 or \"4MiB\"", "%q is not a valid buffer size", v.str)
+				return "", false
+			}
+			return strconv.FormatUint(uint64(sz), 10), true
+		}
+		if v.kind != kInt {
+			d.errf(v, k, allowed, "expected an integer, got %s", describe(v))
+			return "", false
+		}
+		if v.i < s.Min || v.i > s.Max {
+			d.errf(v, k, allowed, "%d is out of range", v.i)
+			return "", false
+		}
+		return strconv.FormatInt(v.i, 10), true
+	case "enum":
+		var str string
+		switch v.kind {
+		case kString:
+			str = v.str
+		case kInt:
+			str = strconv.FormatInt(v.i, 10)
+		}
+		for _, e := range s.Enum {
+			if str == e {
+				return str, true
+			}
+		}
+		d.errf(v, k, strings.Join(s.Enum, ", "), "%s is not a valid value", describe(v))
+		return "", false
+	case "cidr":
+		str, ok := d.str(k, v)
+		if !ok {
+			return "", false
+		}
+		if _, _, err := net.ParseCIDR(str); err != nil {
+			d.errf(v, k, "a subnet such as 10.0.0.0/16", "%q is not a subnet", str)
+			return "", false
+		}
+		return str, true
+	default:
+		if s.Name == "IB_HCA" && v.kind == kString && v.str != "auto" {
+			if err := checkHCAList(v.str); err != nil {
+				d.errf(v, k, `"auto" or [^][=]dev[:port],...`, "%v", err)
+				return "", false
+			}
+		}
+		return d.ncclText(k, v)
+	}
+}
+
+// checkHCAList checks NCCL_IB_HCA syntax: an optional ^ (exclude) and/or =
+// (exact match) prefix, then dev[:port[:rail[:plane]]] items.
+func checkHCAList(s string) error {
+	t := strings.TrimPrefix(strings.TrimPrefix(s, "^"), "=")
+	if t == "" {
+		return fmt.Errorf("%q names no device", s)
+	}
+	for _, item := range strings.Split(t, ",") {
+		parts := strings.Split(item, ":")
+		if parts[0] == "" || len(parts) > 4 {
+			return fmt.Errorf("%q is not dev[:port]", item)
+		}
+		for _, num := range parts[1:] {
+			if _, err := strconv.Atoi(num); err != nil {
+				return fmt.Errorf("%q: port %q is not a number", item, num)
+			}
+		}
+	}
+	return nil
+}
+
+// NCCLEnv derives the NCCL variables of a host from the profile and its
+// matched ports: "auto" values are resolved, IB_TC defaults to the RoCE TOS.
+// Names in the result carry the NCCL_ prefix. Variables that cannot be
+// derived yet are returned as unresolved, with the reason.
+func NCCLEnv(p *Profile, ports []Port) ([]NCCLVar, []Unsupported) {
+	var out []NCCLVar
+	var unresolved []Unsupported
+	c := &p.NCCL
+	seen := map[string]bool{}
+	for _, v := range c.Vars {
+		seen[v.Name] = true
+		val := v.Value
+		if val == "auto" {
+			var reason string
+			switch v.Name {
+			case "IB_HCA":
+				val, reason = hcaList(ports)
+			case "IB_GID_INDEX":
+				val, reason = gidIndex(ports)
+			}
+			if reason != "" {
+				unresolved = append(unresolved, Unsupported{Key: HostScope + ".nccl.NCCL_" + v.Name, Scope: HostScope, Reason: reason})
+				continue
+			}
+		}
+		out = append(out, NCCLVar{"NCCL_" + v.Name, val})
+	}
+	if !seen["IB_TC"] && p.RoCE.DefaultTOS != nil && len(c.Vars)+len(c.Extra) > 0 {
+		out = append(out, NCCLVar{"NCCL_IB_TC", strconv.Itoa(*p.RoCE.DefaultTOS)})
+	}
+	for _, v := range c.Extra {
+		out = append(out, NCCLVar{"NCCL_" + v.Name, v.Value})
+	}
+	return out, unresolved
+}
+
+// hcaList is NCCL_IB_HCA for the matched ports. The leading "=" makes NCCL
+// match names exactly: without it "mlx5_1" also selects mlx5_10..mlx5_19.
+func hcaList(ports []Port) (string, string) {
+	if len(ports) == 0 {
+		return "", "no RDMA port matched the profile, so there is no HCA list to derive"
+	}
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = fmt.Sprintf("%s:%d", p.RDMADevice, p.PortNum)
+	}
+	return "=" + strings.Join(parts, ","), ""
+}
+
+// gidIndex is NCCL_IB_GID_INDEX: one index must serve every port, since NCCL
+// takes one value per process.
+func gidIndex(ports []Port) (string, string) {
+	if len(ports) == 0 {
+		return "", "no RDMA port matched the profile"
+	}
+	idx := -2
+	var where []string
+	for _, p := range ports {
+		if p.RoCEv2GID < 0 {
+			return "", fmt.Sprintf("%s port %d has no RoCE v2 IPv4 GID yet (is an IPv4 address configured on %s?)", p.RDMADevice, p.PortNum, p.Netdev)
+		}
+		where = append(where, fmt.Sprintf("%s:%d=%d", p.RDMADevice, p.PortNum, p.RoCEv2GID))
+		if idx == -2 {
+			idx = p.RoCEv2GID
+		} else if idx != p.RoCEv2GID {
+			idx = -3
+		}
+	}
+	if idx == -3 {
+		return "", "ports disagree on the RoCE v2 IPv4 GID index (" + strings.Join(where, ", ") + "); set IB_GID_INDEX explicitly or align the addressing"
+	}
+	return strconv.Itoa(idx), ""
+}
+
+// ncclSettings are the host settings the NCCL file carries, when the profile
+// asks rocectl to manage one ([nccl] write).
+func ncclSettings(p *Profile, ports []Port) ([]Setting, []Unsupported) {
+	vars, unresolved := NCCLEnv(p, ports)
+	if p.NCCL.Write == nil {
+		return nil, nil
+	}
+	var out []Setting
+	for _, v := range vars {
+		out = append(out, Setting{Key: HostScope + ".nccl." + v.Name, Scope: HostScope, Name: "nccl." + v.Name,
+			Kind: KindNCCL, Arg: v.Name, Value: v.Value, From: "nccl." + strings.TrimPrefix(v.Name, "NCCL_")})
+	}
+	return out, unresolved
+}

@@ -1,0 +1,178 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+)
+
+// Desired is a profile resolved against one host: the settings each matched
+// port should have, and the host-wide ones.
+type Desired struct {
+	Profile *Profile
+	Ports   []DesiredPort
+	Host    []Setting
+	// Unresolved lists settings that cannot be derived on this host yet
+	// (e.g. NCCL_IB_GID_INDEX = "auto" before any IPv4 address exists).
+	Unresolved []Unsupported
+	// Unmatched names the RoCE ports the profile's [match] left out.
+	Unmatched []Port
+}
+
+// DesiredPort is one matched port and its settings in apply order.
+type DesiredPort struct {
+	Port     Port
+	Settings []Setting
+}
+
+// All returns every setting: the ports' in order, then the host's.
+func (d *Desired) All() []Setting {
+	var out []Setting
+	for _, p := range d.Ports {
+		out = append(out, p.Settings...)
+	}
+	return append(out, d.Host...)
+}
+
+// Matches reports whether the profile's [match] selects port.
+func (m Match) Matches(p Port) bool {
+	return globAny(m.Drivers, p.Driver) && globAny(m.Netdevs, p.Netdev) &&
+		globAny(m.RDMADevices, p.RDMADevice) && globAny(m.PCI, p.PCI)
+}
+
+func globAny(globs []string, s string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolve turns a profile into the desired settings of each matched port.
+func Resolve(p *Profile, ports []Port) *Desired {
+	d := &Desired{Profile: p}
+	var matched []Port
+	for _, port := range ports {
+		if !p.Match.Matches(port) {
+			d.Unmatched = append(d.Unmatched, port)
+			continue
+		}
+		port := port
+		matched = append(matched, port)
+		d.Ports = append(d.Ports, DesiredPort{Port: port, Settings: portSettings(p, &port)})
+	}
+	// A host none of whose ports the profile selects is not the profile's
+	// business: its NCCL file is left alone too.
+	if len(matched) > 0 {
+		d.Host, d.Unresolved = ncclSettings(p, matched)
+	}
+	return d
+}
+
+// builder accumulates the settings of one scope.
+type builder struct {
+	out  []Setting
+	port *Port
+}
+
+func (b *builder) add(scope, name string, kind Kind, arg, value, from string) {
+	b.out = append(b.out, Setting{Key: scope + "." + name, Scope: scope, Name: name, Kind: kind, Arg: arg, Value: value, From: from, Port: b.port})
+}
+
+func portSettings(p *Profile, port *Port) []Setting {
+	b := &builder{port: port}
+	nd, rd := port.Netdev, port.RDMAScope()
+	itoa := strconv.Itoa
+
+	if v := p.Link.MTU; v != nil {
+		b.add(nd, "link.mtu", KindMTU, "", itoa(*v), "link.mtu")
+	}
+	if v := p.Link.RxRing; v != nil {
+		b.add(nd, "link.rx_ring", KindRxRing, "", itoa(*v), "link.rx_ring")
+	}
+	if v := p.Link.TxRing; v != nil {
+		b.add(nd, "link.tx_ring", KindTxRing, "", itoa(*v), "link.tx_ring")
+	}
+	for _, f := range p.Link.PrivateFlags {
+		b.add(nd, "link.private_flags."+f.Name, KindPrivFlag, f.Name, FormatBool(f.Value), "link.private_flags."+f.Name)
+	}
+
+	q := &p.QoS
+	if v := q.GlobalPause; v != nil {
+		b.add(nd, "qos.global_pause", KindGlobalPause, "", FormatBool(*v), "qos.global_pause")
+	}
+	if v := q.DCBX; v != nil {
+		b.add(nd, "qos.dcbx", KindDCBX, "", *v, "qos.dcbx")
+	}
+	if v := q.Trust; v != nil {
+		b.add(nd, "qos.trust", KindTrust, "", *v, "qos.trust")
+	}
+	if v := q.DSCPToPriority; v != nil {
+		b.add(nd, "qos.dscp2prio", KindDSCPMap, "", FormatDSCPMap(v.Entries), "qos.dscp_to_priority")
+	}
+	if e := q.ETS; e != nil {
+		b.add(nd, "qos.ets.priority_to_tc", KindETSPrioTC, "", FormatInts8(e.PriorityToTC), "qos.ets.priority_to_tc")
+		b.add(nd, "qos.ets.tc_tsa", KindETSTSA, "", FormatStrings8(e.TCTSA), "qos.ets.tc_tsa")
+		b.add(nd, "qos.ets.tc_bandwidth", KindETSBandwidth, "", FormatInts8(e.TCBandwidth), "qos.ets.tc_bandwidth")
+	}
+	if v := q.PFCPriorities; v != nil {
+		b.add(nd, "qos.pfc", KindPFC, "", FormatPrioBitmap(uint8(*v)), "qos.pfc_priorities")
+	}
+	if v := q.CableLengthM; v != nil {
+		b.add(nd, "qos.cable_length_m", KindCableLength, "", itoa(*v), "qos.cable_length_m")
+	}
+	if v := p.Buffers.PriorityToBuffer; v != nil {
+		b.add(nd, "buffers.priority_to_buffer", KindPrioBuffer, "", FormatInts8(*v), "buffers.priority_to_buffer")
+	}
+	if v := p.Buffers.BufferSize; v != nil {
+		b.add(nd, "buffers.buffer_size", KindBufferSize, "", FormatSizes8(*v), "buffers.buffer_size")
+	}
+	if v := q.PFCStormPrevention; v != nil {
+		b.add(nd, "qos.pfc_storm_prevention", KindStormPrevention, "", v.canonical(), "qos.pfc_storm_prevention")
+	}
+
+	e := &p.ECN
+	for _, dir := range []struct {
+		name string
+		set  *PrioSet
+		from string
+	}{{"rp", e.RPPriorities, "ecn.rp_priorities"}, {"np", e.NPPriorities, "ecn.np_priorities"}} {
+		if dir.set == nil {
+			continue
+		}
+		// The list is the whole set: priorities left out are disabled.
+		for prio := 0; prio < 8; prio++ {
+			b.add(rd, fmt.Sprintf("ecn.%s.enable.%d", dir.name, prio), KindECNEnable, fmt.Sprintf("%s/%d", dir.name, prio), FormatBool(dir.set.Has(prio)), dir.from)
+		}
+	}
+	if v := e.CNPDSCP; v != nil {
+		b.add(rd, "ecn.np.cnp_dscp", KindECNParam, "np/cnp_dscp", itoa(*v), "ecn.cnp_dscp")
+	}
+	if v := e.CNPPriority; v != nil {
+		b.add(rd, "ecn.np.cnp_802p_prio", KindECNParam, "np/cnp_802p_prio", itoa(*v), "ecn.cnp_priority")
+	}
+	for _, prm := range e.DCQCN {
+		spec, _ := DCQCNSpecByName(prm.Name)
+		b.add(rd, "ecn."+spec.Dir+"."+prm.Name, KindECNParam, spec.Dir+"/"+prm.Name, strconv.FormatInt(prm.Value, 10), "ecn.dcqcn."+prm.Name)
+	}
+
+	r := &p.RoCE
+	if v := r.Mode; v != nil {
+		b.add(rd, "roce.default_roce_mode", KindRoCEMode, "", *v, "roce.mode")
+	}
+	if v := r.DefaultTOS; v != nil {
+		b.add(rd, "roce.default_roce_tos", KindRoCETOS, "", itoa(*v), "roce.default_tos")
+	}
+	if v := r.VerbsTrafficClass; v != nil {
+		b.add(rd, "roce.traffic_class", KindTrafficClass, "", itoa(*v), "roce.verbs_traffic_class")
+	}
+	for _, dp := range p.Devlink {
+		b.add(nd, "devlink."+dp.Name, KindDevlink, dp.Name, fmt.Sprint(dp.Value), "devlink."+dp.Name)
+	}
+	SortSettings(b.out)
+	return b.out
+}

@@ -1,0 +1,176 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// checkRules applies the cross-field rules: things that are each valid alone
+// but wrong together. It runs only on a profile that decoded without errors.
+func checkRules(p *Profile, root *table) Diagnostics {
+	r := &decoder{pos: p.pos}
+	at := func(key string) *node { return lookup(root, key) }
+	q, e := &p.QoS, &p.ECN
+
+	// PFC data priorities must not carry CNPs: a CNP paused behind the very
+	// congestion it reports arrives too late to help.
+	if e.CNPPriority != nil && q.PFCPriorities != nil && q.PFCPriorities.Has(*e.CNPPriority) {
+		r.errf(at("ecn.cnp_priority"), "ecn.cnp_priority", "a priority not in qos.pfc_priorities "+prioText(*q.PFCPriorities),
+			"CNP priority %d is also a PFC data priority", *e.CNPPriority)
+	}
+
+	if q.GlobalPause != nil && *q.GlobalPause && q.PFCPriorities != nil && *q.PFCPriorities != 0 {
+		r.errf(at("qos.global_pause"), "qos.global_pause", "false when qos.pfc_priorities is not empty",
+			"global 802.3x pause and PFC are mutually exclusive on a port")
+	}
+
+	if q.DSCPToPriority != nil {
+		if q.Trust == nil {
+			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
+		} else if *q.Trust == "pcp" {
+			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp", or remove dscp_to_priority`, "a DSCP map has no effect with trust = \"pcp\"")
+		}
+	}
+
+	if q.ETS != nil {
+		checkETS(r, q.ETS, at("qos.ets.tc_bandwidth"))
+	}
+
+	b := &p.Buffers
+	if b.PriorityToBuffer != nil && b.BufferSize != nil && q.PFCPriorities != nil {
+		for _, prio := range q.PFCPriorities.List() {
+			buf := b.PriorityToBuffer[prio]
+			if b.BufferSize[buf] == 0 {
+				r.errf(at("buffers.buffer_size"), fmt.Sprintf("buffers.buffer_size[%d]", buf), "a non-zero size for every buffer a PFC priority uses",
+					"PFC priority %d uses buffer %d, whose size is 0", prio, buf)
+			}
+		}
+	}
+
+	// Which priority RoCE traffic lands on, under the profile's own map.
+	dmap := q.DSCPToPriority
+	if dmap == nil && q.Trust != nil && *q.Trust == "dscp" {
+		dmap = defaultDSCPMap()
+	}
+	if dmap != nil && q.PFCPriorities != nil && *q.PFCPriorities != 0 {
+		check := func(key string, tos int) {
+			dscp := tos >> 2
+			prio, ok := dmap.Priority(dscp)
+			switch {
+			case !ok:
+				r.warnf(at(key), key, "a TOS whose DSCP (TOS >> 2) is in qos.dscp_to_priority",
+					"TOS %d is DSCP %d, which qos.dscp_to_priority does not map", tos, dscp)
+			case !q.PFCPriorities.Has(prio):
+				r.warnf(at(key), key, "a TOS whose DSCP maps to a PFC priority "+prioText(*q.PFCPriorities),
+					"TOS %d is DSCP %d, which maps to priority %d: not lossless", tos, dscp, prio)
+			}
+		}
+		if v := p.RoCE.DefaultTOS; v != nil {
+			check("roce.default_tos", *v)
+		}
+		if v := p.RoCE.VerbsTrafficClass; v != nil {
+			check("roce.verbs_traffic_class", *v)
+		}
+		if v, ok := p.NCCL.Var("IB_TC"); ok {
+			if tc, err := strconv.Atoi(v); err == nil {
+				check("nccl.IB_TC", tc)
+			}
+		}
+		if e.CNPDSCP != nil && e.CNPPriority != nil {
+			if prio, ok := dmap.Priority(*e.CNPDSCP); ok && prio != *e.CNPPriority {
+				r.warnf(at("ecn.cnp_dscp"), "ecn.cnp_dscp", fmt.Sprintf("a DSCP that maps to cnp_priority %d", *e.CNPPriority),
+					"CNP DSCP %d maps to priority %d on receiving hosts, not to cnp_priority %d", *e.CNPDSCP, prio, *e.CNPPriority)
+			}
+		}
+	}
+
+	// Lossless priorities usually want ECN too, or PFC does all the work.
+	for _, set := range []struct {
+		key string
+		s   *PrioSet
+	}{{"ecn.np_priorities", e.NPPriorities}, {"ecn.rp_priorities", e.RPPriorities}} {
+		if set.s == nil || q.PFCPriorities == nil {
+			continue
+		}
+		for _, prio := range q.PFCPriorities.List() {
+			if !set.s.Has(prio) {
+				r.warnf(at(set.key), set.key, "include every PFC priority "+prioText(*q.PFCPriorities),
+					"PFC priority %d has no ECN here: congestion on it is handled by pause frames alone", prio)
+			}
+		}
+	}
+
+	if tc, ok := p.NCCL.Var("IB_TC"); ok && p.RoCE.DefaultTOS != nil && tc != strconv.Itoa(*p.RoCE.DefaultTOS) {
+		r.warnf(at("nccl.IB_TC"), "nccl.IB_TC", "the same value as roce.default_tos, or leave IB_TC unset to derive it",
+			"NCCL traffic class %s differs from roce.default_tos %d", tc, *p.RoCE.DefaultTOS)
+	}
+
+	g := &p.Guard
+	if g.Poll > g.DetectionTime {
+		r.errf(at("guard.poll"), "guard.poll", fmt.Sprintf("at most guard.detection_time (%v)", g.DetectionTime),
+			"poll interval %v is longer than the detection time", g.Poll)
+	}
+	return r.diags
+}
+
+func checkETS(r *decoder, e *ETS, n *node) {
+	sum, anyETS := 0, false
+	for tc := 0; tc < 8; tc++ {
+		if e.TCTSA[tc] == "ets" {
+			anyETS = true
+			sum += e.TCBandwidth[tc]
+		} else if e.TCBandwidth[tc] != 0 {
+			r.errf(n, fmt.Sprintf("qos.ets.tc_bandwidth[%d]", tc), "0 for traffic classes that are not \"ets\"",
+				"TC %d is %q but has bandwidth %d%%", tc, e.TCTSA[tc], e.TCBandwidth[tc])
+		}
+	}
+	if anyETS && sum != 100 {
+		r.errf(n, "qos.ets.tc_bandwidth", "ETS bandwidths that add up to 100", "ETS traffic classes add up to %d%%", sum)
+	}
+}
+
+func prioText(s PrioSet) string {
+	parts := make([]string, 0, 8)
+	for _, p := range s.List() {
+		parts = append(parts, strconv.Itoa(p))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func defaultDSCPMap() *DSCPMap {
+	m := &DSCPMap{Default: true, Entries: make(map[int]int, 64)}
+	for dscp := 0; dscp < 64; dscp++ {
+		m.Entries[dscp] = dscp >> 3
+	}
+	return m
+}
+
+// lookup finds the node at a dotted key path.
+func lookup(t *table, key string) *node {
+	parts := strings.Split(key, ".")
+	for i, p := range parts {
+		n := t.get(p)
+		if n == nil {
+			return nil
+		}
+		if i == len(parts)-1 {
+			return n
+		}
+		if n.kind != kTable {
+			return nil
+		}
+		t = n.tbl
+	}
+	return nil
+}
+
+// Var returns the value of an [nccl] variable (name without NCCL_).
+func (c *NCCL) Var(name string) (string, bool) {
+	for _, v := range c.Vars {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
+}

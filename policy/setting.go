@@ -1,0 +1,322 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind says what a Setting is, and so which backend reads and writes it.
+// The order of the constants is the apply order for mlx5 hosts (reference
+// §G): MTU first, global pause off before PFC, trust and the DSCP map before
+// PFC, buffers after PFC, then storm prevention, ECN, RoCE defaults, devlink
+// and finally the NCCL file.
+type Kind int
+
+const (
+	KindMTU Kind = iota
+	KindRxRing
+	KindTxRing
+	KindPrivFlag
+	KindGlobalPause
+	KindDCBX
+	KindTrust
+	KindDSCPMap
+	KindETSPrioTC
+	KindETSTSA
+	KindETSBandwidth
+	KindPFC
+	KindCableLength
+	KindPrioBuffer
+	KindBufferSize
+	KindStormPrevention
+	KindECNEnable
+	KindECNParam
+	KindRoCEMode
+	KindRoCETOS
+	KindTrafficClass
+	KindDevlink
+	KindNCCL
+)
+
+var kindNames = [...]string{
+	"mtu", "rx_ring", "tx_ring", "private_flag", "global_pause", "dcbx", "trust", "dscp_map",
+	"ets_priority_to_tc", "ets_tc_tsa", "ets_tc_bandwidth", "pfc", "cable_length", "priority_to_buffer",
+	"buffer_size", "pfc_storm_prevention", "ecn_enable", "ecn_param", "roce_mode", "roce_tos",
+	"traffic_class", "devlink", "nccl",
+}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind" + strconv.Itoa(int(k))
+}
+
+// Port is one RoCE port as policy sees it: the facts Resolve needs. The
+// agent fills it from nic's discovery.
+type Port struct {
+	Netdev     string
+	RDMADevice string
+	PortNum    int
+	Driver     string
+	PCI        string
+	// RoCEv2GID is the RoCE v2 IPv4 GID index NCCL would pick on this port,
+	// or -1 when there is none (no IPv4 address yet).
+	RoCEv2GID int
+}
+
+// RDMAScope is the key prefix of settings that belong to the RDMA device
+// port rather than the netdev: "mlx5_0", or "mlx5_0:2" for a second port.
+func (p Port) RDMAScope() string {
+	if p.PortNum > 1 {
+		return fmt.Sprintf("%s:%d", p.RDMADevice, p.PortNum)
+	}
+	return p.RDMADevice
+}
+
+// Setting is one desired value with a stable key, e.g.
+// "ens1f0np0.qos.pfc" = "[3]" or "mlx5_0.ecn.np.enable.3" = "on".
+type Setting struct {
+	Key   string // Scope + "." + Name
+	Scope string // netdev, RDMA scope, or "host"
+	Name  string // e.g. "qos.pfc", "ecn.np.enable.3"
+	Kind  Kind
+	Arg   string // kind-specific: flag name, "rp/3", "np/cnp_dscp", devlink param, NCCL variable
+	Value string // canonical text; see the Format* functions
+	From  string // the profile key that asked for it, for messages
+	Port  *Port  // nil for host settings
+}
+
+// HostScope is the scope of settings that belong to the whole host.
+const HostScope = "host"
+
+// Canonical value forms. Backends format what they observe with the same
+// functions, so desired and observed compare as plain strings.
+
+// FormatBool is "on" or "off".
+func FormatBool(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// ParseBool reads FormatBool's output.
+func ParseBool(s string) (bool, error) {
+	switch s {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not on/off", s)
+}
+
+// FormatPrioBitmap prints a priority bitmap as "[3]" or "[3,4]" or "[]".
+func FormatPrioBitmap(b uint8) string { return formatInts(PrioSet(b).List()) }
+
+// ParsePrioBitmap reads FormatPrioBitmap's output.
+func ParsePrioBitmap(s string) (uint8, error) {
+	ints, err := ParseInts(s)
+	if err != nil {
+		return 0, err
+	}
+	var b uint8
+	for _, p := range ints {
+		if p < 0 || p > 7 {
+			return 0, fmt.Errorf("priority %d out of range", p)
+		}
+		b |= 1 << p
+	}
+	return b, nil
+}
+
+func formatInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.Itoa(x)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// FormatInts8 prints eight integers as "[0,1,2,3,4,5,6,7]".
+func FormatInts8(v [8]int) string { return formatInts(v[:]) }
+
+// ParseInts reads "[1,2,3]".
+func ParseInts(s string) ([]int, error) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "[") || !strings.HasSuffix(t, "]") {
+		return nil, fmt.Errorf("%q is not a list", s)
+	}
+	t = strings.TrimSpace(t[1 : len(t)-1])
+	if t == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(t, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a list of integers", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ParseInts8 reads exactly eight integers.
+func ParseInts8(s string) ([8]int, error) {
+	var out [8]int
+	v, err := ParseInts(s)
+	if err != nil {
+		return out, err
+	}
+	if len(v) != 8 {
+		return out, fmt.Errorf("%q does not have 8 values", s)
+	}
+	copy(out[:], v)
+	return out, nil
+}
+
+// FormatStrings8 prints eight names as "[ets,ets,strict,...]".
+func FormatStrings8(v [8]string) string { return "[" + strings.Join(v[:], ",") + "]" }
+
+// ParseStrings8 reads FormatStrings8's output.
+func ParseStrings8(s string) ([8]string, error) {
+	var out [8]string
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "[") || !strings.HasSuffix(t, "]") {
+		return out, fmt.Errorf("%q is not a list", s)
+	}
+	parts := strings.Split(t[1:len(t)-1], ",")
+	if len(parts) != 8 {
+		return out, fmt.Errorf("%q does not have 8 values", s)
+	}
+	copy(out[:], parts)
+	return out, nil
+}
+
+// FormatSizes8 prints eight sizes as "[130KiB,0,...]".
+func FormatSizes8(v [8]Size) string {
+	parts := make([]string, 8)
+	for i, s := range v {
+		parts[i] = s.String()
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// ParseSizes8 reads FormatSizes8's output.
+func ParseSizes8(s string) ([8]Size, error) {
+	var out [8]Size
+	strs, err := ParseStrings8(s)
+	if err != nil {
+		return out, err
+	}
+	for i, x := range strs {
+		if out[i], err = ParseSize(x); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// FormatDSCPMap prints DSCP→priority entries compactly, runs of consecutive
+// DSCPs with the same priority joined: the firmware default reads
+// "0-7:0,8-15:1,16-23:2,24-31:3,32-39:4,40-47:5,48-55:6,56-63:7".
+func FormatDSCPMap(m map[int]int) string {
+	if len(m) == 0 {
+		return "(none)"
+	}
+	keys := sortedKeys(m)
+	var parts []string
+	for i := 0; i < len(keys); {
+		j := i
+		for j+1 < len(keys) && keys[j+1] == keys[j]+1 && m[keys[j+1]] == m[keys[i]] {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprintf("%d:%d", keys[i], m[keys[i]]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d:%d", keys[i], keys[j], m[keys[i]]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseDSCPMap reads FormatDSCPMap's output.
+func ParseDSCPMap(s string) (map[int]int, error) {
+	m := map[int]int{}
+	if s == "(none)" || s == "" {
+		return m, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		rng, prio, ok := strings.Cut(part, ":")
+		p, err := strconv.Atoi(prio)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("%q is not dscp:priority", part)
+		}
+		lo, hi, isRange := strings.Cut(rng, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a > b || a < 0 || b > 63 {
+			return nil, fmt.Errorf("%q is not a DSCP range", rng)
+		}
+		for d := a; d <= b; d++ {
+			m[d] = p
+		}
+	}
+	return m, nil
+}
+
+// FormatStorm prints the pfc-prevention-tout tunable: "off", "auto" or "<n>ms".
+func FormatStorm(ms uint16) string {
+	switch ms {
+	case 0:
+		return "off"
+	case 0xffff:
+		return "auto"
+	}
+	return fmt.Sprintf("%dms", ms)
+}
+
+// ParseStorm reads FormatStorm's output.
+func ParseStorm(s string) (uint16, error) {
+	switch s {
+	case "off":
+		return 0, nil
+	case "auto":
+		return 0xffff, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "ms"))
+	if err != nil || n < 0 || n > 0xfffe {
+		return 0, fmt.Errorf("%q is not a storm-prevention timeout", s)
+	}
+	return uint16(n), nil
+}
+
+func (s StormPrevention) canonical() string {
+	switch {
+	case s.Off:
+		return "off"
+	case s.Auto:
+		return "auto"
+	}
+	return FormatStorm(uint16(s.MS))
+}
+
+// SortSettings orders settings for applying: by port (as given), then kind,
+// then key.
+func SortSettings(ss []Setting) {
+	sort.SliceStable(ss, func(i, j int) bool {
+		if ss[i].Kind != ss[j].Kind {
+			return ss[i].Kind < ss[j].Kind
+		}
+		return ss[i].Key < ss[j].Key
+	})
+}
