@@ -20,6 +20,7 @@ import (
 type FS struct {
 	root     string
 	readOnly bool
+	fault    func(op, path string) error
 }
 
 // ErrReadOnly is returned by writes to a read-only FS (a snapshot).
@@ -31,6 +32,30 @@ func NewFS(root string, readOnly bool) FS {
 		root = "/"
 	}
 	return FS{root: filepath.Clean(root), readOnly: readOnly}
+}
+
+// WithFault returns a copy of f that calls fault before every write, mkdir
+// and rmdir; a non-nil result fails the operation. It is the file-side twin
+// of snapshot.Sim's Inject: tests use it to refuse the k-th write (as root, a
+// read-only mode bit would not stop anything).
+func (f FS) WithFault(fault func(op, path string) error) FS {
+	f.fault = fault
+	return f
+}
+
+// CheckWrite says whether a change to p may go ahead: not on a read-only FS,
+// and not when the fault hook refuses it. Writers outside FS (atomic file
+// replacement) call it first.
+func (f FS) CheckWrite(op, p string) error {
+	if f.readOnly {
+		return &os.PathError{Op: op, Path: p, Err: ErrReadOnly}
+	}
+	if f.fault != nil {
+		if err := f.fault(op, p); err != nil {
+			return &os.PathError{Op: op, Path: p, Err: err}
+		}
+	}
+	return nil
 }
 
 // Root is the prefix every path is joined to.
@@ -68,15 +93,19 @@ func (f FS) Exists(p string) bool {
 	return err == nil
 }
 
-// WriteString writes s to an existing file, as `echo -n s > p` would: no
-// create, no truncate beyond what the kernel does for attribute files.
+// WriteString writes s and a newline to an existing file, as `echo s > p`
+// does (attribute parsers take the trailing newline; it also keeps fixture
+// trees byte-identical to what they held). No create.
 func (f FS) WriteString(p, s string) error {
-	if f.readOnly {
-		return &os.PathError{Op: "write", Path: p, Err: ErrReadOnly}
+	if err := f.CheckWrite("write", p); err != nil {
+		return err
 	}
 	fh, err := os.OpenFile(f.Path(p), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
+	}
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
 	}
 	if _, err := fh.WriteString(s); err != nil {
 		fh.Close()
@@ -107,8 +136,8 @@ func (f FS) WriteVerify(p, s, want string) error {
 
 // Mkdir creates a configfs directory (rdma_cm/<dev>); an existing one is fine.
 func (f FS) Mkdir(p string) error {
-	if f.readOnly {
-		return &os.PathError{Op: "mkdir", Path: p, Err: ErrReadOnly}
+	if err := f.CheckWrite("mkdir", p); err != nil {
+		return err
 	}
 	err := os.Mkdir(f.Path(p), 0o755)
 	if errors.Is(err, os.ErrExist) {
@@ -119,8 +148,8 @@ func (f FS) Mkdir(p string) error {
 
 // Rmdir removes a configfs directory.
 func (f FS) Rmdir(p string) error {
-	if f.readOnly {
-		return &os.PathError{Op: "rmdir", Path: p, Err: ErrReadOnly}
+	if err := f.CheckWrite("rmdir", p); err != nil {
+		return err
 	}
 	return os.Remove(f.Path(p))
 }

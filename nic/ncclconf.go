@@ -253,8 +253,8 @@ func validateNCCLVar(v NCCLVar) error {
 // replace the link, not the file it points to), and does not create missing
 // directories. Errors keep the errno (errors.Is(err, syscall.EACCES) ...).
 func WriteNCCLConf(fs FS, p string, data []byte) error {
-	if fs.ReadOnly() {
-		return &os.PathError{Op: "write", Path: p, Err: ErrReadOnly}
+	if err := fs.CheckWrite("write", p); err != nil {
+		return err
 	}
 	if !path.IsAbs(p) {
 		return &os.PathError{Op: "write", Path: p, Err: errors.New("path must be absolute")}

@@ -102,3 +102,17 @@ func SetTrafficClass(fs FS, dev string, port int, tc int) error {
 	}
 	return nil
 }
+
+// ClearTrafficClass removes the forced traffic class: the driver takes -1
+// as "no global tclass" (OFED mlx5 main_ext.c traffic_class_store: tcd->val
+// = -1, after which the attribute reads empty).
+func ClearTrafficClass(fs FS, dev string, port int) error {
+	p := TrafficClassPath(dev, port)
+	if err := fs.WriteString(p, "-1"); err != nil {
+		return err
+	}
+	if _, ok, err := TrafficClass(fs, dev, port); err != nil || ok {
+		return fmt.Errorf("read back %s: the traffic class is still forced", p)
+	}
+	return nil
+}

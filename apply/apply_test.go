@@ -1,0 +1,344 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/policy"
+)
+
+func profilePath(name string) string {
+	return filepath.Join(fixturehost.RepoRoot(), "profiles", name)
+}
+
+type rig struct {
+	root string
+	sim  *snapshot.Sim
+	h    *Host
+	d    *policy.Desired
+	plan *policy.Plan
+	opts Options
+}
+
+// newRig is a writable copy of a fixture host with a profile resolved and
+// planned against it.
+func newRig(t *testing.T, host, profile string) *rig {
+	t.Helper()
+	root, sim := fixturehost.Copy(t, host)
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil { // for [nccl] write
+		t.Fatal(err)
+	}
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	p, err := policy.Load(profilePath(profile), policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	if len(d.Ports) == 0 {
+		t.Fatalf("profile %s matches no port of %s", profile, host)
+	}
+	return &rig{root: root, sim: sim, h: h, d: d, plan: policy.Diff(d, h.Observe(d)),
+		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
+}
+
+func (r *rig) apply(t *testing.T) error {
+	t.Helper()
+	txn, err := r.h.Begin(r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return txn.Run(context.Background())
+}
+
+// stateJSON is the simulated kernel's configuration. Counters are left out:
+// they are not settings, and a NIC resets some when PFC or pause changes
+// (mlx5 drops and recreates the per-priority pause counters).
+func stateJSON(t *testing.T, s *snapshot.Sim) string {
+	t.Helper()
+	st := s.State()
+	for _, l := range st.Links {
+		l.Stats = nil
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestApplyRecipeOnFactoryHostReachesProfile(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	if len(r.plan.Changes) != 46 {
+		t.Fatalf("plan has %d changes, want the 46 of the factory host", len(r.plan.Changes))
+	}
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	after := policy.Diff(r.d, r.h.Observe(r.d))
+	if after.Changed() || len(after.Unsupported) > 0 || len(after.Errors) > 0 {
+		t.Fatalf("after apply the host still differs: %+v", after)
+	}
+	// What the kernel and the files hold, independently of the backend's
+	// own read path.
+	st := r.sim.State().Links["ens1f0np0"]
+	if st.Link.MTU != 9000 || st.DCB.PFC.Enable != 1<<3 || st.Pause.Rx || st.Pause.Tx || *st.DCB.DCBX&(dcb.DCBXHost|dcb.DCBXVerIEEE) != dcb.DCBXHost|dcb.DCBXVerIEEE {
+		t.Errorf("kernel state: mtu %d pfc %#x pause %+v dcbx %#x", st.Link.MTU, st.DCB.PFC.Enable, *st.Pause, *st.DCB.DCBX)
+	}
+	dscp := 0
+	for _, a := range st.DCB.Apps {
+		if a.Selector == dcb.SelDSCP {
+			if int(a.Priority) != int(a.Protocol)>>3 {
+				t.Errorf("APP entry %+v is not the default map", a)
+			}
+			dscp++
+		}
+	}
+	if dscp != 64 {
+		t.Errorf("%d DSCP APP entries, want 64", dscp)
+	}
+	for file, want := range map[string]string{
+		"sys/class/net/ens1f0np0/ecn/roce_np/enable/3":            "1",
+		"sys/class/net/ens1f0np0/ecn/roce_np/enable/0":            "0",
+		"sys/class/net/ens1f0np0/ecn/roce_rp/enable/3":            "1",
+		"sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos": "106",
+		"sys/class/infiniband/mlx5_0/tc/1/traffic_class":            "106",
+	} {
+		got, err := os.ReadFile(filepath.Join(r.root, file))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s = %q (%v), want %q", file, got, err, want)
+		}
+	}
+	// The journal is final and records every step.
+	js, _ := r.opts.Store.List()
+	if len(js) != 1 || js[0].State != StateApplied || js[0].Done != len(js[0].Steps) {
+		t.Fatalf("journal: %+v", js)
+	}
+}
+
+func TestApplyOnLosslessHostChangesNothing(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-lossless", "connectx-lossless.toml")
+	if r.plan.Changed() {
+		t.Fatalf("plan on an already configured host: %+v", r.plan.Changes)
+	}
+}
+
+// The fault matrix: refuse the k-th write of the recipe's apply, for every k,
+// and check the host afterwards is byte-identical to before.
+func TestFaultMatrixRestoresHostExactly(t *testing.T) {
+	// First count the writes of a clean run.
+	clean := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
+	writes := 0
+	clean.sim.Inject(func(op, ifname string) error { writes++; return nil })
+	clean.h.FS = clean.h.FS.WithFault(func(op, path string) error { writes++; return nil })
+	if err := clean.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if writes < 40 {
+		t.Fatalf("only %d writes in a full apply", writes)
+	}
+	t.Logf("%d writes in a full apply", writes)
+	for k := 0; k < writes; k++ {
+		r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
+		beforeK := stateJSON(t, r.sim)
+		beforeF := hostFiles(t, r.root)
+		n := 0
+		failed := ""
+		fault := func(what string) error {
+			n++
+			if n == k+1 {
+				failed = what
+				return syscall.EINVAL
+			}
+			return nil
+		}
+		r.sim.Inject(func(op, ifname string) error { return fault(op + " " + ifname) })
+		r.h.FS = r.h.FS.WithFault(func(op, path string) error { return fault(op + " " + path) })
+		err := r.apply(t)
+		var ae *ApplyError
+		if !errors.As(err, &ae) || !errors.Is(err, syscall.EINVAL) {
+			t.Fatalf("k=%d (%s): want an ApplyError wrapping EINVAL, got %v", k, failed, err)
+		}
+		if ae.RestoreErr != nil {
+			t.Fatalf("k=%d (%s): rollback failed: %v", k, failed, ae.RestoreErr)
+		}
+		if got := stateJSON(t, r.sim); got != beforeK {
+			t.Errorf("k=%d (%s): kernel state differs after rollback", k, failed)
+		}
+		if d := fixturehost.DiffTrees(beforeF, hostFiles(t, r.root)); len(d) > 0 {
+			t.Errorf("k=%d (%s): files differ after rollback: %v", k, failed, d)
+		}
+	}
+}
+
+func TestWriteErrorNamesPortSettingValueAndReason(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	once := false
+	r.sim.Inject(func(op, ifname string) error {
+		if op == snapshot.OpSetPFC && ifname == "ens1f1np1" && !once {
+			once = true
+			return syscall.ENODEV
+		}
+		return nil
+	})
+	err := r.apply(t)
+	want := "ens1f1np1: ens1f1np1.qos.pfc = [3]: "
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ENODEV") || !strings.Contains(err.Error(), "host restored") {
+		t.Fatalf("error %q should name port, key, value, errno and say the host was restored", err)
+	}
+}
+
+func TestRollbackOfCommittedApply(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	before := stateJSON(t, r.sim)
+	beforeF := hostFiles(t, r.root)
+	txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Finish(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := r.opts.Store.LastCommitted()
+	if err != nil || j == nil {
+		t.Fatal(err)
+	}
+	if err := r.h.Rollback(j, r.opts); err != nil {
+		t.Fatal(err)
+	}
+	if stateJSON(t, r.sim) != before {
+		t.Error("kernel state not restored")
+	}
+	if d := fixturehost.DiffTrees(beforeF, hostFiles(t, r.root)); len(d) > 0 {
+		t.Errorf("files not restored: %v", d)
+	}
+	j2, _ := r.opts.Store.Load(j.ID)
+	if j2.State != StateRolledBack || len(j2.Restored) != len(r.plan.Changes) {
+		t.Errorf("journal after rollback: state %s, %d restored of %d", j2.State, len(j2.Restored), len(r.plan.Changes))
+	}
+}
+
+// A crash after k steps (journal says Done=k, the process is gone) is
+// recovered from the journal alone.
+func TestRecoveryFromJournalAfterCrash(t *testing.T) {
+	for _, k := range []int{0, 1, 5, 9} {
+		r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+		before := stateJSON(t, r.sim)
+		beforeF := hostFiles(t, r.root)
+		crash := errors.New("crash")
+		r.opts.BeforeStep = func(i int, st Step) error {
+			if i == k {
+				return crash
+			}
+			return nil
+		}
+		txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Write steps 0..k-1 the way Run does, then "die": no rollback.
+		for i := 0; i < k; i++ {
+			if err := r.h.writeStep(r.d, txn.J.Steps[i], false); err != nil {
+				t.Fatal(err)
+			}
+			txn.J.Done = i + 1
+			if err := r.opts.Store.Save(txn.J); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A new process: only the state dir survives.
+		open, err := r.opts.Store.Open()
+		if err != nil || len(open) != 1 || open[0].State != StateApplying {
+			t.Fatalf("open journals: %v %v", open, err)
+		}
+		h2 := &Host{FS: nic.NewFS(r.root, false), K: r.sim}
+		if err := h2.Rollback(open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if stateJSON(t, r.sim) != before {
+			t.Errorf("k=%d: kernel state not restored", k)
+		}
+		if d := fixturehost.DiffTrees(beforeF, hostFiles(t, r.root)); len(d) > 0 {
+			t.Errorf("k=%d: files not restored: %v", k, d)
+		}
+	}
+}
+
+func TestLockNamesHolder(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	l, err := s.Acquire("apply -p a.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	_, err = s.Acquire("apply -p b.toml")
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "apply -p a.toml") || !strings.Contains(err.Error(), "pid ") {
+		t.Fatalf("second acquire: %v", err)
+	}
+	l.Release()
+	l2, err := s.Acquire("again")
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	l2.Release()
+}
+
+func TestStepsGroupObjectsWrittenTogether(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
+	var groups []string
+	for _, st := range Steps(r.plan) {
+		if st.Scope == "ens1f0np0" {
+			groups = append(groups, st.Group)
+		}
+	}
+	want := []string{"link.mtu", "qos.global_pause", "qos.dcbx", "app", "pfc", "buffer", "qos.pfc_storm_prevention"}
+	if !reflect.DeepEqual(groups, want) {
+		t.Errorf("steps of ens1f0np0: %v, want %v", groups, want)
+	}
+}
+
+func TestUnsupportedOnUpstreamMlx5(t *testing.T) {
+	r := newRig(t, "cx7-upstream-factory", "connectx-lossless.toml")
+	reasons := map[string]string{}
+	for _, u := range r.plan.Unsupported {
+		reasons[u.Key] = u.Reason
+	}
+	if !strings.Contains(reasons["rocep8s0f0.ecn.np.enable.3"], "DOCA-OFED") || !strings.Contains(reasons["rocep8s0f0.roce.traffic_class"], "DOCA-OFED") {
+		t.Fatalf("unsupported reasons: %v", reasons)
+	}
+	// The rest applies, and audits clean afterwards.
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if after := policy.Diff(r.d, r.h.Observe(r.d)); after.Changed() {
+		t.Fatalf("drift after apply: %+v", after.Changes)
+	}
+}
+
+// hostFiles is the file tree of a fixture host, with one kernel fact folded
+// in: clearing OFED's forced traffic class is a write of -1, after which the
+// kernel shows an empty attribute (mlx5 main_ext.c traffic_class_show); a
+// plain file keeps the "-1", so both read as "not forced".
+func hostFiles(t *testing.T, root string) map[string]string {
+	tree := fixturehost.Tree(t, root)
+	for k, v := range tree {
+		if strings.HasSuffix(k, "/traffic_class") && v == "-1\n" {
+			tree[k] = ""
+		}
+	}
+	return tree
+}

@@ -1,0 +1,285 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Options tune a transaction.
+type Options struct {
+	Store Store
+	// Verification: after each step its settings are read back, up to
+	// Retries times, Interval apart (nmstate's 5 × 1 s), before the step
+	// counts as failed. Some drivers apply asynchronously (mlx5 flaps the
+	// link on a PFC change).
+	Retries  int
+	Interval time.Duration
+	// BeforeStep, if set, runs before each step: tests use it to inject
+	// delays (kill -9 at any point) and failures.
+	BeforeStep func(i int, st Step) error
+	Command    string // who holds the lock, for messages
+}
+
+func (o Options) retries() (int, time.Duration) {
+	n, d := o.Retries, o.Interval
+	if n <= 0 {
+		n = 5
+	}
+	if d < 0 {
+		d = 0
+	}
+	return n, d
+}
+
+// Txn is one apply in progress.
+type Txn struct {
+	h    *Host
+	d    *policy.Desired
+	opts Options
+	J    *Journal
+}
+
+// Begin records the plan and every before-value in a new journal, durably,
+// before anything on the host changes.
+func (h *Host) Begin(d *policy.Desired, plan *policy.Plan, profileHash string, opts Options) (*Txn, error) {
+	now := time.Now().UTC()
+	j := &Journal{Version: 1, ID: newID(now), Profile: d.Profile.Name, ProfileHash: profileHash,
+		Root: h.FS.Root(), Started: now, State: StateApplying, Steps: Steps(plan), PID: os.Getpid()}
+	for i := range j.Steps {
+		if err := h.captureUndo(d, &j.Steps[i]); err != nil {
+			return nil, fmt.Errorf("recording the state before apply: %w", err)
+		}
+	}
+	if err := opts.Store.Save(j); err != nil {
+		return nil, fmt.Errorf("writing the journal before apply: %w", err)
+	}
+	return &Txn{h: h, d: d, opts: opts, J: j}, nil
+}
+
+// ApplyError is a failed apply: what failed, and what rollback did.
+type ApplyError struct {
+	Err        error    // the write or verification that failed
+	Restored   []string // keys put back to their before-values
+	RestoreErr error    // non-nil when rollback itself failed
+	JournalID  string
+}
+
+func (e *ApplyError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	if e.RestoreErr != nil {
+		fmt.Fprintf(&b, "\nROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", e.RestoreErr, e.JournalID)
+	} else {
+		fmt.Fprintf(&b, "\nhost restored: %d setting(s) put back to their previous values", len(e.Restored))
+	}
+	return b.String()
+}
+
+func (e *ApplyError) Unwrap() error { return e.Err }
+
+// Run writes every step in order, reading each back. On the first failure it
+// rolls back what was written and returns an *ApplyError.
+func (t *Txn) Run(ctx context.Context) error {
+	for i, st := range t.J.Steps {
+		err := ctx.Err()
+		if err == nil && t.opts.BeforeStep != nil {
+			err = t.opts.BeforeStep(i, st)
+		}
+		if err == nil {
+			err = t.h.writeStep(t.d, st, false)
+		}
+		if err == nil {
+			err = t.h.verifyStep(ctx, st, false, t.opts)
+		}
+		if err != nil {
+			t.J.Done = i // step i may be partly written: undo includes it
+			rerr := t.h.Rollback(t.J, t.opts)
+			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, JournalID: t.J.ID}
+		}
+		t.J.Done = i + 1
+		if err := t.opts.Store.Save(t.J); err != nil {
+			rerr := t.h.Rollback(t.J, t.opts)
+			return &ApplyError{Err: fmt.Errorf("updating the journal: %w", err), Restored: t.J.Restored, RestoreErr: rerr, JournalID: t.J.ID}
+		}
+	}
+	t.J.State = StateApplied
+	return t.opts.Store.Save(t.J)
+}
+
+func scopeLabel(st Step) string {
+	if c := st.Changes[0]; c.Port != nil {
+		return c.Port.Netdev
+	}
+	return st.Scope
+}
+
+// Finish marks an applied journal committed, or confirm-pending until
+// deadline when deadline is non-zero.
+func (t *Txn) Finish(deadline time.Time) error {
+	if deadline.IsZero() {
+		t.J.State = StateCommitted
+	} else {
+		d := deadline.UTC()
+		t.J.State, t.J.Deadline = StateConfirmPending, &d
+	}
+	return t.opts.Store.Save(t.J)
+}
+
+// RollbackNow undoes the whole transaction (guard or verification said no).
+func (t *Txn) RollbackNow() error {
+	if t.J.State == StateApplied || t.J.State == StateApplying {
+		t.J.Done = len(t.J.Steps)
+	}
+	return t.h.Rollback(t.J, t.opts)
+}
+
+// Rollback undoes a journal's steps in reverse order, reading each undo back.
+// It carries on past a failing step, so as much as possible is restored,
+// records what was restored, and leaves the journal as rollback-failed
+// (kept for `rocectl rollback ID`) when something could not be.
+func (h *Host) Rollback(j *Journal, opts Options) error {
+	if j.Root != "" && j.Root != h.FS.Root() {
+		return fmt.Errorf("journal %s was written for root %s, not %s", j.ID, j.Root, h.FS.Root())
+	}
+	last := j.Done
+	if j.State == StateApplied || j.State == StateConfirmPending || j.State == StateCommitted || j.State == StateRollbackFailed {
+		last = len(j.Steps) - 1
+	}
+	if last >= len(j.Steps) {
+		last = len(j.Steps) - 1
+	}
+	j.Restored, j.Failures = nil, nil
+	var errs []error
+	for i := last; i >= 0; i-- {
+		st := j.Steps[i]
+		// A step that already holds its before-values (never written, or
+		// the write that failed had no effect) is left alone: no needless
+		// write, no link flap, and no failure on a device that refused it.
+		if h.checkStep(st, true) == nil && (st.Group != "nccl" || h.verifyFile(st.Undo) == nil) {
+			for _, c := range st.Changes {
+				j.Restored = append(j.Restored, c.Key)
+			}
+			continue
+		}
+		err := h.writeStep(nil, st, true)
+		if err == nil {
+			err = h.verifyStep(context.Background(), st, true, opts)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
+			j.Failures = append(j.Failures, err.Error())
+			continue
+		}
+		for _, c := range st.Changes {
+			j.Restored = append(j.Restored, c.Key)
+		}
+	}
+	j.State = StateRolledBack
+	if len(errs) > 0 {
+		j.State = StateRollbackFailed
+	}
+	if err := opts.Store.Save(j); err != nil {
+		errs = append(errs, fmt.Errorf("updating the journal: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// MismatchError is a setting that did not read back as written.
+type MismatchError struct {
+	Key  string
+	Want string
+	Have string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("verify: %s: want %s, have %s", e.Key, e.Want, e.Have)
+}
+
+// verifyStep reads a step's settings back until they hold the expected
+// values (after-values, or before-values when undoing), retrying.
+func (h *Host) verifyStep(ctx context.Context, st Step, undo bool, opts Options) error {
+	if undo && st.Group == "nccl" {
+		return h.verifyFile(st.Undo)
+	}
+	tries, every := opts.retries()
+	var last error
+	for try := 0; try < tries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(every):
+			}
+		}
+		last = h.checkStep(st, undo)
+		if last == nil {
+			return nil
+		}
+		var mm *MismatchError
+		if !errors.As(last, &mm) {
+			return last // a read error will not go away by waiting
+		}
+	}
+	return last
+}
+
+func (h *Host) checkStep(st Step, undo bool) error {
+	var r *portReader
+	if p := st.Changes[0].Port; p != nil {
+		r = h.newPortReader(p)
+	}
+	for _, c := range st.Changes {
+		var v string
+		var present bool
+		var err error
+		if c.Kind == policy.KindNCCL {
+			v, present, err = h.readNCCLFile(st.Undo.Path, c.Arg)
+		} else {
+			v, present, err = h.read(r, nil, c.Setting)
+		}
+		if err != nil {
+			return fmt.Errorf("read back %s: %w", c.Key, err)
+		}
+		want, wantPresent := c.Value, true
+		if undo {
+			want, wantPresent = c.Before, !c.Absent
+		}
+		if present != wantPresent || (present && v != want) {
+			have := v
+			if !present {
+				have = "(none)"
+			}
+			if !wantPresent {
+				want = "(none)"
+			}
+			return &MismatchError{Key: c.Key, Want: want, Have: have}
+		}
+	}
+	return nil
+}
+
+func (h *Host) verifyFile(b *UndoBlob) error {
+	if b == nil {
+		return nil
+	}
+	data, err := os.ReadFile(h.FS.Path(b.Path))
+	if b.Absent {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("verify: %s should not exist after restore", b.Path)
+	}
+	if err != nil {
+		return err
+	}
+	if string(data) != string(b.Data) {
+		return fmt.Errorf("verify: %s differs from its saved copy after restore", b.Path)
+	}
+	return nil
+}

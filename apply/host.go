@@ -1,0 +1,101 @@
+// Package apply executes plans: it maps every policy setting to the nic call
+// that reads or writes it (this file and backend.go), and runs changes as a
+// transaction with a journal, read-back, rollback, a lock and a
+// commit-confirmed deadline.
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"syscall"
+
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Host is a host as the backend reaches it: files under a root and the
+// kernel's non-file interfaces.
+type Host struct {
+	FS  nic.FS
+	K   nic.Kernel
+	Log *slog.Logger
+}
+
+// Discover lists the host's RoCE ports.
+func (h *Host) Discover() *nic.Inventory {
+	return nic.Discover(h.FS, h.K, h.logger())
+}
+
+func (h *Host) logger() *slog.Logger {
+	if h.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Log
+}
+
+// PolicyPorts turns discovered ports into what policy resolves against,
+// including the RoCE v2 IPv4 GID index NCCL would select on each.
+func (h *Host) PolicyPorts(inv *nic.Inventory) []policy.Port {
+	out := make([]policy.Port, 0, len(inv.Ports))
+	for _, p := range inv.Ports {
+		gid := -1
+		if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
+			if g, ok := nic.SelectGID(gids, nic.GIDQuery{Netdev: p.Netdev}); ok {
+				gid = g.Index
+			}
+		}
+		out = append(out, policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
+			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gid})
+	}
+	return out
+}
+
+// Observe reads the host's current value of every desired setting.
+func (h *Host) Observe(d *policy.Desired) *policy.Observed {
+	o := policy.NewObserved()
+	readers := map[string]*portReader{}
+	for _, s := range d.All() {
+		var r *portReader
+		if s.Port != nil {
+			r = readers[s.Port.Netdev]
+			if r == nil {
+				r = h.newPortReader(s.Port)
+				readers[s.Port.Netdev] = r
+			}
+		}
+		h.observe(r, d, s, o)
+	}
+	return o
+}
+
+func (h *Host) observe(r *portReader, d *policy.Desired, s policy.Setting, o *policy.Observed) {
+	v, present, err := h.read(r, d, s)
+	switch {
+	case err == nil && present:
+		o.Values[s.Key] = v
+	case err == nil:
+	case isUnsupported(err):
+		o.Unsupported[s.Key] = unsupportedReason(err, r)
+	default:
+		o.Errors[s.Key] = err.Error()
+	}
+}
+
+// isUnsupported says whether err means "this NIC/driver cannot do that" as
+// opposed to a failure worth an error.
+func isUnsupported(err error) bool {
+	return errors.Is(err, nic.ErrUnsupported) || errors.Is(err, syscall.EOPNOTSUPP) ||
+		errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOTTY)
+}
+
+func unsupportedReason(err error, r *portReader) string {
+	if errors.Is(err, nic.ErrUnsupported) {
+		return err.Error()
+	}
+	drv := "(unknown)"
+	if r != nil && r.driver != "" {
+		drv = r.driver
+	}
+	return fmt.Sprintf("%s (driver %s)", err.Error(), drv)
+}
