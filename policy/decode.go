@@ -55,7 +55,7 @@ func join(prefix, k string) string {
 
 // fields decodes a table whose keys are fixed by the schema.
 func (d *decoder) fields(key string, n *node, fs []field) {
-	if !d.want(key, n, kTable) {
+	if !d.want(key, n, kTable, "") {
 		return
 	}
 	names := make([]string, len(fs))
@@ -75,10 +75,6 @@ func (d *decoder) fields(key string, n *node, fs []field) {
 			}
 		}
 		if !found {
-			if k == "[[...]]" {
-				d.add(v, true, SevError, key, "", "arrays of tables are not used in profiles")
-				continue
-			}
 			d.add(v, true, SevError, full, strings.Join(names, ", "), "unknown key%s", suggest(k, names))
 		}
 	}
@@ -86,6 +82,13 @@ func (d *decoder) fields(key string, n *node, fs []field) {
 
 // suggest names the closest known key when the unknown one looks like a typo.
 func suggest(k string, names []string) string {
+	if short, ok := strings.CutPrefix(k, "NCCL_"); ok {
+		for _, n := range names {
+			if n == short {
+				return fmt.Sprintf("; write %s, without the NCCL_ prefix", short)
+			}
+		}
+	}
 	best, bestD := "", 3
 	for _, n := range names {
 		if dist := editDistance(k, n); dist < bestD {
@@ -118,26 +121,35 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func (d *decoder) want(key string, n *node, k nodeKind) bool {
-	if n.kind == k {
+// want checks n's kind; allowed says what would be accepted, for the
+// message ("" gives the kind itself).
+func (d *decoder) want(key string, n *node, k nodeKind, allowed string) bool {
+	if n.kind == k && !n.aot {
 		return true
 	}
-	d.errf(n, key, "", "expected a %s, got %s", k, describe(n))
+	if allowed == "" {
+		allowed = article(k.String())
+	}
+	if n.aot {
+		d.add(n, true, SevError, key, allowed, "arrays of tables ([[...]]) are not used in profiles")
+		return false
+	}
+	d.errf(n, key, allowed, "expected %s, got %s", article(k.String()), describe(n))
 	return false
 }
 
 func (d *decoder) str(key string, n *node) (string, bool) {
-	if !d.want(key, n, kString) {
+	if !d.want(key, n, kString, "") {
 		return "", false
 	}
 	return n.str, true
 }
 
 func (d *decoder) enum(key string, n *node, allowed ...string) (string, bool) {
-	s, ok := d.str(key, n)
-	if !ok {
+	if !d.want(key, n, kString, quoteAll(allowed)) {
 		return "", false
 	}
+	s := n.str
 	for _, a := range allowed {
 		if s == a {
 			return s, true
@@ -184,7 +196,7 @@ func (d *decoder) intp(key string, n *node, lo, hi int64) *int {
 }
 
 func (d *decoder) bool(key string, n *node) (bool, bool) {
-	if !d.want(key, n, kBool) {
+	if !d.want(key, n, kBool, "true or false") {
 		return false, false
 	}
 	return n.b, true
@@ -202,7 +214,7 @@ func (d *decoder) float(key string, n *node, lo, hi float64) (float64, bool) {
 		return 0, false
 	}
 	if math.IsNaN(f) || f < lo || f > hi {
-		d.errf(n, key, fmt.Sprintf("%g..%g", lo, hi), "%g is out of range", f)
+		d.errf(n, key, fmt.Sprintf("%g..%g", lo, hi), "%s is out of range", describe(n))
 		return 0, false
 	}
 	return f, true
@@ -255,7 +267,7 @@ func (d *decoder) size(key string, n *node, hi Size) (Size, bool) {
 }
 
 func (d *decoder) strings(key string, n *node) ([]string, bool) {
-	if !d.want(key, n, kArray) {
+	if !d.want(key, n, kArray, "an array of strings") {
 		return nil, false
 	}
 	out := make([]string, 0, len(n.arr))
@@ -283,7 +295,7 @@ func (d *decoder) globs(key string, n *node) []string {
 
 // prioSet decodes a list of distinct priorities 0..7.
 func (d *decoder) prioSet(key string, n *node) *PrioSet {
-	if !d.want(key, n, kArray) {
+	if !d.want(key, n, kArray, "an array of priorities 0..7, e.g. [3]") {
 		return nil
 	}
 	var s PrioSet
@@ -310,7 +322,7 @@ func (d *decoder) prioSet(key string, n *node) *PrioSet {
 // array8 checks that n is an array of exactly eight elements (one per
 // priority, TC or buffer) and calls fn on each.
 func (d *decoder) array8(key string, n *node, what string, fn func(i int, k string, el *node) bool) bool {
-	if !d.want(key, n, kArray) {
+	if !d.want(key, n, kArray, "an array of 8 values, one per "+what) {
 		return false
 	}
 	if len(n.arr) != 8 {
@@ -383,7 +395,7 @@ func (d *decoder) link(key string, n *node, l *Link) {
 		{"rx_ring", func(k string, v *node) { l.RxRing = d.intp(k, v, 1, 65536) }},
 		{"tx_ring", func(k string, v *node) { l.TxRing = d.intp(k, v, 1, 65536) }},
 		{"private_flags", func(k string, v *node) {
-			if !d.want(k, v, kTable) {
+			if !d.want(k, v, kTable, "a table of flag = true|false") {
 				return
 			}
 			for _, name := range v.tbl.keys {
@@ -438,11 +450,11 @@ func (d *decoder) dscpMap(key string, n *node) *DSCPMap {
 		}
 		return defaultDSCPMap()
 	}
-	if n.kind != kTable {
-		d.errf(n, key, `"default" or a table such as { 26 = 3, 48 = 6 }`, "expected \"default\" or a table, got %s", describe(n))
+	if !d.want(key, n, kTable, `"default" or a table such as { 26 = 3, 48 = 6 }`) {
 		return nil
 	}
 	m := &DSCPMap{Entries: map[int]int{}}
+	seen := map[int]string{}
 	ok := true
 	for _, k := range n.tbl.keys {
 		el := n.tbl.m[k]
@@ -453,6 +465,12 @@ func (d *decoder) dscpMap(key string, n *node) *DSCPMap {
 			ok = false
 			continue
 		}
+		if first, dup := seen[dscp]; dup {
+			d.add(el, true, SevError, ek, "each DSCP once", "DSCP %d is already mapped by key %q", dscp, first)
+			ok = false
+			continue
+		}
+		seen[dscp] = k
 		if p, good := d.int(ek, el, 0, 7); good {
 			m.Entries[dscp] = int(p)
 		} else {
@@ -616,6 +634,14 @@ func (d *decoder) ecn(key string, n *node, e *ECN) {
 			for _, s := range DCQCNParams {
 				s := s
 				fs = append(fs, field{s.Name, func(fk string, fv *node) {
+					if s.Min == 0 && s.Max == 1 && fv.kind == kBool { // the flags read better as booleans
+						v := int64(0)
+						if fv.b {
+							v = 1
+						}
+						e.DCQCN = append(e.DCQCN, DCQCNParam{s.Name, v})
+						return
+					}
 					if val, ok := d.int(fk, fv, s.Min, s.Max); ok {
 						e.DCQCN = append(e.DCQCN, DCQCNParam{s.Name, val})
 					}
@@ -641,7 +667,7 @@ func (d *decoder) roce(key string, n *node, r *RoCE) {
 var devlinkNameRe = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 
 func (d *decoder) devlink(key string, n *node, p *Profile) {
-	if !d.want(key, n, kTable) {
+	if !d.want(key, n, kTable, "a table of parameter = value") {
 		return
 	}
 	for _, name := range n.tbl.keys {

@@ -70,10 +70,13 @@ func (d Diagnostic) String() string {
 		if col < 1 {
 			col = 1
 		}
-		// Keep tabs so the caret lines up under tab-indented sources.
+		// Columns count bytes; the caret needs one pad character per
+		// character before it, keeping tabs so it lines up under
+		// tab-indented sources.
+		before := d.Source[:min(col-1, len(d.Source))]
 		pad := make([]byte, 0, col)
-		for i := 0; i < col-1 && i < len(d.Source); i++ {
-			if d.Source[i] == '\t' {
+		for _, r := range before {
+			if r == '\t' {
 				pad = append(pad, '\t')
 			} else {
 				pad = append(pad, ' ')

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // MaxProfileSize bounds a profile file. Real profiles are a few KiB; a huge
@@ -33,7 +34,9 @@ func Load(path string, opts LoadOptions) (*Profile, error) {
 	d := &decoder{pos: map[string]Pos{}}
 	p := &Profile{Verify: defaultVerify, Guard: defaultGuard, Files: l.files}
 	d.decodeProfile(&node{kind: kTable, tbl: root, src: l.first}, p)
-	if p.Name == "" {
+	// The profile is the file named on the command line: an overlay that
+	// does not name itself is called after its file, not after its base.
+	if p.Name == "" || !l.topNamed {
 		p.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	p.pos = d.pos
@@ -63,10 +66,11 @@ func setsAnything(root *table) bool {
 }
 
 type loader struct {
-	opts  LoadOptions
-	diags Diagnostics
-	files []string
-	first *source
+	opts     LoadOptions
+	topNamed bool // the top-level file sets name itself
+	diags    Diagnostics
+	files    []string
+	first    *source
 }
 
 func (l *loader) fail() error {
@@ -115,7 +119,7 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 		return nil
 	}
 	if strings.TrimSpace(string(data)) == "" {
-		l.fileErr(at, path, fmt.Sprintf("%s is empty", path), "a TOML document that sets at least one section")
+		l.fileErr(at, path, "the file is empty", "a TOML document that sets at least one section")
 		return nil
 	}
 	tree, src, diag := parseTree(path, data)
@@ -126,6 +130,9 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 	if diag != nil {
 		l.diags = append(l.diags, *diag)
 		return nil
+	}
+	if len(stack) == 0 {
+		l.topNamed = tree.get("name") != nil
 	}
 	inc := tree.get("include")
 	if inc == nil {
@@ -164,7 +171,9 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 // read returns the file's bytes after checking that it is a regular file,
 // not writable by others (unless allowed), and not too large.
 func (l *loader) read(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO named as a profile must not hang the loader; the
+	// regular-file check below then refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (d *decoder) nccl(key string, n *node, c *NCCL) {
 			}
 		}},
 		{"extra", func(k string, v *node) {
-			if !d.want(k, v, kTable) {
+			if !d.want(k, v, kTable, "a table of NCCL_NAME = value") {
 				return
 			}
 			for _, name := range v.tbl.keys {
@@ -133,9 +133,14 @@ func (d *decoder) ncclVar(k string, v *node, s NCCLSpec) (string, bool) {
 			allowed = `"auto" or ` + allowed
 		}
 		if s.Name == "BUFFSIZE" && v.kind == kString {
+			allowed := fmt.Sprintf("bytes, e.g. 4194304 or \"4MiB\", 1..%v", Size(s.Max))
 			sz, err := ParseSize(v.str)
-			if err != nil || sz < 1 || sz > Size(s.Max) {
-				d.errf(v, k, "bytes, e.g. 4194304 or \"4MiB\"", "%q is not a valid buffer size", v.str)
+			switch {
+			case err != nil:
+				d.errf(v, k, allowed, "%q is not a size", v.str)
+				return "", false
+			case sz < 1 || sz > Size(s.Max):
+				d.errf(v, k, allowed, "%v is out of range", sz)
 				return "", false
 			}
 			return strconv.FormatUint(uint64(sz), 10), true

@@ -7,10 +7,20 @@ import (
 )
 
 // checkRules applies the cross-field rules: things that are each valid alone
-// but wrong together. It runs only on a profile that decoded without errors.
+// but wrong together. It looks only at values that decoded cleanly (nil
+// otherwise), so it runs alongside the decoder's own errors.
 func checkRules(p *Profile, root *table) Diagnostics {
 	r := &decoder{pos: p.pos}
 	at := func(key string) *node { return lookup(root, key) }
+	// elem is the i-th element of an array key, so a message points at the
+	// value it is about.
+	elem := func(key string, i int) *node {
+		n := at(key)
+		if n != nil && n.kind == kArray && i < len(n.arr) {
+			return n.arr[i]
+		}
+		return n
+	}
 	q, e := &p.QoS, &p.ECN
 
 	// PFC data priorities must not carry CNPs: a CNP paused behind the very
@@ -25,7 +35,10 @@ func checkRules(p *Profile, root *table) Diagnostics {
 			"global 802.3x pause and PFC are mutually exclusive on a port")
 	}
 
-	if q.DSCPToPriority != nil {
+	// A trust value that failed to decode was already reported; saying the
+	// map has no effect would be a second error for the same typo.
+	trustBroken := q.Trust == nil && at("qos.trust") != nil
+	if q.DSCPToPriority != nil && !trustBroken {
 		if q.Trust == nil {
 			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
 		} else if *q.Trust == "pcp" {
@@ -34,7 +47,7 @@ func checkRules(p *Profile, root *table) Diagnostics {
 	}
 
 	if q.ETS != nil {
-		checkETS(r, q.ETS, at("qos.ets.tc_bandwidth"))
+		checkETS(r, q.ETS, func(tc int) *node { return elem("qos.ets.tc_bandwidth", tc) }, at("qos.ets.tc_bandwidth"))
 	}
 
 	b := &p.Buffers
@@ -42,7 +55,7 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		for _, prio := range q.PFCPriorities.List() {
 			buf := b.PriorityToBuffer[prio]
 			if b.BufferSize[buf] == 0 {
-				r.errf(at("buffers.buffer_size"), fmt.Sprintf("buffers.buffer_size[%d]", buf), "a non-zero size for every buffer a PFC priority uses",
+				r.errf(elem("buffers.buffer_size", buf), fmt.Sprintf("buffers.buffer_size[%d]", buf), "a non-zero size for every buffer a PFC priority uses",
 					"PFC priority %d uses buffer %d, whose size is 0", prio, buf)
 			}
 		}
@@ -108,20 +121,26 @@ func checkRules(p *Profile, root *table) Diagnostics {
 
 	g := &p.Guard
 	if g.Poll > g.DetectionTime {
-		r.errf(at("guard.poll"), "guard.poll", fmt.Sprintf("at most guard.detection_time (%v)", g.DetectionTime),
-			"poll interval %v is longer than the detection time", g.Poll)
+		// Point at whichever of the two the profile wrote (poll first).
+		if at("guard.poll") == nil && at("guard.detection_time") != nil {
+			r.errf(at("guard.detection_time"), "guard.detection_time", fmt.Sprintf("at least guard.poll (%v, the default)", g.Poll),
+				"detection time %v is shorter than the poll interval", g.DetectionTime)
+		} else {
+			r.errf(at("guard.poll"), "guard.poll", fmt.Sprintf("at most guard.detection_time (%v)", g.DetectionTime),
+				"poll interval %v is longer than the detection time", g.Poll)
+		}
 	}
 	return r.diags
 }
 
-func checkETS(r *decoder, e *ETS, n *node) {
+func checkETS(r *decoder, e *ETS, elem func(tc int) *node, n *node) {
 	sum, anyETS := 0, false
 	for tc := 0; tc < 8; tc++ {
 		if e.TCTSA[tc] == "ets" {
 			anyETS = true
 			sum += e.TCBandwidth[tc]
 		} else if e.TCBandwidth[tc] != 0 {
-			r.errf(n, fmt.Sprintf("qos.ets.tc_bandwidth[%d]", tc), "0 for traffic classes that are not \"ets\"",
+			r.errf(elem(tc), fmt.Sprintf("qos.ets.tc_bandwidth[%d]", tc), "0 for traffic classes that are not \"ets\"",
 				"TC %d is %q but has bandwidth %d%%", tc, e.TCTSA[tc], e.TCBandwidth[tc])
 		}
 	}

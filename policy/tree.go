@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -57,6 +56,8 @@ type node struct {
 	src    *source
 
 	str string
+	raw string // numbers as written, for messages ("9000.0")
+	aot bool   // an array of tables ([[x]]), which no profile section is
 	i   int64
 	f   float64
 	b   bool
@@ -106,10 +107,10 @@ func parseTree(name string, data []byte) (*table, *source, *Diagnostic) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, col := de.Position()
-			msg := de.Error()
+			msg := strings.TrimPrefix(de.Error(), "toml: ")
 			return nil, src, &Diagnostic{Pos: Pos{name, row, col}, Msg: "invalid TOML: " + msg, Source: src.line(row)}
 		}
-		return nil, src, &Diagnostic{Pos: Pos{File: name}, Msg: "invalid TOML: " + err.Error()}
+		return nil, src, &Diagnostic{Pos: Pos{File: name}, Msg: "invalid TOML: " + strings.TrimPrefix(err.Error(), "toml: ")}
 	}
 
 	// Pass 2: the AST, for positions.
@@ -126,23 +127,29 @@ func parseTree(name string, data []byte) (*table, *source, *Diagnostic) {
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			t := root
-			it := e.Key()
+			var parts []string
 			var kpos Pos
+			it := e.Key()
 			for it.Next() {
 				k := it.Node()
 				kpos = pos(k.Raw)
-				name := string(k.Data)
+				parts = append(parts, string(k.Data))
+			}
+			for i, name := range parts {
+				if i == len(parts)-1 && e.Kind == unstable.ArrayTable {
+					// No profile section is an array of tables: keep a
+					// marker where it was written, for decode to report,
+					// and drop the keys under it.
+					t.set(name, &node{kind: kArray, aot: true, keyPos: kpos, valPos: kpos, src: src})
+					t = newTable()
+					break
+				}
 				n := t.get(name)
 				if n == nil || n.kind != kTable {
 					n = &node{kind: kTable, tbl: newTable(), keyPos: kpos, valPos: kpos, src: src}
 					t.set(name, n)
 				}
 				t = n.tbl
-			}
-			if e.Kind == unstable.ArrayTable {
-				// No profile section is an array of tables; keep a marker
-				// so decode reports it where it was written.
-				t.set("[[...]]", &node{kind: kArray, keyPos: kpos, valPos: kpos, src: src})
 			}
 			cur = t
 		case unstable.KeyValue:
@@ -192,16 +199,21 @@ func valueNode(v *unstable.Node, kpos Pos, pos func(unstable.Range) Pos, src *so
 	case unstable.Bool:
 		n.kind, n.b = kBool, string(v.Data) == "true"
 	case unstable.Integer:
-		n.kind = kInt
+		n.kind, n.raw = kInt, string(v.Data)
 		i, err := strconv.ParseInt(strings.TrimPrefix(string(v.Data), "+"), 0, 64)
 		if err != nil { // pass 1 already rejected out-of-range integers
 			i = math.MaxInt64
 		}
 		n.i = i
 	case unstable.Float:
-		n.kind = kFloat
+		n.kind, n.raw = kFloat, string(v.Data)
 		s := strings.ReplaceAll(string(v.Data), "_", "")
-		f, _ := strconv.ParseFloat(s, 64)
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			// TOML's signed NaNs (-nan, +nan) are not Go syntax; anything
+			// unparsable becomes NaN, which every range check rejects.
+			f = math.NaN()
+		}
 		n.f = f
 	case unstable.Array:
 		n.kind = kArray
@@ -258,24 +270,33 @@ func isText(data []byte) (ok bool, line, col int) {
 		if r == '\n' {
 			line, col = line+1, 1
 		} else {
-			col++
+			col += size // columns count bytes, as go-toml's do
 		}
 		i += size
 	}
 	return true, 0, 0
 }
 
+// describe names a value in a message: the value itself for scalars (as
+// written, so 9000.0 stays a float), its kind for containers.
 func describe(n *node) string {
-	switch n.kind {
-	case kString:
+	switch {
+	case n.kind == kString:
 		return strconv.Quote(n.str)
-	case kInt:
-		return strconv.FormatInt(n.i, 10)
-	case kFloat:
-		return strconv.FormatFloat(n.f, 'g', -1, 64)
-	case kBool:
+	case n.kind == kInt || n.kind == kFloat:
+		return n.raw
+	case n.kind == kBool:
 		return strconv.FormatBool(n.b)
-	default:
-		return fmt.Sprintf("a %s", n.kind)
+	case n.aot:
+		return "an array of tables ([[...]])"
 	}
+	return article(n.kind.String())
+}
+
+// article puts "a" or "an" before a noun.
+func article(noun string) string {
+	if strings.ContainsRune("aeiou", rune(noun[0])) {
+		return "an " + noun
+	}
+	return "a " + noun
 }

@@ -16,7 +16,7 @@ var sizeUnits = []struct {
 }{
 	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
 	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-	{"K", 1 << 10}, {"M", 1 << 20}, {"B", 1},
+	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
 }
 
 // ParseSize parses a size with an optional binary or decimal unit.
