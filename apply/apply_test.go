@@ -109,9 +109,9 @@ func TestApplyRecipeOnFactoryHostReachesProfile(t *testing.T) {
 		t.Errorf("%d DSCP APP entries, want 64", dscp)
 	}
 	for file, want := range map[string]string{
-		"sys/class/net/ens1f0np0/ecn/roce_np/enable/3":            "1",
-		"sys/class/net/ens1f0np0/ecn/roce_np/enable/0":            "0",
-		"sys/class/net/ens1f0np0/ecn/roce_rp/enable/3":            "1",
+		"sys/class/net/ens1f0np0/ecn/roce_np/enable/3":              "1",
+		"sys/class/net/ens1f0np0/ecn/roce_np/enable/0":              "0",
+		"sys/class/net/ens1f0np0/ecn/roce_rp/enable/3":              "1",
 		"sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos": "106",
 		"sys/class/infiniband/mlx5_0/tc/1/traffic_class":            "106",
 	} {
@@ -152,7 +152,7 @@ func TestFaultMatrixRestoresHostExactly(t *testing.T) {
 	for k := 0; k < writes; k++ {
 		r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
 		beforeK := stateJSON(t, r.sim)
-		beforeF := hostFiles(t, r.root)
+		beforeF := fixturehost.Files(t, r.root)
 		n := 0
 		failed := ""
 		fault := func(what string) error {
@@ -176,7 +176,7 @@ func TestFaultMatrixRestoresHostExactly(t *testing.T) {
 		if got := stateJSON(t, r.sim); got != beforeK {
 			t.Errorf("k=%d (%s): kernel state differs after rollback", k, failed)
 		}
-		if d := fixturehost.DiffTrees(beforeF, hostFiles(t, r.root)); len(d) > 0 {
+		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
 			t.Errorf("k=%d (%s): files differ after rollback: %v", k, failed, d)
 		}
 	}
@@ -202,7 +202,7 @@ func TestWriteErrorNamesPortSettingValueAndReason(t *testing.T) {
 func TestRollbackOfCommittedApply(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
 	before := stateJSON(t, r.sim)
-	beforeF := hostFiles(t, r.root)
+	beforeF := fixturehost.Files(t, r.root)
 	txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 	if stateJSON(t, r.sim) != before {
 		t.Error("kernel state not restored")
 	}
-	if d := fixturehost.DiffTrees(beforeF, hostFiles(t, r.root)); len(d) > 0 {
+	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
 		t.Errorf("files not restored: %v", d)
 	}
 	j2, _ := r.opts.Store.Load(j.ID)
@@ -238,7 +238,7 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 	for _, k := range []int{0, 1, 5, 9} {
 		r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
 		before := stateJSON(t, r.sim)
-		beforeF := hostFiles(t, r.root)
+		beforeF := fixturehost.Files(t, r.root)
 		crash := errors.New("crash")
 		r.opts.BeforeStep = func(i int, st Step) error {
 			if i == k {
@@ -272,7 +272,7 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		if stateJSON(t, r.sim) != before {
 			t.Errorf("k=%d: kernel state not restored", k)
 		}
-		if d := fixturehost.DiffTrees(beforeF, hostFiles(t, r.root)); len(d) > 0 {
+		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
 			t.Errorf("k=%d: files not restored: %v", k, d)
 		}
 	}
@@ -327,18 +327,4 @@ func TestUnsupportedOnUpstreamMlx5(t *testing.T) {
 	if after := policy.Diff(r.d, r.h.Observe(r.d)); after.Changed() {
 		t.Fatalf("drift after apply: %+v", after.Changes)
 	}
-}
-
-// hostFiles is the file tree of a fixture host, with one kernel fact folded
-// in: clearing OFED's forced traffic class is a write of -1, after which the
-// kernel shows an empty attribute (mlx5 main_ext.c traffic_class_show); a
-// plain file keeps the "-1", so both read as "not forced".
-func hostFiles(t *testing.T, root string) map[string]string {
-	tree := fixturehost.Tree(t, root)
-	for k, v := range tree {
-		if strings.HasSuffix(k, "/traffic_class") && v == "-1\n" {
-			tree[k] = ""
-		}
-	}
-	return tree
 }

@@ -30,8 +30,7 @@ var update = flag.Bool("update", false, "rewrite testdata/{bad,warn}/*.want from
 // should have (written by hand) and does not have yet. They are skipped while
 // the output differs, and -update leaves their .want alone. When the lead
 // fixes one, delete its entry, run -update and review the new .want.
-var knownBugs = map[string]string{
-}
+var knownBugs = map[string]string{}
 
 // corpusOpts: the corpus is about content, and a checkout made under umask
 // 002 would make every file group-writable; the permission rule has its own

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/rocectl/rocectl/nic/snapshot"
@@ -110,4 +111,19 @@ func DiffTrees(a, b map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Files is Tree with one kernel fact folded in, for comparing a host's
+// files before and after a change: clearing OFED's forced traffic class is
+// a write of -1, after which the kernel shows an empty attribute (mlx5
+// main_ext.c traffic_class_show); a plain file keeps the "-1". Both read as
+// "not forced".
+func Files(t testing.TB, root string) map[string]string {
+	tree := Tree(t, root)
+	for k, v := range tree {
+		if strings.HasSuffix(k, "/traffic_class") && v == "-1\n" {
+			tree[k] = ""
+		}
+	}
+	return tree
 }
