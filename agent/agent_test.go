@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func repo(p string) string { return filepath.Join(fixturehost.RepoRoot(), p) }
+
+// run executes rocectl in-process; sim, when non-nil, stands in for the
+// live kernel.
+func run(t *testing.T, sim nic.Kernel, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := NewEnv(&out, &errb)
+	if sim != nil {
+		env.NewKernel = func(*slog.Logger) (nic.Kernel, func() error, error) { return sim, func() error { return nil }, nil }
+	}
+	cmd := NewRootCommand(env)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	if msg := ErrorMessage(err); msg != "" {
+		errb.WriteString(msg + "\n")
+	}
+	return ExitCode(err), out.String(), errb.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", name, got)
+	}
+}
+
+func TestAuditFactoryHostShowsDriftExit2(t *testing.T) {
+	code, out, errs := run(t, nil, "audit", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
+	if code != ExitDrift {
+		t.Fatalf("exit %d, want 2\n%s%s", code, out, errs)
+	}
+	golden(t, "audit-cx6dx-factory.txt", out)
+	for _, want := range []string{
+		"~ ens1f0np0 (mlx5_0 port 1, mlx5_core)",
+		"~ ens1f0np0.link.mtu = 1500 -> 9000",
+		"~ ens1f0np0.qos.pfc = [] -> [3]",
+		"~ mlx5_0.ecn.np.enable.0 = on -> off",
+		"+ mlx5_0.roce.traffic_class = 106",
+		"Plan: 46 to change",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestAuditConfiguredHostInSyncExit0(t *testing.T) {
+	code, out, errs := run(t, nil, "audit", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
+	if code != ExitOK || !strings.Contains(out, "No changes. Host matches profile.") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestAuditJSONIsTheAnsibleContract(t *testing.T) {
+	code, out, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx7-upstream-factory"))
+	if code != ExitDrift {
+		t.Fatalf("exit %d", code)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"changed", "changes", "unsupported", "errors", "rolled_back"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if doc["changed"] != true || len(doc["changes"].([]any)) != 16 || len(doc["unsupported"].([]any)) != 34 {
+		t.Errorf("changed=%v changes=%d unsupported=%d", doc["changed"], len(doc["changes"].([]any)), len(doc["unsupported"].([]any)))
+	}
+}
+
+func TestAuditHostWithoutRoCEIsNotAnError(t *testing.T) {
+	empty := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(empty, "sys/class/net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := snapshot.Meta{CapturedAt: time.Now().UTC().Format(time.RFC3339), Source: "test"}
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := snapshot.Write(dir, meta, &snapshot.KernelState{}, nic.NewFS(empty, true), nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, nil, "audit", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", dir)
+	if code != ExitOK || !strings.Contains(out, "No RoCE devices found") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func TestValidateShippedProfilesAndABadOne(t *testing.T) {
+	files, _ := filepath.Glob(repo("profiles/*.toml"))
+	code, out, errs := run(t, nil, append([]string{"validate"}, files...)...)
+	if code != ExitOK || strings.Count(out, ": ok") != len(files) {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	os.WriteFile(bad, []byte("[qos]\npfc_priorities = [3, 9]\n[ecn]\ncnp_priority = 3\n"), 0o600)
+	code, _, errs = run(t, nil, "validate", bad)
+	if code != ExitError || !strings.Contains(errs, "bad.toml:2:22: qos.pfc_priorities[1]: 9 is out of range (allowed: 0..7)") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+}
+
+// The capture round trip: capture a fixture host, audit the capture, get the
+// same answer as auditing the host itself.
+func TestCaptureRoundTrip(t *testing.T) {
+	for _, host := range []string{"cx6dx-ofed-factory", "cx7-upstream-factory", "bnxt-re-factory"} {
+		s, err := snapshot.Open(fixturehost.Dir(host))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "capture")
+		code, stdout, errs := run(t, s.Kernel(), "--root", fixturehost.Dir(host), "capture", "-o", out)
+		if code != 0 {
+			t.Fatalf("%s: capture exit %d: %s%s", host, code, stdout, errs)
+		}
+		for _, prof := range []string{"connectx-lossless.toml", "fat-tree-32gpu-100g.toml"} {
+			_, a, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/"+prof), "--snapshot", fixturehost.Dir(host))
+			_, b, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/"+prof), "--snapshot", out)
+			if a != b {
+				t.Errorf("%s/%s: audit of the capture differs from audit of the host\nhost:    %s\ncapture: %s", host, prof, a, b)
+			}
+		}
+	}
+}
+
+// apply on a writable copy of a fixture host with a simulated kernel, then
+// audit: in sync. No soak, so the test stays fast.
+func TestApplyThenAuditInSync(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	code, out, errs := run(t, sim, "--root", root, "--state-dir", state, "apply", "--soak", "0", "-p", repo("profiles/connectx-lossless.toml"))
+	if code != ExitOK || !strings.Contains(out, "Applied 46 change(s)") {
+		t.Fatalf("apply exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml"))
+	if code != ExitOK {
+		t.Fatalf("audit after apply: exit %d\n%s", code, out)
+	}
+	// A second apply has nothing to do.
+	code, out, _ = run(t, sim, "--root", root, "--state-dir", state, "apply", "--soak", "0", "-p", repo("profiles/connectx-lossless.toml"))
+	if code != ExitOK || !strings.Contains(out, "No changes") {
+		t.Fatalf("second apply: exit %d\n%s", code, out)
+	}
+}
+
+// A pause storm during the soak rolls the change back: exit 3, the host as it was.
+func TestApplyStormRollsBackExit3(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	before := configOf(t, sim)
+	prof := filepath.Join(t.TempDir(), "p.toml")
+	os.WriteFile(prof, []byte(`include = ["`+repo("profiles/connectx-lossless.toml")+`"]
+[guard]
+soak = "5s"
+poll = "100ms"
+detection_time = "200ms"
+`), 0o600)
+	var stop atomic.Bool
+	defer stop.Store(true)
+	go func() {
+		// Once PFC is on for priority 3 (its counters exist), the peer
+		// pauses it without end.
+		for !stop.Load() {
+			time.Sleep(20 * time.Millisecond)
+			st, _ := sim.Stats("ens1f0np0")
+			if _, ok := st["rx_prio3_pause_duration"]; ok {
+				sim.AddStat("ens1f0np0", "rx_prio3_pause_duration", 20_000)
+			}
+		}
+	}()
+	code, out, errs := run(t, sim, "--root", root, "--state-dir", t.TempDir(), "apply", "-p", prof)
+	if code != ExitRolledBack {
+		t.Fatalf("exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "pause storm on ens1f0np0 priority 3 (rx)") || !strings.Contains(errs, "host restored") {
+		t.Errorf("stderr should name the storm and the restore:\n%s", errs)
+	}
+	stop.Store(true)
+	if got := configOf(t, sim); got != before {
+		t.Errorf("kernel configuration not restored after the storm")
+	}
+}
+
+func configOf(t *testing.T, sim *snapshot.Sim) string {
+	st := sim.State()
+	for _, l := range st.Links {
+		l.Stats = nil
+	}
+	b, _ := json.Marshal(st)
+	return string(b)
+}

@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/rocectl/rocectl/nic/snapshot"
+)
+
+func newCaptureCmd(env *Env) *cobra.Command {
+	var out, source string
+	cmd := &cobra.Command{
+		Use:   "capture -o DIR",
+		Short: "Snapshot everything rocectl reads from this host (read-only; a support bundle)",
+		Long: `capture writes the sysfs/configfs/debugfs files rocectl reads (with their real
+symlinks) and what rtnetlink, dcbnl, ethtool and devlink report, into DIR, in
+the format of docs/snapshot-format.md. Audit it anywhere with
+rocectl audit -p PROFILE --snapshot DIR. Nothing on the host is changed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, done, err := env.host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			host, _ := os.Hostname()
+			var uts unix.Utsname
+			_ = unix.Uname(&uts)
+			if source == "" {
+				source = fmt.Sprintf("rocectl capture on %s, root %s", host, h.FS.Root())
+			}
+			meta := snapshot.Meta{CapturedAt: time.Now().UTC().Format(time.RFC3339), Hostname: host,
+				Kernel: unix.ByteSliceToString(uts.Release[:]), RocectlVersion: Version, Source: source}
+			inv, err := snapshot.Capture(h.FS, h.K, out, meta, env.Log)
+			if err != nil {
+				return err
+			}
+			s, err := snapshot.Open(out)
+			if err != nil {
+				return fmt.Errorf("the capture does not read back: %w", err)
+			}
+			fmt.Fprintf(env.Stdout, "Captured %s into %s (%d unreadable file(s) listed in snapshot.json).\n",
+				snapshot.Describe(inv, len(s.State().Links)), out, len(s.Meta.Unreadable))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to write (must be empty or absent)")
+	cmd.Flags().StringVar(&source, "source", "", "free text recorded as the capture's source")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}

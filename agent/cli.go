@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Version is set at build time (-ldflags "-X .../agent.Version=...").
+var Version = "dev"
+
+// NewRootCommand builds the rocectl command tree over env.
+func NewRootCommand(env *Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rocectl",
+		Short: "Make RoCE hosts lossless and keep them that way",
+		Long: `rocectl applies one declarative TOML profile (PFC, trust/DSCP, ECN/DCQCN, MTU,
+buffers, RoCE TOS, NCCL defaults) to every RoCE NIC of a host through the
+kernel's own interfaces, verifies it, watches the pause counters and rolls
+back by itself when they spike.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if env.LogFormat != "text" && env.LogFormat != "json" {
+				return fmt.Errorf("--log-format must be text or json, not %q", env.LogFormat)
+			}
+			if env.Snapshot != "" && cmd.Flags().Changed("root") {
+				return errors.New("--root and --snapshot exclude each other: a snapshot is its own root")
+			}
+			env.setupLog()
+			return nil
+		},
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&env.Root, "root", env.Root, "prefix for /sys, /sys/kernel/config and /sys/kernel/debug (a copy of a host's tree)")
+	pf.StringVar(&env.Snapshot, "snapshot", "", "read the host from a capture directory instead of the live kernel (read-only)")
+	pf.StringVar(&env.StateDir, "state-dir", env.StateDir, "journal, lock and last result")
+	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
+	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
+	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others")
+	pf.StringVar(&env.stepDelay, "test-step-delay", "", "")
+	_ = pf.MarkHidden("test-step-delay")
+
+	root.AddCommand(
+		newValidateCmd(env),
+		newAuditCmd(env),
+		newApplyCmd(env),
+		newCommitCmd(env),
+		newRollbackCmd(env),
+		newCaptureCmd(env),
+		newNCCLEnvCmd(env),
+		newTopoCmd(env),
+		newVerifyCmd(env),
+		newAgentCmd(env),
+		newConfirmWatchCmd(env),
+	)
+	return root
+}
+
+func newValidateCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate PROFILE...",
+		Short: "Check profiles; report every problem with file:line:col (exit 0 valid, 1 invalid)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bad := 0
+			for _, path := range args {
+				p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile})
+				if err != nil {
+					bad++
+					fmt.Fprintln(env.Stderr, err)
+					continue
+				}
+				for _, w := range p.Warnings {
+					fmt.Fprintln(env.Stderr, w.String())
+				}
+				fmt.Fprintf(env.Stdout, "%s: ok (profile %q", path, p.Name)
+				if n := len(p.Warnings); n > 0 {
+					fmt.Fprintf(env.Stdout, ", %d warning(s)", n)
+				}
+				fmt.Fprintln(env.Stdout, ")")
+			}
+			if bad > 0 {
+				return silent(ExitError)
+			}
+			return nil
+		},
+	}
+}
+
+func newAuditCmd(env *Env) *cobra.Command {
+	var profile, output string
+	cmd := &cobra.Command{
+		Use:   "audit -p PROFILE",
+		Short: "Compare the host with a profile, read-only (exit 0 in sync, 2 drift, 1 error)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			h, done, err := env.host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			pl, err := env.makePlan(cmd.Context(), profile, h)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				if err := writeJSON(env.Stdout, newReport(pl)); err != nil {
+					return err
+				}
+			} else {
+				renderPlanText(env.Stdout, pl, "change")
+			}
+			switch {
+			case len(pl.plan.Errors) > 0:
+				return silent(ExitError)
+			case pl.plan.Changed():
+				return silent(ExitDrift)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&profile, "profile", "p", "", "profile file (required)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	_ = cmd.MarkFlagRequired("profile")
+	return cmd
+}
+
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return fmt.Errorf("-o must be text or json, not %q", o)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+// Package agent holds rocectl's commands (validate, audit, apply, verify,
+// commit, rollback, capture, nccl-env, topo) and the daemon loop. It wires
+// policy, nic, apply and verify together; cmd/rocectl only parses flags
+// and maps errors to exit codes.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Exit codes of the CLI contract (DESIGN.md §3).
+const (
+	ExitOK         = 0
+	ExitError      = 1 // error; after a failed apply the host was restored
+	ExitDrift      = 2 // audit: the host differs from the profile
+	ExitRolledBack = 3 // applied, then rolled back by the guard or verification
+)
+
+// ExitError carries a process exit code with its error.
+type ExitErr struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitErr) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitErr) Unwrap() error { return e.Err }
+
+// ExitCode maps an error returned by a command to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitErr
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitError
+}
+
+// ErrorMessage is what to print for err: "" when there is nothing to say
+// (success, or a command that already printed its own report).
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ee *ExitErr
+	if errors.As(err, &ee) && ee.Err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// silent is an ExitErr whose message was already printed.
+func silent(code int) error { return &ExitErr{Code: code} }
+
+// Env is what every command shares: the global flags and the outputs.
+type Env struct {
+	Root                 string // --root
+	Snapshot             string // --snapshot
+	StateDir             string // --state-dir
+	AllowInsecureProfile bool
+	LogFormat            string
+	Verbose              bool
+	Stdout               io.Writer
+	Stderr               io.Writer
+	Log                  *slog.Logger
+
+	// NewKernel builds the live kernel; tests may replace it.
+	NewKernel func(log *slog.Logger) (nic.Kernel, func() error, error)
+	// stepDelay is the hidden test hook that sleeps before each apply step.
+	stepDelay string
+}
+
+// NewEnv returns an Env writing to the given streams.
+func NewEnv(stdout, stderr io.Writer) *Env {
+	return &Env{Root: "/", StateDir: "/var/lib/rocectl", LogFormat: "text", Stdout: stdout, Stderr: stderr,
+		NewKernel: func(log *slog.Logger) (nic.Kernel, func() error, error) {
+			l, err := nic.NewLive(log)
+			if err != nil {
+				return nil, nil, err
+			}
+			return l, l.Close, nil
+		}}
+}
+
+func (e *Env) setupLog() {
+	level := slog.LevelInfo
+	if e.Verbose {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if e.LogFormat == "json" {
+		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, opts))
+	} else {
+		e.Log = slog.New(slog.NewTextHandler(e.Stderr, opts))
+	}
+}
+
+// host opens the host the command works on: a snapshot (read-only) or the
+// live kernel with files under --root.
+func (e *Env) host(ctx context.Context) (*apply.Host, func(), error) {
+	if e.Snapshot != "" {
+		s, err := snapshot.Open(e.Snapshot)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &apply.Host{FS: s.FS(), K: s.Kernel(), Log: e.Log}, func() {}, nil
+	}
+	k, closeFn, err := e.NewKernel(e.Log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the kernel interfaces: %w", err)
+	}
+	return &apply.Host{FS: nic.NewFS(e.Root, false), K: k, Log: e.Log}, func() { _ = closeFn() }, nil
+}
+
+func (e *Env) store() apply.Store { return apply.Store{Dir: e.StateDir} }
+
+// loadProfile loads and validates a profile, printing its warnings.
+func (e *Env) loadProfile(path string) (*policy.Profile, string, error) {
+	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: e.AllowInsecureProfile})
+	if err != nil {
+		return nil, "", err
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintln(e.Stderr, w.String())
+	}
+	h := sha256.New()
+	for _, f := range p.Files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
+	}
+	return p, hex.EncodeToString(h.Sum(nil))[:16], nil
+}

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// planned is a profile resolved and compared against a host.
+type planned struct {
+	profile *policy.Profile
+	hash    string
+	host    *apply.Host
+	inv     *nic.Inventory
+	desired *policy.Desired
+	plan    *policy.Plan
+}
+
+// makePlan loads the profile, discovers the host and diffs them.
+func (e *Env) makePlan(ctx context.Context, profilePath string, h *apply.Host) (*planned, error) {
+	p, hash, err := e.loadProfile(profilePath)
+	if err != nil {
+		return nil, err
+	}
+	inv := h.Discover()
+	for _, s := range inv.Skipped {
+		e.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
+	}
+	d := policy.Resolve(p, h.PolicyPorts(inv))
+	obs := h.Observe(d)
+	return &planned{profile: p, hash: hash, host: h, inv: inv, desired: d, plan: policy.Diff(d, obs)}, nil
+}
+
+// noPortsMessage explains an empty match, or nil when ports matched.
+func (pl *planned) noPortsMessage() string {
+	switch {
+	case len(pl.inv.Ports) == 0:
+		return "No RoCE devices found on this host: nothing to do."
+	case len(pl.desired.Ports) == 0:
+		var names []string
+		for _, p := range pl.inv.Ports {
+			names = append(names, fmt.Sprintf("%s (%s, %s)", p.Netdev, p.RDMADevice, orDash(p.Driver)))
+		}
+		return "No RoCE port matches the profile's [match]: nothing to do. Ports on this host: " + strings.Join(names, ", ")
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// renderPlanText prints a plan the way operators know from Terraform: one
+// header per port, "~ key = before -> after", a summary line.
+func renderPlanText(w io.Writer, pl *planned, verb string) {
+	plan := pl.plan
+	if msg := pl.noPortsMessage(); msg != "" && len(plan.Changes) == 0 {
+		fmt.Fprintln(w, msg)
+		return
+	}
+	type section struct {
+		header      string
+		changes     []policy.Change
+		unsupported []policy.Unsupported
+		errors      []policy.PlanError
+	}
+	var order []string
+	sections := map[string]*section{}
+	get := func(p *policy.Port) *section {
+		id, header := policy.HostScope, "host"
+		if p != nil {
+			id = p.Netdev
+			header = fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))
+		}
+		s, ok := sections[id]
+		if !ok {
+			s = &section{header: header}
+			sections[id] = s
+			order = append(order, id)
+		}
+		return s
+	}
+	for _, dp := range pl.desired.Ports {
+		get(&dp.Port)
+	}
+	for _, c := range plan.Changes {
+		s := get(c.Port)
+		s.changes = append(s.changes, c)
+	}
+	for _, u := range plan.Unsupported {
+		s := get(u.Port)
+		s.unsupported = append(s.unsupported, u)
+	}
+	for _, e := range plan.Errors {
+		s := get(e.Port)
+		s.errors = append(s.errors, e)
+	}
+	for _, id := range order {
+		s := sections[id]
+		if len(s.changes)+len(s.unsupported)+len(s.errors) == 0 {
+			fmt.Fprintf(w, "  %s: in sync\n", s.header)
+			continue
+		}
+		mark := "~"
+		if len(s.changes) == 0 {
+			mark = " "
+		}
+		fmt.Fprintf(w, "%s %s\n", mark, s.header)
+		for _, c := range s.changes {
+			if c.Absent {
+				fmt.Fprintf(w, "    + %s = %s\n", c.Key, c.Value)
+			} else {
+				fmt.Fprintf(w, "    ~ %s = %s -> %s\n", c.Key, c.Before, c.Value)
+			}
+		}
+		renderUnsupported(w, s.unsupported)
+		for _, e := range s.errors {
+			fmt.Fprintf(w, "    x %s: cannot read: %s\n", e.Key, e.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	if !plan.Changed() {
+		fmt.Fprintf(w, "No changes. Host matches profile.")
+		if n := len(plan.Unsupported); n > 0 {
+			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable.\n",
+		len(plan.Changes), verb, plan.InSync, len(plan.Unsupported), len(plan.Errors))
+}
+
+// Report is the JSON document of audit and apply: the contract Ansible's
+// changed_when / failed_when read.
+type Report struct {
+	Profile     string               `json:"profile"`
+	ProfileHash string               `json:"profile_hash,omitempty"`
+	Changed     bool                 `json:"changed"`
+	Changes     []ReportChange       `json:"changes"`
+	Unsupported []policy.Unsupported `json:"unsupported"`
+	Errors      []string             `json:"errors"`
+	InSync      int                  `json:"in_sync"`
+	Ports       []nic.Port           `json:"ports"`
+	Applied     bool                 `json:"applied,omitempty"`
+	RolledBack  bool                 `json:"rolled_back"`
+	Restored    []string             `json:"restored,omitempty"`
+	JournalID   string               `json:"journal_id,omitempty"`
+	Confirm     string               `json:"confirm_deadline,omitempty"`
+	Message     string               `json:"message,omitempty"`
+	Warnings    []string             `json:"warnings,omitempty"`
+}
+
+// ReportChange is one change in JSON.
+type ReportChange struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Netdev string `json:"netdev,omitempty"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Absent bool   `json:"before_absent,omitempty"`
+}
+
+func newReport(pl *planned) *Report {
+	r := &Report{Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{}, Ports: []nic.Port{}}
+	if pl == nil {
+		return r
+	}
+	r.Profile, r.ProfileHash = pl.profile.Name, pl.hash
+	r.Changed = pl.plan.Changed()
+	r.InSync = pl.plan.InSync
+	r.Ports = append(r.Ports, pl.inv.Ports...)
+	for _, c := range pl.plan.Changes {
+		rc := ReportChange{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent}
+		if c.Port != nil {
+			rc.Netdev = c.Port.Netdev
+		}
+		r.Changes = append(r.Changes, rc)
+	}
+	r.Unsupported = append(r.Unsupported, pl.plan.Unsupported...)
+	for _, e := range pl.plan.Errors {
+		r.Errors = append(r.Errors, e.Key+": "+e.Error)
+	}
+	for _, w := range pl.profile.Warnings {
+		r.Warnings = append(r.Warnings, w.String())
+	}
+	r.Message = pl.noPortsMessage()
+	return r
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func sortedStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// renderUnsupported lists unsupported settings, one line per reason: a
+// port without per-priority ECN would otherwise print the same reason
+// sixteen times.
+func renderUnsupported(w io.Writer, us []policy.Unsupported) {
+	var reasons []string
+	keys := map[string][]string{}
+	for _, u := range us {
+		if _, ok := keys[u.Reason]; !ok {
+			reasons = append(reasons, u.Reason)
+		}
+		keys[u.Reason] = append(keys[u.Reason], u.Key)
+	}
+	for _, r := range reasons {
+		ks := keys[r]
+		if len(ks) == 1 {
+			fmt.Fprintf(w, "    ! %s: unsupported: %s\n", ks[0], r)
+			continue
+		}
+		fmt.Fprintf(w, "    ! %d settings unsupported: %s\n        %s\n", len(ks), r, strings.Join(ks, " "))
+	}
+}

@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/verify"
+)
+
+type loopbackOutcome struct {
+	port string
+	res  *verify.LoopbackResult
+	err  error
+}
+
+// loopbacks runs verbs loopback traffic on every matched port with the
+// profile's own parameters: the GID NCCL would pick, the RoCE TOS, the
+// largest path MTU the netdev MTU allows.
+func (env *Env) loopbacks(ctx context.Context, pl *planned) []loopbackOutcome {
+	var out []loopbackOutcome
+	v := pl.profile.Verify
+	tc := 0
+	if t := pl.profile.RoCE.DefaultTOS; t != nil {
+		tc = *t
+	}
+	for _, dp := range pl.desired.Ports {
+		p := dp.Port
+		label := fmt.Sprintf("%s (%s port %d)", p.Netdev, p.RDMADevice, p.PortNum)
+		if p.RoCEv2GID < 0 {
+			out = append(out, loopbackOutcome{label, nil, fmt.Errorf("no RoCE v2 IPv4 GID on %s port %d: configure an IPv4 address on %s", p.RDMADevice, p.PortNum, p.Netdev)})
+			continue
+		}
+		res, err := verify.Loopback(ctx, verify.LoopbackConfig{
+			Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
+			TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration,
+			Root: pl.host.FS.Root(), Log: env.Log,
+		})
+		if err == nil && v.MinBandwidthGbps > 0 && res.WriteGbps < v.MinBandwidthGbps {
+			err = fmt.Errorf("RDMA WRITE bandwidth %.2f Gb/s is below the profile's minimum %.2f Gb/s", res.WriteGbps, v.MinBandwidthGbps)
+		}
+		out = append(out, loopbackOutcome{label, res, err})
+	}
+	return out
+}
+
+func newVerifyCmd(env *Env) *cobra.Command {
+	var profile, output, peer, listen string
+	var loopback bool
+	var duration time.Duration
+	cmd := &cobra.Command{
+		Use:   "verify -p PROFILE",
+		Short: "Check that the host holds every setting of a profile, and send real verbs traffic",
+		Long: `verify reads back every setting the profile makes (want/have per key) and, with
+--loopback or [verify] loopback = true, runs RDMA WRITE and SEND traffic between
+two RC QPs on each matched port with the profile's GID, TOS and path MTU.
+Loopback traffic stays inside the NIC: to exercise the switch, PFC and ECN run
+--listen :PORT on one host and --peer HOST:PORT on another.
+Exit 0 when everything holds, 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			h, done, err := env.host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			pl, err := env.makePlan(cmd.Context(), profile, h)
+			if err != nil {
+				return err
+			}
+			if duration > 0 {
+				pl.profile.Verify.Duration = duration
+			}
+			type doc struct {
+				Profile    string                   `json:"profile"`
+				OK         bool                     `json:"ok"`
+				Mismatches []verify.Mismatch        `json:"mismatches"`
+				Traffic    []*verify.LoopbackResult `json:"traffic,omitempty"`
+				Errors     []string                 `json:"errors"`
+			}
+			d := doc{Profile: pl.profile.Name, Mismatches: verify.Readback(pl.desired, h.Observe(pl.desired)), Errors: []string{}}
+			if d.Mismatches == nil {
+				d.Mismatches = []verify.Mismatch{}
+			}
+			if peer != "" || listen != "" {
+				res, err := env.twoHost(cmd.Context(), pl, peer, listen)
+				if err != nil {
+					d.Errors = append(d.Errors, err.Error())
+				} else {
+					d.Traffic = append(d.Traffic, res)
+				}
+			} else if loopback || pl.profile.Verify.Loopback {
+				for _, o := range env.loopbacks(cmd.Context(), pl) {
+					if o.err != nil {
+						d.Errors = append(d.Errors, o.port+": "+o.err.Error())
+					}
+					if o.res != nil {
+						d.Traffic = append(d.Traffic, o.res)
+					}
+				}
+			}
+			d.OK = len(d.Mismatches) == 0 && len(d.Errors) == 0
+			if output == "json" {
+				if err := writeJSON(env.Stdout, d); err != nil {
+					return err
+				}
+			} else {
+				for _, m := range d.Mismatches {
+					fmt.Fprintln(env.Stdout, m.String())
+				}
+				for _, t := range d.Traffic {
+					fmt.Fprintf(env.Stdout, "traffic: %s port %d gid[%d] %s tos %d mtu %d: write %.3f Gb/s (%d msgs), latency p50 %v p99 %v",
+						t.Device, t.Port, t.GIDIndex, t.GID, t.TrafficClass, t.PathMTU, t.WriteGbps, t.WriteMsgs, t.LatP50, t.LatP99)
+					if len(t.CounterDeltas) > 0 {
+						fmt.Fprintf(env.Stdout, ", counters %v", t.CounterDeltas)
+					}
+					fmt.Fprintln(env.Stdout)
+				}
+				for _, e := range d.Errors {
+					fmt.Fprintln(env.Stdout, "error:", e)
+				}
+				if d.OK {
+					fmt.Fprintf(env.Stdout, "verify: %d setting(s) hold their profile values", len(pl.desired.All())-len(pl.plan.Unsupported))
+					if len(d.Traffic) > 0 {
+						fmt.Fprintf(env.Stdout, "; verbs traffic passed")
+					}
+					fmt.Fprintln(env.Stdout, ".")
+				}
+			}
+			if !d.OK {
+				return silent(ExitError)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&profile, "profile", "p", "", "profile file (required)")
+	fl.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	fl.BoolVar(&loopback, "loopback", false, "run verbs loopback traffic on each matched port")
+	fl.StringVar(&peer, "peer", "", "two-host mode: connect to a `rocectl verify --listen` at HOST:PORT")
+	fl.StringVar(&listen, "listen", "", "two-host mode: wait for a peer on ADDR (e.g. :18515)")
+	fl.DurationVar(&duration, "duration", 0, "traffic time per operation (overrides [verify] duration)")
+	_ = cmd.MarkFlagRequired("profile")
+	return cmd
+}
+
+// twoHost runs traffic across the fabric with a peer rocectl: one side
+// listens, the other connects; both use the first matched port.
+func (env *Env) twoHost(ctx context.Context, pl *planned, peer, listen string) (*verify.LoopbackResult, error) {
+	if peer != "" && listen != "" {
+		return nil, fmt.Errorf("--peer and --listen exclude each other")
+	}
+	if len(pl.desired.Ports) == 0 {
+		return nil, fmt.Errorf("no RoCE port matches the profile")
+	}
+	p := pl.desired.Ports[0].Port
+	if p.RoCEv2GID < 0 {
+		return nil, fmt.Errorf("no RoCE v2 IPv4 GID on %s port %d: configure an IPv4 address on %s", p.RDMADevice, p.PortNum, p.Netdev)
+	}
+	tc := 0
+	if t := pl.profile.RoCE.DefaultTOS; t != nil {
+		tc = *t
+	}
+	v := pl.profile.Verify
+	cfg := verify.LoopbackConfig{Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
+		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.host.FS.Root(), Log: env.Log}
+	if listen != "" {
+		fmt.Fprintf(env.Stderr, "waiting for a peer on %s (%s port %d, gid %d)\n", listen, p.RDMADevice, p.PortNum, p.RoCEv2GID)
+		return verify.Listen(ctx, listen, cfg)
+	}
+	return verify.Connect(ctx, peer, cfg)
+}
