@@ -332,4 +332,3 @@ func sortedStatNames(m map[string]uint64) []string {
 	sort.Strings(out)
 	return out
 }
-

@@ -126,5 +126,3 @@ func newTopoCmd(env *Env) *cobra.Command {
 		},
 	}
 }
-
-
