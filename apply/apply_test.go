@@ -232,10 +232,10 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 	}
 }
 
-// A crash after k steps (journal says Done=k, the process is gone) is
-// recovered from the journal alone.
+// A crash after k steps (the journal on disk still says nothing was done,
+// the process is gone) is recovered from the journal alone.
 func TestRecoveryFromJournalAfterCrash(t *testing.T) {
-	for _, k := range []int{0, 1, 5, 9} {
+	for _, k := range []int{0, 1, 5, 9, 20} {
 		r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
 		before := stateJSON(t, r.sim)
 		beforeF := fixturehost.Files(t, r.root)
@@ -253,10 +253,6 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		// Write steps 0..k-1 the way Run does, then "die": no rollback.
 		for i := 0; i < k; i++ {
 			if err := r.h.writeStep(r.d, txn.J.Steps[i], false); err != nil {
-				t.Fatal(err)
-			}
-			txn.J.Done = i + 1
-			if err := r.opts.Store.Save(txn.J); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -98,15 +98,14 @@ func (t *Txn) Run(ctx context.Context) error {
 			err = t.h.verifyStep(ctx, st, false, t.opts)
 		}
 		if err != nil {
-			t.J.Done = i // step i may be partly written: undo includes it
+			t.J.Done = i
 			rerr := t.h.Rollback(t.J, t.opts)
 			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, JournalID: t.J.ID}
 		}
+		// No journal write per step: recovery undoes every step of an
+		// unfinished journal and skips those still at their before-values,
+		// so the one fsync before the first write is all crash safety needs.
 		t.J.Done = i + 1
-		if err := t.opts.Store.Save(t.J); err != nil {
-			rerr := t.h.Rollback(t.J, t.opts)
-			return &ApplyError{Err: fmt.Errorf("updating the journal: %w", err), Restored: t.J.Restored, RestoreErr: rerr, JournalID: t.J.ID}
-		}
 	}
 	t.J.State = StateApplied
 	return t.opts.Store.Save(t.J)
@@ -147,13 +146,10 @@ func (h *Host) Rollback(j *Journal, opts Options) error {
 	if j.Root != "" && j.Root != h.FS.Root() {
 		return fmt.Errorf("journal %s was written for root %s, not %s", j.ID, j.Root, h.FS.Root())
 	}
-	last := j.Done
-	if j.State == StateApplied || j.State == StateConfirmPending || j.State == StateCommitted || j.State == StateRollbackFailed {
-		last = len(j.Steps) - 1
-	}
-	if last >= len(j.Steps) {
-		last = len(j.Steps) - 1
-	}
+	// Every step, whatever Done says: a journal on disk does not know how
+	// far a killed apply got, and steps still at their before-values are
+	// skipped below.
+	last := len(j.Steps) - 1
 	j.Restored, j.Failures = nil, nil
 	var errs []error
 	for i := last; i >= 0; i-- {

@@ -24,8 +24,8 @@ const (
 )
 
 // Journal is the durable record of one apply: every step with its
-// before-values, written and fsynced before the first change to the host, and
-// updated after each step. It is what rollback, crash recovery and
+// before-values, written and fsynced before the first change to the host,
+// and updated when the apply ends. It is what rollback, crash recovery and
 // commit-confirmed work from, without the profile.
 type Journal struct {
 	Version     int        `json:"version"`
@@ -38,8 +38,9 @@ type Journal struct {
 	State       string     `json:"state"`
 	Deadline    *time.Time `json:"confirm_deadline,omitempty"`
 	Steps       []Step     `json:"steps"`
-	// Done is how many steps were fully written. Step Done may be partly
-	// written when the process died; undoing it is harmless either way.
+	// Done is how many steps were written and verified, as far as the
+	// journal knows: it is saved before the first write and after the
+	// last, so a killed apply leaves 0 here and recovery undoes every step.
 	Done     int      `json:"done"`
 	Restored []string `json:"restored,omitempty"`
 	Failures []string `json:"failures,omitempty"`
