@@ -27,7 +27,11 @@ type DesiredPort struct {
 
 // All returns every setting: the ports' in order, then the host's.
 func (d *Desired) All() []Setting {
-	var out []Setting
+	n := len(d.Host)
+	for _, p := range d.Ports {
+		n += len(p.Settings)
+	}
+	out := make([]Setting, 0, n)
 	for _, p := range d.Ports {
 		out = append(out, p.Settings...)
 	}
@@ -56,6 +60,7 @@ func globAny(globs []string, s string) bool {
 func Resolve(p *Profile, ports []Port) *Desired {
 	d := &Desired{Profile: p}
 	var matched []Port
+	tmpl := portTemplate(p) // the same for every port: formatted and sorted once
 	for _, port := range ports {
 		if !p.Match.Matches(port) {
 			d.Unmatched = append(d.Unmatched, port)
@@ -63,7 +68,7 @@ func Resolve(p *Profile, ports []Port) *Desired {
 		}
 		port := port
 		matched = append(matched, port)
-		d.Ports = append(d.Ports, DesiredPort{Port: port, Settings: portSettings(p, &port)})
+		d.Ports = append(d.Ports, DesiredPort{Port: port, Settings: instantiate(tmpl, &port)})
 	}
 	// A host none of whose ports the profile selects is not the profile's
 	// business: its NCCL file is left alone too.
@@ -73,19 +78,43 @@ func Resolve(p *Profile, ports []Port) *Desired {
 	return d
 }
 
-// builder accumulates the settings of one scope.
+// Scope placeholders of a port template.
+const (
+	scopeNetdev = "\x00netdev"
+	scopeRDMA   = "\x00rdma"
+)
+
+// instantiate gives a port its copy of the template, with real scopes.
+func instantiate(tmpl []Setting, port *Port) []Setting {
+	out := make([]Setting, len(tmpl))
+	nd, rd := port.Netdev, port.RDMAScope()
+	for i, s := range tmpl {
+		if s.Scope == scopeNetdev {
+			s.Scope = nd
+		} else {
+			s.Scope = rd
+		}
+		s.Key = s.Scope + "." + s.Name
+		s.Port = port
+		out[i] = s
+	}
+	return out
+}
+
+// builder accumulates a port template.
 type builder struct {
-	out  []Setting
-	port *Port
+	out []Setting
 }
 
 func (b *builder) add(scope, name string, kind Kind, arg, value, from string) {
-	b.out = append(b.out, Setting{Key: scope + "." + name, Scope: scope, Name: name, Kind: kind, Arg: arg, Value: value, From: from, Port: b.port})
+	b.out = append(b.out, Setting{Scope: scope, Name: name, Kind: kind, Arg: arg, Value: value, From: from})
 }
 
-func portSettings(p *Profile, port *Port) []Setting {
-	b := &builder{port: port}
-	nd, rd := port.Netdev, port.RDMAScope()
+// portTemplate is the settings every matched port gets, in apply order,
+// with placeholder scopes (netdev or RDMA port) filled in by instantiate.
+func portTemplate(p *Profile) []Setting {
+	b := &builder{}
+	nd, rd := scopeNetdev, scopeRDMA
 	itoa := strconv.Itoa
 
 	if v := p.Link.MTU; v != nil {

@@ -310,13 +310,13 @@ func (s StormPrevention) canonical() string {
 	return FormatStorm(uint16(s.MS))
 }
 
-// SortSettings orders settings for applying: by port (as given), then kind,
-// then key.
+// SortSettings orders one port's settings for applying: by kind, then
+// name.
 func SortSettings(ss []Setting) {
 	sort.SliceStable(ss, func(i, j int) bool {
 		if ss[i].Kind != ss[j].Kind {
 			return ss[i].Kind < ss[j].Kind
 		}
-		return ss[i].Key < ss[j].Key
+		return ss[i].Name < ss[j].Name
 	})
 }

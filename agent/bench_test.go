@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// BenchmarkAuditPipeline measures what `rocectl audit --snapshot` does for a
+// full profile: load and validate it, open the snapshot, discover the
+// ports, resolve, read every setting back, diff. Target (issue "Declarative
+// core"): under 5 ms for 64 ports. bench/run prints it beside that target.
+func BenchmarkAuditPipeline(b *testing.B) {
+	for _, ports := range []int{8, 64} {
+		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "host")
+			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
+				b.Fatal(err)
+			}
+			env := NewEnv(io.Discard, io.Discard)
+			env.Snapshot = dir
+			env.setupLog()
+			prof := repo("profiles/fat-tree-32gpu-100g.toml")
+			b.ReportAllocs()
+			for b.Loop() {
+				h, done, err := env.host(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				pl, err := env.makePlan(context.Background(), prof, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(pl.desired.Ports) != ports || !pl.plan.Changed() {
+					b.Fatalf("matched %d ports, changed %v", len(pl.desired.Ports), pl.plan.Changed())
+				}
+				done()
+			}
+		})
+	}
+}
+
+// BenchmarkPolicyPipeline is the issue's "load + validate + resolve + diff
+// of a full profile against a 64-port snapshot": the host is read once (the
+// snapshot's values, as Observe returns them), then each iteration loads
+// and validates the profile from disk, resolves it for every port and
+// diffs. Target: under 5 ms for 64 ports.
+func BenchmarkPolicyPipeline(b *testing.B) {
+	for _, ports := range []int{8, 64} {
+		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "host")
+			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
+				b.Fatal(err)
+			}
+			env := NewEnv(io.Discard, io.Discard)
+			env.Snapshot = dir
+			env.setupLog()
+			h, done, err := env.host(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer done()
+			prof := repo("profiles/fat-tree-32gpu-100g.toml")
+			pl, err := env.makePlan(context.Background(), prof, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ports := h.PolicyPorts(pl.inv)
+			observed := h.Observe(pl.desired)
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := policy.Load(prof, policy.LoadOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := policy.Resolve(p, ports)
+				if plan := policy.Diff(d, observed); !plan.Changed() {
+					b.Fatal("no changes")
+				}
+			}
+		})
+	}
+}
