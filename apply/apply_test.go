@@ -324,3 +324,62 @@ func TestUnsupportedOnUpstreamMlx5(t *testing.T) {
 		t.Fatalf("drift after apply: %+v", after.Changes)
 	}
 }
+
+// Broadcom: DCB needs DCBX host mode (bnxt_dcb.c), CNP marking goes to the
+// out-of-tree bnxt_re configfs in hex and is committed through "apply".
+func TestApplyOnBnxtFixture(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	prof := filepath.Join(t.TempDir(), "bnxt.toml")
+	os.WriteFile(prof, []byte("[match]\ndrivers = [\"bnxt_en\"]\n[link]\nmtu = 9000\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\nglobal_pause = false\n[ecn]\ncnp_dscp = 48\ncnp_priority = 6\n[roce]\ndefault_tos = 106\n"), 0o600)
+	p, err := policy.Load(prof, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	plan := policy.Diff(d, h.Observe(d))
+	txn, err := h.Begin(d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := policy.Diff(d, h.Observe(d)); after.Changed() {
+		t.Fatalf("drift after apply: %+v", after.Changes)
+	}
+	cc := "sys/kernel/config/bnxt_re/bnxt_re0/ports/1/cc/"
+	for file, want := range map[string]string{cc + "cnp_dscp": "0x30", cc + "cnp_prio": "0x6", cc + "apply": "0x1",
+		"sys/kernel/config/rdma_cm/bnxt_re0/ports/1/default_roce_tos": "106"} {
+		got, _ := os.ReadFile(filepath.Join(root, file))
+		if strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	if st := sim.State().Links["enp202s0f1np1"]; st.DCB.PFC.Enable != 1<<3 || st.Link.MTU != 9000 {
+		t.Errorf("kernel: pfc %#x mtu %d", st.DCB.PFC.Enable, st.Link.MTU)
+	}
+}
+
+// Without DCBX host mode bnxt refuses PFC: the kernel's EINVAL becomes one
+// line naming port, setting and value, and nothing stays changed.
+func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
+	before := stateJSON(t, sim)
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	prof := filepath.Join(t.TempDir(), "bnxt.toml")
+	os.WriteFile(prof, []byte("[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\n"), 0o600)
+	p, _ := policy.Load(prof, policy.LoadOptions{})
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	txn, err := h.Begin(d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = txn.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "enp202s0f1np1.qos.pfc = [3]: ") || !strings.Contains(err.Error(), "EINVAL") {
+		t.Fatalf("error: %v", err)
+	}
+	if stateJSON(t, sim) != before {
+		t.Error("MTU change not rolled back")
+	}
+}

@@ -19,11 +19,18 @@ const (
 	// ECNUpstreamMlx5 is upstream mlx5's debugfs
 	// /sys/kernel/debug/mlx5/<bdf>/cc_params/: port-wide parameters only.
 	ECNUpstreamMlx5
+	// ECNBnxt is Broadcom's out-of-tree bnxt_re configfs group
+	// /sys/kernel/config/bnxt_re/<dev>/ports/<p>/cc/: hex values, taken
+	// into effect by writing 0x1 to "apply" (reference §E).
+	ECNBnxt
 )
 
 func (k ECNKind) String() string {
-	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs"}[k]
+	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs", "bnxt_re-configfs"}[k]
 }
+
+// bnxtParams maps the profile's (OFED) names to bnxt_re's cc attributes.
+var bnxtParams = map[string]string{"cnp_dscp": "cnp_dscp", "cnp_802p_prio": "cnp_prio"}
 
 // ErrUnsupported marks a setting this NIC/driver cannot take; the error text
 // says why. errors.Is(err, ErrUnsupported) holds for every such error.
@@ -53,6 +60,9 @@ func OpenECN(fs FS, p Port) (*ECN, error) {
 	if fs.Exists(ofed + "/roce_np") {
 		return &ECN{fs: fs, Kind: ECNOFED, base: ofed}, nil
 	}
+	if bnxt := fmt.Sprintf("/sys/kernel/config/bnxt_re/%s/ports/%d/cc", p.RDMADevice, p.PortNum); fs.Exists(bnxt) {
+		return &ECN{fs: fs, Kind: ECNBnxt, base: bnxt}, nil
+	}
 	if p.PCI != "" && strings.HasPrefix(p.Driver, "mlx5") {
 		cc := "/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"
 		if fs.Exists(cc) {
@@ -74,8 +84,11 @@ func orUnknown(s string) string {
 }
 
 func (e *ECN) enablePath(dir string, prio int) (string, error) {
-	if e.Kind != ECNOFED {
+	switch e.Kind {
+	case ECNUpstreamMlx5:
 		return "", Unsupportedf("ECN per-priority enable needs DOCA-OFED sysfs; upstream mlx5 exposes port-wide cc_params only")
+	case ECNBnxt:
+		return "", Unsupportedf("bnxt_re has one port-wide ecn_enable in configfs, not a per-priority enable")
 	}
 	return fmt.Sprintf("%s/roce_%s/enable/%d", e.base, dir, prio), nil
 }
@@ -123,6 +136,12 @@ func (e *ECN) paramPath(dir, name, upstream string) (string, error) {
 			}
 		}
 		return "", Unsupportedf("%s/roce_%s has no %s parameter", e.base, dir, name)
+	case ECNBnxt:
+		attr, ok := bnxtParams[name]
+		if !ok {
+			return "", Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
+		}
+		return e.base + "/" + attr, nil
 	case ECNUpstreamMlx5:
 		if upstream == "" {
 			return "", Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
@@ -155,8 +174,18 @@ func (e *ECN) SetParam(dir, name, upstream string, v int64) error {
 	if err != nil {
 		return err
 	}
-	if err := e.fs.WriteString(p, strconv.FormatInt(v, 10)); err != nil {
+	val := strconv.FormatInt(v, 10)
+	if e.Kind == ECNBnxt {
+		val = fmt.Sprintf("0x%x", v) // bnxt_setupcc.sh writes hex
+	}
+	if err := e.fs.WriteString(p, val); err != nil {
 		return err
+	}
+	if e.Kind == ECNBnxt {
+		// Values take effect, and read back, once committed.
+		if err := e.fs.WriteString(e.base+"/apply", "0x1"); err != nil {
+			return fmt.Errorf("commit %s/apply: %w", e.base, err)
+		}
 	}
 	got, err := e.fs.ReadTrimmed(p)
 	if err != nil {
