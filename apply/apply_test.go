@@ -383,3 +383,45 @@ func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 		t.Error("MTU change not rolled back")
 	}
 }
+
+// [nccl] write: the managed block goes to the top of the user's file, NCCL
+// (by its own parsing rules) sees the derived values, user lines stay byte
+// for byte, and rollback restores the previous file exactly.
+func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-lossless", "base.toml")
+	conf := filepath.Join(r.root, "etc", "nccl.conf")
+	user := "# site defaults\r\nNCCL_DEBUG=WARN\r\nNCCL_IB_TC=96\nNCCL_SOCKET_IFNAME==eth0"
+	if err := os.WriteFile(conf, []byte(user), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r.plan = policy.Diff(r.d, r.h.Observe(r.d))
+	txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(conf)
+	seen := map[string]string{}
+	for _, v := range nic.ParseNCCLConf(data) {
+		seen[v.Name] = v.Value
+	}
+	// What NCCL itself would set: the block wins over the user's IB_TC.
+	if seen["NCCL_IB_TC"] != "106" || seen["NCCL_IB_HCA"] != "=mlx5_0:1,mlx5_1:1" || seen["NCCL_DEBUG"] != "WARN" {
+		t.Fatalf("NCCL would see %v\n%s", seen, data)
+	}
+	if !strings.HasSuffix(string(data), user) {
+		t.Errorf("user lines not kept byte for byte:\n%q", data)
+	}
+	if err := r.h.Rollback(txn.J, r.opts); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(conf)
+	if string(after) != user {
+		t.Errorf("after rollback:\n%q\nwant\n%q", after, user)
+	}
+	if fi, _ := os.Stat(conf); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode after rollback %v, want 0640", fi.Mode().Perm())
+	}
+}

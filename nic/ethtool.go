@@ -379,12 +379,13 @@ func (l *Live) statsOnce(ifname string) (map[string]uint64, error) {
 
 // statsMap pairs ETH_GSTRING_LEN-byte, NUL-padded names with host-endian
 // u64 values. Empty names are skipped; if a driver repeats a name, the last
-// value wins.
+// value wins. Surrounding spaces are trimmed: some mlx5 releases name a
+// counter "tx_pause_storm_warning_events " (trailing space, en_stats.c).
 func statsMap(names, values []byte) map[string]uint64 {
 	n := len(values) / 8
 	m := make(map[string]uint64, n)
 	for i := range n {
-		name := unix.ByteSliceToString(names[i*ethGstringLen : (i+1)*ethGstringLen])
+		name := strings.TrimSpace(unix.ByteSliceToString(names[i*ethGstringLen : (i+1)*ethGstringLen]))
 		if name != "" {
 			m[name] = binary.NativeEndian.Uint64(values[8*i:])
 		}

@@ -138,16 +138,17 @@ func TestGstringsCountMismatch(t *testing.T) {
 }
 
 func TestStatsMap(t *testing.T) {
-	names := make([]byte, 3*ethGstringLen)
+	names := make([]byte, 4*ethGstringLen)
 	copy(names[0:], "rx_prio3_pause")
 	// names[32:64] empty: skipped
 	copy(names[64:], strings.Repeat("x", ethGstringLen)) // no NUL: all 32 bytes
-	values := make([]byte, 3*8)
-	for i, v := range []uint64{7, 8, 9} {
+	copy(names[96:], "tx_pause_storm_warning_events ")   // as some mlx5 releases spell it
+	values := make([]byte, 4*8)
+	for i, v := range []uint64{7, 8, 9, 10} {
 		binary.NativeEndian.PutUint64(values[8*i:], v)
 	}
 	got := statsMap(names, values)
-	want := map[string]uint64{"rx_prio3_pause": 7, strings.Repeat("x", ethGstringLen): 9}
+	want := map[string]uint64{"rx_prio3_pause": 7, strings.Repeat("x", ethGstringLen): 9, "tx_pause_storm_warning_events": 10}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("statsMap = %v, want %v", got, want)
 	}

@@ -3,19 +3,19 @@
 package dcb
 
 // Lab test: the client against the real kernel dcbnl code, on a netdevsim
-// port that the lab's patch (shared/lab/nsim-dcb/netdevsim-dcbnl.patch)
+// port that the lab's patch (test/lab/nsim-dcb/netdevsim-dcbnl.patch)
 // gives IEEE DCB ops: PFC, ETS, maxrate, buffer and DCBX are stored by the
 // driver, APP entries go to the kernel's generic table. It runs only inside
 // the throw-away lab VM, where writing to /sys is harmless:
 //
 //	CGO_ENABLED=0 go test -tags lab -c -o /tmp/dcblab.test ./nic/dcb
-//	LAB_QUIET=1 shared/lab/run-lab.sh /tmp/dcblab.test -test.v
+//	make lab-short (or test/lab/run-go-tests.sh)
 //
 // What the patch's driver does, which the expectations below follow:
 //   - getets forces ets_cap 8; setets refuses prio_tc ≥ 8 and an ETS
 //     bandwidth sum other than 0 or 100 (-EINVAL);
 //   - getpfc forces pfc_cap 8 and reports the debugfs counter
-//     ports/0/pfc_pkts_prio3 as requests[3] and indications[3]; setpfc keeps
+//     ports/0/stats/{tx,rx}_prio3_pause as requests[3] and indications[3]; setpfc keeps
 //     pfc_en, mbc, delay;
 //   - getbuffer forces total_size 256 KiB; setbuffer refuses buffers adding
 //     up to more (-EINVAL);
@@ -65,7 +65,7 @@ func newNetdevsim(t *testing.T) string {
 
 func TestLabNetdevsimDCB(t *testing.T) {
 	if os.Getenv("LAB_IF0") == "" {
-		t.Skip("runs only inside the lab VM (shared/lab/run-lab.sh sets LAB_IF0)")
+		t.Skip("runs only inside the lab VM (make lab / test/lab/run-go-tests.sh sets LAB_IF0)")
 	}
 	ifname := newNetdevsim(t)
 	c := NewClient()
@@ -120,14 +120,18 @@ func TestLabNetdevsimDCB(t *testing.T) {
 		if got.Enable != 0x08 || got.Delay != 4096 || got.Cap != 8 {
 			t.Fatalf("read back %+v", got)
 		}
-		// A pause counter the driver reports lands at requests[3] /
-		// indications[3]: offsets 8+3*8 and 72+3*8 of ieee_pfc, for real.
-		debug := "/sys/kernel/debug/netdevsim/netdevsim" + nsimID + "/ports/0/pfc_pkts_prio3"
-		if err := os.WriteFile(debug, []byte("42"), 0); err != nil {
+		// The driver's pause counters land at requests[3] (sent) and
+		// indications[3] (received): offsets 8+3*8 and 72+3*8 of ieee_pfc,
+		// for real. Two different values tell the two arrays apart.
+		stats := "/sys/kernel/debug/netdevsim/netdevsim" + nsimID + "/ports/0/stats/"
+		if err := os.WriteFile(stats+"tx_prio3_pause", []byte("42"), 0); err != nil {
+			t.Fatalf("debugfs: %v", err)
+		}
+		if err := os.WriteFile(stats+"rx_prio3_pause", []byte("17"), 0); err != nil {
 			t.Fatalf("debugfs: %v", err)
 		}
 		got = *get(t).PFC
-		if got.Requests != [8]uint64{3: 42} || got.Indications != [8]uint64{3: 42} {
+		if got.Requests != [8]uint64{3: 42} || got.Indications != [8]uint64{3: 17} {
 			t.Fatalf("counters %v / %v", got.Requests, got.Indications)
 		}
 		crossCheckPFCWithIproute2(t, ifname, got)
