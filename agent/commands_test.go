@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestVerifyReadBackOnFixtureHosts(t *testing.T) {
+	code, out, errs := run(t, nil, "verify", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
+	if code != ExitOK || !strings.Contains(out, "setting(s) hold their profile values") {
+		t.Fatalf("verify on the configured host: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = run(t, nil, "verify", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
+	if code != ExitError || !strings.Contains(out, "verify: ens1f0np0.qos.pfc: want [3], have []") {
+		t.Fatalf("verify on the factory host: exit %d\n%s", code, out)
+	}
+	// Loopback needs verbs: the default build says so instead of pretending.
+	code, out, _ = run(t, nil, "verify", "--loopback", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
+	if code != ExitError || !strings.Contains(out, "verbs support not built in") && !strings.Contains(out, "no RoCE v2 IPv4 GID") && !strings.Contains(out, "no such") {
+		t.Fatalf("verify --loopback: exit %d\n%s", code, out)
+	}
+}
+
+func TestNCCLEnvFormatsAndWrite(t *testing.T) {
+	snap := repo("testdata/hosts/cx6dx-ofed-lossless")
+	// This host's two ports have their IPv4 RoCE v2 GID at different
+	// indexes (as the captured GID tables do), so no single
+	// NCCL_IB_GID_INDEX fits: said, and exit 1, the rest still printed.
+	code, out, errs := run(t, nil, "nccl-env", "-p", repo("profiles/base.toml"), "--snapshot", snap)
+	if code != ExitError || !strings.Contains(errs, "NCCL_IB_GID_INDEX: cannot derive: ports disagree on the RoCE v2 IPv4 GID index (mlx5_0:1=5, mlx5_1:1=3)") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n", "NCCL_IB_TC=106\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("env output lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = run(t, nil, "nccl-env", "--format", "shell", "-p", repo("profiles/base.toml"), "--snapshot", snap)
+	if !strings.Contains(out, "export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'\n") && !strings.Contains(out, "export NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n") {
+		t.Errorf("shell output:\n%s", out)
+	}
+	_, out, _ = run(t, nil, "nccl-env", "--format", "json", "-p", repo("profiles/base.toml"), "--snapshot", snap)
+	var m map[string]string
+	if err := json.Unmarshal([]byte(out), &m); err != nil || m["NCCL_IB_TC"] != "106" {
+		t.Errorf("json output %q: %v", out, err)
+	}
+	// --write into a copy of the host's root: what can be derived is
+	// written, the GID index is not (exit 1 says the file is incomplete).
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.Symlink(filepath.Join(snap, "sys"), filepath.Join(root, "sys"))
+	code, _, errs = run(t, nil, "--root", root, "nccl-env", "-p", repo("profiles/fat-tree-32gpu-100g.toml"), "--write", "/etc/nccl.conf")
+	data, err := os.ReadFile(filepath.Join(root, "etc/nccl.conf"))
+	if code != ExitError || err != nil || strings.Contains(string(data), "NCCL_IB_GID_INDEX") || !strings.Contains(string(data), "NCCL_IB_TIMEOUT=22\n") || !strings.HasPrefix(string(data), "# BEGIN rocectl managed block") {
+		t.Fatalf("write: exit %d %v\n%s\n%s", code, err, errs, data)
+	}
+}
+
+func TestTopoCommand(t *testing.T) {
+	dirs, _ := filepath.Glob(repo("nic/testdata/pci/*"))
+	var root string
+	for _, d := range dirs {
+		if strings.Contains(d, "hgx") {
+			root = d
+		}
+	}
+	if root == "" {
+		t.Fatal("no HGX PCI fixture")
+	}
+	code, out, errs := run(t, nil, "--root", root, "topo")
+	if code != ExitOK || !strings.Contains(out, "NCCL_IB_HCA==") || !strings.Contains(out, "PIX") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// The agent in audit mode: READY=1 to systemd after the first check, and
+// the drift on /metrics.
+func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := NewEnv(io.Discard, io.Discard)
+	cmd := NewRootCommand(env)
+	cmd.SetArgs([]string{"--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"), "agent", "-p", repo("profiles/connectx-lossless.toml"),
+		"--mode", "audit", "--interval", "1h", "--metrics-addr", addr})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	ready := false
+	for !ready {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no READY=1 from the agent: %v", err)
+		}
+		ready = strings.Contains(string(buf[:n]), "READY=1")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`rocectl_drift_settings{profile="connectx-lossless"} 46`,
+		`rocectl_last_check_success 1`,
+		`rdma_netdev_pause_storm_events_total{netdev="ens1f0np0",severity="error"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("agent did not stop on cancel")
+	}
+}
