@@ -38,9 +38,7 @@ func (r *portReader) dcbState() (*dcb.State, error) {
 	if !r.dcbDone {
 		r.dcbDone = true
 		r.dcb, r.dcbErr = r.h.K.DCB(r.port.Netdev)
-		if r.dcbErr != nil && isUnsupported(r.dcbErr) {
-			r.dcbErr = nic.Unsupportedf("DCB not supported by driver %s", orUnknown(r.driver))
-		}
+		r.dcbErr = r.unsupportedAs(r.dcbErr, "DCB")
 	}
 	return r.dcb, r.dcbErr
 }
@@ -50,6 +48,16 @@ func orUnknown(s string) string {
 		return "(unknown)"
 	}
 	return s
+}
+
+// unsupportedAs words a "not supported" errno the same way whether it comes
+// from the live kernel or a snapshot: "<what> not supported by driver X".
+// Other errors pass through.
+func (r *portReader) unsupportedAs(err error, what string) error {
+	if isUnsupported(err) && !errors.Is(err, nic.ErrUnsupported) {
+		return nic.Unsupportedf("%s not supported by driver %s", what, orUnknown(r.driver))
+	}
+	return err
 }
 
 func (r *portReader) ecnIface() (*nic.ECN, error) {
@@ -85,7 +93,7 @@ func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting) (v strin
 	case policy.KindRxRing, policy.KindTxRing:
 		rg, err := h.K.Rings(nd)
 		if err != nil {
-			return "", false, err
+			return "", false, r.unsupportedAs(err, "ring sizes (ethtool -G)")
 		}
 		cur, max := rg.Rx, rg.RxMax
 		if s.Kind == policy.KindTxRing {
@@ -98,7 +106,7 @@ func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting) (v strin
 	case policy.KindPrivFlag:
 		flags, err := h.K.PrivFlags(nd)
 		if err != nil {
-			return "", false, err
+			return "", false, r.unsupportedAs(err, "private flags")
 		}
 		v, ok := flags[s.Arg]
 		if !ok {
@@ -113,13 +121,13 @@ func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting) (v strin
 	case policy.KindGlobalPause:
 		p, err := h.K.Pause(nd)
 		if err != nil {
-			return "", false, err
+			return "", false, r.unsupportedAs(err, "global pause (ethtool -A)")
 		}
 		return formatPause(p), true, nil
 	case policy.KindStormPrevention:
 		ms, err := h.K.PFCPreventionTimeout(nd)
 		if err != nil {
-			return "", false, err
+			return "", false, r.unsupportedAs(err, "PFC storm prevention (ethtool tunable pfc-prevention-tout)")
 		}
 		// mlx5 reads "auto" (0xffff) back as its value, 100 ms.
 		if ms == 100 && s.Value == "auto" {

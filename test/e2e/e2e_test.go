@@ -326,3 +326,29 @@ func killWatchers(state string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// capture with the live kernel: the veths' real rtnetlink/ethtool/dcbnl
+// answers (including the EOPNOTSUPPs) and the root's files go into a
+// snapshot that audits like the host itself.
+func TestCaptureLiveKernelThenAuditOffline(t *testing.T) {
+	h := newHost(t)
+	out := filepath.Join(t.TempDir(), "cap")
+	code, msg := h.run("capture", "-o", out)
+	if code != 0 || !strings.Contains(msg, "2 RoCE port(s)") {
+		t.Fatalf("capture: exit %d\n%s", code, msg)
+	}
+	kj, err := os.ReadFile(filepath.Join(out, "kernel.json"))
+	if err != nil || !strings.Contains(string(kj), `"driver": "veth"`) || !strings.Contains(string(kj), `"dcb": "EOPNOTSUPP"`) {
+		t.Fatalf("kernel.json should hold the veths' real answers:\n%.2000s", kj)
+	}
+	var live, offline bytes.Buffer
+	c := h.cmd("audit", "-o", "json", "-p", h.profile)
+	c.Stdout = &live
+	_ = c.Run()
+	cmd := exec.Command(bin, "audit", "-o", "json", "-p", h.profile, "--snapshot", out)
+	cmd.Stdout = &offline
+	_ = cmd.Run()
+	if offline.String() != live.String() {
+		t.Errorf("audit of the capture differs from the live audit\nlive:    %s\ncapture: %s", live.String(), offline.String())
+	}
+}
