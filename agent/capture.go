@@ -43,8 +43,8 @@ rocectl audit -p PROFILE --snapshot DIR. Nothing on the host is changed.`,
 			if err != nil {
 				return fmt.Errorf("the capture does not read back: %w", err)
 			}
-			fmt.Fprintf(env.Stdout, "Captured %s into %s (%d unreadable file(s) listed in snapshot.json).\n",
-				snapshot.Describe(inv, len(s.State().Links)), out, len(s.Meta.Unreadable))
+			fmt.Fprintf(env.Stdout, "Capture written to %s: %s (%d unreadable file(s) listed in snapshot.json).\n",
+				out, snapshot.Describe(inv, len(s.State().Links)), len(s.Meta.Unreadable))
 			return nil
 		},
 	}

@@ -161,7 +161,7 @@ func errnoOf(err error) string {
 // Describe says in one line what a capture holds, for the command's output.
 func Describe(inv *nic.Inventory, links int) string {
 	if len(inv.Ports) == 0 {
-		return fmt.Sprintf("no RoCE devices found; captured %d netdev(s)", links)
+		return fmt.Sprintf("no RoCE devices found, %d netdev(s)", links)
 	}
 	var names []string
 	for _, p := range inv.Ports {
