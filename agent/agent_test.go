@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -220,4 +221,38 @@ func configOf(t *testing.T, sim *snapshot.Sim) string {
 	}
 	b, _ := json.Marshal(st)
 	return string(b)
+}
+
+// resettingKernel is a driver that silently puts the MTU back when PFC
+// changes (as a firmware reset of the port would): every step reads back
+// fine on its own, but the whole host does not hold the profile.
+type resettingKernel struct {
+	*snapshot.Sim
+}
+
+func (k resettingKernel) SetPFC(ifname string, p dcb.PFC) error {
+	if err := k.Sim.SetPFC(ifname, p); err != nil {
+		return err
+	}
+	return k.Sim.SetMTU(ifname, 1500)
+}
+
+func TestApplyVerificationFailureRollsBackExit3(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	before := configOf(t, sim)
+	code, out, errs := run(t, resettingKernel{sim}, "--root", root, "--state-dir", t.TempDir(), "apply", "--soak", "0", "-p", repo("profiles/connectx-lossless.toml"))
+	if code != ExitRolledBack {
+		t.Fatalf("exit %d, want 3\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "verify: ens1f0np0.link.mtu: want 9000, have 1500") || !strings.Contains(errs, "host restored") {
+		t.Errorf("stderr:\n%s", errs)
+	}
+	if configOf(t, sim) != before {
+		t.Error("host not restored")
+	}
+	// --no-verify skips that check (the operator's call): applied, exit 0.
+	code, _, errs = run(t, resettingKernel{sim}, "--root", root, "--state-dir", t.TempDir(), "apply", "--soak", "0", "--no-verify", "-p", repo("profiles/connectx-lossless.toml"))
+	if code != ExitOK {
+		t.Fatalf("--no-verify: exit %d\n%s", code, errs)
+	}
 }
