@@ -234,3 +234,21 @@ func TestLabStormRollsBackRealDCB(t *testing.T) {
 		t.Errorf("after the storm rollback, dcb pfc show says %v, want [3]", got)
 	}
 }
+
+// devlink through the real genl family: netdevsim's max_macs is a
+// driverinit parameter, so the plan says it needs a reload.
+func TestLabDevlinkDriverinitParam(t *testing.T) {
+	l := newLabNIC(t)
+	prof := filepath.Join(t.TempDir(), "dl.toml")
+	os.WriteFile(prof, []byte(fmt.Sprintf("[match]\nnetdevs = [%q]\n[devlink]\nmax_macs = 16\n", l.port.Ifname)), 0o600)
+	code, out, errs := l.rocectl(t, "audit", "-p", prof)
+	if code != ExitDrift || !strings.Contains(out, "note: driverinit parameter: takes effect after `devlink dev reload netdevsim/netdevsim7`") {
+		t.Fatalf("audit: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := l.rocectl(t, "apply", "--soak", "0", "-p", prof); code != ExitOK {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	if show := sh(t, "devlink", "dev", "param", "show", "netdevsim/netdevsim7", "name", "max_macs"); !strings.Contains(show, "cmode driverinit value 16") {
+		t.Errorf("devlink says:\n%s", show)
+	}
+}

@@ -122,6 +122,9 @@ func renderPlanText(w io.Writer, pl *planned, verb string) {
 			} else {
 				fmt.Fprintf(w, "    ~ %s = %s -> %s\n", c.Key, c.Before, c.Value)
 			}
+			if c.Note != "" {
+				fmt.Fprintf(w, "        note: %s\n", c.Note)
+			}
 		}
 		renderUnsupported(w, s.unsupported)
 		for _, e := range s.errors {
@@ -169,6 +172,7 @@ type ReportChange struct {
 	Before string `json:"before"`
 	After  string `json:"after"`
 	Absent bool   `json:"before_absent,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
 
 func newReport(pl *planned) *Report {
@@ -181,7 +185,7 @@ func newReport(pl *planned) *Report {
 	r.InSync = pl.plan.InSync
 	r.Ports = append(r.Ports, pl.inv.Ports...)
 	for _, c := range pl.plan.Changes {
-		rc := ReportChange{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent}
+		rc := ReportChange{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent, Note: c.Note}
 		if c.Port != nil {
 			rc.Netdev = c.Port.Netdev
 		}

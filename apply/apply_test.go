@@ -425,3 +425,29 @@ func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
 		t.Errorf("mode after rollback %v, want 0640", fi.Mode().Perm())
 	}
 }
+
+// mlx5's enable_roce is a driverinit parameter: rocectl sets it, reads it
+// back, and says it takes effect only after a devlink reload.
+func TestDevlinkDriverinitNeedsReload(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	prof := filepath.Join(t.TempDir(), "dl.toml")
+	os.WriteFile(prof, []byte("[devlink]\nenable_roce = false\n"), 0o600)
+	p, err := policy.Load(prof, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	plan := policy.Diff(d, h.Observe(d))
+	if len(plan.Changes) != 2 || !strings.Contains(plan.Changes[0].Note, "devlink dev reload pci/0000:3b:00.0") {
+		t.Fatalf("plan: %+v", plan.Changes)
+	}
+	txn, _ := h.Begin(d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	params := sim.State().Devlink["pci/0000:3b:00.0"]
+	if len(params) != 1 || params[0].Values[0].Value != false {
+		t.Fatalf("devlink state %+v", params)
+	}
+}

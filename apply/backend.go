@@ -74,7 +74,7 @@ func (r *portReader) nicPort() nic.Port {
 
 // read returns the canonical value the host holds for s; present is false
 // when the host has no value at all (no APP entry, no NCCL line).
-func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting) (v string, present bool, err error) {
+func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting, o *policy.Observed) (v string, present bool, err error) {
 	switch s.Kind {
 	case policy.KindNCCL:
 		return h.readNCCL(d, s)
@@ -135,7 +135,7 @@ func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting) (v strin
 		}
 		return policy.FormatStorm(ms), true, nil
 	case policy.KindDevlink:
-		return h.readDevlink(r, s)
+		return h.readDevlink(r, s, o)
 	case policy.KindECNEnable, policy.KindECNParam:
 		return h.readECN(r, s)
 	case policy.KindRoCEMode, policy.KindRoCETOS:
@@ -345,29 +345,50 @@ func (h *Host) readECN(r *portReader, s policy.Setting) (string, bool, error) {
 	return strconv.FormatInt(v, 10), err == nil, err
 }
 
-func (h *Host) readDevlink(r *portReader, s policy.Setting) (string, bool, error) {
-	if r.port.PCI == "" {
-		return "", false, nic.Unsupportedf("%s has no PCI device, so no devlink instance", r.port.Netdev)
+func (h *Host) devlinkHandle(p *policy.Port) (string, error) {
+	if dev := nic.DevlinkHandle(h.FS, p.Netdev); dev != "" {
+		return dev, nil
 	}
-	params, err := h.K.DevlinkParams("pci/" + r.port.PCI)
+	if p.PCI != "" {
+		return "pci/" + p.PCI, nil
+	}
+	return "", nic.Unsupportedf("%s has no bus device, so no devlink instance", p.Netdev)
+}
+
+// readDevlink reads a devlink parameter's runtime value, or its driverinit
+// value when it has no runtime mode; a change to such a parameter is noted
+// as needing a devlink reload, never presented as taking effect.
+func (h *Host) readDevlink(r *portReader, s policy.Setting, o *policy.Observed) (string, bool, error) {
+	dev, err := h.devlinkHandle(r.port)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", false, nic.Unsupportedf("devlink is not available on this kernel")
-		}
 		return "", false, err
+	}
+	params, err := h.K.DevlinkParams(dev)
+	if err != nil {
+		return "", false, r.unsupportedAs(err, "devlink")
 	}
 	for _, p := range params {
 		if p.Name != s.Arg {
 			continue
 		}
-		for _, v := range p.Values {
-			if v.Cmode == nic.CmodeRuntime || v.Cmode == nic.CmodeDriverinit {
+		var driverinit *nic.DevlinkParamValue
+		for i, v := range p.Values {
+			switch v.Cmode {
+			case nic.CmodeRuntime:
 				return fmt.Sprint(v.Value), true, nil
+			case nic.CmodeDriverinit:
+				driverinit = &p.Values[i]
 			}
+		}
+		if driverinit != nil {
+			if o != nil {
+				o.Notes[s.Key] = fmt.Sprintf("driverinit parameter: takes effect after `devlink dev reload %s`", dev)
+			}
+			return fmt.Sprint(driverinit.Value), true, nil
 		}
 		return "", false, nic.Unsupportedf("devlink parameter %s can only be changed permanently (firmware reset), not at run time", s.Arg)
 	}
-	return "", false, nic.Unsupportedf("pci/%s has no devlink parameter %s", r.port.PCI, s.Arg)
+	return "", false, nic.Unsupportedf("%s has no devlink parameter %s", dev, s.Arg)
 }
 
 func (h *Host) readNCCL(d *policy.Desired, s policy.Setting) (string, bool, error) {

@@ -237,7 +237,7 @@ func (h *Host) checkStep(st Step, undo bool) error {
 		if c.Kind == policy.KindNCCL {
 			v, present, err = h.readNCCLFile(st.Undo.Path, c.Arg)
 		} else {
-			v, present, err = h.read(r, nil, c.Setting)
+			v, present, err = h.read(r, nil, c.Setting, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("read back %s: %w", c.Key, err)

@@ -70,7 +70,7 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 }
 
 func (h *Host) observe(r *portReader, d *policy.Desired, s policy.Setting, o *policy.Observed) {
-	v, present, err := h.read(r, d, s)
+	v, present, err := h.read(r, d, s, o)
 	switch {
 	case err == nil && present:
 		o.Values[s.Key] = v

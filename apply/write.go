@@ -528,10 +528,10 @@ func (h *Host) writeRings(port *policy.Port, vals map[policy.Kind]policy.Change,
 }
 
 func (h *Host) writeDevlink(port *policy.Port, name, v string) error {
-	if port.PCI == "" {
-		return nic.Unsupportedf("%s has no PCI device, so no devlink instance", port.Netdev)
+	dev, err := h.devlinkHandle(port)
+	if err != nil {
+		return err
 	}
-	dev := "pci/" + port.PCI
 	params, err := h.K.DevlinkParams(dev)
 	if err != nil {
 		return err

@@ -128,6 +128,22 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 	return p, nil
 }
 
+// DevlinkHandle is the devlink instance of a netdev's device, "bus/name"
+// (pci/0000:3b:00.0, netdevsim/netdevsim1), from the device link and its
+// subsystem; "" for devices without one (veth).
+func DevlinkHandle(fs FS, netdev string) string {
+	dev := "/sys/class/net/" + netdev + "/device"
+	real, err := fs.Resolve(dev)
+	if err != nil {
+		return ""
+	}
+	bus, err := fs.Readlink(dev + "/subsystem")
+	if err != nil {
+		return ""
+	}
+	return path.Base(bus) + "/" + path.Base(real)
+}
+
 // portState turns "4: ACTIVE" into "ACTIVE".
 func portState(fs FS, p string) string {
 	s, err := fs.ReadTrimmed(p)

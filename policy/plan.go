@@ -7,13 +7,16 @@ package policy
 type Observed struct {
 	Values      map[string]string
 	Unsupported map[string]string
+	// Notes are things an operator must know about a change that will be
+	// made, e.g. "takes effect after devlink dev reload".
+	Notes map[string]string
 	// Errors are keys whose read failed for another reason (EPERM, ...).
 	Errors map[string]string
 }
 
 // NewObserved returns an empty Observed.
 func NewObserved() *Observed {
-	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}}
+	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}}
 }
 
 // Change is one planned change.
@@ -21,6 +24,7 @@ type Change struct {
 	Setting
 	Before string // canonical value on the host; "" when absent
 	Absent bool   // the host has no value at all for this key
+	Note   string // what the operator must know, e.g. "needs devlink reload"
 }
 
 // Unsupported is a setting the port (or host) cannot take, with why.
@@ -69,7 +73,7 @@ func Diff(d *Desired, o *Observed) *Plan {
 			plan.InSync++
 			continue
 		}
-		plan.Changes = append(plan.Changes, Change{Setting: s, Before: before, Absent: !present})
+		plan.Changes = append(plan.Changes, Change{Setting: s, Before: before, Absent: !present, Note: o.Notes[s.Key]})
 	}
 	plan.Unsupported = append(plan.Unsupported, d.Unresolved...)
 	return plan
