@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -23,6 +22,7 @@ type applyFlags struct {
 	noVerify bool
 	noGuard  bool
 	soak     time.Duration
+	wait     bool
 }
 
 func newApplyCmd(env *Env) *cobra.Command {
@@ -47,6 +47,10 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 			if env.Snapshot != "" && !f.dryRun {
 				return errors.New("a snapshot is read-only: use audit, or apply --dry-run")
 			}
+			if !cmd.Flags().Changed("wait") {
+				// On a terminal, stay for the confirm window by default.
+				f.wait = f.output == "text" && env.progressWriter(true) != nil
+			}
 			return env.runApply(cmd.Context(), f)
 		},
 	}
@@ -58,6 +62,7 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verification after apply (read-back of every setting, verbs loopback)")
 	fl.BoolVar(&f.noGuard, "no-guard", false, "skip the pause-storm soak after apply")
 	fl.DurationVar(&f.soak, "soak", -1, "override the profile's guard soak window")
+	fl.BoolVar(&f.wait, "wait", false, "with --confirm: stay until commit or the deadline, watching pause counters (default on a terminal)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }
@@ -168,6 +173,11 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		if text {
 			fmt.Fprintf(env.Stdout, "Confirm within %v (by %s, %s): rocectl commit %s — otherwise the change is reverted.\n",
 				f.confirm, deadline.Format(time.RFC3339), how, txn.J.ID)
+		}
+		if f.wait {
+			// The commit comes from another rocectl, which needs the lock.
+			lock.Release()
+			return env.waitConfirm(ctx, h, pl, txn.J.ID, deadline, g, text)
 		}
 	} else if err := txn.Finish(time.Time{}); err != nil {
 		return err
@@ -404,5 +414,91 @@ func (env *Env) rollbackIfExpired(h *apply.Host, store apply.Store, args []strin
 	return nil
 }
 
-var _ = policy.HostScope
-var _ = os.Getpid
+
+// waitConfirm stays in the foreground during a confirm window: a progress
+// line (time left, worst pause occupancy), the pause-storm guard still
+// running (a storm reverts at once, exit 3), until `rocectl commit` (exit
+// 0) or the deadline, when the armed timer reverts the change (exit 3).
+// Leaving early (Ctrl-C) keeps the deadline armed.
+func (env *Env) waitConfirm(ctx context.Context, h *apply.Host, pl *planned, id string, deadline time.Time, g policy.GuardSpec, text bool) error {
+	store := env.store()
+	det := verify.NewDetector(verify.GuardConfig{DetectionTime: g.DetectionTime, MaxPauseOccupancy: g.MaxPauseOccupancy, MaxPauseFramesPerSecond: g.MaxPauseFramesPerSecond})
+	sources := env.counterSources(h, pl)
+	progress := env.progressWriter(text)
+	tick := time.NewTicker(g.Poll)
+	defer tick.Stop()
+	defer func() {
+		if progress != nil {
+			fmt.Fprint(progress, "\r\033[K")
+		}
+	}()
+	for {
+		j, err := store.Load(id)
+		if err != nil {
+			return err
+		}
+		switch j.State {
+		case apply.StateCommitted:
+			fmt.Fprintf(env.Stdout, "Committed: apply %s stays.\n", id)
+			return nil
+		case apply.StateRolledBack, apply.StateRollbackFailed:
+			fmt.Fprintf(env.Stderr, "apply %s was not committed in time and has been reverted (%d setting(s) restored)\n", id, len(j.Restored))
+			if j.State == apply.StateRollbackFailed {
+				return silent(ExitError)
+			}
+			return silent(ExitRolledBack)
+		}
+		if g.Enabled {
+			for _, s := range sources {
+				c, err := s.Read()
+				if err != nil {
+					continue
+				}
+				if storm := det.Observe(s.Port, time.Now(), c); storm != nil {
+					return env.revertPending(h, store, id, storm.String())
+				}
+			}
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "\rconfirm: %v left, worst pause occupancy %.2f %s — rocectl commit %s   ",
+				time.Until(deadline).Round(time.Second), det.Worst, det.WorstAt, id)
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(env.Stderr, "\nleft the confirm window; the deadline stays armed: rocectl commit %s before %s\n", id, deadline.Format(time.RFC3339))
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// revertPending rolls back a confirm-pending apply now (a storm during its
+// window), unless it was settled meanwhile.
+func (env *Env) revertPending(h *apply.Host, store apply.Store, id, why string) error {
+	for {
+		lock, err := store.Acquire("apply (storm in confirm window)")
+		if errors.Is(err, apply.ErrLocked) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+		break
+	}
+	j, err := store.Load(id)
+	if err != nil {
+		return err
+	}
+	if j.State != apply.StateConfirmPending {
+		return fmt.Errorf("pause storm (%s), but apply %s is already %s", why, id, j.State)
+	}
+	fmt.Fprintf(env.Stderr, "rolling back: %s\n", why)
+	if err := h.Rollback(j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
+		fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s`\n", err, id)
+		return silent(ExitError)
+	}
+	fmt.Fprintf(env.Stderr, "host restored: %d setting(s) put back (journal %s)\n", len(j.Restored), id)
+	return silent(ExitRolledBack)
+}

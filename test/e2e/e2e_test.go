@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -351,4 +352,53 @@ func TestCaptureLiveKernelThenAuditOffline(t *testing.T) {
 	if offline.String() != live.String() {
 		t.Errorf("audit of the capture differs from the live audit\nlive:    %s\ncapture: %s", live.String(), offline.String())
 	}
+}
+
+// --wait keeps apply in the foreground for the confirm window: a commit
+// from another rocectl ends it with exit 0; no commit ends it with the
+// change reverted, exit 3.
+func TestConfirmWaitInForeground(t *testing.T) {
+	h := newHost(t)
+	t.Cleanup(func() { killWatchers(h.state) })
+	c := h.cmd("apply", "--confirm", "20s", "--wait", "-p", h.profile)
+	var out syncBuffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "rocectl commit") })
+	if code, msg := h.run("commit"); code != 0 {
+		t.Fatalf("commit: exit %d\n%s", code, msg)
+	}
+	if err := c.Wait(); err != nil || !strings.Contains(out.String(), "Committed: apply") {
+		t.Fatalf("apply --wait after commit: %v\n%s", err, out.String())
+	}
+
+	h2 := newHost(t)
+	t.Cleanup(func() { killWatchers(h2.state) })
+	code, msg := h2.run("apply", "--confirm", "1s", "--wait", "-p", h2.profile)
+	if code != 3 || !strings.Contains(msg, "was not committed in time and has been reverted") {
+		t.Fatalf("apply --wait without commit: exit %d\n%s", code, msg)
+	}
+	if m := h2.mtu("ens1f0np0"); m != 1500 {
+		t.Errorf("MTU %d after the unconfirmed window", m)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
