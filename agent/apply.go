@@ -414,7 +414,6 @@ func (env *Env) rollbackIfExpired(h *apply.Host, store apply.Store, args []strin
 	return nil
 }
 
-
 // waitConfirm stays in the foreground during a confirm window: a progress
 // line (time left, worst pause occupancy), the pause-storm guard still
 // running (a storm reverts at once, exit 3), until `rocectl commit` (exit
