@@ -1,0 +1,160 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// benchHost is a writable host with the ConnectX recipe resolved for it:
+// the committed 2-port cx6dx-ofed-factory fixture, or that host scaled to
+// more ports by mkhosts. Its root is under b.TempDir(), on the same file
+// system as the journal's state dir (disk, here: the fsyncs are real).
+type benchHost struct {
+	h *Host
+	d *policy.Desired
+}
+
+func newBenchHost(b *testing.B, ports int) *benchHost {
+	b.Helper()
+	var root string
+	var sim *snapshot.Sim
+	if ports == 2 {
+		root, sim = fixturehost.Copy(b, "cx6dx-ofed-factory")
+	} else {
+		tmpl := filepath.Join(b.TempDir(), "host")
+		if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), tmpl, ports); err != nil {
+			b.Fatal(err)
+		}
+		s, err := snapshot.Open(tmpl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		root = b.TempDir()
+		if err := fixturehost.CopyTree(tmpl, root); err != nil {
+			b.Fatal(err)
+		}
+		sim = snapshot.NewSim(s.State())
+	}
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	p, err := policy.Load(profilePath("connectx-lossless.toml"), policy.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	if len(d.Ports) != ports {
+		b.Fatalf("the recipe matches %d ports, want %d", len(d.Ports), ports)
+	}
+	return &benchHost{h: h, d: d}
+}
+
+func (bh *benchHost) plan(b *testing.B) *policy.Plan {
+	pl := policy.Diff(bh.d, bh.h.Observe(bh.d))
+	if !pl.Changed() || len(pl.Errors) > 0 {
+		b.Fatalf("plan: changed %v, errors %v", pl.Changed(), pl.Errors)
+	}
+	return pl
+}
+
+// BenchmarkJournalSave is one durable write of the journal of a full 2-port
+// recipe plan (46 changes with their before-values), as Begin makes before
+// the first write: JSON, temp file, fsync, rename, fsync of the directory.
+// /marshal is the JSON alone, to split CPU from the file system's part.
+func BenchmarkJournalSave(b *testing.B) {
+	bh := newBenchHost(b, 2)
+	opts := Options{Store: Store{Dir: b.TempDir()}}
+	txn, err := bh.h.Begin(bh.d, bh.plan(b), "bench", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := json.MarshalIndent(txn.J, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("save", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := opts.Store.Save(txn.J); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(data)), "journal-bytes")
+	})
+	b.Run("marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.MarshalIndent(txn.J, "", "  "); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkApplyRecipe is Begin+Run of the ConnectX recipe on a factory
+// host (simulated kernel, files in a temporary root): journal, every write,
+// every read-back, the final journal save. Verification retries are the
+// profile defaults (5 × 1 s); a Sim reads back at once, so none waits.
+//
+// journal-share-% is the part of an apply spent in its two journal saves
+// (Begin's and Run's last), measured by timing two Saves of the same
+// journal right after each apply, outside the timer. Between iterations
+// the host is put back by Rollback (also outside the timer) rather than
+// by a fresh copy: copying the 64-port tree takes seconds here.
+func BenchmarkApplyRecipe(b *testing.B) {
+	for _, ports := range []int{2, 64} {
+		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
+			bh := newBenchHost(b, ports)
+			opts := Options{Store: Store{Dir: b.TempDir()}, Retries: 5, Interval: time.Second}
+			want := len(bh.plan(b).Changes)
+			var applyDur, journalDur time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				pl := bh.plan(b)
+				if len(pl.Changes) != want {
+					b.Fatalf("plan has %d changes after the reset, want %d", len(pl.Changes), want)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				txn, err := bh.h.Begin(bh.d, pl, "bench", opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := txn.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				applyDur += time.Since(t0)
+				b.StopTimer()
+				t1 := time.Now()
+				for range 2 {
+					if err := opts.Store.Save(txn.J); err != nil {
+						b.Fatal(err)
+					}
+				}
+				journalDur += time.Since(t1)
+				if err := bh.h.Rollback(txn.J, opts); err != nil {
+					b.Fatal(err)
+				}
+				// Keep the state dir as small as a real one.
+				if err := os.Remove(opts.Store.path(txn.J.ID)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(want), "changes")
+			b.ReportMetric(100*float64(journalDur)/float64(applyDur), "journal-share-%")
+			b.ReportMetric(float64(journalDur.Microseconds())/float64(b.N), "journal-µs/op")
+		})
+	}
+}

@@ -1,0 +1,55 @@
+#!/bin/bash
+# apply-vs-shell.sh - `rocectl apply` of the ConnectX recipe on a live
+# 8-port host against the same recipe as a bash script (ip, ethtool, dcb,
+# echo > sysfs), side by side; then audit times for 8 and 64 ports.
+#
+# usage: bench/apply-vs-shell.sh [applybench flags, e.g. -ports 16]   (as root)
+# env:   RUNS          runs of each side (10)
+#        AUDIT_GOBENCH 0 skips the in-process audit benchmark (go test)
+#        SUMMARY       append rows to this file (run-all.sh sets it)
+#
+# The host is real as far as a test machine allows: a fixture root written
+# by mkhosts (WriteCX6DxFactoryN, 8 ports ens{1..4}f{0,1}np{0,1}) and 4 veth
+# pairs carrying those names in a network namespace that bench/cmd/applybench
+# creates. The namespace is unnamed: it and its veths vanish with the
+# program, even if it is killed; the host's own links are never touched.
+# Both sides run inside it, each on a fresh copy of the root with every MTU
+# back at 1500; see bench/README.md.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+. bench/lib.sh
+if [ "$(id -u)" != 0 ]; then
+	echo "apply-vs-shell.sh: needs root (network namespace, MTU changes)" >&2
+	exit 1
+fi
+for t in ip ethtool dcb; do
+	command -v $t >/dev/null || { echo "apply-vs-shell.sh: the baseline needs $t (Debian: iproute2, ethtool)" >&2; exit 1; }
+done
+if [ ! -x bin/rocectl ]; then
+	echo "building bin/rocectl" >&2
+	go build -trimpath -o bin/rocectl ./cmd/rocectl
+fi
+TMP=$(mktemp -d -t applybench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+go build -o "$TMP/applybench" ./bench/cmd/applybench
+
+echo "rocectl: bin/rocectl ($(date -r bin/rocectl '+built %F %T'))"
+"$TMP/applybench" -n "${RUNS:-10}" -rocectl bin/rocectl -baseline bench/baseline-apply.sh -repo . \
+	${SUMMARY:+-summary "$SUMMARY"} "$@"
+
+if [ "${AUDIT_GOBENCH:-1}" != 0 ]; then
+	go test -run '^$' -bench 'AuditPipeline|PolicyPipeline' -benchmem ./agent/ >"$TMP/go.txt" || { cat "$TMP/go.txt"; exit 1; }
+	echo
+	echo "audit, in-process (agent benchmarks: open snapshot, discover, read back, diff; go test -bench)"
+	printf '  %-40s %12s   %s\n' "" "time/op" "target"
+	for b in AuditPipeline PolicyPipeline; do
+		for p in 8 64; do
+			ns=$(gometric "$TMP/go.txt" "Benchmark$b/ports=$p" ns/op)
+			target=-
+			[ "$p" = 64 ] && target="< 5 ms (issue \"Declarative core\")"
+			printf '  %-40s %12s   %s\n' "$b, $p ports" "$(ns2ms "$ns")" "$target"
+			summary "$b $p ports (in-process)|$(ns2ms "$ns")|-|$target"
+		done
+	done
+fi

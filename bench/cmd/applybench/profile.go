@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/rocectl/rocectl/agent"
+)
+
+// profile runs the same apply as the binary, in this process (agent's
+// command tree on a thread inside the namespace, the live kernel opened
+// there too), runs times, with a CPU profile of the applies only (pprof
+// label phase=apply; resets are left out with -tagfocus). Its median
+// against the binary's shows what process start-up costs.
+func (b *bench) profile(file string, runs int, prof string) ([]time.Duration, error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, err
+	}
+	defer pprof.StopCPUProfile()
+	var ds []time.Duration
+	for range runs {
+		if err := b.reset(); err != nil {
+			return nil, err
+		}
+		var out bytes.Buffer
+		var code int
+		var d time.Duration
+		pprof.Do(context.Background(), pprof.Labels("phase", "apply"), func(ctx context.Context) {
+			err = inThread(func() error {
+				if err := netns.Set(b.ns.h); err != nil {
+					return err
+				}
+				t0 := time.Now()
+				// NewEnv's live kernel opens its sockets on this thread, and
+				// dcbnl's per call: all inside the namespace.
+				cmd := agent.NewRootCommand(agent.NewEnv(&out, &out))
+				cmd.SetArgs([]string{"--root", b.root(), "--state-dir", b.state(), "apply", "-p", prof})
+				code = agent.ExitCode(cmd.ExecuteContext(ctx))
+				d = time.Since(t0)
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		if code != 0 {
+			return nil, fmt.Errorf("in-process apply: exit %d\n%s", code, out.String())
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
+}

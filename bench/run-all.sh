@@ -1,0 +1,56 @@
+#!/bin/bash
+# run-all.sh - every rocectl benchmark with a baseline or a target, then one
+# summary table. Full output goes to the terminal as it runs.
+#
+# usage: bench/run-all.sh        (as root: the live apply needs a namespace;
+#                                 without root that part is skipped)
+# env:   RUNS, STORM_RUNS, AUDIT_GOBENCH as the scripts it runs.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+. bench/lib.sh
+export SUMMARY
+SUMMARY=$(mktemp -t bench-summary.XXXXXX)
+GO_OUT=$(mktemp -t bench-go.XXXXXX)
+trap 'rm -f "$SUMMARY" "$GO_OUT"' EXIT
+
+echo "== machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other processes share these CPUs)"
+echo
+echo "== apply vs bash, audit (bench/apply-vs-shell.sh)"
+if [ "$(id -u)" = 0 ]; then
+	bench/apply-vs-shell.sh
+else
+	echo "skipped: needs root"
+	summary "apply 8 ports (live, veth)|skipped (not root)|-|-"
+fi
+
+echo
+echo "== journal and apply on a simulated kernel (apply benchmarks)"
+go test -run '^$' -bench 'JournalSave|ApplyRecipe' -benchmem ./apply/ | tee "$GO_OUT"
+grep -q '^ok' "$GO_OUT"
+summary "journal save, 2-port plan (fsync)|$(ns2ms "$(gometric "$GO_OUT" BenchmarkJournalSave/save ns/op)")|-|-"
+for p in 2 64; do
+	n=BenchmarkApplyRecipe/ports=$p
+	summary "apply Begin+Run, $p ports (Sim)|$(ns2ms "$(gometric "$GO_OUT" "$n" ns/op)"), journal $(gometric "$GO_OUT" "$n" journal-share-%) %|-|-"
+done
+
+echo
+echo "== pause storm -> rollback (bench/storm-latency.sh)"
+bench/storm-latency.sh
+
+echo
+echo "== summary ($(date '+%F %T'), load average now $(cut -d' ' -f1-3 /proc/loadavg))"
+{
+	echo "benchmark|rocectl|baseline|target"
+	cat "$SUMMARY"
+} | awk -F'|' '
+	{ for (i = 1; i <= 4; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } }
+	END {
+		for (r = 1; r <= NR; r++) {
+			line = ""
+			for (i = 1; i <= 3; i++) line = line sprintf("%-" w[i] "s  ", c[r, i])
+			line = line c[r, 4]
+			print line
+			if (r == 1) { for (i = 1; i <= 4; i++) printf "%s%s", sprintf("%" w[i] "s", ""), (i < 4 ? "  " : "\n") }
+		}
+	}' | sed '2s/ /-/g'
