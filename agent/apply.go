@@ -23,6 +23,7 @@ type applyFlags struct {
 	noGuard  bool
 	soak     time.Duration
 	wait     bool
+	require  bool
 }
 
 func newApplyCmd(env *Env) *cobra.Command {
@@ -51,17 +52,18 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 				// On a terminal, stay for the confirm window by default.
 				f.wait = f.output == "text" && env.progressWriter(true) != nil
 			}
-			return env.runApply(cmd.Context(), f)
+			return env.jsonOnError(f.output, env.runApply(cmd.Context(), f))
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.profile, "profile", "p", "", "profile file (required)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
-	fl.DurationVar(&f.confirm, "confirm", 0, "revert automatically unless `rocectl commit` arrives within this time (e.g. 120s)")
+	fl.DurationVar(&f.confirm, "confirm", 0, "revert automatically unless rocectl commit arrives within this `DURATION` (e.g. 120s)")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verification after apply (read-back of every setting, verbs loopback)")
 	fl.BoolVar(&f.noGuard, "no-guard", false, "skip the pause-storm soak after apply")
 	fl.DurationVar(&f.soak, "soak", -1, "override the profile's guard soak window")
+	fl.BoolVar(&f.require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
 	fl.BoolVar(&f.wait, "wait", false, "with --confirm: stay until commit or the deadline, watching pause counters (default on a terminal)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
@@ -85,9 +87,14 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 			return err
 		}
 	}
-	pl, err := env.makePlan(ctx, f.profile, h)
+	pl, err := env.makePlan(ctx, f.profile, h, false)
 	if err != nil {
 		return err
+	}
+	if f.require {
+		if msg := pl.noPortsMessage(); msg != "" {
+			return errors.New(msg)
+		}
 	}
 	rep := newReport(pl)
 	text := f.output == "text"

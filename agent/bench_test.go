@@ -32,7 +32,7 @@ func BenchmarkAuditPipeline(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				pl, err := env.makePlan(context.Background(), prof, h)
+				pl, err := env.makePlan(context.Background(), prof, h, false)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -66,11 +66,11 @@ func BenchmarkPolicyPipeline(b *testing.B) {
 			}
 			defer done()
 			prof := repo("profiles/fat-tree-32gpu-100g.toml")
-			pl, err := env.makePlan(context.Background(), prof, h)
+			pl, err := env.makePlan(context.Background(), prof, h, false)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ports := h.PolicyPorts(pl.inv)
+			ports := h.PolicyPorts(pl.inv, pl.profile.NeedsGID())
 			observed := h.Observe(pl.desired)
 			b.ReportAllocs()
 			for b.Loop() {

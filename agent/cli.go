@@ -96,6 +96,7 @@ func newValidateCmd(env *Env) *cobra.Command {
 
 func newAuditCmd(env *Env) *cobra.Command {
 	var profile, output string
+	var require bool
 	cmd := &cobra.Command{
 		Use:   "audit -p PROFILE",
 		Short: "Compare the host with a profile, read-only (exit 0 in sync, 2 drift, 1 error)",
@@ -106,12 +107,15 @@ func newAuditCmd(env *Env) *cobra.Command {
 			}
 			h, done, err := env.host(cmd.Context())
 			if err != nil {
-				return err
+				return env.jsonOnError(output, err)
 			}
 			defer done()
-			pl, err := env.makePlan(cmd.Context(), profile, h)
+			pl, err := env.makePlan(cmd.Context(), profile, h, false)
 			if err != nil {
-				return err
+				return env.jsonOnError(output, err)
+			}
+			if msg := pl.noPortsMessage(); require && msg != "" {
+				return env.jsonOnError(output, errors.New(msg))
 			}
 			if output == "json" {
 				if err := writeJSON(env.Stdout, newReport(pl)); err != nil {
@@ -131,8 +135,23 @@ func newAuditCmd(env *Env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&profile, "profile", "p", "", "profile file (required)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
+}
+
+// jsonOnError keeps the -o json contract on early failures (profile
+// errors, a held lock, no matching port): one document with errors[] on
+// stdout, exit 1, instead of nothing but a message on stderr.
+func (env *Env) jsonOnError(output string, err error) error {
+	if output != "json" || ErrorMessage(err) == "" {
+		return err
+	}
+	rep := newReport(nil)
+	rep.Errors = append(rep.Errors, err.Error())
+	_ = writeJSON(env.Stdout, rep)
+	fmt.Fprintln(env.Stderr, err)
+	return silent(ExitCode(err))
 }
 
 func checkOutput(o string) error {

@@ -142,3 +142,21 @@ func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
 		t.Fatal("agent did not stop on cancel")
 	}
 }
+
+func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
+	code, out, _ := run(t, nil, "audit", "-o", "json", "-p", "/nonexistent.toml", "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
+	var doc Report
+	if code != ExitError || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "no such file") {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	// A profile for mlx5 on a Broadcom host: nothing to do, unless the
+	// caller (a boot unit) requires a match.
+	code, _, _ = run(t, nil, "audit", "-p", repo("profiles/lossy-ecn-only.toml"), "--snapshot", repo("testdata/hosts/bnxt-re-factory"))
+	if code != ExitOK {
+		t.Fatalf("no match: exit %d", code)
+	}
+	code, _, errs := run(t, nil, "audit", "--require-match", "-p", repo("profiles/lossy-ecn-only.toml"), "--snapshot", repo("testdata/hosts/bnxt-re-factory"))
+	if code != ExitError || !strings.Contains(errs, "No RoCE port matches the profile's [match]") {
+		t.Fatalf("--require-match: exit %d\n%s", code, errs)
+	}
+}

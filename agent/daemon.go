@@ -114,17 +114,27 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 	if env.Snapshot == "" && !f.once {
 		env.watchHost(ctx, poke)
 	}
-	wd, _ := daemon.SdWatchdogEnabled(false)
-	var wdTick <-chan time.Time
-	if wd > 0 {
-		t := time.NewTicker(wd / 2)
-		defer t.Stop()
-		wdTick = t.C
+	// Watchdog pings come from their own goroutine: an enforce-mode apply
+	// blocks the loop for its whole soak window (the profile's, up to
+	// hours), which is work, not a hang.
+	if wd, _ := daemon.SdWatchdogEnabled(false); wd > 0 {
+		go func() {
+			t := time.NewTicker(wd / 2)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+				}
+			}
+		}()
 	}
 	var lastApply time.Time
 	check := func(why string) {
 		env.Log.Debug("drift check", "why", why)
-		pl, err := env.makePlan(ctx, f.profile, h)
+		pl, err := env.makePlan(ctx, f.profile, h, false)
 		st.mu.Lock()
 		st.lastCheck, st.lastOK = time.Now(), err == nil
 		if err == nil {
@@ -187,8 +197,6 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 		case <-ctx.Done():
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 			return nil
-		case <-wdTick:
-			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
 		case <-ticker.C:
 			check("interval")
 		case why := <-trigger:

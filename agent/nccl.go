@@ -37,7 +37,7 @@ journalled change with rollback, set [nccl] write and use apply.`,
 			defer done()
 			inv := h.Discover()
 			var ports []policy.Port
-			for _, pp := range h.PolicyPorts(inv) {
+			for _, pp := range h.PolicyPorts(inv, true) {
 				if p.Match.Matches(pp) {
 					ports = append(ports, pp)
 				}

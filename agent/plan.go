@@ -23,8 +23,10 @@ type planned struct {
 	plan    *policy.Plan
 }
 
-// makePlan loads the profile, discovers the host and diffs them.
-func (e *Env) makePlan(ctx context.Context, profilePath string, h *apply.Host) (*planned, error) {
+// makePlan loads the profile, discovers the host and diffs them. withGID
+// asks for each port's RoCE v2 GID index even when the profile itself does
+// not need it (verbs traffic asked for on the command line).
+func (e *Env) makePlan(ctx context.Context, profilePath string, h *apply.Host, withGID bool) (*planned, error) {
 	p, hash, err := e.loadProfile(profilePath)
 	if err != nil {
 		return nil, err
@@ -33,7 +35,8 @@ func (e *Env) makePlan(ctx context.Context, profilePath string, h *apply.Host) (
 	for _, s := range inv.Skipped {
 		e.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(inv))
+	needGID := p.NeedsGID() || withGID
+	d := policy.Resolve(p, h.PolicyPorts(inv, needGID))
 	obs := h.Observe(d)
 	return &planned{profile: p, hash: hash, host: h, inv: inv, desired: d, plan: policy.Diff(d, obs)}, nil
 }

@@ -69,7 +69,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 				return err
 			}
 			defer done()
-			pl, err := env.makePlan(cmd.Context(), profile, h)
+			pl, err := env.makePlan(cmd.Context(), profile, h, loopback || peer != "" || listen != "")
 			if err != nil {
 				return err
 			}
@@ -142,8 +142,8 @@ Exit 0 when everything holds, 1 otherwise.`,
 	fl.StringVarP(&profile, "profile", "p", "", "profile file (required)")
 	fl.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	fl.BoolVar(&loopback, "loopback", false, "run verbs loopback traffic on each matched port")
-	fl.StringVar(&peer, "peer", "", "two-host mode: connect to a `rocectl verify --listen` at HOST:PORT")
-	fl.StringVar(&listen, "listen", "", "two-host mode: wait for a peer on ADDR (e.g. :18515)")
+	fl.StringVar(&peer, "peer", "", "two-host mode: connect to the rocectl verify --listen at `HOST:PORT`")
+	fl.StringVar(&listen, "listen", "", "two-host mode: wait for a peer on `ADDR` (e.g. :18515)")
 	fl.DurationVar(&duration, "duration", 0, "traffic time per operation (overrides [verify] duration)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd

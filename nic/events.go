@@ -74,6 +74,12 @@ type WatchOptions struct {
 	// the kernel default. A burst larger than the buffer (hundreds of VFs
 	// appearing at once) costs an EventLost and a re-read.
 	ReceiveBufferSize int
+	// ThreadNamespace pins the subscription (and every re-subscription,
+	// which may run on another OS thread) to the calling thread's network
+	// namespace. Needed only where threads live in different namespaces
+	// (tests on a locked thread); it makes netlink setns(), which needs
+	// CAP_SYS_ADMIN, so a daemon living in one namespace leaves it off.
+	ThreadNamespace bool
 }
 
 // Resubscription back-off after a failed subscription.
@@ -95,7 +101,7 @@ func WatchLinks(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ns, err := netns.Get()
+	ns, err := threadNamespace(opt)
 	if err != nil {
 		return nil, fmt.Errorf("watch links: current network namespace: %w", err)
 	}
@@ -103,7 +109,7 @@ func WatchLinks(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 		ch := make(chan netlink.LinkUpdate, 16)
 		done := make(chan struct{})
 		err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
-			Namespace:         &ns,
+			Namespace:         ns,
 			ErrorCallback:     errf,
 			ReceiveBufferSize: opt.ReceiveBufferSize,
 		})
@@ -119,11 +125,11 @@ func WatchLinks(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 		subscribe: subscribe,
 		convert:   func(u netlink.LinkUpdate) (LinkEvent, bool) { return linkEvent(u), true },
 		lost:      func(err error) LinkEvent { return LinkEvent{Kind: EventLost, Err: err} },
-		cleanup:   func() { ns.Close() },
+		cleanup:   func() { closeNS(ns) },
 	}
 	out, err := w.start(ctx)
 	if err != nil {
-		ns.Close()
+		closeNS(ns)
 		return nil, fmt.Errorf("watch links: %w", err)
 	}
 	return out, nil
@@ -135,22 +141,27 @@ func WatchAddrs(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ns, err := netns.Get()
+	ns, err := threadNamespace(opt)
 	if err != nil {
 		return nil, fmt.Errorf("watch addresses: current network namespace: %w", err)
 	}
 	// names resolves ifindexes in the watched namespace, whatever thread
 	// the watcher goroutine runs on.
-	names, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	var names *netlink.Handle
+	if ns != nil {
+		names, err = netlink.NewHandleAt(*ns, unix.NETLINK_ROUTE)
+	} else {
+		names, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+	}
 	if err != nil {
-		ns.Close()
+		closeNS(ns)
 		return nil, fmt.Errorf("watch addresses: %w", err)
 	}
 	subscribe := func(errf func(error)) (<-chan netlink.AddrUpdate, chan struct{}, error) {
 		ch := make(chan netlink.AddrUpdate, 16)
 		done := make(chan struct{})
 		err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
-			Namespace:         &ns,
+			Namespace:         ns,
 			ErrorCallback:     errf,
 			ReceiveBufferSize: opt.ReceiveBufferSize,
 		})
@@ -168,13 +179,13 @@ func WatchAddrs(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 		lost:      func(err error) AddrEvent { return AddrEvent{Kind: EventLost, Err: err} },
 		cleanup: func() {
 			names.Close()
-			ns.Close()
+			closeNS(ns)
 		},
 	}
 	out, err := w.start(ctx)
 	if err != nil {
 		names.Close()
-		ns.Close()
+		closeNS(ns)
 		return nil, fmt.Errorf("watch addresses: %w", err)
 	}
 	return out, nil
@@ -337,5 +348,24 @@ func sendEvent[E any](ctx context.Context, out chan<- E, ev E) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// threadNamespace is the calling thread's namespace when opt pins it, nil
+// otherwise (subscribe where each thread is, without setns).
+func threadNamespace(opt WatchOptions) (*netns.NsHandle, error) {
+	if !opt.ThreadNamespace {
+		return nil, nil
+	}
+	cur, err := netns.Get()
+	if err != nil {
+		return nil, err
+	}
+	return &cur, nil
+}
+
+func closeNS(ns *netns.NsHandle) {
+	if ns != nil {
+		ns.Close()
 	}
 }

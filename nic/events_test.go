@@ -89,7 +89,7 @@ func linkIndex(t *testing.T, ns *netnstest.NS, name string) int {
 
 func TestWatchLinks(t *testing.T) {
 	ns := netnstest.New(t)
-	ch, cancel := watchLinksIn(t, ns, WatchOptions{})
+	ch, cancel := watchLinksIn(t, ns, WatchOptions{ThreadNamespace: true})
 
 	// A new veth pair: the first event of each end says it appeared.
 	ns.AddVeth("wa", "wb")
@@ -160,7 +160,7 @@ func TestWatchAddrs(t *testing.T) {
 	defer cancel()
 	var ch <-chan AddrEvent
 	if err := ns.Do(func() (err error) {
-		ch, err = WatchAddrs(ctx, testLogger(t), WatchOptions{})
+		ch, err = WatchAddrs(ctx, testLogger(t), WatchOptions{ThreadNamespace: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestWatchLinksLostAndResubscribed(t *testing.T) {
 	ns := netnstest.New(t)
 	// The smallest receive buffer the kernel allows (it clamps 1 up to
 	// SOCK_MIN_RCVBUF): a few messages.
-	ch, _ := watchLinksIn(t, ns, WatchOptions{ReceiveBufferSize: 1})
+	ch, _ := watchLinksIn(t, ns, WatchOptions{ReceiveBufferSize: 1, ThreadNamespace: true})
 
 	// Not reading: the two 16-event channel buffers and the socket fill up.
 	const pairs = 40
@@ -252,7 +252,7 @@ func TestWatchLinksLostAndResubscribed(t *testing.T) {
 
 func TestWatchCancelWithoutReading(t *testing.T) {
 	ns := netnstest.New(t)
-	ch, cancel := watchLinksIn(t, ns, WatchOptions{})
+	ch, cancel := watchLinksIn(t, ns, WatchOptions{ThreadNamespace: true})
 	for i := range 20 {
 		ns.AddVeth(fmt.Sprintf("ca%d", i), fmt.Sprintf("cb%d", i))
 	}

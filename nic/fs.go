@@ -114,26 +114,6 @@ func (f FS) WriteString(p, s string) error {
 	return fh.Close()
 }
 
-// WriteVerify writes s and reads the file back, failing when the kernel holds
-// something else than want (which defaults to s). Attribute files often
-// accept a value and silently keep another, so every write is read back.
-func (f FS) WriteVerify(p, s, want string) error {
-	if want == "" {
-		want = s
-	}
-	if err := f.WriteString(p, s); err != nil {
-		return err
-	}
-	got, err := f.ReadTrimmed(p)
-	if err != nil {
-		return fmt.Errorf("read back %s: %w", p, err)
-	}
-	if got != strings.TrimSpace(want) {
-		return fmt.Errorf("read back %s: wrote %q, kernel holds %q", p, s, got)
-	}
-	return nil
-}
-
 // Mkdir creates a configfs directory (rdma_cm/<dev>); an existing one is fine.
 func (f FS) Mkdir(p string) error {
 	if err := f.CheckWrite("mkdir", p); err != nil {

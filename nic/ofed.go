@@ -38,20 +38,9 @@ func parseTrust(s string) (string, error) {
 	return "", fmt.Errorf("qos/trust holds %q, neither pcp nor dscp", s)
 }
 
-// SetOFEDTrust writes qos/trust and reads it back.
+// SetOFEDTrust writes qos/trust; the caller reads it back (OFEDTrust).
 func SetOFEDTrust(fs FS, netdev, trust string) error {
-	p := OFEDTrustPath(netdev)
-	if err := fs.WriteString(p, trust); err != nil {
-		return err
-	}
-	got, err := OFEDTrust(fs, netdev)
-	if err != nil {
-		return fmt.Errorf("read back %s: %w", p, err)
-	}
-	if got != trust {
-		return fmt.Errorf("read back %s: wrote %q, kernel holds %q", p, trust, got)
-	}
-	return nil
+	return fs.WriteString(OFEDTrustPath(netdev), trust)
 }
 
 // TrafficClassPath is OFED's per-port forced verbs traffic class.
@@ -84,35 +73,18 @@ func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
 }
 
 // SetTrafficClass writes tc/<port>/traffic_class (plain decimal, as
-// doRoCE.sh does) and reads it back.
+// doRoCE.sh does); the caller reads it back (TrafficClass).
 func SetTrafficClass(fs FS, dev string, port int, tc int) error {
 	p := TrafficClassPath(dev, port)
 	if !fs.Exists(p) {
 		return Unsupportedf("%s is absent: forcing the verbs traffic class needs DOCA-OFED (upstream kernels have no equivalent)", p)
 	}
-	if err := fs.WriteString(p, strconv.Itoa(tc)); err != nil {
-		return err
-	}
-	got, ok, err := TrafficClass(fs, dev, port)
-	if err != nil {
-		return fmt.Errorf("read back %s: %w", p, err)
-	}
-	if !ok || got != tc {
-		return fmt.Errorf("read back %s: wrote %d, kernel holds something else", p, tc)
-	}
-	return nil
+	return fs.WriteString(p, strconv.Itoa(tc))
 }
 
 // ClearTrafficClass removes the forced traffic class: the driver takes -1
 // as "no global tclass" (OFED mlx5 main_ext.c traffic_class_store: tcd->val
 // = -1, after which the attribute reads empty).
 func ClearTrafficClass(fs FS, dev string, port int) error {
-	p := TrafficClassPath(dev, port)
-	if err := fs.WriteString(p, "-1"); err != nil {
-		return err
-	}
-	if _, ok, err := TrafficClass(fs, dev, port); err != nil || ok {
-		return fmt.Errorf("read back %s: the traffic class is still forced", p)
-	}
-	return nil
+	return fs.WriteString(TrafficClassPath(dev, port), "-1")
 }

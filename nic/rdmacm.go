@@ -62,16 +62,17 @@ func RoCEDefaults(fs FS, dev string, port int) (mode string, tos int, err error)
 	return mode, tos, err
 }
 
-// SetRoCEMode writes default_roce_mode ("IB/RoCE v1" or "RoCE v2") and reads it back.
+// SetRoCEMode writes default_roce_mode ("IB/RoCE v1" or "RoCE v2"); the
+// caller reads it back (RoCEDefaults).
 func SetRoCEMode(fs FS, dev string, port int, mode string) error {
 	return withRDMACM(fs, dev, port, func(dir string) error {
-		return fs.WriteVerify(dir+"/default_roce_mode", mode, "")
+		return fs.WriteString(dir+"/default_roce_mode", mode)
 	})
 }
 
-// SetRoCETOS writes default_roce_tos and reads it back.
+// SetRoCETOS writes default_roce_tos; the caller reads it back.
 func SetRoCETOS(fs FS, dev string, port int, tos int) error {
 	return withRDMACM(fs, dev, port, func(dir string) error {
-		return fs.WriteVerify(dir+"/default_roce_tos", strconv.Itoa(tos), "")
+		return fs.WriteString(dir+"/default_roce_tos", strconv.Itoa(tos))
 	})
 }

@@ -318,7 +318,7 @@ func TestProfileNotAFile(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 	missing := filepath.Join(dir, "nope.toml")
-	if got, want := loadErr(t, missing, LoadOptions{}), missing+": "+missing+": no such file\n1 error(s); nothing was changed"; got != want {
+	if got, want := loadErr(t, missing, LoadOptions{}), missing+": no such file\n1 error(s); nothing was changed"; got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -108,8 +108,11 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 	data, err := l.read(path)
 	if err != nil {
 		msg := err.Error()
-		if errors.Is(err, os.ErrNotExist) {
-			msg = fmt.Sprintf("%s: no such file", path)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && at != nil:
+			msg = fmt.Sprintf("%s: no such file", path) // the include line names another file
+		case errors.Is(err, os.ErrNotExist):
+			msg = "no such file"
 		}
 		l.fileErr(at, path, msg, "")
 		return nil

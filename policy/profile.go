@@ -28,6 +28,13 @@ type Profile struct {
 	pos map[string]Pos // dotted key -> where it was set, for later messages
 }
 
+// NeedsGID reports whether resolving or verifying the profile needs each
+// port's RoCE v2 GID index: NCCL_IB_GID_INDEX = "auto", or verbs traffic.
+func (p *Profile) NeedsGID() bool {
+	v, _ := p.NCCL.Var("IB_GID_INDEX")
+	return v == "auto" || p.Verify.Loopback
+}
+
 // PosOf returns where key was set ("qos.pfc_priorities"), if known.
 func (p *Profile) PosOf(key string) (Pos, bool) {
 	pos, ok := p.pos[key]
