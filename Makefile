@@ -8,8 +8,10 @@
 GO       ?= go
 BIN      := bin/rocectl
 # Debian packages the tests use: iproute2/ethtool only as cross-checks in
-# namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs).
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config
+# namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs),
+# util-linux's setpriv for the systemd unit test, ansible-core and PyYAML
+# for the Ansible role's tests.
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 .PHONY: help deps build build-verbs demo test test-all test-unit test-e2e fuzz bench lint clean
