@@ -154,7 +154,13 @@ func (s Store) List() ([]*Journal, error) {
 		}
 		out = append(out, j)
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	// Oldest first by start time: IDs carry only the second.
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].Started.Equal(out[b].Started) {
+			return out[a].Started.Before(out[b].Started)
+		}
+		return out[a].ID < out[b].ID
+	})
 	return out, nil
 }
 

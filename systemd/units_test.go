@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rocectl/rocectl/internal/testbin"
 
 	"github.com/rocectl/rocectl/policy"
 )
@@ -31,27 +32,7 @@ var (
 	rocectlBin string
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rocectl-units-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if goTool, err := exec.LookPath("go"); err == nil {
-		bin := filepath.Join(dir, "rocectl")
-		cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/rocectl")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building rocectl: %v\n%s", err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-		rocectlBin = bin
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &rocectlBin) }
 
 func needBinary(t *testing.T) string {
 	t.Helper()

@@ -70,6 +70,16 @@ func CopyTree(src, dst string) error {
 // by relative path: two trees are byte-identical when their Trees are equal.
 func Tree(t testing.TB, root string) map[string]string {
 	t.Helper()
+	tree, err := ReadTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// ReadTree is Tree for programs (benchmarks) that have no testing.TB.
+// Links are recorded, not followed: sysfs trees loop.
+func ReadTree(root string) (map[string]string, error) {
 	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -90,10 +100,7 @@ func Tree(t testing.TB, root string) map[string]string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out, err
 }
 
 // DiffTrees lists the paths whose content differs, sorted.

@@ -23,26 +23,12 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testbin"
 )
 
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rocectl-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "rocectl")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/rocectl")
-	build.Dir = fixturehost.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building rocectl: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &bin) }
 
 // host is a fixture host root plus a netns holding veth links named like
 // its netdevs (ens1f0np0 <-> ens1f1np1: one pair gives both names).

@@ -14,11 +14,9 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,31 +265,8 @@ func (b *bench) summary(line string) {
 	fmt.Fprintln(f, line)
 }
 
-// treeOf hashes every file and link target under root, by relative path
-// (links are not followed: sysfs trees loop).
-func treeOf(root string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			t, err := os.Readlink(p)
-			out[rel] = "-> " + t
-			return err
-		case d.IsDir():
-			out[rel+"/"] = ""
-		default:
-			data, err := os.ReadFile(p)
-			out[rel] = fmt.Sprintf("%x", sha256.Sum256(data))
-			return err
-		}
-		return nil
-	})
-	return out, err
-}
+// treeOf is every file's content and link target under root.
+func treeOf(root string) (map[string]string, error) { return fixturehost.ReadTree(root) }
 
 func diffTrees(a, b map[string]string) []string {
 	var d []string

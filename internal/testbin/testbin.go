@@ -1,0 +1,39 @@
+// Package testbin builds the rocectl binary once for a test package that
+// drives the real CLI (end-to-end tests, systemd units, the Ansible role).
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rocectl/rocectl/internal/fixturehost"
+)
+
+// Main builds ./cmd/rocectl into a temporary directory, stores its path in
+// *bin, runs the package's tests and exits with their code. Without a Go
+// toolchain on PATH *bin stays empty (tests that need it skip); a build
+// that fails stops the run.
+func Main(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "rocectl-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if goTool, err := exec.LookPath("go"); err == nil {
+		out := filepath.Join(dir, "rocectl")
+		cmd := exec.Command(goTool, "build", "-o", out, "./cmd/rocectl")
+		cmd.Dir = fixturehost.RepoRoot()
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building rocectl: %v\n%s", err, msg)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+		*bin = out
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
