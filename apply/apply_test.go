@@ -45,7 +45,7 @@ func newRig(t *testing.T, host, profile string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile %s matches no port of %s", profile, host)
 	}
@@ -83,7 +83,19 @@ func TestApplyRecipeOnFactoryHostReachesProfile(t *testing.T) {
 	if len(r.plan.Changes) != 46 {
 		t.Fatalf("plan has %d changes, want the 46 of the factory host", len(r.plan.Changes))
 	}
-	if err := r.apply(t); err != nil {
+	txn, err := r.h.Begin(r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Until Finish, the journal on disk is still open: a crash now would be
+	// recovered by rolling back.
+	if open, _ := r.opts.Store.Open(); len(open) != 1 {
+		t.Fatalf("open journals after Run: %v", open)
+	}
+	if err := txn.Finish(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	after := policy.Diff(r.d, r.h.Observe(r.d))
@@ -122,7 +134,7 @@ func TestApplyRecipeOnFactoryHostReachesProfile(t *testing.T) {
 	}
 	// The journal is final and records every step.
 	js, _ := r.opts.Store.List()
-	if len(js) != 1 || js[0].State != StateApplied || js[0].Done != len(js[0].Steps) {
+	if len(js) != 1 || js[0].State != StateCommitted || js[0].Done != len(js[0].Steps) {
 		t.Fatalf("journal: %+v", js)
 	}
 }
@@ -336,7 +348,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	plan := policy.Diff(d, h.Observe(d))
 	txn, err := h.Begin(d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
@@ -370,7 +382,7 @@ func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	prof := filepath.Join(t.TempDir(), "bnxt.toml")
 	os.WriteFile(prof, []byte("[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\n"), 0o600)
 	p, _ := policy.Load(prof, policy.LoadOptions{})
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	txn, err := h.Begin(d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +449,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	plan := policy.Diff(d, h.Observe(d))
 	if len(plan.Changes) != 2 || !strings.Contains(plan.Changes[0].Note, "devlink dev reload pci/0000:3b:00.0") {
 		t.Fatalf("plan: %+v", plan.Changes)

@@ -51,7 +51,7 @@ func newBenchHost(b *testing.B, ports int) *benchHost {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover()))
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	if len(d.Ports) != ports {
 		b.Fatalf("the recipe matches %d ports, want %d", len(d.Ports), ports)
 	}

@@ -34,15 +34,19 @@ func (h *Host) logger() *slog.Logger {
 	return h.Log
 }
 
-// PolicyPorts turns discovered ports into what policy resolves against,
-// including the RoCE v2 IPv4 GID index NCCL would select on each.
-func (h *Host) PolicyPorts(inv *nic.Inventory) []policy.Port {
+// PolicyPorts turns discovered ports into what policy resolves against.
+// With withGID it also finds the RoCE v2 IPv4 GID index NCCL would select
+// on each port (only NCCL_IB_GID_INDEX = "auto" and verbs verification need
+// it, and it costs three reads per GID entry); otherwise RoCEv2GID is -1.
+func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
 	out := make([]policy.Port, 0, len(inv.Ports))
 	for _, p := range inv.Ports {
 		gid := -1
-		if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
-			if g, ok := nic.SelectGID(gids, nic.GIDQuery{Netdev: p.Netdev}); ok {
-				gid = g.Index
+		if withGID {
+			if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
+				if g, ok := nic.SelectGID(gids, nic.GIDQuery{Netdev: p.Netdev}); ok {
+					gid = g.Index
+				}
 			}
 		}
 		out = append(out, policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,

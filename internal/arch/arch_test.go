@@ -46,7 +46,9 @@ func list(t *testing.T) map[string]pkg {
 
 func own(path string) bool { return path == mod || strings.HasPrefix(path, mod+"/") }
 
-func under(path, pkg string) bool { return path == mod+"/"+pkg || strings.HasPrefix(path, mod+"/"+pkg+"/") }
+func under(path, pkg string) bool {
+	return path == mod+"/"+pkg || strings.HasPrefix(path, mod+"/"+pkg+"/")
+}
 
 func TestPackageBoundaries(t *testing.T) {
 	pkgs := list(t)
