@@ -29,7 +29,7 @@ deps:
 	$(GO) mod download
 
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/rocectl
 
 build-verbs:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -o $(BIN) ./cmd/rocectl
