@@ -125,9 +125,10 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		rep.Errors = append(rep.Errors, err.Error())
 		rep.RolledBack = true
 		rep.Restored = txn.J.Restored
-		env.finishReport(rep, text, "")
 		if text {
 			fmt.Fprintf(env.Stderr, "apply failed: %v\n", err)
+		} else {
+			_ = writeJSON(env.Stdout, rep)
 		}
 		return silent(ExitError)
 	}
@@ -193,12 +194,6 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		return writeJSON(env.Stdout, rep)
 	}
 	return nil
-}
-
-func (env *Env) finishReport(rep *Report, text bool, _ string) {
-	if !text {
-		_ = writeJSON(env.Stdout, rep)
-	}
 }
 
 // rollbackAfter undoes a successful apply that verification or the guard

@@ -72,7 +72,6 @@ type agentState struct {
 	drift       int
 	unsupported int
 	applies     map[string]int
-	storms      map[string]int
 	ports       []string
 }
 
@@ -86,7 +85,7 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 		return err
 	}
 	defer done()
-	st := &agentState{profile: p.Name, applies: map[string]int{}, storms: map[string]int{}}
+	st := &agentState{profile: p.Name, applies: map[string]int{}}
 	store := env.store()
 	if env.Snapshot == "" {
 		if err := env.withLock(store, "agent start", func() error { return env.recoverOpen(h, store, true) }); err != nil {
