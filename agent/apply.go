@@ -456,7 +456,7 @@ func (env *Env) waitConfirm(ctx context.Context, h *apply.Host, pl *planned, id 
 					continue
 				}
 				if storm := det.Observe(s.Port, time.Now(), c); storm != nil {
-					return env.revertPending(h, store, id, storm.String())
+					return env.revertPending(ctx, h, store, id, storm.String())
 				}
 			}
 		}
@@ -475,19 +475,12 @@ func (env *Env) waitConfirm(ctx context.Context, h *apply.Host, pl *planned, id 
 
 // revertPending rolls back a confirm-pending apply now (a storm during its
 // window), unless it was settled meanwhile.
-func (env *Env) revertPending(h *apply.Host, store apply.Store, id, why string) error {
-	for {
-		lock, err := store.Acquire("apply (storm in confirm window)")
-		if errors.Is(err, apply.ErrLocked) {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		defer lock.Release()
-		break
+func (env *Env) revertPending(ctx context.Context, h *apply.Host, store apply.Store, id, why string) error {
+	lock, err := acquireWaiting(ctx, store, "apply (storm in confirm window)")
+	if err != nil {
+		return err
 	}
+	defer lock.Release()
 	j, err := store.Load(id)
 	if err != nil {
 		return err
