@@ -80,6 +80,26 @@ func (d *decoder) fields(key string, n *node, fs []field) {
 	}
 }
 
+// freeTable walks a table whose keys the profile chooses (private flags,
+// devlink parameters, NCCL variables): it records each key's position,
+// reports a name that re refuses ("%q is not <what>", allowed: nameAllowed)
+// and hands every other entry to fn.
+func (d *decoder) freeTable(key string, n *node, allowed string, re *regexp.Regexp, nameAllowed, what string, fn func(k, name string, el *node)) {
+	if !d.want(key, n, kTable, allowed) {
+		return
+	}
+	for _, name := range n.tbl.keys {
+		el := n.tbl.m[name]
+		k := join(key, name)
+		d.pos[k] = el.keyPos
+		if !re.MatchString(name) {
+			d.add(el, true, SevError, k, nameAllowed, "%q is not %s", name, what)
+			continue
+		}
+		fn(k, name, el)
+	}
+}
+
 // suggest names the closest known key when the unknown one looks like a typo.
 func suggest(k string, names []string) string {
 	if short, ok := strings.CutPrefix(k, "NCCL_"); ok {
@@ -395,21 +415,12 @@ func (d *decoder) link(key string, n *node, l *Link) {
 		{"rx_ring", func(k string, v *node) { l.RxRing = d.intp(k, v, 1, 65536) }},
 		{"tx_ring", func(k string, v *node) { l.TxRing = d.intp(k, v, 1, 65536) }},
 		{"private_flags", func(k string, v *node) {
-			if !d.want(k, v, kTable, "a table of flag = true|false") {
-				return
-			}
-			for _, name := range v.tbl.keys {
-				el := v.tbl.m[name]
-				fk := join(k, name)
-				d.pos[fk] = el.keyPos
-				if !privFlagRe.MatchString(name) {
-					d.add(el, true, SevError, fk, "an ethtool private flag name such as rx_cqe_compress", "%q is not a private flag name", name)
-					continue
-				}
-				if b, ok := d.bool(fk, el); ok {
-					l.PrivateFlags = append(l.PrivateFlags, Flag{name, b})
-				}
-			}
+			d.freeTable(k, v, "a table of flag = true|false", privFlagRe, "an ethtool private flag name such as rx_cqe_compress", "a private flag name",
+				func(fk, name string, el *node) {
+					if b, ok := d.bool(fk, el); ok {
+						l.PrivateFlags = append(l.PrivateFlags, Flag{name, b})
+					}
+				})
 		}},
 	})
 }
@@ -667,32 +678,23 @@ func (d *decoder) roce(key string, n *node, r *RoCE) {
 var devlinkNameRe = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 
 func (d *decoder) devlink(key string, n *node, p *Profile) {
-	if !d.want(key, n, kTable, "a table of parameter = value") {
-		return
-	}
-	for _, name := range n.tbl.keys {
-		el := n.tbl.m[name]
-		k := join(key, name)
-		d.pos[k] = el.keyPos
-		if !devlinkNameRe.MatchString(name) {
-			d.add(el, true, SevError, k, "a devlink parameter name such as enable_roce", "%q is not a devlink parameter name", name)
-			continue
-		}
-		switch el.kind {
-		case kBool:
-			p.Devlink = append(p.Devlink, DevlinkParam{name, el.b})
-		case kInt:
-			if el.i < 0 || el.i > u32max {
-				d.errf(el, k, rangeText(0, u32max), "%d is out of range", el.i)
-				continue
+	d.freeTable(key, n, "a table of parameter = value", devlinkNameRe, "a devlink parameter name such as enable_roce", "a devlink parameter name",
+		func(k, name string, el *node) {
+			switch el.kind {
+			case kBool:
+				p.Devlink = append(p.Devlink, DevlinkParam{name, el.b})
+			case kInt:
+				if el.i < 0 || el.i > u32max {
+					d.errf(el, k, rangeText(0, u32max), "%d is out of range", el.i)
+					return
+				}
+				p.Devlink = append(p.Devlink, DevlinkParam{name, el.i})
+			case kString:
+				p.Devlink = append(p.Devlink, DevlinkParam{name, el.str})
+			default:
+				d.errf(el, k, "a boolean, an integer or a string", "expected a parameter value, got %s", describe(el))
 			}
-			p.Devlink = append(p.Devlink, DevlinkParam{name, el.i})
-		case kString:
-			p.Devlink = append(p.Devlink, DevlinkParam{name, el.str})
-		default:
-			d.errf(el, k, "a boolean, an integer or a string", "expected a parameter value, got %s", describe(el))
-		}
-	}
+		})
 }
 
 func (d *decoder) verify(key string, n *node, v *VerifySpec) {

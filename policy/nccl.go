@@ -69,25 +69,17 @@ func (d *decoder) nccl(key string, n *node, c *NCCL) {
 			}
 		}},
 		{"extra", func(k string, v *node) {
-			if !d.want(k, v, kTable, "a table of NCCL_NAME = value") {
-				return
-			}
-			for _, name := range v.tbl.keys {
-				el := v.tbl.m[name]
-				ek := join(k, name)
-				d.pos[ek] = el.keyPos
-				if !ncclExtraRe.MatchString(name) {
-					d.add(el, true, SevError, ek, "NCCL_ followed by upper-case letters, digits and '_'", "%q is not an NCCL variable name", name)
-					continue
-				}
-				if _, known := NCCLSpecByName(strings.TrimPrefix(name, "NCCL_")); known {
-					d.add(el, true, SevError, ek, "", "%s has its own key in [nccl]; set %s there", name, strings.TrimPrefix(name, "NCCL_"))
-					continue
-				}
-				if val, ok := d.ncclText(ek, el); ok {
-					c.Extra = append(c.Extra, NCCLVar{strings.TrimPrefix(name, "NCCL_"), val})
-				}
-			}
+			d.freeTable(k, v, "a table of NCCL_NAME = value", ncclExtraRe, "NCCL_ followed by upper-case letters, digits and '_'", "an NCCL variable name",
+				func(ek, name string, el *node) {
+					short := strings.TrimPrefix(name, "NCCL_")
+					if _, known := NCCLSpecByName(short); known {
+						d.add(el, true, SevError, ek, "", "%s has its own key in [nccl]; set %s there", name, short)
+						return
+					}
+					if val, ok := d.ncclText(ek, el); ok {
+						c.Extra = append(c.Extra, NCCLVar{short, val})
+					}
+				})
 		}},
 	}
 	for _, s := range NCCLVars {
