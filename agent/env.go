@@ -6,13 +6,10 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/nic"
@@ -142,14 +139,5 @@ func (e *Env) loadProfile(path string) (*policy.Profile, string, error) {
 	for _, w := range p.Warnings {
 		fmt.Fprintln(e.Stderr, w.String())
 	}
-	h := sha256.New()
-	for _, f := range p.Files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
-		h.Write(data)
-	}
-	return p, hex.EncodeToString(h.Sum(nil))[:16], nil
+	return p, p.Hash, nil
 }

@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,7 +29,7 @@ type LoadOptions struct {
 // error it returns a *ProfileError holding every diagnostic, and no Profile:
 // nothing may be changed on a host from a profile with errors.
 func Load(path string, opts LoadOptions) (*Profile, error) {
-	l := &loader{opts: opts}
+	l := &loader{opts: opts, hash: sha256.New()}
 	root := l.file(path, nil, nil)
 	if root == nil {
 		return nil, l.fail()
@@ -40,6 +43,7 @@ func Load(path string, opts LoadOptions) (*Profile, error) {
 		p.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	p.pos = d.pos
+	p.Hash = hex.EncodeToString(l.hash.Sum(nil))[:16]
 	l.diags = append(l.diags, d.diags...)
 	if !setsAnything(root) {
 		l.diags = append(l.diags, Diagnostic{Pos: Pos{File: path}, Msg: "the profile sets nothing",
@@ -66,6 +70,7 @@ func setsAnything(root *table) bool {
 }
 
 type loader struct {
+	hash     hash.Hash // over every file as read, in load order
 	opts     LoadOptions
 	topNamed bool // the top-level file sets name itself
 	diags    Diagnostics
@@ -117,6 +122,8 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 		l.fileErr(at, path, msg, "")
 		return nil
 	}
+	fmt.Fprintf(l.hash, "%s\x00%d\x00", path, len(data))
+	l.hash.Write(data)
 	if ok, line, col := isText(data); !ok {
 		l.diags = append(l.diags, Diagnostic{Pos: Pos{path, line, col}, Msg: "not a text file: invalid UTF-8 or a NUL byte", Allowed: "a UTF-8 TOML document"})
 		return nil

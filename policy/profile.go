@@ -10,6 +10,7 @@ type Profile struct {
 	Name        string
 	Description string
 	Files       []string // the profile file first, then every included file, as loaded
+	Hash        string   // of every file's bytes as parsed: journals name the exact profile
 
 	Match   Match
 	Link    Link
