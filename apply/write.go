@@ -3,7 +3,9 @@ package apply
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -347,7 +349,7 @@ func (h *Host) syncDSCP(nd string, domain, target map[int]int) error {
 		}
 	}
 	var add []dcb.App
-	for _, dscp := range sortedInts(domain) {
+	for _, dscp := range slices.Sorted(maps.Keys(domain)) {
 		p, ok := target[dscp]
 		if !ok || containsU8(have[dscp], uint8(p)) {
 			continue
@@ -388,19 +390,6 @@ func containsU8(s []uint8, v uint8) bool {
 		}
 	}
 	return false
-}
-
-func sortedInts(m map[int]int) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
 
 // writeETS does GET → modify → SET of ieee_ets. Non-ETS classes get 0
