@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -55,7 +54,7 @@ func NCCLSpecByName(name string) (NCCLSpec, bool) {
 	return NCCLSpec{}, false
 }
 
-var ncclExtraRe = regexp.MustCompile(`^NCCL_[A-Z0-9_]{1,64}$`)
+var ncclExtraName = nameRule{prefix: "NCCL_", chars: upperDigits + "_", max: 64}
 
 func (d *decoder) nccl(key string, n *node, c *NCCL) {
 	fs := []field{
@@ -69,7 +68,7 @@ func (d *decoder) nccl(key string, n *node, c *NCCL) {
 			}
 		}},
 		{"extra", func(k string, v *node) {
-			d.freeTable(k, v, "a table of NCCL_NAME = value", ncclExtraRe, "NCCL_ followed by upper-case letters, digits and '_'", "an NCCL variable name",
+			d.freeTable(k, v, "a table of NCCL_NAME = value", ncclExtraName, "NCCL_ followed by upper-case letters, digits and '_'", "an NCCL variable name",
 				func(ek, name string, el *node) {
 					short := strings.TrimPrefix(name, "NCCL_")
 					if _, known := NCCLSpecByName(short); known {
