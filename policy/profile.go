@@ -30,10 +30,14 @@ type Profile struct {
 }
 
 // NeedsGID reports whether resolving or verifying the profile needs each
-// port's RoCE v2 GID index: NCCL_IB_GID_INDEX = "auto", or verbs traffic.
+// port's RoCE v2 GID index: NCCL_IB_GID_INDEX = "auto" in an NCCL file
+// rocectl writes, or verbs traffic. Without [nccl] write the derived value
+// is only printed by `rocectl nccl-env`, which scans the GIDs itself; audit
+// and apply then skip the scan (three reads per GID entry, and a port has
+// one entry per address).
 func (p *Profile) NeedsGID() bool {
 	v, _ := p.NCCL.Var("IB_GID_INDEX")
-	return v == "auto" || p.Verify.Loopback
+	return (v == "auto" && p.NCCL.Write != nil) || p.Verify.Loopback
 }
 
 // PosOf returns where key was set ("qos.pfc_priorities"), if known.

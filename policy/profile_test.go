@@ -30,3 +30,23 @@ func TestNameRulesMatchTheirRegexps(t *testing.T) {
 		}
 	}
 }
+
+// The GID scan is needed only where its result is used: the NCCL file
+// rocectl writes, or verbs traffic.
+func TestNeedsGID(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{"name = \"x\"\n[link]\nmtu = 9000\n", false},
+		{"name = \"x\"\n[nccl]\nIB_GID_INDEX = \"auto\"\n", false}, // only printed by nccl-env
+		{"name = \"x\"\n[nccl]\nIB_GID_INDEX = 3\nwrite = \"/etc/nccl.conf\"\n", false},
+		{"name = \"x\"\n[nccl]\nIB_GID_INDEX = \"auto\"\nwrite = \"/etc/nccl.conf\"\n", true},
+		{"name = \"x\"\n[link]\nmtu = 9000\n[verify]\nloopback = true\n", true},
+	} {
+		p := mustInclude(t, "p.toml", map[string]string{"p.toml": c.text})
+		if got := p.NeedsGID(); got != c.want {
+			t.Errorf("NeedsGID() = %v, want %v for\n%s", got, c.want, c.text)
+		}
+	}
+}
