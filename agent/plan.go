@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,7 +66,11 @@ func orDash(s string) string {
 
 // renderPlanText prints a plan the way operators know from Terraform: one
 // header per port, "~ key = before -> after", a summary line.
-func renderPlanText(w io.Writer, pl *planned, verb string) {
+func renderPlanText(out io.Writer, pl *planned, verb string) {
+	// One write(2) for the whole plan, not one per line: a 64-port plan
+	// has over a thousand lines.
+	w := bufio.NewWriter(out)
+	defer w.Flush()
 	plan := pl.plan
 	if msg := pl.noPortsMessage(); msg != "" && len(plan.Changes) == 0 {
 		fmt.Fprintln(w, msg)

@@ -25,9 +25,6 @@ type portReader struct {
 	dcb     *dcb.State
 	dcbErr  error
 
-	ecnDone bool
-	ecn     *nic.ECN
-	ecnErr  error
 }
 
 func (h *Host) newPortReader(p *policy.Port) *portReader {
@@ -60,17 +57,6 @@ func (r *portReader) unsupportedAs(err error, what string) error {
 	return err
 }
 
-func (r *portReader) ecnIface() (*nic.ECN, error) {
-	if !r.ecnDone {
-		r.ecnDone = true
-		r.ecn, r.ecnErr = nic.OpenECN(r.h.FS, r.nicPort())
-	}
-	return r.ecn, r.ecnErr
-}
-
-func (r *portReader) nicPort() nic.Port {
-	return nic.Port{RDMADevice: r.port.RDMADevice, PortNum: r.port.PortNum, Netdev: r.port.Netdev, PCI: r.port.PCI, Driver: r.port.Driver}
-}
 
 // read returns the canonical value the host holds for s; present is false
 // when the host has no value at all (no APP entry, no NCCL line).
@@ -139,17 +125,24 @@ func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting, o *polic
 	case policy.KindECNEnable, policy.KindECNParam:
 		return h.readECN(r, s)
 	case policy.KindRoCEMode, policy.KindRoCETOS:
-		mode, tos, err := nic.RoCEDefaults(h.FS, r.port.RDMADevice, r.port.PortNum)
+		var v string
+		var err error
+		if s.Kind == policy.KindRoCEMode {
+			var mode string
+			mode, err = nic.RoCEMode(h.FS, r.port.RDMADevice, r.port.PortNum)
+			v = roceModeName(mode)
+		} else {
+			var tos int
+			tos, err = nic.RoCETOS(h.FS, r.port.RDMADevice, r.port.PortNum)
+			v = strconv.Itoa(tos)
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) || errors.Is(err, nic.ErrReadOnly) {
 				return "", false, nic.Unsupportedf("rdma_cm configfs has no entry for %s port %d: %v", r.port.RDMADevice, r.port.PortNum, err)
 			}
 			return "", false, err
 		}
-		if s.Kind == policy.KindRoCEMode {
-			return roceModeName(mode), true, nil
-		}
-		return strconv.Itoa(tos), true, nil
+		return v, true, nil
 	case policy.KindTrafficClass:
 		tc, ok, err := nic.TrafficClass(h.FS, r.port.RDMADevice, r.port.PortNum)
 		if err != nil || !ok {
@@ -331,7 +324,7 @@ func formatETS(e *dcb.ETS, k policy.Kind) string {
 }
 
 func (h *Host) readECN(r *portReader, s policy.Setting) (string, bool, error) {
-	e, err := r.ecnIface()
+	e, err := h.ecnOf(r.port)
 	if err != nil {
 		return "", false, err
 	}

@@ -77,7 +77,7 @@ func BenchmarkJournalSave(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := json.MarshalIndent(txn.J, "", "  ")
+	data, err := json.Marshal(txn.J)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func BenchmarkJournalSave(b *testing.B) {
 	b.Run("marshal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := json.MarshalIndent(txn.J, "", "  "); err != nil {
+			if _, err := json.Marshal(txn.J); err != nil {
 				b.Fatal(err)
 			}
 		}

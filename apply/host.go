@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"syscall"
 
 	"github.com/rocectl/rocectl/nic"
@@ -20,11 +21,44 @@ type Host struct {
 	FS  nic.FS
 	K   nic.Kernel
 	Log *slog.Logger
+
+	// ecn is, per netdev, the interface that reaches its ECN knobs (or
+	// why there is none): probed once per discovery, not before each of a
+	// port's thirty-odd ECN reads and writes.
+	mu  sync.Mutex
+	ecn map[string]ecnProbe
 }
 
-// Discover lists the host's RoCE ports.
+type ecnProbe struct {
+	ecn *nic.ECN
+	err error
+}
+
+// Discover lists the host's RoCE ports, and forgets what was probed on the
+// ports found before (a driver may have been reloaded since).
 func (h *Host) Discover() *nic.Inventory {
+	h.mu.Lock()
+	h.ecn = nil
+	h.mu.Unlock()
 	return nic.Discover(h.FS, h.K, h.logger())
+}
+
+// ecnOf returns the port's ECN interface, probing it on first use.
+func (h *Host) ecnOf(p *policy.Port) (*nic.ECN, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pr, ok := h.ecn[p.Netdev]; ok {
+		if pr.err != nil {
+			return nil, pr.err
+		}
+		return pr.ecn.On(h.FS), nil
+	}
+	e, err := nic.OpenECN(h.FS, nicPort(p))
+	if h.ecn == nil {
+		h.ecn = map[string]ecnProbe{}
+	}
+	h.ecn[p.Netdev] = ecnProbe{e, err}
+	return e, err
 }
 
 func (h *Host) logger() *slog.Logger {

@@ -52,8 +52,9 @@ func (s Store) Acquire(command string) (*Lock, error) {
 	}
 	data, _ := json.Marshal(Holder{PID: os.Getpid(), Command: command, Since: time.Now().UTC()})
 	if err := f.Truncate(0); err == nil {
+		// Not fsynced: the holder only words the "locked" message, and
+		// the flock, not the file, is the lock.
 		_, _ = f.WriteAt(data, 0)
-		_ = f.Sync()
 	}
 	return &Lock{f: f}, nil
 }

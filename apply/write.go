@@ -215,7 +215,7 @@ func (h *Host) writeOne(port *policy.Port, c policy.Change, v string) error {
 		}
 		return h.K.SetPFCPreventionTimeout(nd, ms)
 	case policy.KindECNEnable, policy.KindECNParam:
-		e, err := nic.OpenECN(h.FS, nicPort(port))
+		e, err := h.ecnOf(port)
 		if err != nil {
 			return err
 		}

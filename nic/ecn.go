@@ -76,6 +76,15 @@ func OpenECN(fs FS, p Port) (*ECN, error) {
 	return nil, Unsupportedf("no ECN/DCQCN interface for driver %s on %s", orUnknown(p.Driver), p.Netdev)
 }
 
+// On returns the same interface reached through fs: what OpenECN probed
+// holds for every view of the host (a fault-injecting FS in tests), so a
+// caller may probe once and keep the answer.
+func (e *ECN) On(fs FS) *ECN {
+	c := *e
+	c.fs = fs
+	return &c
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "(unknown)"
@@ -121,49 +130,54 @@ func (e *ECN) SetEnabled(dir string, prio int, on bool) error {
 	return e.fs.WriteString(p, v)
 }
 
-// paramPath locates a parameter. name is the OFED name (rpg_ai_rate,
-// cnp_dscp), upstream the debugfs one (rp_ai_rate, np_cnp_dscp); "" when the
-// parameter has no upstream equivalent.
-func (e *ECN) paramPath(dir, name, upstream string) (string, error) {
+// paramPaths are where a parameter may be, in the order to try. name is
+// the OFED name (rpg_ai_rate, cnp_dscp), upstream the debugfs one
+// (rp_ai_rate, np_cnp_dscp); "" when the parameter has no upstream
+// equivalent. absent words the error when none of them exists. Callers try
+// the paths directly instead of probing them first: a missing file costs
+// one failed open, and every present one a stat less.
+func (e *ECN) paramPaths(dir, name, upstream string) (paths []string, absent error) {
 	switch e.Kind {
 	case ECNOFED:
 		// The driver creates parameters directly under roce_rp/; NVIDIA's
-		// docs show roce_rp/params/. Probe both.
-		for _, p := range []string{
+		// docs show roce_rp/params/. Try both.
+		return []string{
 			fmt.Sprintf("%s/roce_%s/%s", e.base, dir, name),
 			fmt.Sprintf("%s/roce_%s/params/%s", e.base, dir, name),
-		} {
-			if e.fs.Exists(p) {
-				return p, nil
-			}
-		}
-		return "", Unsupportedf("%s/roce_%s has no %s parameter", e.base, dir, name)
+		}, Unsupportedf("%s/roce_%s has no %s parameter", e.base, dir, name)
 	case ECNBnxt:
 		attr, ok := bnxtParams[name]
 		if !ok {
-			return "", Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
+			return nil, Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
 		}
-		return e.base + "/" + attr, nil
+		return []string{e.base + "/" + attr}, Unsupportedf("%s/%s is absent", e.base, attr)
 	case ECNUpstreamMlx5:
 		if upstream == "" {
-			return "", Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
+			return nil, Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
 		}
-		p := e.base + "/" + upstream
-		if !e.fs.Exists(p) {
-			return "", Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
-		}
-		return p, nil
+		return []string{e.base + "/" + upstream}, Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
 	}
-	return "", Unsupportedf("no ECN interface")
+	return nil, Unsupportedf("no ECN interface")
+}
+
+// onParam runs op on the first of the parameter's paths that exists.
+func (e *ECN) onParam(dir, name, upstream string, op func(path string) error) error {
+	paths, absent := e.paramPaths(dir, name, upstream)
+	for _, p := range paths {
+		if err := op(p); !isNotExist(err) {
+			return err
+		}
+	}
+	return absent
 }
 
 // Param reads a DCQCN parameter.
 func (e *ECN) Param(dir, name, upstream string) (int64, error) {
-	p, err := e.paramPath(dir, name, upstream)
-	if err != nil {
-		return 0, err
-	}
-	s, err := e.fs.ReadTrimmed(p)
+	var s string
+	err := e.onParam(dir, name, upstream, func(p string) (err error) {
+		s, err = e.fs.ReadTrimmed(p)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -172,15 +186,11 @@ func (e *ECN) Param(dir, name, upstream string) (int64, error) {
 
 // SetParam writes a DCQCN parameter (bnxt_re: and commits it).
 func (e *ECN) SetParam(dir, name, upstream string, v int64) error {
-	p, err := e.paramPath(dir, name, upstream)
-	if err != nil {
-		return err
-	}
 	val := strconv.FormatInt(v, 10)
 	if e.Kind == ECNBnxt {
 		val = fmt.Sprintf("0x%x", v) // bnxt_setupcc.sh writes hex
 	}
-	if err := e.fs.WriteString(p, val); err != nil {
+	if err := e.onParam(dir, name, upstream, func(p string) error { return e.fs.WriteString(p, val) }); err != nil {
 		return err
 	}
 	if e.Kind == ECNBnxt {

@@ -54,12 +54,9 @@ var firstInt = regexp.MustCompile(`-?\d+`)
 // class is forced (the file reads empty).
 func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
 	p := TrafficClassPath(dev, port)
-	if !fs.Exists(p) {
-		return 0, false, Unsupportedf("%s is absent: forcing the verbs traffic class needs DOCA-OFED (upstream kernels have no equivalent)", p)
-	}
 	s, err := fs.ReadTrimmed(p)
 	if err != nil {
-		return 0, false, err
+		return 0, false, trafficClassErr(p, err)
 	}
 	m := firstInt.FindString(s)
 	if m == "" {
@@ -76,10 +73,15 @@ func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
 // doRoCE.sh does); the caller reads it back (TrafficClass).
 func SetTrafficClass(fs FS, dev string, port int, tc int) error {
 	p := TrafficClassPath(dev, port)
-	if !fs.Exists(p) {
+	return trafficClassErr(p, fs.WriteString(p, strconv.Itoa(tc)))
+}
+
+// trafficClassErr words a missing attribute as what it means.
+func trafficClassErr(p string, err error) error {
+	if isNotExist(err) {
 		return Unsupportedf("%s is absent: forcing the verbs traffic class needs DOCA-OFED (upstream kernels have no equivalent)", p)
 	}
-	return fs.WriteString(p, strconv.Itoa(tc))
+	return err
 }
 
 // ClearTrafficClass removes the forced traffic class: the driver takes -1
