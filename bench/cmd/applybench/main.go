@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 )
@@ -38,7 +40,9 @@ type config struct {
 	auditPorts string
 	summary    string
 	cpuprofile string
+	memprofile string
 	profRuns   int
+	sysfsDir   string
 }
 
 func main() {
@@ -51,6 +55,8 @@ func main() {
 	flag.StringVar(&c.auditPorts, "audit-ports", "8,64", "port counts for the audit timing (empty: skip)")
 	flag.StringVar(&c.summary, "summary", "", "append result rows (name|value|baseline|target) to this file")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "also run the apply in-process with a CPU profile written here (go tool pprof -tagfocus phase=apply)")
+	flag.StringVar(&c.sysfsDir, "sysfs-dir", "auto", "where the host root (the sysfs/configfs stand-in) lives; auto: /dev/shm when it is tmpfs, else $TMPDIR")
+	flag.StringVar(&c.memprofile, "memprofile", "", "with -cpuprofile: also write an allocation profile of the in-process applies here (go tool pprof -sample_index=alloc_space -focus=runApply)")
 	flag.IntVar(&c.profRuns, "profile-runs", 100, "in-process applies under -cpuprofile (100 Hz sampling: a 20 ms apply gives 2 samples)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -78,8 +84,22 @@ func run(c config) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	// The host root stands in for sysfs and configfs, which live in
+	// memory: a write is a driver's store(), no block I/O. On a disk file
+	// system every one of the ~150 writes of a run would also truncate a
+	// file and journal its metadata, a cost neither side has on a real
+	// host. So the root goes to a tmpfs where there is one; the state
+	// dir, which rocectl fsyncs its journal into, stays on $TMPDIR, as
+	// /var/lib/rocectl would be on disk.
+	sysDir, sysFS, err := hostRootDir(c.sysfsDir, tmp)
+	if err != nil {
+		return err
+	}
+	if sysDir != tmp {
+		defer os.RemoveAll(sysDir)
+	}
 	caps := filepath.Join(c.repo, "testdata", "captures")
-	tmpl := filepath.Join(tmp, "template")
+	tmpl := filepath.Join(sysDir, "template")
 	if err := hosts.WriteCX6DxFactoryN(caps, tmpl, c.ports); err != nil {
 		return err
 	}
@@ -104,7 +124,8 @@ func run(c config) error {
 		}
 		names = append(names, left, right)
 	}
-	b := &bench{c: c, ns: ns, tmp: tmp, tmpl: tmpl, names: names}
+	b := &bench{c: c, ns: ns, tmp: tmp, sysDir: sysDir, tmpl: tmpl, names: names}
+	fmt.Printf("host root on %s (%s), state dir on %s (%s)\n", sysDir, sysFS, tmp, fsName(tmp))
 
 	var roce, shell []time.Duration
 	var roceTree, shellTree map[string]string
@@ -142,6 +163,16 @@ func run(c config) error {
 	fmt.Printf("  rocectl is %.1f× faster (medians; target ≥ 20×)\n", ratio)
 	b.summary(fmt.Sprintf("apply %d ports (live veth, binary)|%s|%s (bash)|>= 20x faster: %.1fx", c.ports, ms(median(roce)), ms(median(shell)), ratio))
 
+	// The floor: what starting the binary costs before it does any work.
+	// The baseline's time is ~50 process starts, so this bounds the ratio
+	// any apply could reach here.
+	start, err := b.startup()
+	if err != nil {
+		return err
+	}
+	row("rocectl --version (start only)", start)
+	fmt.Printf("  (with zero apply work the ratio could be at most %.1f×)\n", float64(median(shell))/float64(median(start)))
+
 	if c.cpuprofile != "" {
 		ds, err := b.profile(c.cpuprofile, c.profRuns, prof)
 		if err != nil {
@@ -171,14 +202,15 @@ func run(c config) error {
 }
 
 type bench struct {
-	c     config
-	ns    *netNS
-	tmp   string
-	tmpl  string
-	names []string
+	c      config
+	ns     *netNS
+	tmp    string
+	sysDir string // holds the host root
+	tmpl   string
+	names  []string
 }
 
-func (b *bench) root() string  { return filepath.Join(b.tmp, "root") }
+func (b *bench) root() string  { return filepath.Join(b.sysDir, "root") }
 func (b *bench) state() string { return filepath.Join(b.tmp, "state") }
 
 // reset gives the next run a factory host: a fresh copy of the root, an
@@ -228,6 +260,21 @@ func (b *bench) once(side, name string, args ...string) (time.Duration, map[stri
 	}
 	tree, err := treeOf(b.root())
 	return d, tree, err
+}
+
+// startup times `rocectl --version`: fork, exec, runtime and package
+// initialisation, flag parsing; no host access.
+func (b *bench) startup() ([]time.Duration, error) {
+	var ds []time.Duration
+	for range 3 * b.c.runs {
+		cmd := exec.Command(b.c.rocectl, "--version")
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("rocectl --version: %v\n%s", err, out)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return ds, nil
 }
 
 // audit times the binary's read-only audit of an n-port snapshot.
@@ -297,4 +344,44 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) 
 
 func row(name string, ds []time.Duration) {
 	fmt.Printf("  %-32s %10s %10s %10s\n", name, ms(median(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)))
+}
+
+// hostRootDir makes the directory the host root is copied into: under dir,
+// or with "auto" under /dev/shm when that is a tmpfs, else under tmp.
+func hostRootDir(dir, tmp string) (string, string, error) {
+	if dir == "auto" {
+		dir = tmp
+		if fsName("/dev/shm") == "tmpfs" {
+			dir = "/dev/shm"
+		}
+	}
+	if dir == tmp {
+		return tmp, fsName(tmp), nil
+	}
+	d, err := os.MkdirTemp(dir, "applybench-root-")
+	if err != nil {
+		return "", "", err
+	}
+	return d, fsName(d), nil
+}
+
+// fsName names the file system holding path, for the report.
+func fsName(path string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return "unknown"
+	}
+	switch st.Type {
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlayfs"
+	}
+	return fmt.Sprintf("fs type %#x", st.Type)
 }

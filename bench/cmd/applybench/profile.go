@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -28,6 +29,11 @@ func (b *bench) profile(file string, runs int, prof string) ([]time.Duration, er
 		return nil, err
 	}
 	defer pprof.StopCPUProfile()
+	if b.c.memprofile != "" {
+		// A run allocates a few MB: sample every 4 KB, not every 512 KB.
+		runtime.MemProfileRate = 4096
+		defer writeHeapProfile(b.c.memprofile)
+	}
 	var ds []time.Duration
 	for range runs {
 		if err := b.reset(); err != nil {
@@ -60,4 +66,15 @@ func (b *bench) profile(file string, runs int, prof string) ([]time.Duration, er
 		ds = append(ds, d)
 	}
 	return ds, nil
+}
+
+func writeHeapProfile(file string) {
+	f, err := os.Create(file)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "applybench: memprofile:", err)
+	}
 }
