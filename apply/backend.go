@@ -24,7 +24,6 @@ type portReader struct {
 	dcbDone bool
 	dcb     *dcb.State
 	dcbErr  error
-
 }
 
 func (h *Host) newPortReader(p *policy.Port) *portReader {
@@ -56,7 +55,6 @@ func (r *portReader) unsupportedAs(err error, what string) error {
 	}
 	return err
 }
-
 
 // read returns the canonical value the host holds for s; present is false
 // when the host has no value at all (no APP entry, no NCCL line).
