@@ -21,6 +21,7 @@ import (
 // (class/infiniband/<dev> -> ../../devices/.../infiniband/<dev>).
 type FS struct {
 	root     string
+	rootReal string // root with its symlinks resolved, "" until known
 	readOnly bool
 	fault    func(op, path string) error
 }
@@ -33,7 +34,13 @@ func NewFS(root string, readOnly bool) FS {
 	if root == "" {
 		root = "/"
 	}
-	return FS{root: filepath.Clean(root), readOnly: readOnly}
+	f := FS{root: filepath.Clean(root), readOnly: readOnly}
+	// Resolve maps paths back under the root; resolving the root itself
+	// once here spares every call a walk up through /tmp and its parents.
+	if f.root != "/" {
+		f.rootReal, _ = filepath.EvalSymlinks(f.root)
+	}
+	return f
 }
 
 // WithFault returns a copy of f that calls fault before every write, mkdir
@@ -196,9 +203,11 @@ func (f FS) Resolve(p string) (string, error) {
 	if f.root == "/" {
 		return real, nil
 	}
-	rootReal, err := filepath.EvalSymlinks(f.root)
-	if err != nil {
-		return "", err
+	rootReal := f.rootReal
+	if rootReal == "" { // the root did not exist when the FS was made
+		if rootReal, err = filepath.EvalSymlinks(f.root); err != nil {
+			return "", err
+		}
 	}
 	rel, err := filepath.Rel(rootReal, real)
 	if err != nil || strings.HasPrefix(rel, "..") {
