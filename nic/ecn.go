@@ -130,13 +130,13 @@ func (e *ECN) SetEnabled(dir string, prio int, on bool) error {
 	return e.fs.WriteString(p, v)
 }
 
-// paramPaths are where a parameter may be, in the order to try. name is
-// the OFED name (rpg_ai_rate, cnp_dscp), upstream the debugfs one
-// (rp_ai_rate, np_cnp_dscp); "" when the parameter has no upstream
-// equivalent. absent words the error when none of them exists. Callers try
-// the paths directly instead of probing them first: a missing file costs
-// one failed open, and every present one a stat less.
-func (e *ECN) paramPaths(dir, name, upstream string) (paths []string, absent error) {
+// paramPaths are where a parameter may be, in the order to try; the error
+// says when the interface has no such parameter at all. name is the OFED
+// name (rpg_ai_rate, cnp_dscp), upstream the debugfs one (rp_ai_rate,
+// np_cnp_dscp); "" when the parameter has no upstream equivalent. Callers
+// try the paths directly instead of probing them first: a missing file
+// costs one failed open, and every present one a stat less.
+func (e *ECN) paramPaths(dir, name, upstream string) ([]string, error) {
 	switch e.Kind {
 	case ECNOFED:
 		// The driver creates parameters directly under roce_rp/; NVIDIA's
@@ -144,31 +144,40 @@ func (e *ECN) paramPaths(dir, name, upstream string) (paths []string, absent err
 		return []string{
 			fmt.Sprintf("%s/roce_%s/%s", e.base, dir, name),
 			fmt.Sprintf("%s/roce_%s/params/%s", e.base, dir, name),
-		}, Unsupportedf("%s/roce_%s has no %s parameter", e.base, dir, name)
+		}, nil
 	case ECNBnxt:
 		attr, ok := bnxtParams[name]
 		if !ok {
 			return nil, Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
 		}
-		return []string{e.base + "/" + attr}, Unsupportedf("%s/%s is absent", e.base, attr)
+		return []string{e.base + "/" + attr}, nil
 	case ECNUpstreamMlx5:
 		if upstream == "" {
 			return nil, Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
 		}
-		return []string{e.base + "/" + upstream}, Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
+		return []string{e.base + "/" + upstream}, nil
 	}
 	return nil, Unsupportedf("no ECN interface")
 }
 
 // onParam runs op on the first of the parameter's paths that exists.
 func (e *ECN) onParam(dir, name, upstream string, op func(path string) error) error {
-	paths, absent := e.paramPaths(dir, name, upstream)
+	paths, err := e.paramPaths(dir, name, upstream)
+	if err != nil {
+		return err
+	}
 	for _, p := range paths {
 		if err := op(p); !isNotExist(err) {
 			return err
 		}
 	}
-	return absent
+	switch e.Kind {
+	case ECNOFED:
+		return Unsupportedf("%s/roce_%s has no %s parameter", e.base, dir, name)
+	case ECNUpstreamMlx5:
+		return Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
+	}
+	return Unsupportedf("%s is absent", paths[0])
 }
 
 // Param reads a DCQCN parameter.
