@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -787,16 +786,6 @@ func (d *decoder) guard(key string, n *node, g *GuardSpec) {
 			}
 		}},
 	})
-}
-
-// sortedKeys is used where a stable order matters more than file order.
-func sortedKeys[M ~map[K]V, K ~string | ~int, V any](m M) []K {
-	ks := make([]K, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
-	return ks
 }
 
 // ECNUpstreamName maps an OFED ECN parameter name (rpg_ai_rate, cnp_dscp,

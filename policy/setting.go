@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,7 +230,7 @@ func FormatDSCPMap(m map[int]int) string {
 	if len(m) == 0 {
 		return "(none)"
 	}
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	var parts []string
 	for i := 0; i < len(keys); {
 		j := i

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"time"
 )
 
@@ -256,14 +255,9 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 	}
 	clearProgress(cfg.Progress)
 	rep.WorstOccupied, rep.WorstWhere = det.Worst, det.WorstAt
-	keys := make([]string, 0, len(det.disc))
-	for k := range det.disc {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if det.disc[k] > 0 {
-			rep.Discards[k] = det.disc[k]
+	for k, n := range det.disc {
+		if n > 0 {
+			rep.Discards[k] = n
 		}
 	}
 	return nil, rep, nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"sort"
+	"slices"
 	"syscall"
 
 	"github.com/rocectl/rocectl/nic"
@@ -208,14 +208,14 @@ func (replay) SetDevlinkParam(dev, _ string, _ uint8, _ any) error {
 func (st *KernelState) Validate() error {
 	var errs []error
 	check := func(where string, m map[string]string) {
-		for _, op := range sortedKeys(m) {
+		for _, op := range slices.Sorted(maps.Keys(m)) {
 			if _, err := ParseErrno(m[op]); err != nil {
 				errs = append(errs, fmt.Errorf("%s errors[%q]: %w", where, op, err))
 			}
 		}
 	}
 	check("kernel", st.Errors)
-	for _, name := range sortedKeys(st.Links) {
+	for _, name := range slices.Sorted(maps.Keys(st.Links)) {
 		ls := st.Links[name]
 		if ls == nil {
 			errs = append(errs, fmt.Errorf("links[%q] is null", name))
@@ -223,7 +223,7 @@ func (st *KernelState) Validate() error {
 		}
 		check(fmt.Sprintf("links[%q]", name), ls.Errors)
 	}
-	for _, dev := range sortedKeys(st.Devlink) {
+	for _, dev := range slices.Sorted(maps.Keys(st.Devlink)) {
 		for i := range st.Devlink[dev] {
 			p := &st.Devlink[dev][i]
 			for j := range p.Values {
@@ -291,13 +291,4 @@ func devlinkValue(typ string, v any) (any, error) {
 		return nil, fmt.Errorf("unknown parameter type %q", typ)
 	}
 	return nil, fmt.Errorf("%T value for a %s parameter", v, typ)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

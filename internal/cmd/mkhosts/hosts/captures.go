@@ -3,10 +3,12 @@ package hosts
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -150,7 +152,7 @@ func (c *Captures) procfsDir(sysDir string) []ttar.Entry {
 
 func (c *Captures) procfsSorted() []ttar.Entry {
 	out := make([]ttar.Entry, 0, len(c.Procfs))
-	for _, k := range sortedKeys(c.Procfs) {
+	for _, k := range slices.Sorted(maps.Keys(c.Procfs)) {
 		out = append(out, c.Procfs[k])
 	}
 	return out

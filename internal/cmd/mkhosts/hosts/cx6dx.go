@@ -2,7 +2,9 @@ package hosts
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/rocectl/rocectl/nic"
@@ -165,7 +167,7 @@ func ipv4Of(rows []GidRow) string {
 
 func portList(h *Host) string {
 	var parts []string
-	for _, name := range sortedKeys(h.Kernel.Links) {
+	for _, name := range slices.Sorted(maps.Keys(h.Kernel.Links)) {
 		ls := h.Kernel.Links[name]
 		parts = append(parts, fmt.Sprintf("%s (PCI %s)", name, ls.Driver.BusInfo))
 	}
@@ -230,7 +232,7 @@ func CX6DxOFEDLossless(c *Captures) (*Host, error) {
 	}
 
 	sim := snapshot.NewSim(base.Kernel)
-	for _, ifname := range sortedKeys(base.Kernel.Links) {
+	for _, ifname := range slices.Sorted(maps.Keys(base.Kernel.Links)) {
 		steps := []error{
 			sim.SetMTU(ifname, 9000),
 			sim.SetPause(ifname, nic.Pause{}),
@@ -248,7 +250,7 @@ func CX6DxOFEDLossless(c *Captures) (*Host, error) {
 	h.Kernel = sim.State()
 
 	const tos = 106
-	for _, ifname := range sortedKeys(h.Kernel.Links) {
+	for _, ifname := range slices.Sorted(maps.Keys(h.Kernel.Links)) {
 		bdf := h.Kernel.Links[ifname].Driver.BusInfo
 		f := findPCI(h.tree, bdf)
 		nd := netdevDir(f, ifname)

@@ -172,12 +172,3 @@ func (h *Host) unreadable(paths ...string) {
 	h.Meta.Unreadable = append(h.Meta.Unreadable, paths...)
 	sort.Strings(h.Meta.Unreadable)
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,14 +43,14 @@ func TestGolden(t *testing.T) {
 	}
 	for _, s := range Specs() {
 		got, want := listTree(t, filepath.Join(tmp, s.Name)), listTree(t, filepath.Join(hostsDir, s.Name))
-		for _, p := range sortedKeys(got) {
+		for _, p := range slices.Sorted(maps.Keys(got)) {
 			if w, ok := want[p]; !ok {
 				t.Errorf("%s/%s: generated but not committed (run go test -update)", s.Name, p)
 			} else if w != got[p] {
 				t.Errorf("%s/%s differs from the generator's output (run go test -update)", s.Name, p)
 			}
 		}
-		for _, p := range sortedKeys(want) {
+		for _, p := range slices.Sorted(maps.Keys(want)) {
 			if _, ok := got[p]; !ok {
 				t.Errorf("%s/%s: committed but no longer generated (run go test -update)", s.Name, p)
 			}
@@ -108,8 +109,8 @@ func TestHostsConsistent(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := s.State()
-			if !slices.Equal(ifnames, sortedKeys(st.Links)) {
-				t.Fatalf("class/net %v, kernel.json links %v", ifnames, sortedKeys(st.Links))
+			if !slices.Equal(ifnames, slices.Sorted(maps.Keys(st.Links))) {
+				t.Fatalf("class/net %v, kernel.json links %v", ifnames, slices.Sorted(maps.Keys(st.Links)))
 			}
 			for _, ifname := range ifnames {
 				checkNetdev(t, fsys, k, ifname)
