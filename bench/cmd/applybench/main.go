@@ -150,7 +150,7 @@ func run(c config) error {
 				return err
 			}
 		}
-		if d := diffTrees(roceTree, shellTree); len(d) > 0 {
+		if d := fixturehost.DiffTrees(roceTree, shellTree); len(d) > 0 {
 			return fmt.Errorf("rocectl and the baseline leave different files (%d), e.g. %s: not the same work", len(d), d[0])
 		}
 	}
@@ -258,7 +258,7 @@ func (b *bench) once(side, name string, args ...string) (time.Duration, map[stri
 			return 0, nil, fmt.Errorf("%s left %s at MTU %d (%v), want 9000\n%s", side, n, m, err, out.String())
 		}
 	}
-	tree, err := treeOf(b.root())
+	tree, err := fixturehost.ReadTree(b.root())
 	return d, tree, err
 }
 
@@ -310,25 +310,6 @@ func (b *bench) summary(line string) {
 	}
 	defer f.Close()
 	fmt.Fprintln(f, line)
-}
-
-// treeOf is every file's content and link target under root.
-func treeOf(root string) (map[string]string, error) { return fixturehost.ReadTree(root) }
-
-func diffTrees(a, b map[string]string) []string {
-	var d []string
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			d = append(d, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			d = append(d, k)
-		}
-	}
-	slices.Sort(d)
-	return d
 }
 
 func median(ds []time.Duration) time.Duration {
