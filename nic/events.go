@@ -105,27 +105,19 @@ func WatchLinks(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 	if err != nil {
 		return nil, fmt.Errorf("watch links: current network namespace: %w", err)
 	}
-	subscribe := func(errf func(error)) (<-chan netlink.LinkUpdate, chan struct{}, error) {
-		ch := make(chan netlink.LinkUpdate, 16)
-		done := make(chan struct{})
-		err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
-			Namespace:         ns,
-			ErrorCallback:     errf,
-			ReceiveBufferSize: opt.ReceiveBufferSize,
-		})
-		if err != nil {
-			close(done)
-			return nil, nil, err
-		}
-		return ch, done, nil
-	}
 	w := &eventWatcher[netlink.LinkUpdate, LinkEvent]{
-		what:      "link",
-		log:       log,
-		subscribe: subscribe,
-		convert:   func(u netlink.LinkUpdate) (LinkEvent, bool) { return linkEvent(u), true },
-		lost:      func(err error) LinkEvent { return LinkEvent{Kind: EventLost, Err: err} },
-		cleanup:   func() { closeNS(ns) },
+		what: "link",
+		log:  log,
+		subscribe: func(ch chan netlink.LinkUpdate, done chan struct{}, errf func(error)) error {
+			return netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
+				Namespace:         ns,
+				ErrorCallback:     errf,
+				ReceiveBufferSize: opt.ReceiveBufferSize,
+			})
+		},
+		convert: func(u netlink.LinkUpdate) (LinkEvent, bool) { return linkEvent(u), true },
+		lost:    func(err error) LinkEvent { return LinkEvent{Kind: EventLost, Err: err} },
+		cleanup: func() { closeNS(ns) },
 	}
 	out, err := w.start(ctx)
 	if err != nil {
@@ -157,26 +149,18 @@ func WatchAddrs(ctx context.Context, log *slog.Logger, opt WatchOptions) (<-chan
 		closeNS(ns)
 		return nil, fmt.Errorf("watch addresses: %w", err)
 	}
-	subscribe := func(errf func(error)) (<-chan netlink.AddrUpdate, chan struct{}, error) {
-		ch := make(chan netlink.AddrUpdate, 16)
-		done := make(chan struct{})
-		err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
-			Namespace:         ns,
-			ErrorCallback:     errf,
-			ReceiveBufferSize: opt.ReceiveBufferSize,
-		})
-		if err != nil {
-			close(done)
-			return nil, nil, err
-		}
-		return ch, done, nil
-	}
 	w := &eventWatcher[netlink.AddrUpdate, AddrEvent]{
-		what:      "address",
-		log:       log,
-		subscribe: subscribe,
-		convert:   func(u netlink.AddrUpdate) (AddrEvent, bool) { return addrEvent(u, names, log) },
-		lost:      func(err error) AddrEvent { return AddrEvent{Kind: EventLost, Err: err} },
+		what: "address",
+		log:  log,
+		subscribe: func(ch chan netlink.AddrUpdate, done chan struct{}, errf func(error)) error {
+			return netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{
+				Namespace:         ns,
+				ErrorCallback:     errf,
+				ReceiveBufferSize: opt.ReceiveBufferSize,
+			})
+		},
+		convert: func(u netlink.AddrUpdate) (AddrEvent, bool) { return addrEvent(u, names, log) },
+		lost:    func(err error) AddrEvent { return AddrEvent{Kind: EventLost, Err: err} },
 		cleanup: func() {
 			names.Close()
 			closeNS(ns)
@@ -237,9 +221,11 @@ func addrEvent(u netlink.AddrUpdate, names *netlink.Handle, log *slog.Logger) (A
 // eventWatcher forwards one netlink subscription's updates as events, and
 // re-subscribes when the subscription dies while ctx is still live.
 type eventWatcher[U, E any] struct {
-	what      string
-	log       *slog.Logger
-	subscribe func(errf func(error)) (<-chan U, chan struct{}, error)
+	what string
+	log  *slog.Logger
+	// subscribe starts netlink's receive goroutine on ch until done is
+	// closed, reporting its errors to errf.
+	subscribe func(ch chan U, done chan struct{}, errf func(error)) error
 	convert   func(U) (E, bool)
 	lost      func(error) E
 	cleanup   func()
@@ -254,15 +240,16 @@ type subscription[U any] struct {
 }
 
 func (w *eventWatcher[U, E]) open() (*subscription[U], error) {
-	s := &subscription[U]{}
-	ch, done, err := w.subscribe(func(err error) {
+	ch, done := make(chan U, 16), make(chan struct{})
+	s := &subscription[U]{ch: ch, done: done}
+	err := w.subscribe(ch, done, func(err error) {
 		w.log.Debug("netlink subscription error", "what", w.what, "err", err)
 		s.err = err
 	})
 	if err != nil {
+		close(done)
 		return nil, err
 	}
-	s.ch, s.done = ch, done
 	return s, nil
 }
 
