@@ -91,21 +91,15 @@ func (d Diagnostic) String() string {
 type Diagnostics []Diagnostic
 
 // Errors returns only the diagnostics that are errors.
-func (ds Diagnostics) Errors() Diagnostics {
-	var out Diagnostics
-	for _, d := range ds {
-		if d.Severity == SevError {
-			out = append(out, d)
-		}
-	}
-	return out
-}
+func (ds Diagnostics) Errors() Diagnostics { return ds.only(SevError) }
 
 // Warnings returns only the warnings.
-func (ds Diagnostics) Warnings() Diagnostics {
+func (ds Diagnostics) Warnings() Diagnostics { return ds.only(SevWarning) }
+
+func (ds Diagnostics) only(sev Severity) Diagnostics {
 	var out Diagnostics
 	for _, d := range ds {
-		if d.Severity == SevWarning {
+		if d.Severity == sev {
 			out = append(out, d)
 		}
 	}

@@ -96,13 +96,8 @@ func (d *decoder) nccl(key string, n *node, c *NCCL) {
 // file can carry it: NCCL neither trims nor unquotes, so no surrounding
 // space, no newline.
 func (d *decoder) ncclText(k string, v *node) (string, bool) {
-	var s string
-	switch v.kind {
-	case kString:
-		s = v.str
-	case kInt:
-		s = strconv.FormatInt(v.i, 10)
-	default:
+	s, ok := textOf(v)
+	if !ok {
 		d.errf(v, k, "a string or an integer", "expected a value, got %s", describe(v))
 		return "", false
 	}
@@ -111,6 +106,18 @@ func (d *decoder) ncclText(k string, v *node) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// textOf is a string's text or an integer's decimal form; ok is false for
+// any other kind of value.
+func textOf(v *node) (string, bool) {
+	switch v.kind {
+	case kString:
+		return v.str, true
+	case kInt:
+		return strconv.FormatInt(v.i, 10), true
+	}
+	return "", false
 }
 
 func (d *decoder) ncclVar(k string, v *node, s NCCLSpec) (string, bool) {
@@ -146,13 +153,7 @@ func (d *decoder) ncclVar(k string, v *node, s NCCLSpec) (string, bool) {
 		}
 		return strconv.FormatInt(v.i, 10), true
 	case "enum":
-		var str string
-		switch v.kind {
-		case kString:
-			str = v.str
-		case kInt:
-			str = strconv.FormatInt(v.i, 10)
-		}
+		str, _ := textOf(v)
 		for _, e := range s.Enum {
 			if str == e {
 				return str, true
