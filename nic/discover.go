@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,8 +45,6 @@ type Inventory struct {
 // ErrNoRoCE says a host has no RoCE device. Callers report it as a fact
 // ("no RoCE devices found"), not as a failure.
 var ErrNoRoCE = errors.New("no RoCE devices found")
-
-var pciAddrRe = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
 // Discover finds every RDMA device port with an Ethernet link layer, with its
 // netdev, PCI address, driver, firmware, NUMA node and link state. It uses
@@ -95,7 +92,7 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 	p.HCAType, _ = fs.ReadTrimmed(base + "/hca_type")
 	p.BoardID, _ = fs.ReadTrimmed(base + "/board_id")
 
-	if real, err := fs.Resolve(base + "/device"); err == nil && pciAddrRe.MatchString(path.Base(real)) {
+	if real, err := fs.Resolve(base + "/device"); err == nil && pciBDFRe.MatchString(path.Base(real)) {
 		p.PCI = path.Base(real)
 		if s, err := fs.ReadTrimmed(base + "/device/numa_node"); err == nil {
 			if n, err := strconv.Atoi(s); err == nil {
