@@ -17,22 +17,21 @@ import (
 // Live is the Kernel of the running host: rtnetlink and devlink over netlink
 // sockets, ethtool over SIOCETHTOOL ioctls, dcbnl through dcb.Client.
 //
-// Network namespace: every socket Live uses for rtnetlink, devlink and
-// ethtool is opened by NewLive, so those requests go to the namespace of the
-// thread that called NewLive, whatever thread later uses the Live. (The
-// kernel binds a socket to the namespace it was created in.) DCB requests are
-// made by dcb.Client, which opens its sockets per call in the calling
-// thread's namespace; a Live used for DCB must therefore be used from the
-// namespace it was created in. For the host agent that is the init
-// namespace throughout.
+// Network namespace: every socket Live uses for rtnetlink, dcbnl, devlink
+// and ethtool is opened by NewLive, so all its requests go to the namespace
+// of the thread that called NewLive, whatever thread later uses the Live.
+// (The kernel binds a socket to the namespace it was created in.) That is
+// what lets apply read several ports at once from goroutines on other
+// threads, even when the Live was made inside a test's namespace.
 //
 // A Live is safe for concurrent use.
 type Live struct {
 	log *slog.Logger
 
-	// route carries RTM_GETLINK/RTM_SETLINK. It is an nl socket rather than a
-	// netlink.Handle because LinkAttrs has no min/max MTU and the Handle's
-	// sockets cannot have extended ACK switched on.
+	// route carries RTM_GETLINK/RTM_SETLINK and, through dcb, the dcbnl
+	// requests. It is an nl socket rather than a netlink.Handle because
+	// LinkAttrs has no min/max MTU and the Handle's sockets cannot have
+	// extended ACK switched on.
 	route *nl.SocketHandle
 	// genl is a Handle on NETLINK_GENERIC for devlink.
 	genl *netlink.Handle
@@ -94,7 +93,7 @@ func NewLive(log *slog.Logger) (*Live, error) {
 		return nil, fmt.Errorf("open ethtool socket: %w", err)
 	}
 
-	l.dcb = dcb.NewClient()
+	l.dcb = dcb.NewClientOn(l.route)
 	ok = true
 	return l, nil
 }

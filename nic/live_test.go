@@ -2,6 +2,7 @@ package nic
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os/exec"
 	"syscall"
@@ -62,16 +63,47 @@ func TestOpErrorKeepsErrno(t *testing.T) {
 }
 
 func TestDCBDelegatesToDcbnl(t *testing.T) {
-	ns, l := liveInNS(t)
-	// dcb.Client opens its socket per call in the calling thread's
-	// namespace, so the DCB methods run inside ns. veth has no dcbnl_ops:
-	// the kernel answers EOPNOTSUPP (reference §H).
-	err := ns.Do(func() error {
-		_, err := l.DCB("va")
-		return err
-	})
-	if !errors.Is(err, syscall.EOPNOTSUPP) {
+	_, l := liveInNS(t)
+	// veth has no dcbnl_ops: the kernel answers EOPNOTSUPP (reference §H).
+	if _, err := l.DCB("va"); !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Fatalf("DCB(veth) = %v, want EOPNOTSUPP", err)
+	}
+}
+
+// TestLiveIsBoundToItsNamespace uses a Live from threads in another
+// namespace, many goroutines at once, as apply's parallel reads do: every
+// request must still reach the namespace NewLive ran in. The callers sit in
+// a second fresh namespace, not the host's, so a request that went to the
+// caller's namespace finds no "va" there (ENODEV) and touches nothing.
+func TestLiveIsBoundToItsNamespace(t *testing.T) {
+	_, l := liveInNS(t)
+	other := netnstest.New(t)
+	errs := make(chan error, 16)
+	for range 8 {
+		go func() {
+			errs <- other.Do(func() error {
+				if _, err := l.DCB("va"); !errors.Is(err, syscall.EOPNOTSUPP) {
+					return fmt.Errorf("DCB(va) = %v, want EOPNOTSUPP from the veth", err)
+				}
+				if _, err := l.Link("va"); err != nil {
+					return fmt.Errorf("Link(va) = %v", err)
+				}
+				return nil
+			})
+		}()
+		go func() {
+			errs <- other.Do(func() error {
+				if _, err := l.DriverInfo("vb"); err != nil {
+					return fmt.Errorf("DriverInfo(vb) = %v", err)
+				}
+				return nil
+			})
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
 

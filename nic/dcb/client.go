@@ -4,14 +4,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
-// Client talks dcbnl to the kernel over NETLINK_ROUTE. Each call opens its
-// own socket (nl.NetlinkRequest.Execute) in the network namespace of the
-// calling OS thread; to reach another namespace, lock the goroutine to its
-// thread (runtime.LockOSThread) and enter the namespace around the call.
-// A Client holds no state of the host and is safe for concurrent use.
+// Client talks dcbnl to the kernel over NETLINK_ROUTE. A Client from
+// NewClientOn sends every request on the socket it is given, so its calls
+// reach that socket's network namespace from any thread; one from NewClient
+// opens a socket per call (nl.NetlinkRequest.Execute) in the namespace of
+// the calling OS thread. A Client holds no state of the host and is safe
+// for concurrent use.
 //
 // The client sends exactly what it is given, one object per message, and
 // never reads-modify-writes by itself. Callers do GET → modify → SET → GET,
@@ -36,7 +38,23 @@ func NewClient() *Client {
 	return &Client{exec: execNetlink}
 }
 
-// execNetlink runs r on a fresh NETLINK_ROUTE socket. Execute returns after
+// NewClientOn returns a client whose requests all go over sock, an open
+// NETLINK_ROUTE socket (the socket's lock serialises them). The socket is
+// bound to the namespace it was opened in, so a Live that opened it in a
+// test's namespace can be used from goroutines on any thread, and a call
+// costs no socket(2), bind(2) and close(2).
+//
+// A SET's trailing ACK stays unread after execNetlink returns; a shared
+// socket skips such replies of earlier requests by their sequence number.
+func NewClientOn(sock *nl.SocketHandle) *Client {
+	return &Client{exec: func(r *request) ([]byte, error) {
+		r.msg.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: sock}
+		return execNetlink(r)
+	}}
+}
+
+// execNetlink runs r on a fresh NETLINK_ROUTE socket, or on r's shared one
+// when it has Sockets set. Execute returns after
 // the first reply that is not NLM_F_MULTI, so the trailing ACK of a SET is
 // left unread on a socket that is then closed; an NLMSG_ERROR with a
 // non-zero errno comes back as a syscall.Errno.
