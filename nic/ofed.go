@@ -2,7 +2,6 @@ package nic
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -48,8 +47,6 @@ func TrafficClassPath(dev string, port int) string {
 	return fmt.Sprintf("/sys/class/infiniband/%s/tc/%d/traffic_class", dev, port)
 }
 
-var firstInt = regexp.MustCompile(`-?\d+`)
-
 // TrafficClass reads tc/<port>/traffic_class. ok is false when no traffic
 // class is forced (the file reads empty).
 func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
@@ -58,7 +55,7 @@ func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
 	if err != nil {
 		return 0, false, trafficClassErr(p, err)
 	}
-	m := firstInt.FindString(s)
+	m := firstInt(s)
 	if m == "" {
 		return 0, false, nil
 	}
@@ -90,3 +87,25 @@ func trafficClassErr(p string, err error) error {
 func ClearTrafficClass(fs FS, dev string, port int) error {
 	return fs.WriteString(TrafficClassPath(dev, port), "-1")
 }
+
+// firstInt returns the first run of decimal digits in s with the minus
+// sign right before it, if any: what regexp `-?\d+` finds, without a
+// pattern compiled at every start.
+func firstInt(s string) string {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		j := i
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if i > 0 && s[i-1] == '-' {
+			i--
+		}
+		return s[i:j]
+	}
+	return ""
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

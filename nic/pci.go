@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,12 +53,42 @@ type PCIDevice struct {
 	Netdevs []string `json:"netdevs,omitempty"`
 }
 
-// pciBDFRe matches a PCI function address as sysfs names it: domain (4 hex
-// digits, 5 or more for VMD domains), bus, device, function.
-var pciBDFRe = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+// isPCIAddress reports whether s is a PCI function address as sysfs names
+// it: domain (4 hex digits, 5 or more for VMD domains), bus, device,
+// function, as in 0000:3b:00.0; the pattern
+// ^[0-9a-f]{4,}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$. Written out rather than
+// compiled from a regexp: compiling costs every rocectl start, a command
+// run thousands of times across a fleet, tens of microseconds per pattern.
+func isPCIAddress(s string) bool {
+	const tail = len(":3b:00.0")
+	if len(s) < 4+tail {
+		return false
+	}
+	dom, t := s[:len(s)-tail], s[len(s)-tail:]
+	return isLowerHex(dom) && t[0] == ':' && isLowerHex(t[1:3]) && t[3] == ':' &&
+		(t[4] == '0' || t[4] == '1') && isLowerHex(t[5:6]) && t[6] == '.' && '0' <= t[7] && t[7] <= '7'
+}
 
-// pciHostBridgeRe matches a host bridge directory, /sys/devices/pci0000:15.
-var pciHostBridgeRe = regexp.MustCompile(`^pci[0-9a-f]{4,}:[0-9a-f]{2}$`)
+// isHostBridge reports whether s names a host bridge directory, as
+// /sys/devices/pci0000:15 does: ^pci[0-9a-f]{4,}:[0-9a-f]{2}$.
+func isHostBridge(s string) bool {
+	rest, ok := strings.CutPrefix(s, "pci")
+	if !ok || len(rest) < 4+3 {
+		return false
+	}
+	dom, bus := rest[:len(rest)-3], rest[len(rest)-3:]
+	return isLowerHex(dom) && bus[0] == ':' && isLowerHex(bus[1:])
+}
+
+// isLowerHex reports whether s is non-empty and all [0-9a-f].
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // ReadPCIDevices reads every function in /sys/bus/pci/devices, sorted by
 // address. It fails when that directory cannot be listed (wrapping the
@@ -73,7 +102,7 @@ func ReadPCIDevices(fs FS) ([]PCIDevice, error) {
 	rdma := pciRDMAByFunction(fs)
 	var out []PCIDevice
 	for _, n := range names {
-		if !pciBDFRe.MatchString(n) {
+		if !isPCIAddress(n) {
 			continue
 		}
 		d, err := readPCIDevice(fs, n, rdma[n])
@@ -138,7 +167,7 @@ func pciChain(resolved string) (string, []string) {
 	comps := strings.Split(strings.Trim(resolved, "/"), "/")
 	host := -1
 	for i, c := range comps {
-		if pciHostBridgeRe.MatchString(c) {
+		if isHostBridge(c) {
 			host = i
 		}
 	}
@@ -147,7 +176,7 @@ func pciChain(resolved string) (string, []string) {
 	}
 	var bridges []string
 	for _, c := range comps[host+1 : len(comps)-1] {
-		if pciBDFRe.MatchString(c) {
+		if isPCIAddress(c) {
 			bridges = append(bridges, c)
 		}
 	}
@@ -170,7 +199,7 @@ func pciRDMAByFunction(fs FS) map[string][]string {
 		}
 		comps := strings.Split(resolved, "/")
 		for i := len(comps) - 1; i >= 0; i-- {
-			if pciBDFRe.MatchString(comps[i]) {
+			if isPCIAddress(comps[i]) {
 				out[comps[i]] = append(out[comps[i]], dev)
 				break
 			}

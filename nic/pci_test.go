@@ -2,8 +2,10 @@ package nic
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -180,5 +182,64 @@ func TestReadPCIDevicesLiveHost(t *testing.T) {
 	}
 	if _, err := ReadTopology(NewFS("/", true)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHandWrittenPatternsMatchTheirRegexps keeps isPCIAddress, isHostBridge
+// and firstInt equal to the regexps they replace, on real names and on
+// random strings over the characters those names are made of.
+func TestHandWrittenPatternsMatchTheirRegexps(t *testing.T) {
+	bdf := regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$`)
+	bridge := regexp.MustCompile(`^pci[0-9a-f]{4,}:[0-9a-f]{2}$`)
+	num := regexp.MustCompile(`-?\d+`)
+	check := func(s string) {
+		t.Helper()
+		if got, want := isPCIAddress(s), bdf.MatchString(s); got != want {
+			t.Errorf("isPCIAddress(%q) = %v, regexp says %v", s, got, want)
+		}
+		if got, want := isHostBridge(s), bridge.MatchString(s); got != want {
+			t.Errorf("isHostBridge(%q) = %v, regexp says %v", s, got, want)
+		}
+		if got, want := firstInt(s), num.FindString(s); got != want {
+			t.Errorf("firstInt(%q) = %q, regexp says %q", s, got, want)
+		}
+	}
+	for _, s := range []string{
+		"", "0000:3b:00.0", "0000:3b:00.1", "10000:01:00.0", "0000:3b:1f.7", "0000:3b:20.0",
+		"0000:3b:00.8", "000:3b:00.0", "0000:3B:00.0", "0000:3b:00.0 ", "x0000:3b:00.0",
+		"pci0000:15", "pci10000:e2", "pci000:15", "pci0000:1", "pci0000:15:", "0000:15",
+		"106", "-3", "--3", "a-3b", "prio 3: -12 x", "-", "tc 106\n", "3-4",
+	} {
+		check(s)
+	}
+	// Random strings, and valid names with a character or two changed,
+	// dropped or added (so both sides of each pattern get exercised).
+	const alphabet = "0123456789abcdefAx:.-p "
+	seeds := []string{"0000:3b:00.0", "10000:01:1f.7", "pci0000:15", "pci10000:e2", "tc -106"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var b []byte
+		if rng.IntN(2) == 0 {
+			for range rng.IntN(16) {
+				b = append(b, alphabet[rng.IntN(len(alphabet))])
+			}
+		} else {
+			b = []byte(seeds[rng.IntN(len(seeds))])
+			for range 1 + rng.IntN(2) {
+				i, c := rng.IntN(len(b)), alphabet[rng.IntN(len(alphabet))]
+				switch rng.IntN(3) {
+				case 0:
+					b[i] = c
+				case 1:
+					b = append(b[:i], b[i+1:]...)
+				default:
+					b = append(b[:i], append([]byte{c}, b[i:]...)...)
+				}
+			}
+		}
+		check(string(b))
+		if t.Failed() {
+			return
+		}
 	}
 }

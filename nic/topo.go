@@ -227,7 +227,7 @@ func topoNCCLNodes(d PCIDevice, by map[string]*PCIDevice) topoNodes {
 
 // topoBDF12 is NCCL's checkBDFFormat: exactly "BBBB:BB:DD.F".
 func topoBDF12(s string) bool {
-	return len(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.' && pciBDFRe.MatchString(s)
+	return len(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.' && isPCIAddress(s)
 }
 
 // topoFlattenBCM merges, along one chain (nearest first), a Broadcom
