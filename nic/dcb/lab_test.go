@@ -34,6 +34,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 const nsimID = "1"
@@ -63,12 +67,27 @@ func newNetdevsim(t *testing.T) string {
 	return ""
 }
 
+// TestLabNetdevsimDCB runs every request twice over: with a socket per
+// call (NewClient) and on one shared socket (NewClientOn, as Live does),
+// where each SET leaves its trailing ACK for the next request to skip.
 func TestLabNetdevsimDCB(t *testing.T) {
 	if os.Getenv("LAB_IF0") == "" {
 		t.Skip("runs only inside the lab VM (make lab / test/lab/run-go-tests.sh sets LAB_IF0)")
 	}
-	ifname := newNetdevsim(t)
-	c := NewClient()
+	t.Run("socket per call", func(t *testing.T) {
+		labNetdevsimDCB(t, newNetdevsim(t), NewClient())
+	})
+	t.Run("shared socket", func(t *testing.T) {
+		s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		labNetdevsimDCB(t, newNetdevsim(t), NewClientOn(&nl.SocketHandle{Socket: s}))
+	})
+}
+
+func labNetdevsimDCB(t *testing.T, ifname string, c *Client) {
 	get := func(t *testing.T) *State {
 		t.Helper()
 		st, err := c.Get(ifname)
