@@ -46,8 +46,11 @@ if [ "${AUDIT_GOBENCH:-1}" != 0 ]; then
 	for b in AuditPipeline PolicyPipeline; do
 		for p in 8 64; do
 			ns=$(gometric "$TMP/go.txt" "Benchmark$b/ports=$p" ns/op)
+			# Issue "Declarative core" sets < 5 ms for load, validate,
+			# resolve and diff (PolicyPipeline); AuditPipeline adds
+			# reading every file of the snapshot and is reported beside it.
 			target=-
-			[ "$p" = 64 ] && target="< 5 ms (issue \"Declarative core\")"
+			[ "$b/$p" = PolicyPipeline/64 ] && target="< 5 ms (issue \"Declarative core\")"
 			printf '  %-40s %12s   %s\n' "$b, $p ports" "$(ns2ms "$ns")" "$target"
 			summary "$b $p ports (in-process)|$(ns2ms "$ns")|-|$target"
 		done
