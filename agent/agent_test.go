@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
@@ -174,6 +175,39 @@ func TestApplyThenAuditInSync(t *testing.T) {
 	code, out, _ = run(t, sim, "--root", root, "--state-dir", state, "apply", "--soak", "0", "-p", repo("profiles/connectx-lossless.toml"))
 	if code != ExitOK || !strings.Contains(out, "No changes") {
 		t.Fatalf("second apply: exit %d\n%s", code, out)
+	}
+}
+
+// Apply, rollback, apply again... with --keep-journals 1: the state dir
+// keeps the newest finished journal (here the last committed one) and
+// passes the flag's limit to nothing else; 0 is refused before any work.
+func TestKeepJournalsPrunesFinishedApplies(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	args := func(a ...string) []string {
+		return append([]string{"--root", root, "--state-dir", state, "--keep-journals", "1"}, a...)
+	}
+	prof := repo("profiles/connectx-lossless.toml")
+	for i := range 3 {
+		if code, out, errs := run(t, sim, args("apply", "--soak", "0", "-p", prof)...); code != ExitOK {
+			t.Fatalf("apply %d: exit %d\n%s%s", i, code, out, errs)
+		}
+		if i < 2 {
+			if code, out, errs := run(t, sim, args("rollback")...); code != ExitOK {
+				t.Fatalf("rollback %d: exit %d\n%s%s", i, code, out, errs)
+			}
+		}
+	}
+	js, err := apply.Store{Dir: state}.List()
+	if err != nil || len(js) != 1 || js[0].State != apply.StateCommitted {
+		t.Fatalf("journals left: %d (%v), want the last committed one only", len(js), err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(state, "journal", "done")); len(ents) != 1 {
+		t.Errorf("journal/done holds %d files, want 1", len(ents))
+	}
+	code, _, errs := run(t, sim, "--root", root, "--state-dir", state, "--keep-journals", "0", "audit", "-p", prof)
+	if code != ExitError || !strings.Contains(errs, "--keep-journals must be at least 1") {
+		t.Errorf("--keep-journals 0: exit %d, %q", code, errs)
 	}
 }
 

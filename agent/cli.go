@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -28,6 +29,9 @@ back by itself when they spike.`,
 			if env.LogFormat != "text" && env.LogFormat != "json" {
 				return fmt.Errorf("--log-format must be text or json, not %q", env.LogFormat)
 			}
+			if env.KeepJournals < 1 {
+				return fmt.Errorf("--keep-journals must be at least 1, not %d", env.KeepJournals)
+			}
 			if env.Snapshot != "" && cmd.Flags().Changed("root") {
 				return errors.New("--root and --snapshot exclude each other: a snapshot is its own root")
 			}
@@ -41,6 +45,7 @@ back by itself when they spike.`,
 	pf.StringVar(&env.Root, "root", env.Root, "prefix for /sys, /sys/kernel/config and /sys/kernel/debug (a copy of a host's tree)")
 	pf.StringVar(&env.Snapshot, "snapshot", "", "read the host from a capture directory instead of the live kernel (read-only)")
 	pf.StringVar(&env.StateDir, "state-dir", env.StateDir, "journal, lock and last result")
+	pf.IntVar(&env.KeepJournals, "keep-journals", apply.DefaultKeep, "finished apply journals to keep in the state dir (the newest, and always the last committed one)")
 	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
 	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
 	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -26,10 +27,15 @@ import (
 
 func confirmUnit(id string) string { return "rocectl-confirm-" + id }
 
-// rollbackArgs are the global flags a later rocectl needs to act on the
-// same host and state.
+// globalArgs are the global flags a later rocectl (the confirm timer or
+// watcher) needs to act on the same host and state, and to keep as many
+// journals.
 func (env *Env) globalArgs() []string {
-	return []string{"--state-dir", env.StateDir, "--root", env.Root}
+	args := []string{"--state-dir", env.StateDir, "--root", env.Root}
+	if env.KeepJournals > 0 {
+		args = append(args, "--keep-journals", strconv.Itoa(env.KeepJournals))
+	}
+	return args
 }
 
 func (env *Env) armConfirm(ctx context.Context, j *apply.Journal, deadline time.Time) (string, error) {

@@ -73,6 +73,7 @@ type Env struct {
 	Root                 string // --root
 	Snapshot             string // --snapshot
 	StateDir             string // --state-dir
+	KeepJournals         int    // --keep-journals
 	AllowInsecureProfile bool
 	LogFormat            string
 	Verbose              bool
@@ -128,7 +129,7 @@ func (e *Env) host(ctx context.Context) (*apply.Host, func(), error) {
 	return &apply.Host{FS: nic.NewFS(e.Root, false), K: k, Log: e.Log}, func() { _ = closeFn() }, nil
 }
 
-func (e *Env) store() apply.Store { return apply.Store{Dir: e.StateDir} }
+func (e *Env) store() apply.Store { return apply.Store{Dir: e.StateDir, Keep: e.KeepJournals} }
 
 // loadProfile loads and validates a profile, printing its warnings.
 func (e *Env) loadProfile(path string) (*policy.Profile, string, error) {

@@ -158,3 +158,47 @@ func BenchmarkApplyRecipe(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStoreOpen is the look for open journals that every apply,
+// rollback and agent start makes, on a host with 200 finished journals of
+// the 8-port recipe (≈ 45 KB each): layout=flat keeps them in journal/
+// beside the open ones, as the Store did before journal/done/, so each look
+// parses all of them; layout=done is the Store now.
+func BenchmarkStoreOpen(b *testing.B) {
+	bh := newBenchHost(b, 8)
+	txn, err := bh.h.Begin(bh.d, bh.plan(b), "bench", Options{Store: Store{Dir: b.TempDir()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	txn.J.State = StateCommitted
+	const finished = 200
+	for _, layout := range []string{"flat", "done"} {
+		b.Run("layout="+layout, func(b *testing.B) {
+			s := Store{Dir: b.TempDir()}
+			dir := s.journalDir()
+			if layout == "done" {
+				dir = s.doneDir()
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			for i := range finished {
+				j := *txn.J
+				j.ID = fmt.Sprintf("20261130T%06dZ-%06x", i, i)
+				data, err := json.Marshal(&j)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, j.ID+".json"), data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if open, err := s.Open(); err != nil || len(open) != 0 {
+					b.Fatalf("Open() = %d journals, %v; want none", len(open), err)
+				}
+			}
+			b.ReportMetric(finished, "finished-journals")
+		})
+	}
+}

@@ -1,13 +1,12 @@
 package apply
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,23 +51,54 @@ func (j *Journal) Final() bool {
 	return j.State == StateCommitted || j.State == StateRolledBack
 }
 
-// Store keeps journals in a state directory (default /var/lib/rocectl).
+// Store keeps journals in a state directory (default /var/lib/rocectl):
+// journal/<id>.json while an apply is open (applying, applied,
+// confirm-pending, rollback-failed), journal/done/<id>.json once it is
+// final (committed, rolled back).
+//
+// Every apply, rollback and agent start looks for open journals; keeping
+// the finished ones apart means that look parses none of the host's
+// history, which would otherwise grow by one journal per apply (with 200
+// finished journals an 8-port apply took 320 ms instead of 15). Of the
+// finished journals the newest Keep stay, and the newest committed one
+// (what `rocectl rollback` undoes) always; older ones are deleted when a
+// journal is finished.
 type Store struct {
 	Dir string
+	// Keep is how many finished journals to keep; 0 means DefaultKeep.
+	Keep int
 }
+
+// DefaultKeep is how many finished journals a Store keeps by default: weeks
+// of history for a host applied daily, a few MB for eight ports.
+const DefaultKeep = 50
 
 func (s Store) journalDir() string { return filepath.Join(s.Dir, "journal") }
 
+func (s Store) doneDir() string { return filepath.Join(s.journalDir(), "done") }
+
 func (s Store) path(id string) string { return filepath.Join(s.journalDir(), id+".json") }
 
+func (s Store) donePath(id string) string { return filepath.Join(s.doneDir(), id+".json") }
+
+// newID names a journal by its start time, the second and then the
+// microsecond within it (20261130T122955Z-481203), so that names sort by
+// age: pruning and LastCommitted rely on that. Two applies never start in
+// the same microsecond, for each takes the state dir's lock first.
 func newID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	now = now.UTC()
+	return fmt.Sprintf("%s-%06d", now.Format("20060102T150405Z"), now.Nanosecond()/1000)
 }
 
 // Save writes the journal atomically and durably: temp file, fsync, rename,
 // fsync of the directory. Only then may the host be touched.
+//
+// A final journal is then moved to done/ with one rename, which needs no
+// fsync: should the move be lost in a crash, the file left in journal/
+// holds the final state, and Open skips it and the next final Save moves
+// it. A journal that leaves the final states (a rollback of a committed
+// apply that fails) is written to journal/ again, and its done/ copy
+// removed; while both exist, the one in journal/ is the newer.
 func (s Store) Save(j *Journal) error {
 	if err := os.MkdirAll(s.journalDir(), 0o700); err != nil {
 		return err
@@ -81,7 +111,96 @@ func (s Store) Save(j *Journal) error {
 		return err
 	}
 	data = append(data, '\n')
-	return writeFileDurable(s.path(j.ID), data, 0o600)
+	if err := writeFileDurable(s.path(j.ID), data, 0o600); err != nil {
+		return err
+	}
+	if !j.Final() {
+		if err := os.Remove(s.donePath(j.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := s.moveDone(j.ID); err != nil {
+		return err
+	}
+	// Pruning is housekeeping: a journal it cannot delete now is
+	// deleted by a later final Save, and is no reason to fail this one.
+	_ = s.prune()
+	return nil
+}
+
+// moveDone moves a final journal from journal/ to done/. Another rocectl
+// may have moved it already (prune), which is as good.
+func (s Store) moveDone(id string) error {
+	if err := os.MkdirAll(s.doneDir(), 0o700); err != nil {
+		return err
+	}
+	err := os.Rename(s.path(id), s.donePath(id))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat(s.donePath(id)); serr == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// prune moves final journals a crash left in journal/ to done/, then
+// deletes the oldest finished journals beyond Keep, sparing the newest
+// committed one. IDs begin with their start time, so names sort by age.
+func (s Store) prune() error {
+	open, err := s.readDir(s.journalDir())
+	if err != nil {
+		return err
+	}
+	for _, id := range open {
+		if j, err := s.loadFile(s.path(id), id); err == nil && j.Final() {
+			_ = s.moveDone(id)
+		}
+	}
+	done, err := s.readDir(s.doneDir())
+	if err != nil {
+		return err
+	}
+	keep := s.Keep
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	if len(done) <= keep {
+		return nil
+	}
+	last, err := s.lastCommittedIn(done)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range done[:len(done)-keep] {
+		if last != nil && id == last.ID {
+			continue
+		}
+		if err := os.Remove(s.donePath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readDir returns the journal IDs in dir, sorted by name (oldest first).
+func (s Store) readDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
+			ids = append(ids, strings.TrimSuffix(n, ".json"))
+		}
+	}
+	return ids, nil // ReadDir sorts by name
 }
 
 func writeFileDurable(path string, data []byte, mode os.FileMode) error {
@@ -118,15 +237,24 @@ func writeFileDurable(path string, data []byte, mode os.FileMode) error {
 	return d.Sync()
 }
 
-// Load reads one journal.
+// Load reads one journal, open or finished.
 func (s Store) Load(id string) (*Journal, error) {
-	if strings.ContainsAny(id, "/\\") || id == "" {
+	if strings.ContainsAny(id, "/\\") || id == "" || strings.HasPrefix(id, ".") {
 		return nil, fmt.Errorf("%q is not a journal ID", id)
 	}
-	data, err := os.ReadFile(s.path(id))
+	// journal/ first: while a journal is in both, that copy is newer.
+	j, err := s.loadFile(s.path(id), id)
+	if errors.Is(err, os.ErrNotExist) {
+		j, err = s.loadFile(s.donePath(id), id)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no apply with ID %s in %s", id, s.journalDir())
 	}
+	return j, err
+}
+
+func (s Store) loadFile(path, id string) (*Journal, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -137,62 +265,120 @@ func (s Store) Load(id string) (*Journal, error) {
 	return &j, nil
 }
 
-// List returns every journal, oldest first.
+// List returns every journal, open and finished, oldest first.
 func (s Store) List() ([]*Journal, error) {
-	names, err := os.ReadDir(s.journalDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	open, err := s.readDir(s.journalDir())
 	if err != nil {
 		return nil, err
 	}
-	var out []*Journal
-	for _, n := range names {
-		if !strings.HasSuffix(n.Name(), ".json") || strings.HasPrefix(n.Name(), ".") {
-			continue
-		}
-		j, err := s.Load(strings.TrimSuffix(n.Name(), ".json"))
+	done, err := s.readDir(s.doneDir())
+	if err != nil {
+		return nil, err
+	}
+	ids := slices.Compact(slices.Sorted(slices.Values(append(open, done...))))
+	out := make([]*Journal, 0, len(ids))
+	for _, id := range ids {
+		j, err := s.Load(id)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, j)
 	}
-	// Oldest first by start time: IDs carry only the second.
-	sort.Slice(out, func(a, b int) bool {
-		if !out[a].Started.Equal(out[b].Started) {
-			return out[a].Started.Before(out[b].Started)
-		}
-		return out[a].ID < out[b].ID
-	})
+	sortByStart(out)
 	return out, nil
 }
 
-// Open returns the journals that are not final: unfinished applies (crash)
-// and open confirm windows.
+// sortByStart orders journals oldest first by start time: IDs carry only
+// the second.
+func sortByStart(js []*Journal) {
+	sort.Slice(js, func(a, b int) bool {
+		if !js[a].Started.Equal(js[b].Started) {
+			return js[a].Started.Before(js[b].Started)
+		}
+		return js[a].ID < js[b].ID
+	})
+}
+
+// Open returns the journals that are not final, oldest first: unfinished
+// applies (crash) and open confirm windows. It reads journal/ only, where
+// there are none at all but while an apply runs.
 func (s Store) Open() ([]*Journal, error) {
-	all, err := s.List()
+	ids, err := s.readDir(s.journalDir())
 	if err != nil {
 		return nil, err
 	}
 	var out []*Journal
-	for _, j := range all {
+	for _, id := range ids {
+		j, err := s.loadFile(s.path(id), id)
+		if errors.Is(err, os.ErrNotExist) { // finished meanwhile
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
 		if !j.Final() {
 			out = append(out, j)
 		}
 	}
+	sortByStart(out)
 	return out, nil
 }
 
 // LastCommitted returns the newest committed journal, or nil.
 func (s Store) LastCommitted() (*Journal, error) {
-	all, err := s.List()
+	done, err := s.readDir(s.doneDir())
 	if err != nil {
 		return nil, err
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].State == StateCommitted {
-			return all[i], nil
+	last, err := s.lastCommittedIn(done)
+	if err != nil {
+		return nil, err
+	}
+	// A final journal a crash left in journal/ may be newer.
+	open, err := s.readDir(s.journalDir())
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range open {
+		j, err := s.loadFile(s.path(id), id)
+		if err == nil && j.State == StateCommitted && (last == nil || newer(j, last)) {
+			last = j
 		}
 	}
-	return nil, nil
+	return last, nil
+}
+
+// lastCommittedIn finds the newest committed journal among done/'s IDs
+// (sorted by name, so by start time), reading from the newest back: all of
+// the newest committed one's second, since IDs of older rocectl versions
+// ordered within a second at random.
+func (s Store) lastCommittedIn(done []string) (*Journal, error) {
+	var last *Journal
+	for i := len(done) - 1; i >= 0; i-- {
+		id := done[i]
+		if last != nil && !strings.HasPrefix(id, secondOf(last.ID)) {
+			break
+		}
+		j, err := s.loadFile(s.donePath(id), id)
+		if errors.Is(err, os.ErrNotExist) { // pruned meanwhile
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if j.State == StateCommitted && (last == nil || newer(j, last)) {
+			last = j
+		}
+	}
+	return last, nil
+}
+
+// secondOf is the start-time part of an ID, "20261130T122955Z".
+func secondOf(id string) string {
+	t, _, _ := strings.Cut(id, "-")
+	return t
+}
+
+func newer(a, b *Journal) bool {
+	return a.Started.After(b.Started) || (a.Started.Equal(b.Started) && a.ID > b.ID)
 }

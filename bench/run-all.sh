@@ -26,13 +26,14 @@ fi
 
 echo
 echo "== journal and apply on a simulated kernel (apply benchmarks)"
-go test -run '^$' -bench 'JournalSave|ApplyRecipe' -benchmem ./apply/ | tee "$GO_OUT"
+go test -run '^$' -bench 'JournalSave|ApplyRecipe|StoreOpen' -benchmem ./apply/ | tee "$GO_OUT"
 grep -q '^ok' "$GO_OUT"
 summary "journal save, 2-port plan (fsync)|$(ns2ms "$(gometric "$GO_OUT" BenchmarkJournalSave/save ns/op)")|-|-"
 for p in 2 64; do
 	n=BenchmarkApplyRecipe/ports=$p
 	summary "apply Begin+Run, $p ports (Sim)|$(ns2ms "$(gometric "$GO_OUT" "$n" ns/op)"), journal $(gometric "$GO_OUT" "$n" journal-share-%) %|-|-"
 done
+summary "find open journals, 200 finished (every apply start)|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=done ns/op)")|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=flat ns/op)") (all in journal/, as before)|-"
 
 echo
 echo "== pause storm -> rollback (bench/storm-latency.sh)"
