@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -51,7 +50,7 @@ func (env *Env) armConfirm(ctx context.Context, j *apply.Journal, deadline time.
 	args := append(env.globalArgs(), "confirm-watch", j.ID)
 	cmd := exec.Command(exe, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	logf, err := os.OpenFile(filepath.Join(env.StateDir, "confirm-"+j.ID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(env.store().WatcherLog(j.ID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return "", err
 	}

@@ -81,6 +81,11 @@ func (s Store) path(id string) string { return filepath.Join(s.journalDir(), id+
 
 func (s Store) donePath(id string) string { return filepath.Join(s.doneDir(), id+".json") }
 
+// WatcherLog is where the detached process that keeps an apply's confirm
+// deadline (when systemd cannot) writes its output; it goes when the
+// apply's journal is pruned.
+func (s Store) WatcherLog(id string) string { return filepath.Join(s.Dir, "confirm-"+id+".log") }
+
 // newID names a journal by its start time, the second and then the
 // microsecond within it (20261130T122955Z-481203), so that names sort by
 // age: pruning and LastCommitted rely on that. Two applies never start in
@@ -177,8 +182,10 @@ func (s Store) prune() error {
 		if last != nil && id == last.ID {
 			continue
 		}
-		if err := os.Remove(s.donePath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		for _, p := range []string{s.donePath(id), s.WatcherLog(id)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -87,10 +87,17 @@ func TestOpenReadsNoFinishedJournal(t *testing.T) {
 
 func TestPruneKeepsNewestAndLastCommitted(t *testing.T) {
 	s := Store{Dir: t.TempDir(), Keep: 3}
-	// One commit, then five applies the guard rolled back.
+	// One commit, then five applies the guard rolled back; the first of
+	// these had a confirm watcher, whose log goes with its journal.
 	save(t, s, journalAt(0, StateCommitted))
+	if err := os.WriteFile(s.WatcherLog(journalAt(1, "").ID), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for sec := 1; sec <= 5; sec++ {
 		save(t, s, journalAt(sec, StateRolledBack))
+	}
+	if _, err := os.Stat(s.WatcherLog(journalAt(1, "").ID)); !os.IsNotExist(err) {
+		t.Errorf("the pruned apply's watcher log is still there (%v)", err)
 	}
 	want := []string{journalAt(0, "").ID, journalAt(3, "").ID, journalAt(4, "").ID, journalAt(5, "").ID}
 	if got := files(t, s.doneDir()); !slices.Equal(got, want) {
