@@ -54,6 +54,11 @@ test-all:
 # they create their own network namespaces and never touch the host's links).
 test-unit:
 	$(GO) test -count=1 -timeout 15m ./...
+	@# Every benchmark once, so that one which no longer runs fails here and
+	@# not in the next `make bench`; the storm benchmark (20 storms of up to
+	@# 0.4 s each) is left to make bench.
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./apply/ ./policy/ ./nic/... ./verify/ ./internal/...
+	$(GO) test -count=1 -run '^$$' -bench 'AuditPipeline|PolicyPipeline' -benchtime 1x ./agent/
 	@if [ -n "$(VERBS_TAGS)" ]; then CGO_ENABLED=1 $(GO) test -count=1 -tags verbs ./verify/; fi
 
 fuzz:
