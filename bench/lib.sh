@@ -13,6 +13,9 @@ gometric() {
 # ns2ms NS: nanoseconds as milliseconds with two decimals.
 ns2ms() { awk -v n="$1" 'BEGIN { if (n == "") print "?"; else printf "%.2f ms", n / 1e6 }'; }
 
+# ns2us NS: nanoseconds as microseconds with one decimal.
+ns2us() { awk -v n="$1" 'BEGIN { if (n == "") print "?"; else printf "%.1f µs", n / 1e3 }'; }
+
 # summary NAME|VALUE|BASELINE|TARGET: one row for run-all.sh's table, when
 # it asked for one (SUMMARY names the file); nothing otherwise.
 summary() {

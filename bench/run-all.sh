@@ -33,7 +33,7 @@ for p in 2 64; do
 	n=BenchmarkApplyRecipe/ports=$p
 	summary "apply Begin+Run, $p ports (Sim)|$(ns2ms "$(gometric "$GO_OUT" "$n" ns/op)"), journal $(gometric "$GO_OUT" "$n" journal-share-%) %|-|-"
 done
-summary "find open journals, 200 finished (every apply start)|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=done ns/op)")|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=flat ns/op)") (all in journal/, as before)|-"
+summary "find open journals, 200 finished (every apply start)|$(ns2us "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=done ns/op)")|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=flat ns/op)") (all in journal/, as before)|-"
 
 echo
 echo "== pause storm -> rollback (bench/storm-latency.sh)"
