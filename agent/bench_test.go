@@ -13,18 +13,14 @@ import (
 
 // BenchmarkAuditPipeline measures what `rocectl audit --snapshot` does for a
 // full profile: load and validate it, open the snapshot, discover the
-// ports, resolve, read every setting back, diff. Target (issue "Declarative
-// core"): under 5 ms for 64 ports. bench/run prints it beside that target.
+// ports, resolve, read every setting back, diff. The 5 ms target (issue
+// "Declarative core") is set for the policy part alone
+// (BenchmarkPolicyPipeline); this one adds reading the snapshot and is
+// printed beside it.
 func BenchmarkAuditPipeline(b *testing.B) {
 	for _, ports := range []int{8, 64} {
 		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
-			dir := filepath.Join(b.TempDir(), "host")
-			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
-				b.Fatal(err)
-			}
-			env := NewEnv(io.Discard, io.Discard)
-			env.Snapshot = dir
-			env.setupLog()
+			env := snapshotEnv(b, ports)
 			prof := repo("profiles/fat-tree-32gpu-100g.toml")
 			b.ReportAllocs()
 			for b.Loop() {
@@ -53,13 +49,7 @@ func BenchmarkAuditPipeline(b *testing.B) {
 func BenchmarkPolicyPipeline(b *testing.B) {
 	for _, ports := range []int{8, 64} {
 		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
-			dir := filepath.Join(b.TempDir(), "host")
-			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
-				b.Fatal(err)
-			}
-			env := NewEnv(io.Discard, io.Discard)
-			env.Snapshot = dir
-			env.setupLog()
+			env := snapshotEnv(b, ports)
 			h, done, err := env.host(context.Background())
 			if err != nil {
 				b.Fatal(err)
@@ -85,4 +75,18 @@ func BenchmarkPolicyPipeline(b *testing.B) {
 			}
 		})
 	}
+}
+
+// snapshotEnv writes an n-port ConnectX-6 Dx factory host and returns an
+// Env that reads it as a snapshot.
+func snapshotEnv(b *testing.B, ports int) *Env {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "host")
+	if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
+		b.Fatal(err)
+	}
+	env := NewEnv(io.Discard, io.Discard)
+	env.Snapshot = dir
+	env.setupLog()
+	return env
 }
