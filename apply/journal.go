@@ -295,8 +295,8 @@ func (s Store) List() ([]*Journal, error) {
 	return out, nil
 }
 
-// sortByStart orders journals oldest first by start time: IDs carry only
-// the second.
+// sortByStart orders journals oldest first by start time: the IDs of older
+// rocectl versions carry only the second.
 func sortByStart(js []*Journal) {
 	sort.Slice(js, func(a, b int) bool {
 		if !js[a].Started.Equal(js[b].Started) {
