@@ -223,13 +223,6 @@ func TestEthtoolNameChecks(t *testing.T) {
 	}
 }
 
-func TestReadBackErrorMessage(t *testing.T) {
-	err := error(&ReadBackError{Dev: "ens1f0np0", What: "mtu", Want: "9000", Got: "1500"})
-	if got, want := err.Error(), "ens1f0np0: read back mtu: wrote 9000, kernel holds 1500"; got != want {
-		t.Fatalf("Error() = %q, want %q", got, want)
-	}
-}
-
 func BenchmarkStatsVeth(b *testing.B) {
 	_, l := liveInNS(b)
 	b.ReportAllocs()

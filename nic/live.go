@@ -174,16 +174,3 @@ func opErr(dev, op string, err error) error {
 	}
 	return &OpError{Op: op, Dev: dev, Err: err}
 }
-
-// ReadBackError means the kernel accepted a write but, read back, holds
-// something else: a driver that clamps, rounds or silently ignores a value.
-type ReadBackError struct {
-	Dev  string
-	What string // e.g. "mtu", "pause", "private flag rx_cqe_compress"
-	Want string
-	Got  string
-}
-
-func (e *ReadBackError) Error() string {
-	return fmt.Sprintf("%s: read back %s: wrote %s, kernel holds %s", e.Dev, e.What, e.Want, e.Got)
-}
