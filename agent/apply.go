@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/verify"
 )
@@ -114,9 +115,9 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		if err != nil {
 			return fmt.Errorf("--test-step-delay: %w", err)
 		}
-		opts.BeforeStep = func(int, apply.Step) error { time.Sleep(d); return nil }
+		opts.BeforeStep = func(int, host.Step) error { time.Sleep(d); return nil }
 	}
-	txn, err := h.Begin(pl.desired, pl.plan, pl.hash, opts)
+	txn, err := apply.Begin(h, pl.desired, pl.plan, pl.hash, opts)
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func (env *Env) verifyAfterApply(ctx context.Context, pl *planned) []string {
 	return out
 }
 
-func (env *Env) counterSources(h *apply.Host, pl *planned) []verify.CounterSource {
+func (env *Env) counterSources(h *host.Host, pl *planned) []verify.CounterSource {
 	var out []verify.CounterSource
 	for _, dp := range pl.desired.Ports {
 		nd := dp.Port.Netdev
@@ -251,7 +252,7 @@ func (env *Env) counterSources(h *apply.Host, pl *planned) []verify.CounterSourc
 // recoverOpen finishes what an earlier rocectl left open: an apply that died
 // half-way is rolled back; a confirm window whose deadline passed is
 // reverted; an open confirm window blocks a new change unless allowPending.
-func (env *Env) recoverOpen(h *apply.Host, store apply.Store, allowPending bool) error {
+func (env *Env) recoverOpen(h *host.Host, store apply.Store, allowPending bool) error {
 	open, err := store.Open()
 	if err != nil {
 		return err
@@ -269,7 +270,7 @@ func (env *Env) recoverOpen(h *apply.Host, store apply.Store, allowPending bool)
 		default:
 			fmt.Fprintf(env.Stderr, "found an unfinished apply %s (profile %q, state %s, pid %d): restoring the values it journalled\n", j.ID, j.Profile, j.State, j.PID)
 		}
-		if err := h.Rollback(j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
+		if err := apply.Rollback(h, j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
 			return fmt.Errorf("restoring apply %s: %w (journal kept: `rocectl rollback %s` retries)", j.ID, err, j.ID)
 		}
 		fmt.Fprintf(env.Stderr, "restored %d setting(s) of apply %s\n", len(j.Restored), j.ID)
@@ -375,7 +376,7 @@ func newRollbackCmd(env *Env) *cobra.Command {
 			if j.State == apply.StateRolledBack {
 				return fmt.Errorf("apply %s was already rolled back", j.ID)
 			}
-			if err := h.Rollback(j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
+			if err := apply.Rollback(h, j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
 				fmt.Fprintf(env.Stderr, "ROLLBACK FAILED for apply %s: %v\nrestored: %s\n", j.ID, err, strings.Join(j.Restored, ", "))
 				return silent(ExitError)
 			}
@@ -394,7 +395,7 @@ func newRollbackCmd(env *Env) *cobra.Command {
 
 // rollbackIfExpired is the confirm timer's action: revert the apply if, and
 // only if, it is still uncommitted at its deadline.
-func (env *Env) rollbackIfExpired(h *apply.Host, store apply.Store, args []string) error {
+func (env *Env) rollbackIfExpired(h *host.Host, store apply.Store, args []string) error {
 	if len(args) != 1 {
 		return errors.New("--if-pending needs the apply ID")
 	}
@@ -409,7 +410,7 @@ func (env *Env) rollbackIfExpired(h *apply.Host, store apply.Store, args []strin
 	if j.Deadline != nil && time.Now().Before(*j.Deadline) {
 		return fmt.Errorf("apply %s is still within its confirm window (until %s)", j.ID, j.Deadline.Format(time.RFC3339))
 	}
-	if err := h.Rollback(j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
+	if err := apply.Rollback(h, j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
 		return fmt.Errorf("reverting unconfirmed apply %s: %w", j.ID, err)
 	}
 	fmt.Fprintf(env.Stdout, "Reverted apply %s: not committed before %s (%d setting(s) restored).\n", j.ID, j.Deadline.Format(time.RFC3339), len(j.Restored))
@@ -421,7 +422,7 @@ func (env *Env) rollbackIfExpired(h *apply.Host, store apply.Store, args []strin
 // running (a storm reverts at once, exit 3), until `rocectl commit` (exit
 // 0) or the deadline, when the armed timer reverts the change (exit 3).
 // Leaving early (Ctrl-C) keeps the deadline armed.
-func (env *Env) waitConfirm(ctx context.Context, h *apply.Host, pl *planned, id string, deadline time.Time, g policy.GuardSpec, text bool) error {
+func (env *Env) waitConfirm(ctx context.Context, h *host.Host, pl *planned, id string, deadline time.Time, g policy.GuardSpec, text bool) error {
 	store := env.store()
 	det := verify.NewDetector(verify.GuardConfig{DetectionTime: g.DetectionTime, MaxPauseOccupancy: g.MaxPauseOccupancy, MaxPauseFramesPerSecond: g.MaxPauseFramesPerSecond})
 	sources := env.counterSources(h, pl)
@@ -475,7 +476,7 @@ func (env *Env) waitConfirm(ctx context.Context, h *apply.Host, pl *planned, id 
 
 // revertPending rolls back a confirm-pending apply now (a storm during its
 // window), unless it was settled meanwhile.
-func (env *Env) revertPending(ctx context.Context, h *apply.Host, store apply.Store, id, why string) error {
+func (env *Env) revertPending(ctx context.Context, h *host.Host, store apply.Store, id, why string) error {
 	lock, err := acquireWaiting(ctx, store, "apply (storm in confirm window)")
 	if err != nil {
 		return err
@@ -489,7 +490,7 @@ func (env *Env) revertPending(ctx context.Context, h *apply.Host, store apply.St
 		return fmt.Errorf("pause storm (%s), but apply %s is already %s", why, id, j.State)
 	}
 	fmt.Fprintf(env.Stderr, "rolling back: %s\n", why)
-	if err := h.Rollback(j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
+	if err := apply.Rollback(h, j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
 		fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s`\n", err, id)
 		return silent(ExitError)
 	}

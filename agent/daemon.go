@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 )
 
@@ -212,7 +213,7 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 
 // revertExpired honours --confirm deadlines even when the applying process
 // and its timer are gone.
-func (env *Env) revertExpired(h *apply.Host, store apply.Store) {
+func (env *Env) revertExpired(h *host.Host, store apply.Store) {
 	open, err := store.Open()
 	if err != nil {
 		return
@@ -268,7 +269,7 @@ func (env *Env) watchHost(ctx context.Context, poke func(string)) {
 
 // metricsHandler serves the Prometheus text format by hand: a handful of
 // gauges and counters do not need a client library.
-func (env *Env) metricsHandler(h *apply.Host, st *agentState) http.Handler {
+func (env *Env) metricsHandler(h *host.Host, st *agentState) http.Handler {
 	var statsMu sync.Mutex
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
@@ -114,19 +115,19 @@ func (e *Env) setupLog() {
 
 // host opens the host the command works on: a snapshot (read-only) or the
 // live kernel with files under --root.
-func (e *Env) host(ctx context.Context) (*apply.Host, func(), error) {
+func (e *Env) host(ctx context.Context) (*host.Host, func(), error) {
 	if e.Snapshot != "" {
 		s, err := snapshot.Open(e.Snapshot)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &apply.Host{FS: s.FS(), K: s.Kernel(), Log: e.Log}, func() {}, nil
+		return &host.Host{FS: s.FS(), K: s.Kernel(), Log: e.Log}, func() {}, nil
 	}
 	k, closeFn, err := e.NewKernel(e.Log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the kernel interfaces: %w", err)
 	}
-	return &apply.Host{FS: nic.NewFS(e.Root, false), K: k, Log: e.Log}, func() { _ = closeFn() }, nil
+	return &host.Host{FS: nic.NewFS(e.Root, false), K: k, Log: e.Log}, func() { _ = closeFn() }, nil
 }
 
 func (e *Env) store() apply.Store { return apply.Store{Dir: e.StateDir, Keep: e.KeepJournals} }

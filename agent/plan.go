@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -17,7 +17,7 @@ import (
 type planned struct {
 	profile *policy.Profile
 	hash    string
-	host    *apply.Host
+	host    *host.Host
 	inv     *nic.Inventory
 	desired *policy.Desired
 	plan    *policy.Plan
@@ -26,7 +26,7 @@ type planned struct {
 // makePlan loads the profile, discovers the host and diffs them. withGID
 // asks for each port's RoCE v2 GID index even when the profile itself does
 // not need it (verbs traffic asked for on the command line).
-func (e *Env) makePlan(ctx context.Context, profilePath string, h *apply.Host, withGID bool) (*planned, error) {
+func (e *Env) makePlan(ctx context.Context, profilePath string, h *host.Host, withGID bool) (*planned, error) {
 	p, hash, err := e.loadProfile(profilePath)
 	if err != nil {
 		return nil, err

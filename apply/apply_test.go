@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
@@ -26,7 +27,7 @@ func profilePath(name string) string {
 type rig struct {
 	root string
 	sim  *snapshot.Sim
-	h    *Host
+	h    *host.Host
 	d    *policy.Desired
 	plan *policy.Plan
 	opts Options
@@ -34,20 +35,20 @@ type rig struct {
 
 // newRig is a writable copy of a fixture host with a profile resolved and
 // planned against it.
-func newRig(t *testing.T, host, profile string) *rig {
+func newRig(t *testing.T, fixture, profile string) *rig {
 	t.Helper()
-	root, sim := fixturehost.Copy(t, host)
+	root, sim := fixturehost.Copy(t, fixture)
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil { // for [nccl] write
 		t.Fatal(err)
 	}
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	p, err := policy.Load(profilePath(profile), policy.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	if len(d.Ports) == 0 {
-		t.Fatalf("profile %s matches no port of %s", profile, host)
+		t.Fatalf("profile %s matches no port of %s", profile, fixture)
 	}
 	return &rig{root: root, sim: sim, h: h, d: d, plan: policy.Diff(d, h.Observe(d)),
 		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
@@ -55,7 +56,7 @@ func newRig(t *testing.T, host, profile string) *rig {
 
 func (r *rig) apply(t *testing.T) error {
 	t.Helper()
-	txn, err := r.h.Begin(r.d, r.plan, "test", r.opts)
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestApplyRecipeOnFactoryHostReachesProfile(t *testing.T) {
 	if len(r.plan.Changes) != 46 {
 		t.Fatalf("plan has %d changes, want the 46 of the factory host", len(r.plan.Changes))
 	}
-	txn, err := r.h.Begin(r.d, r.plan, "test", r.opts)
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
 	before := stateJSON(t, r.sim)
 	beforeF := fixturehost.Files(t, r.root)
-	txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
+	txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 	if err != nil || j == nil {
 		t.Fatal(err)
 	}
-	if err := r.h.Rollback(j, r.opts); err != nil {
+	if err := Rollback(r.h, j, r.opts); err != nil {
 		t.Fatal(err)
 	}
 	if stateJSON(t, r.sim) != before {
@@ -252,19 +253,19 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		before := stateJSON(t, r.sim)
 		beforeF := fixturehost.Files(t, r.root)
 		crash := errors.New("crash")
-		r.opts.BeforeStep = func(i int, st Step) error {
+		r.opts.BeforeStep = func(i int, st host.Step) error {
 			if i == k {
 				return crash
 			}
 			return nil
 		}
-		txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
+		txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Write steps 0..k-1 the way Run does, then "die": no rollback.
 		for i := 0; i < k; i++ {
-			if err := r.h.writeStep(r.d, txn.J.Steps[i], false); err != nil {
+			if err := r.h.WriteStep(r.d, txn.J.Steps[i], false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -273,8 +274,8 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		if err != nil || len(open) != 1 || open[0].State != StateApplying {
 			t.Fatalf("open journals: %v %v", open, err)
 		}
-		h2 := &Host{FS: nic.NewFS(r.root, false), K: r.sim}
-		if err := h2.Rollback(open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
+		h2 := &host.Host{FS: nic.NewFS(r.root, false), K: r.sim}
+		if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if stateJSON(t, r.sim) != before {
@@ -308,7 +309,11 @@ func TestLockNamesHolder(t *testing.T) {
 func TestStepsGroupObjectsWrittenTogether(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
 	var groups []string
-	for _, st := range Steps(r.plan) {
+	steps, err := host.Steps(r.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
 		if st.Scope == "ens1f0np0" {
 			groups = append(groups, st.Group)
 		}
@@ -341,7 +346,7 @@ func TestUnsupportedOnUpstreamMlx5(t *testing.T) {
 // out-of-tree bnxt_re configfs in hex and is committed through "apply".
 func TestApplyOnBnxtFixture(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	prof := filepath.Join(t.TempDir(), "bnxt.toml")
 	os.WriteFile(prof, []byte("[match]\ndrivers = [\"bnxt_en\"]\n[link]\nmtu = 9000\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\nglobal_pause = false\n[ecn]\ncnp_dscp = 48\ncnp_priority = 6\n[roce]\ndefault_tos = 106\n"), 0o600)
 	p, err := policy.Load(prof, policy.LoadOptions{})
@@ -350,7 +355,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
 	plan := policy.Diff(d, h.Observe(d))
-	txn, err := h.Begin(d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,12 +383,12 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
 	before := stateJSON(t, sim)
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	prof := filepath.Join(t.TempDir(), "bnxt.toml")
 	os.WriteFile(prof, []byte("[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\n"), 0o600)
 	p, _ := policy.Load(prof, policy.LoadOptions{})
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
-	txn, err := h.Begin(d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	txn, err := Begin(h, d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +412,7 @@ func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.plan = policy.Diff(r.d, r.h.Observe(r.d))
-	txn, err := r.h.Begin(r.d, r.plan, "x", r.opts)
+	txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +431,7 @@ func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
 	if !strings.HasSuffix(string(data), user) {
 		t.Errorf("user lines not kept byte for byte:\n%q", data)
 	}
-	if err := r.h.Rollback(txn.J, r.opts); err != nil {
+	if err := Rollback(r.h, txn.J, r.opts); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(conf)
@@ -442,7 +447,7 @@ func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
 // back, and says it takes effect only after a devlink reload.
 func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	prof := filepath.Join(t.TempDir(), "dl.toml")
 	os.WriteFile(prof, []byte("[devlink]\nenable_roce = false\n"), 0o600)
 	p, err := policy.Load(prof, policy.LoadOptions{})
@@ -454,7 +459,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 	if len(plan.Changes) != 2 || !strings.Contains(plan.Changes[0].Note, "devlink dev reload pci/0000:3b:00.0") {
 		t.Fatalf("plan: %+v", plan.Changes)
 	}
-	txn, _ := h.Begin(d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	txn, _ := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err := txn.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

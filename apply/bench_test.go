@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
@@ -21,7 +22,7 @@ import (
 // more ports by mkhosts. Its root is under b.TempDir(), on the same file
 // system as the journal's state dir (disk, here: the fsyncs are real).
 type benchHost struct {
-	h *Host
+	h *host.Host
 	d *policy.Desired
 }
 
@@ -46,7 +47,7 @@ func newBenchHost(b *testing.B, ports int) *benchHost {
 		}
 		sim = snapshot.NewSim(s.State())
 	}
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	p, err := policy.Load(profilePath("connectx-lossless.toml"), policy.LoadOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +74,7 @@ func (bh *benchHost) plan(b *testing.B) *policy.Plan {
 func BenchmarkJournalSave(b *testing.B) {
 	bh := newBenchHost(b, 2)
 	opts := Options{Store: Store{Dir: b.TempDir()}}
-	txn, err := bh.h.Begin(bh.d, bh.plan(b), "bench", opts)
+	txn, err := Begin(bh.h, bh.d, bh.plan(b), "bench", opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 				}
 				b.StartTimer()
 				t0 := time.Now()
-				txn, err := bh.h.Begin(bh.d, pl, "bench", opts)
+				txn, err := Begin(bh.h, bh.d, pl, "bench", opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -143,7 +144,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 					}
 				}
 				journalDur += time.Since(t1)
-				if err := bh.h.Rollback(txn.J, opts); err != nil {
+				if err := Rollback(bh.h, txn.J, opts); err != nil {
 					b.Fatal(err)
 				}
 				// Keep the state dir as small as between a host's applies
@@ -167,7 +168,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 // parses all of them; layout=done is the Store now.
 func BenchmarkStoreOpen(b *testing.B) {
 	bh := newBenchHost(b, 8)
-	txn, err := bh.h.Begin(bh.d, bh.plan(b), "bench", Options{Store: Store{Dir: b.TempDir()}})
+	txn, err := Begin(bh.h, bh.d, bh.plan(b), "bench", Options{Store: Store{Dir: b.TempDir()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -22,7 +23,7 @@ type Options struct {
 	Interval time.Duration
 	// BeforeStep, if set, runs before each step: tests use it to inject
 	// delays (kill -9 at any point) and failures.
-	BeforeStep func(i int, st Step) error
+	BeforeStep func(i int, st host.Step) error
 	Command    string // who holds the lock, for messages
 }
 
@@ -39,7 +40,7 @@ func (o Options) retries() (int, time.Duration) {
 
 // Txn is one apply in progress.
 type Txn struct {
-	h    *Host
+	h    *host.Host
 	d    *policy.Desired
 	opts Options
 	J    *Journal
@@ -47,12 +48,16 @@ type Txn struct {
 
 // Begin records the plan and every before-value in a new journal, durably,
 // before anything on the host changes.
-func (h *Host) Begin(d *policy.Desired, plan *policy.Plan, profileHash string, opts Options) (*Txn, error) {
+func Begin(h *host.Host, d *policy.Desired, plan *policy.Plan, profileHash string, opts Options) (*Txn, error) {
+	steps, err := host.Steps(plan)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	j := &Journal{Version: 1, ID: newID(now), Profile: d.Profile.Name, ProfileHash: profileHash,
-		Root: h.FS.Root(), Started: now, State: StateApplying, Steps: Steps(plan), PID: os.Getpid()}
+		Root: h.FS.Root(), Started: now, State: StateApplying, Steps: steps, PID: os.Getpid()}
 	for i := range j.Steps {
-		if err := h.captureUndo(d, &j.Steps[i]); err != nil {
+		if err := h.CaptureUndo(d, &j.Steps[i]); err != nil {
 			return nil, fmt.Errorf("recording the state before apply: %w", err)
 		}
 	}
@@ -92,14 +97,14 @@ func (t *Txn) Run(ctx context.Context) error {
 			err = t.opts.BeforeStep(i, st)
 		}
 		if err == nil {
-			err = t.h.writeStep(t.d, st, false)
+			err = t.h.WriteStep(t.d, st, false)
 		}
 		if err == nil {
-			err = t.h.verifyStep(ctx, st, false, t.opts)
+			err = verifyStep(ctx, t.h, st, false, t.opts)
 		}
 		if err != nil {
 			t.J.Done = i
-			rerr := t.h.Rollback(t.J, t.opts)
+			rerr := Rollback(t.h, t.J, t.opts)
 			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, JournalID: t.J.ID}
 		}
 		// No journal write per step: recovery undoes every step of an
@@ -113,7 +118,7 @@ func (t *Txn) Run(ctx context.Context) error {
 	return nil
 }
 
-func scopeLabel(st Step) string {
+func scopeLabel(st host.Step) string {
 	if c := st.Changes[0]; c.Port != nil {
 		return c.Port.Netdev
 	}
@@ -137,14 +142,14 @@ func (t *Txn) RollbackNow() error {
 	if t.J.State == StateApplied || t.J.State == StateApplying {
 		t.J.Done = len(t.J.Steps)
 	}
-	return t.h.Rollback(t.J, t.opts)
+	return Rollback(t.h, t.J, t.opts)
 }
 
 // Rollback undoes a journal's steps in reverse order, reading each undo back.
 // It carries on past a failing step, so as much as possible is restored,
 // records what was restored, and leaves the journal as rollback-failed
 // (kept for `rocectl rollback ID`) when something could not be.
-func (h *Host) Rollback(j *Journal, opts Options) error {
+func Rollback(h *host.Host, j *Journal, opts Options) error {
 	if j.Root != "" && j.Root != h.FS.Root() {
 		return fmt.Errorf("journal %s was written for root %s, not %s", j.ID, j.Root, h.FS.Root())
 	}
@@ -159,15 +164,15 @@ func (h *Host) Rollback(j *Journal, opts Options) error {
 		// A step that already holds its before-values (never written, or
 		// the write that failed had no effect) is left alone: no needless
 		// write, no link flap, and no failure on a device that refused it.
-		if h.checkStep(st, true) == nil && (st.Group != "nccl" || h.verifyFile(st.Undo) == nil) {
+		if h.CheckStep(st, true) == nil {
 			for _, c := range st.Changes {
 				j.Restored = append(j.Restored, c.Key)
 			}
 			continue
 		}
-		err := h.writeStep(nil, st, true)
+		err := h.WriteStep(nil, st, true)
 		if err == nil {
-			err = h.verifyStep(context.Background(), st, true, opts)
+			err = verifyStep(context.Background(), h, st, true, opts)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
@@ -188,23 +193,11 @@ func (h *Host) Rollback(j *Journal, opts Options) error {
 	return errors.Join(errs...)
 }
 
-// MismatchError is a setting that did not read back as written.
-type MismatchError struct {
-	Key  string
-	Want string
-	Have string
-}
-
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("verify: %s: want %s, have %s", e.Key, e.Want, e.Have)
-}
-
 // verifyStep reads a step's settings back until they hold the expected
-// values (after-values, or before-values when undoing), retrying.
-func (h *Host) verifyStep(ctx context.Context, st Step, undo bool, opts Options) error {
-	if undo && st.Group == "nccl" {
-		return h.verifyFile(st.Undo)
-	}
+// values (after-values, or before-values when undoing), retrying: some
+// drivers apply asynchronously (mlx5 flaps the link on a PFC change). This
+// is the one read-back layer; the nic setters only write.
+func verifyStep(ctx context.Context, h *host.Host, st host.Step, undo bool, opts Options) error {
 	tries, every := opts.retries()
 	var last error
 	for try := 0; try < tries; try++ {
@@ -215,69 +208,14 @@ func (h *Host) verifyStep(ctx context.Context, st Step, undo bool, opts Options)
 			case <-time.After(every):
 			}
 		}
-		last = h.checkStep(st, undo)
+		last = h.CheckStep(st, undo)
 		if last == nil {
 			return nil
 		}
-		var mm *MismatchError
+		var mm *policy.Mismatch
 		if !errors.As(last, &mm) {
 			return last // a read error will not go away by waiting
 		}
 	}
 	return last
-}
-
-func (h *Host) checkStep(st Step, undo bool) error {
-	var r *portReader
-	if p := st.Changes[0].Port; p != nil {
-		r = h.newPortReader(p)
-	}
-	for _, c := range st.Changes {
-		var v string
-		var present bool
-		var err error
-		if c.Kind == policy.KindNCCL {
-			v, present, err = h.readNCCLFile(st.Undo.Path, c.Arg)
-		} else {
-			v, present, err = h.read(r, nil, c.Setting, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("read back %s: %w", c.Key, err)
-		}
-		want, wantPresent := c.Value, true
-		if undo {
-			want, wantPresent = c.Before, !c.Absent
-		}
-		if present != wantPresent || (present && v != want) {
-			have := v
-			if !present {
-				have = "(none)"
-			}
-			if !wantPresent {
-				want = "(none)"
-			}
-			return &MismatchError{Key: c.Key, Want: want, Have: have}
-		}
-	}
-	return nil
-}
-
-func (h *Host) verifyFile(b *UndoBlob) error {
-	if b == nil {
-		return nil
-	}
-	data, err := os.ReadFile(h.FS.Path(b.Path))
-	if b.Absent {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("verify: %s should not exist after restore", b.Path)
-	}
-	if err != nil {
-		return err
-	}
-	if string(data) != string(b.Data) {
-		return fmt.Errorf("verify: %s differs from its saved copy after restore", b.Path)
-	}
-	return nil
 }

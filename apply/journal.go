@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rocectl/rocectl/host"
 )
 
 // Journal states.
@@ -27,16 +29,16 @@ const (
 // and updated when the apply ends. It is what rollback, crash recovery and
 // commit-confirmed work from, without the profile.
 type Journal struct {
-	Version     int        `json:"version"`
-	ID          string     `json:"id"`
-	Profile     string     `json:"profile"`
-	ProfileHash string     `json:"profile_hash"`
-	Root        string     `json:"root"`
-	Started     time.Time  `json:"started"`
-	Updated     time.Time  `json:"updated"`
-	State       string     `json:"state"`
-	Deadline    *time.Time `json:"confirm_deadline,omitempty"`
-	Steps       []Step     `json:"steps"`
+	Version     int         `json:"version"`
+	ID          string      `json:"id"`
+	Profile     string      `json:"profile"`
+	ProfileHash string      `json:"profile_hash"`
+	Root        string      `json:"root"`
+	Started     time.Time   `json:"started"`
+	Updated     time.Time   `json:"updated"`
+	State       string      `json:"state"`
+	Deadline    *time.Time  `json:"confirm_deadline,omitempty"`
+	Steps       []host.Step `json:"steps"`
 	// Done is how many steps were written and verified, as far as the
 	// journal knows: it is saved before the first write and after the
 	// last, so a killed apply leaves 0 here and recovery undoes every step.

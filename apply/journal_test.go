@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rocectl/rocectl/host"
 )
 
 // journalAt is a journal started at second sec of a fixed day, so that IDs
@@ -14,7 +16,7 @@ import (
 func journalAt(sec int, state string) *Journal {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(sec) * time.Second)
 	return &Journal{Version: 1, ID: fmt.Sprintf("%s-%06x", start.Format("20060102T150405Z"), sec), Profile: "p",
-		Started: start, State: state, Steps: []Step{{Scope: "ens1f0np0", Group: "link.mtu"}}}
+		Started: start, State: state, Steps: []host.Step{{Scope: "ens1f0np0", Group: "link.mtu"}}}
 }
 
 // files lists the journal files of dir (journal/ or journal/done/) by ID.

@@ -1,8 +1,8 @@
-// Package apply executes plans: it maps every policy setting to the nic call
-// that reads or writes it (this file and backend.go), and runs changes as a
-// transaction with a journal, read-back, rollback, a lock and a
-// commit-confirmed deadline.
-package apply
+// Package host maps every policy setting to the kernel: how each setting
+// kind is observed, written and undone on one port (registry.go), grouped
+// into the steps a transaction writes. It runs no transaction itself: that
+// is package apply's job (journal, lock, read-back, rollback).
+package host
 
 import (
 	"errors"
@@ -92,32 +92,33 @@ func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
 // Observe reads the host's current value of every desired setting.
 func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 	o := policy.NewObserved()
+	ncclFile := ""
+	if d.Profile != nil && d.Profile.NCCL.Write != nil {
+		ncclFile = *d.Profile.NCCL.Write
+	}
+	hostReader := h.newPortReader(nil, ncclFile)
 	readers := map[string]*portReader{}
 	for _, s := range d.All() {
-		var r *portReader
+		r := hostReader
 		if s.Port != nil {
 			r = readers[s.Port.Netdev]
 			if r == nil {
-				r = h.newPortReader(s.Port)
+				r = h.newPortReader(s.Port, "")
 				readers[s.Port.Netdev] = r
 			}
 		}
-		h.observe(r, d, s, o)
+		v, present, err := r.read(s, o.Notes)
+		switch {
+		case err == nil && present:
+			o.Values[s.Key] = v
+		case err == nil:
+		case isUnsupported(err):
+			o.Unsupported[s.Key] = unsupportedReason(err, r)
+		default:
+			o.Errors[s.Key] = err.Error()
+		}
 	}
 	return o
-}
-
-func (h *Host) observe(r *portReader, d *policy.Desired, s policy.Setting, o *policy.Observed) {
-	v, present, err := h.read(r, d, s, o)
-	switch {
-	case err == nil && present:
-		o.Values[s.Key] = v
-	case err == nil:
-	case isUnsupported(err):
-		o.Unsupported[s.Key] = unsupportedReason(err, r)
-	default:
-		o.Errors[s.Key] = err.Error()
-	}
 }
 
 // isUnsupported says whether err means "this NIC/driver cannot do that" as
@@ -131,9 +132,5 @@ func unsupportedReason(err error, r *portReader) string {
 	if errors.Is(err, nic.ErrUnsupported) {
 		return err.Error()
 	}
-	drv := "(unknown)"
-	if r != nil && r.driver != "" {
-		drv = r.driver
-	}
-	return fmt.Sprintf("%s (driver %s)", err.Error(), drv)
+	return fmt.Sprintf("%s (driver %s)", err.Error(), orUnknown(r.driver))
 }

@@ -1,4 +1,4 @@
-package apply
+package host
 
 import (
 	"errors"
@@ -16,18 +16,34 @@ import (
 
 // portReader reads one port's state lazily, each kernel object at most once,
 // so observing 40 settings of a port costs one IEEE_GET, one ETHTOOL_GPAUSE…
+// A reader of host settings has no port; ncclFile is the NCCL config file
+// host settings are read from.
 type portReader struct {
-	h      *Host
-	port   *policy.Port
-	driver string
+	h        *Host
+	port     *policy.Port
+	driver   string
+	ncclFile string
 
 	dcbDone bool
 	dcb     *dcb.State
 	dcbErr  error
 }
 
-func (h *Host) newPortReader(p *policy.Port) *portReader {
-	return &portReader{h: h, port: p, driver: p.Driver}
+func (h *Host) newPortReader(p *policy.Port, ncclFile string) *portReader {
+	r := &portReader{h: h, port: p, ncclFile: ncclFile}
+	if p != nil {
+		r.driver = p.Driver
+	}
+	return r
+}
+
+// read returns the canonical value the host holds for s.
+func (r *portReader) read(s policy.Setting, notes map[string]string) (string, bool, error) {
+	k, err := kindOf(s.Kind)
+	if err != nil {
+		return "", false, err
+	}
+	return k.read(r, s, notes)
 }
 
 func (r *portReader) dcbState() (*dcb.State, error) {
@@ -56,99 +72,101 @@ func (r *portReader) unsupportedAs(err error, what string) error {
 	return err
 }
 
-// read returns the canonical value the host holds for s; present is false
-// when the host has no value at all (no APP entry, no NCCL line).
-func (h *Host) read(r *portReader, d *policy.Desired, s policy.Setting, o *policy.Observed) (v string, present bool, err error) {
-	switch s.Kind {
-	case policy.KindNCCL:
-		return h.readNCCL(d, s)
+// readMTU reads the link's MTU, refusing a desired MTU above what the NIC
+// can take.
+func readMTU(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	li, err := r.h.K.Link(r.port.Netdev)
+	if err != nil {
+		return "", false, err
 	}
-	nd := r.port.Netdev
-	switch s.Kind {
-	case policy.KindMTU:
-		li, err := h.K.Link(nd)
-		if err != nil {
-			return "", false, err
-		}
-		if want, _ := strconv.Atoi(s.Value); li.MaxMTU > 0 && want > li.MaxMTU {
-			return "", false, nic.Unsupportedf("MTU %d is above the NIC's maximum %d", want, li.MaxMTU)
-		}
-		return strconv.Itoa(li.MTU), true, nil
-	case policy.KindRxRing, policy.KindTxRing:
-		rg, err := h.K.Rings(nd)
-		if err != nil {
-			return "", false, r.unsupportedAs(err, "ring sizes (ethtool -G)")
-		}
-		cur, max := rg.Rx, rg.RxMax
-		if s.Kind == policy.KindTxRing {
-			cur, max = rg.Tx, rg.TxMax
-		}
-		if want, _ := strconv.Atoi(s.Value); max > 0 && uint32(want) > max {
-			return "", false, nic.Unsupportedf("ring size %d is above the NIC's maximum %d", want, max)
-		}
-		return strconv.Itoa(int(cur)), true, nil
-	case policy.KindPrivFlag:
-		flags, err := h.K.PrivFlags(nd)
-		if err != nil {
-			return "", false, r.unsupportedAs(err, "private flags")
-		}
-		v, ok := flags[s.Arg]
-		if !ok {
-			names := make([]string, 0, len(flags))
-			for n := range flags {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			return "", false, nic.Unsupportedf("driver %s has no private flag %q (it has: %s)", orUnknown(r.driver), s.Arg, strings.Join(names, ", "))
-		}
-		return policy.FormatBool(v), true, nil
-	case policy.KindGlobalPause:
-		p, err := h.K.Pause(nd)
-		if err != nil {
-			return "", false, r.unsupportedAs(err, "global pause (ethtool -A)")
-		}
-		return formatPause(p), true, nil
-	case policy.KindStormPrevention:
-		ms, err := h.K.PFCPreventionTimeout(nd)
-		if err != nil {
-			return "", false, r.unsupportedAs(err, "PFC storm prevention (ethtool tunable pfc-prevention-tout)")
-		}
-		// mlx5 reads "auto" (0xffff) back as its value, 100 ms.
-		if ms == 100 && s.Value == "auto" {
-			return "auto", true, nil
-		}
-		return policy.FormatStorm(ms), true, nil
-	case policy.KindDevlink:
-		return h.readDevlink(r, s, o)
-	case policy.KindECNEnable, policy.KindECNParam:
-		return h.readECN(r, s)
-	case policy.KindRoCEMode, policy.KindRoCETOS:
-		var v string
-		var err error
-		if s.Kind == policy.KindRoCEMode {
-			var mode string
-			mode, err = nic.RoCEMode(h.FS, r.port.RDMADevice, r.port.PortNum)
-			v = roceModeName(mode)
-		} else {
-			var tos int
-			tos, err = nic.RoCETOS(h.FS, r.port.RDMADevice, r.port.PortNum)
-			v = strconv.Itoa(tos)
-		}
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) || errors.Is(err, nic.ErrReadOnly) {
-				return "", false, nic.Unsupportedf("rdma_cm configfs has no entry for %s port %d: %v", r.port.RDMADevice, r.port.PortNum, err)
-			}
-			return "", false, err
-		}
-		return v, true, nil
-	case policy.KindTrafficClass:
-		tc, ok, err := nic.TrafficClass(h.FS, r.port.RDMADevice, r.port.PortNum)
-		if err != nil || !ok {
-			return "", false, err
-		}
-		return strconv.Itoa(tc), true, nil
+	if want, _ := strconv.Atoi(s.Value); li.MaxMTU > 0 && want > li.MaxMTU {
+		return "", false, nic.Unsupportedf("MTU %d is above the NIC's maximum %d", want, li.MaxMTU)
 	}
-	return h.readDCB(r, s)
+	return strconv.Itoa(li.MTU), true, nil
+}
+
+func readRing(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	rg, err := r.h.K.Rings(r.port.Netdev)
+	if err != nil {
+		return "", false, r.unsupportedAs(err, "ring sizes (ethtool -G)")
+	}
+	cur, max := rg.Rx, rg.RxMax
+	if s.Kind == policy.KindTxRing {
+		cur, max = rg.Tx, rg.TxMax
+	}
+	if want, _ := strconv.Atoi(s.Value); max > 0 && uint32(want) > max {
+		return "", false, nic.Unsupportedf("ring size %d is above the NIC's maximum %d", want, max)
+	}
+	return strconv.Itoa(int(cur)), true, nil
+}
+
+func readPrivFlag(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	flags, err := r.h.K.PrivFlags(r.port.Netdev)
+	if err != nil {
+		return "", false, r.unsupportedAs(err, "private flags")
+	}
+	v, ok := flags[s.Arg]
+	if !ok {
+		names := make([]string, 0, len(flags))
+		for n := range flags {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return "", false, nic.Unsupportedf("driver %s has no private flag %q (it has: %s)", orUnknown(r.driver), s.Arg, strings.Join(names, ", "))
+	}
+	return policy.FormatBool(v), true, nil
+}
+
+func readPause(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	p, err := r.h.K.Pause(r.port.Netdev)
+	if err != nil {
+		return "", false, r.unsupportedAs(err, "global pause (ethtool -A)")
+	}
+	return formatPause(p), true, nil
+}
+
+func readStorm(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	ms, err := r.h.K.PFCPreventionTimeout(r.port.Netdev)
+	if err != nil {
+		return "", false, r.unsupportedAs(err, "PFC storm prevention (ethtool tunable pfc-prevention-tout)")
+	}
+	// mlx5 reads "auto" (0xffff) back as its value, 100 ms.
+	if ms == 100 && s.Value == "auto" {
+		return "auto", true, nil
+	}
+	return policy.FormatStorm(ms), true, nil
+}
+
+func readRoCEMode(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	mode, err := nic.RoCEMode(r.h.FS, r.port.RDMADevice, r.port.PortNum)
+	if err != nil {
+		return "", false, r.rdmaCMError(err)
+	}
+	return roceModeName(mode), true, nil
+}
+
+func readRoCETOS(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	tos, err := nic.RoCETOS(r.h.FS, r.port.RDMADevice, r.port.PortNum)
+	if err != nil {
+		return "", false, r.rdmaCMError(err)
+	}
+	return strconv.Itoa(tos), true, nil
+}
+
+// rdmaCMError words a missing rdma_cm configfs entry as unsupported.
+func (r *portReader) rdmaCMError(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, nic.ErrReadOnly) {
+		return nic.Unsupportedf("rdma_cm configfs has no entry for %s port %d: %v", r.port.RDMADevice, r.port.PortNum, err)
+	}
+	return err
+}
+
+func readTrafficClass(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	tc, ok, err := nic.TrafficClass(r.h.FS, r.port.RDMADevice, r.port.PortNum)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return strconv.Itoa(tc), true, nil
 }
 
 func formatPause(p nic.Pause) string {
@@ -183,85 +201,139 @@ func tsaValue(name string) uint8 {
 	return dcb.TSAVendor
 }
 
-func (h *Host) readDCB(r *portReader, s policy.Setting) (string, bool, error) {
-	// OFED's own trust attribute wins where it exists: mlnx_qos uses it.
-	if s.Kind == policy.KindTrust && nic.HasOFEDTrust(h.FS, r.port.Netdev) {
-		t, err := nic.OFEDTrust(h.FS, r.port.Netdev)
+// readTrust reads the port's trust state. OFED's own trust attribute wins
+// where it exists: mlnx_qos uses it. Upstream mlx5 trusts DSCP exactly when
+// at least one DSCP APP entry exists (en_dcbnl.c dscp_app_cnt).
+func readTrust(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	if nic.HasOFEDTrust(r.h.FS, r.port.Netdev) {
+		t, err := nic.OFEDTrust(r.h.FS, r.port.Netdev)
 		return t, err == nil, err
 	}
 	st, err := r.dcbState()
 	if err != nil {
 		return "", false, err
 	}
-	switch s.Kind {
-	case policy.KindDCBX:
-		if st.DCBX == nil {
-			return "", false, nic.Unsupportedf("driver %s does not report a DCBX mode", orUnknown(r.driver))
+	for _, a := range st.Apps {
+		if a.Selector == dcb.SelDSCP {
+			return "dscp", true, nil
 		}
-		if *st.DCBX&dcb.DCBXHost != 0 {
-			return "host", true, nil
-		}
-		return "firmware", true, nil
-	case policy.KindTrust:
-		// Upstream mlx5: the port trusts DSCP exactly when at least one
-		// DSCP APP entry exists (en_dcbnl.c dscp_app_cnt).
-		for _, a := range st.Apps {
-			if a.Selector == dcb.SelDSCP {
-				return "dscp", true, nil
-			}
-		}
-		return "pcp", true, nil
-	case policy.KindDSCPMap:
-		want, err := policy.ParseDSCPMap(s.Value)
-		if err != nil {
-			return "", false, err
-		}
-		return formatDSCPDomain(st.Apps, want), true, nil
-	case policy.KindETSPrioTC, policy.KindETSTSA, policy.KindETSBandwidth:
-		if st.ETS == nil {
-			return "", false, nic.Unsupportedf("driver %s does not expose ETS", orUnknown(r.driver))
-		}
-		return formatETS(st.ETS, s.Kind), true, nil
-	case policy.KindPFC:
-		if st.PFC == nil {
-			return "", false, nic.Unsupportedf("driver %s does not expose PFC", orUnknown(r.driver))
-		}
-		return policy.FormatPrioBitmap(st.PFC.Enable), true, nil
-	case policy.KindCableLength:
-		if st.PFC == nil {
-			return "", false, nic.Unsupportedf("driver %s does not expose PFC", orUnknown(r.driver))
-		}
-		if !strings.HasPrefix(r.driver, "mlx5") {
-			return "", false, nic.Unsupportedf("cable length is mlx5's use of the PFC delay field; driver %s has no equivalent", orUnknown(r.driver))
-		}
-		return strconv.Itoa(int(st.PFC.Delay)), true, nil
-	case policy.KindPrioBuffer, policy.KindBufferSize:
-		if st.Buffer == nil {
-			return "", false, nic.Unsupportedf("driver %s does not expose receive buffer configuration (DCB_ATTR_DCB_BUFFER)", orUnknown(r.driver))
-		}
-		if s.Kind == policy.KindPrioBuffer {
-			var v [8]int
-			for i, b := range st.Buffer.PrioBuffer {
-				v[i] = int(b)
-			}
-			return policy.FormatInts8(v), true, nil
-		}
-		if want, err := policy.ParseSizes8(s.Value); err == nil && st.Buffer.TotalSize > 0 {
-			var sum policy.Size
-			for _, x := range want {
-				sum += x
-			}
-			if uint64(sum) > uint64(st.Buffer.TotalSize) {
-				return "", false, nic.Unsupportedf("buffer sizes add up to %v, more than the port's %v", sum, policy.Size(st.Buffer.TotalSize))
-			}
-		}
-		var v [8]policy.Size
-		for i, b := range st.Buffer.Size {
-			v[i] = policy.Size(b)
-		}
-		return policy.FormatSizes8(v), true, nil
 	}
-	return "", false, fmt.Errorf("no backend for %s", s.Kind)
+	return "pcp", true, nil
+}
+
+func readDCBX(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	st, err := r.dcbState()
+	if err != nil {
+		return "", false, err
+	}
+	if st.DCBX == nil {
+		return "", false, nic.Unsupportedf("driver %s does not report a DCBX mode", orUnknown(r.driver))
+	}
+	if *st.DCBX&dcb.DCBXHost != 0 {
+		return "host", true, nil
+	}
+	return "firmware", true, nil
+}
+
+func readDSCPMap(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	st, err := r.dcbState()
+	if err != nil {
+		return "", false, err
+	}
+	want, err := policy.ParseDSCPMap(s.Value)
+	if err != nil {
+		return "", false, err
+	}
+	return formatDSCPDomain(st.Apps, want), true, nil
+}
+
+func readETS(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	st, err := r.dcbState()
+	if err != nil {
+		return "", false, err
+	}
+	if st.ETS == nil {
+		return "", false, nic.Unsupportedf("driver %s does not expose ETS", orUnknown(r.driver))
+	}
+	return formatETS(st.ETS, s.Kind), true, nil
+}
+
+// pfcState is the port's ieee_pfc, or why there is none.
+func (r *portReader) pfcState() (*dcb.PFC, error) {
+	st, err := r.dcbState()
+	if err != nil {
+		return nil, err
+	}
+	if st.PFC == nil {
+		return nil, nic.Unsupportedf("driver %s does not expose PFC", orUnknown(r.driver))
+	}
+	return st.PFC, nil
+}
+
+func readPFC(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	pfc, err := r.pfcState()
+	if err != nil {
+		return "", false, err
+	}
+	return policy.FormatPrioBitmap(pfc.Enable), true, nil
+}
+
+// readCableLength reads mlx5's cable length, which it carries in ieee_pfc's
+// delay field.
+func readCableLength(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	pfc, err := r.pfcState()
+	if err != nil {
+		return "", false, err
+	}
+	if !strings.HasPrefix(r.driver, "mlx5") {
+		return "", false, nic.Unsupportedf("cable length is mlx5's use of the PFC delay field; driver %s has no equivalent", orUnknown(r.driver))
+	}
+	return strconv.Itoa(int(pfc.Delay)), true, nil
+}
+
+// bufferState is the port's DCB_ATTR_DCB_BUFFER, or why there is none.
+func (r *portReader) bufferState() (*dcb.Buffer, error) {
+	st, err := r.dcbState()
+	if err != nil {
+		return nil, err
+	}
+	if st.Buffer == nil {
+		return nil, nic.Unsupportedf("driver %s does not expose receive buffer configuration (DCB_ATTR_DCB_BUFFER)", orUnknown(r.driver))
+	}
+	return st.Buffer, nil
+}
+
+func readPrioBuffer(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+	b, err := r.bufferState()
+	if err != nil {
+		return "", false, err
+	}
+	var v [8]int
+	for i, x := range b.PrioBuffer {
+		v[i] = int(x)
+	}
+	return policy.FormatInts8(v), true, nil
+}
+
+func readBufferSize(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	b, err := r.bufferState()
+	if err != nil {
+		return "", false, err
+	}
+	if want, err := policy.ParseSizes8(s.Value); err == nil && b.TotalSize > 0 {
+		var sum policy.Size
+		for _, x := range want {
+			sum += x
+		}
+		if uint64(sum) > uint64(b.TotalSize) {
+			return "", false, nic.Unsupportedf("buffer sizes add up to %v, more than the port's %v", sum, policy.Size(b.TotalSize))
+		}
+	}
+	var v [8]policy.Size
+	for i, x := range b.Size {
+		v[i] = policy.Size(x)
+	}
+	return policy.FormatSizes8(v), true, nil
 }
 
 // formatDSCPDomain prints the host's DSCP APP entries for the DSCPs the
@@ -321,8 +393,8 @@ func formatETS(e *dcb.ETS, k policy.Kind) string {
 	return policy.FormatInts8(v)
 }
 
-func (h *Host) readECN(r *portReader, s policy.Setting) (string, bool, error) {
-	e, err := h.ecnOf(r.port)
+func readECN(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	e, err := r.h.ecnOf(r.port)
 	if err != nil {
 		return "", false, err
 	}
@@ -349,12 +421,12 @@ func (h *Host) devlinkHandle(p *policy.Port) (string, error) {
 // readDevlink reads a devlink parameter's runtime value, or its driverinit
 // value when it has no runtime mode; a change to such a parameter is noted
 // as needing a devlink reload, never presented as taking effect.
-func (h *Host) readDevlink(r *portReader, s policy.Setting, o *policy.Observed) (string, bool, error) {
-	dev, err := h.devlinkHandle(r.port)
+func readDevlink(r *portReader, s policy.Setting, notes map[string]string) (string, bool, error) {
+	dev, err := r.h.devlinkHandle(r.port)
 	if err != nil {
 		return "", false, err
 	}
-	params, err := h.K.DevlinkParams(dev)
+	params, err := r.h.K.DevlinkParams(dev)
 	if err != nil {
 		return "", false, r.unsupportedAs(err, "devlink")
 	}
@@ -372,8 +444,8 @@ func (h *Host) readDevlink(r *portReader, s policy.Setting, o *policy.Observed) 
 			}
 		}
 		if driverinit != nil {
-			if o != nil {
-				o.Notes[s.Key] = fmt.Sprintf("driverinit parameter: takes effect after `devlink dev reload %s`", dev)
+			if notes != nil {
+				notes[s.Key] = fmt.Sprintf("driverinit parameter: takes effect after `devlink dev reload %s`", dev)
 			}
 			return fmt.Sprint(driverinit.Value), true, nil
 		}
@@ -382,12 +454,13 @@ func (h *Host) readDevlink(r *portReader, s policy.Setting, o *policy.Observed) 
 	return "", false, nic.Unsupportedf("%s has no devlink parameter %s", dev, s.Arg)
 }
 
-func (h *Host) readNCCL(d *policy.Desired, s policy.Setting) (string, bool, error) {
-	return h.readNCCLFile(*d.Profile.NCCL.Write, s.Arg)
-}
-
-func (h *Host) readNCCLFile(path, name string) (string, bool, error) {
-	data, err := os.ReadFile(h.FS.Path(path))
+// readNCCL reads a variable of the NCCL config file the reader was given
+// (the profile's [nccl] write, or the file a journal step saved).
+func readNCCL(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+	if r.ncclFile == "" {
+		return "", false, fmt.Errorf("no NCCL config file to read %s from", s.Arg)
+	}
+	data, err := os.ReadFile(r.h.FS.Path(r.ncclFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", false, nil
 	}
@@ -396,7 +469,7 @@ func (h *Host) readNCCLFile(path, name string) (string, bool, error) {
 	}
 	// What NCCL itself would read: the first definition wins.
 	for _, v := range nic.ParseNCCLConf(data) {
-		if v.Name == name {
+		if v.Name == s.Arg {
 			return v.Value, true, nil
 		}
 	}

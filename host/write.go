@@ -1,4 +1,4 @@
-package apply
+package host
 
 import (
 	"errors"
@@ -35,30 +35,17 @@ type UndoBlob struct {
 	Mode   uint32 `json:"mode,omitempty"`
 }
 
-func groupOf(k policy.Kind) string {
-	switch k {
-	case policy.KindTrust, policy.KindDSCPMap:
-		return "app"
-	case policy.KindETSPrioTC, policy.KindETSTSA, policy.KindETSBandwidth:
-		return "ets"
-	case policy.KindPFC, policy.KindCableLength:
-		return "pfc"
-	case policy.KindPrioBuffer, policy.KindBufferSize:
-		return "buffer"
-	case policy.KindRxRing, policy.KindTxRing:
-		return "rings"
-	case policy.KindNCCL:
-		return "nccl"
-	}
-	return ""
-}
-
-// Steps groups a plan's changes into write steps, keeping the apply order.
-func Steps(plan *policy.Plan) []Step {
+// Steps groups a plan's changes into write steps, keeping the apply order:
+// the changes of one port that go through one kernel object are one step.
+func Steps(plan *policy.Plan) ([]Step, error) {
 	var steps []Step
 	index := map[string]int{}
 	for _, c := range plan.Changes {
-		g := groupOf(c.Kind)
+		k, err := kindOf(c.Kind)
+		if err != nil {
+			return nil, err
+		}
+		g := k.obj.group
 		if g == "" {
 			steps = append(steps, Step{Scope: c.Scope, Group: c.Name, Changes: []policy.Change{c}})
 			continue
@@ -75,7 +62,7 @@ func Steps(plan *policy.Plan) []Step {
 		index[id] = len(steps)
 		steps = append(steps, Step{Scope: scope, Group: g, Changes: []policy.Change{c}})
 	}
-	return steps
+	return steps, nil
 }
 
 // WriteError is a write the host refused, worded for the operator: port,
@@ -97,74 +84,122 @@ func (e *WriteError) Error() string {
 
 func (e *WriteError) Unwrap() error { return e.Err }
 
-// captureUndo records what the step needs for a byte-exact undo.
-func (h *Host) captureUndo(d *policy.Desired, st *Step) error {
-	if st.Group != "nccl" {
-		return nil
-	}
-	path := *d.Profile.NCCL.Write
-	b := &UndoBlob{Path: path}
-	fi, err := os.Stat(h.FS.Path(path))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		b.Absent = true
-	case err != nil:
+// CaptureUndo records, before the first write, what the step needs for a
+// byte-exact undo beyond its before-values.
+func (h *Host) CaptureUndo(d *policy.Desired, st *Step) error {
+	k, err := kindOf(st.Changes[0].Kind)
+	if err != nil || k.obj.capture == nil {
 		return err
-	default:
-		b.Mode = uint32(fi.Mode().Perm())
-		if b.Data, err = os.ReadFile(h.FS.Path(path)); err != nil {
-			return err
-		}
 	}
-	st.Undo = b
-	return nil
+	return k.obj.capture(h, d, st)
 }
 
-// writeStep writes a step's values: the after-values going forward, the
-// before-values when undoing (undo = true).
-func (h *Host) writeStep(d *policy.Desired, st Step, undo bool) error {
-	vals := map[policy.Kind]policy.Change{}
-	for _, c := range st.Changes {
-		vals[c.Kind] = c
+// stepWriter is one step being written: its port, the values to write
+// (after-values going forward, before-values when undoing) and, going
+// forward, the desired state (the NCCL file is rendered from all of it).
+type stepWriter struct {
+	h    *Host
+	d    *policy.Desired
+	st   Step
+	undo bool
+	port *policy.Port
+}
+
+// value is what c is written as in this direction.
+func (w *stepWriter) value(c policy.Change) string {
+	if w.undo {
+		return c.Before
 	}
-	value := func(c policy.Change) string {
-		if undo {
-			return c.Before
+	return c.Value
+}
+
+// change returns the step's change of kind k, if it has one.
+func (w *stepWriter) change(k policy.Kind) (policy.Change, bool) {
+	for _, c := range w.st.Changes {
+		if c.Kind == k {
+			return c, true
 		}
-		return c.Value
 	}
-	fail := func(c policy.Change, err error) error {
-		if err == nil {
-			return nil
-		}
-		return &WriteError{Scope: c.Scope, Key: c.Key, Value: displayValue(value(c), undo && c.Absent), Err: err}
+	return policy.Change{}, false
+}
+
+// only is the step's one change, for objects that hold a single setting.
+func (w *stepWriter) only() (policy.Change, string) {
+	c := w.st.Changes[0]
+	return c, w.value(c)
+}
+
+// fail words err as a refused write of c.
+func (w *stepWriter) fail(c policy.Change, err error) error {
+	var we *WriteError
+	if err == nil || errors.As(err, &we) {
+		return err
 	}
+	return &WriteError{Scope: c.Scope, Key: c.Key, Value: displayValue(w.value(c), w.undo && c.Absent), Err: err}
+}
+
+// WriteStep writes a step's values: the after-values going forward, the
+// before-values when undoing (undo = true). d may be nil when undoing.
+func (h *Host) WriteStep(d *policy.Desired, st Step, undo bool) error {
 	c0 := st.Changes[0]
-	var port *policy.Port = c0.Port
-	switch st.Group {
-	case "app":
-		return h.writeApp(port, vals, value, undo, fail)
-	case "ets":
-		return fail(c0, h.writeETS(port, vals, value))
-	case "pfc":
-		return fail(c0, h.writePFC(port, vals, value))
-	case "buffer":
-		return fail(c0, h.writeBuffer(port, vals, value))
-	case "rings":
-		return fail(c0, h.writeRings(port, vals, value))
-	case "nccl":
+	k, err := kindOf(c0.Kind)
+	if err != nil {
+		return err
+	}
+	w := &stepWriter{h: h, d: d, st: st, undo: undo, port: c0.Port}
+	switch {
+	case undo && k.obj.undo != nil:
+		return w.fail(c0, k.obj.undo(w))
+	case undo && c0.Absent && k.obj.group == "":
+		if k.obj.clear == nil {
+			return w.fail(c0, fmt.Errorf("the host had no value before, and there is no way to remove one"))
+		}
+		return w.fail(c0, k.obj.clear(w, c0))
+	}
+	return w.fail(c0, k.obj.write(w))
+}
+
+// CheckStep reads a step's settings back once and compares them with the
+// values the step should have left (after-values, or before-values when
+// undone). A setting that differs is a *policy.Mismatch; a read that
+// fails is returned as such.
+func (h *Host) CheckStep(st Step, undo bool) error {
+	c0 := st.Changes[0]
+	k, err := kindOf(c0.Kind)
+	if err != nil {
+		return err
+	}
+	if undo && k.obj.checkUndo != nil {
+		return k.obj.checkUndo(h, st)
+	}
+	ncclFile := ""
+	if st.Undo != nil {
+		ncclFile = st.Undo.Path
+	}
+	r := h.newPortReader(c0.Port, ncclFile)
+	o := policy.NewObserved()
+	want := make([]policy.Setting, 0, len(st.Changes))
+	for _, c := range st.Changes {
+		v, present, err := r.read(c.Setting, nil)
+		if err != nil {
+			return fmt.Errorf("read back %s: %w", c.Key, err)
+		}
+		if present {
+			o.Values[c.Key] = v
+		}
+		s := c.Setting
 		if undo {
-			return fail(c0, h.restoreFile(st.Undo))
+			s.Value = c.Before
+			if c.Absent {
+				s.Value = policy.NoValue
+			}
 		}
-		return fail(c0, h.writeNCCL(d, st))
+		want = append(want, s)
 	}
-	if undo && c0.Absent {
-		if c0.Kind == policy.KindTrafficClass {
-			return fail(c0, nic.ClearTrafficClass(h.FS, port.RDMADevice, port.PortNum))
-		}
-		return fail(c0, fmt.Errorf("the host had no value before, and there is no way to remove one"))
+	if mm := policy.DiffSettings(want, o).Mismatches(); len(mm) > 0 {
+		return &mm[0]
 	}
-	return fail(c0, h.writeOne(port, c0, value(c0)))
+	return nil
 }
 
 func displayValue(v string, absent bool) string {
@@ -174,87 +209,110 @@ func displayValue(v string, absent bool) string {
 	return v
 }
 
-func (h *Host) writeOne(port *policy.Port, c policy.Change, v string) error {
-	nd := port.Netdev
-	switch c.Kind {
-	case policy.KindMTU:
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return err
-		}
-		return h.K.SetMTU(nd, n)
-	case policy.KindPrivFlag:
-		b, err := policy.ParseBool(v)
-		if err != nil {
-			return err
-		}
-		return h.K.SetPrivFlags(nd, map[string]bool{c.Arg: b})
-	case policy.KindGlobalPause:
-		p, err := parsePause(v)
-		if err != nil {
-			return err
-		}
-		return h.K.SetPause(nd, p)
-	case policy.KindDCBX:
-		// mlx5: a mode with HOST switches firmware DCBX to host mode and
-		// becomes the reported capability; 0 hands DCBX back to the
-		// firmware agent, which only clears HOST (reference §A1.8). Keeping
-		// the version bits the driver reports makes the round trip exact.
-		mode := uint8(0)
-		if v == "host" {
-			mode = dcb.DCBXHost | dcb.DCBXVerIEEE
-			if st, err := h.K.DCB(nd); err == nil && st.DCBX != nil {
-				mode |= *st.DCBX & (dcb.DCBXVerCEE | dcb.DCBXVerIEEE)
-			}
-		}
-		return h.K.SetDCBX(nd, mode)
-	case policy.KindStormPrevention:
-		ms, err := policy.ParseStorm(v)
-		if err != nil {
-			return err
-		}
-		return h.K.SetPFCPreventionTimeout(nd, ms)
-	case policy.KindECNEnable, policy.KindECNParam:
-		e, err := h.ecnOf(port)
-		if err != nil {
-			return err
-		}
-		dir, rest, _ := strings.Cut(c.Arg, "/")
-		if c.Kind == policy.KindECNEnable {
-			prio, _ := strconv.Atoi(rest)
-			on, err := policy.ParseBool(v)
-			if err != nil {
-				return err
-			}
-			return e.SetEnabled(dir, prio, on)
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return err
-		}
-		return e.SetParam(dir, rest, policy.ECNUpstreamName(rest), n)
-	case policy.KindRoCEMode:
-		mode := nic.RoCEModeV2
-		if v == "v1" {
-			mode = nic.RoCEModeV1
-		}
-		return nic.SetRoCEMode(h.FS, port.RDMADevice, port.PortNum, mode)
-	case policy.KindRoCETOS:
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return err
-		}
-		return nic.SetRoCETOS(h.FS, port.RDMADevice, port.PortNum, n)
-	case policy.KindTrafficClass:
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return err
-		}
-		return nic.SetTrafficClass(h.FS, port.RDMADevice, port.PortNum, n)
-	case policy.KindDevlink:
-		return h.writeDevlink(port, c.Arg, v)
+func writeMTU(w *stepWriter) error {
+	_, v := w.only()
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("no writer for %s", c.Kind)
+	return w.h.K.SetMTU(w.port.Netdev, n)
+}
+
+func writePrivFlag(w *stepWriter) error {
+	c, v := w.only()
+	b, err := policy.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	return w.h.K.SetPrivFlags(w.port.Netdev, map[string]bool{c.Arg: b})
+}
+
+func writePause(w *stepWriter) error {
+	_, v := w.only()
+	p, err := parsePause(v)
+	if err != nil {
+		return err
+	}
+	return w.h.K.SetPause(w.port.Netdev, p)
+}
+
+// writeDCBX: on mlx5 a mode with HOST switches firmware DCBX to host mode
+// and becomes the reported capability; 0 hands DCBX back to the firmware
+// agent, which only clears HOST (reference §A1.8). Keeping the version
+// bits the driver reports makes the round trip exact.
+func writeDCBX(w *stepWriter) error {
+	_, v := w.only()
+	nd := w.port.Netdev
+	mode := uint8(0)
+	if v == "host" {
+		mode = dcb.DCBXHost | dcb.DCBXVerIEEE
+		if st, err := w.h.K.DCB(nd); err == nil && st.DCBX != nil {
+			mode |= *st.DCBX & (dcb.DCBXVerCEE | dcb.DCBXVerIEEE)
+		}
+	}
+	return w.h.K.SetDCBX(nd, mode)
+}
+
+func writeStorm(w *stepWriter) error {
+	_, v := w.only()
+	ms, err := policy.ParseStorm(v)
+	if err != nil {
+		return err
+	}
+	return w.h.K.SetPFCPreventionTimeout(w.port.Netdev, ms)
+}
+
+func writeECN(w *stepWriter) error {
+	c, v := w.only()
+	e, err := w.h.ecnOf(w.port)
+	if err != nil {
+		return err
+	}
+	dir, rest, _ := strings.Cut(c.Arg, "/")
+	if c.Kind == policy.KindECNEnable {
+		prio, _ := strconv.Atoi(rest)
+		on, err := policy.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		return e.SetEnabled(dir, prio, on)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return err
+	}
+	return e.SetParam(dir, rest, policy.ECNUpstreamName(rest), n)
+}
+
+func writeRoCEMode(w *stepWriter) error {
+	_, v := w.only()
+	mode := nic.RoCEModeV2
+	if v == "v1" {
+		mode = nic.RoCEModeV1
+	}
+	return nic.SetRoCEMode(w.h.FS, w.port.RDMADevice, w.port.PortNum, mode)
+}
+
+func writeRoCETOS(w *stepWriter) error {
+	_, v := w.only()
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return err
+	}
+	return nic.SetRoCETOS(w.h.FS, w.port.RDMADevice, w.port.PortNum, n)
+}
+
+func writeTrafficClass(w *stepWriter) error {
+	_, v := w.only()
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return err
+	}
+	return nic.SetTrafficClass(w.h.FS, w.port.RDMADevice, w.port.PortNum, n)
+}
+
+func clearTrafficClass(w *stepWriter, _ policy.Change) error {
+	return nic.ClearTrafficClass(w.h.FS, w.port.RDMADevice, w.port.PortNum)
 }
 
 func nicPort(p *policy.Port) nic.Port {
@@ -279,37 +337,37 @@ func parsePause(v string) (nic.Pause, error) {
 
 // writeApp writes trust and the DSCP map. On upstream mlx5 trust is implied
 // by the APP table: DSCP trust means at least one DSCP entry.
-func (h *Host) writeApp(port *policy.Port, vals map[policy.Kind]policy.Change, value func(policy.Change) string, undo bool, fail func(policy.Change, error) error) error {
-	nd := port.Netdev
-	if c, ok := vals[policy.KindDSCPMap]; ok {
+func writeApp(w *stepWriter) error {
+	h, nd := w.h, w.port.Netdev
+	if c, ok := w.change(policy.KindDSCPMap); ok {
 		domain, err := policy.ParseDSCPMap(c.Value) // the DSCPs the profile maps
 		if err != nil {
-			return fail(c, err)
+			return w.fail(c, err)
 		}
 		target := domain
-		if undo {
+		if w.undo {
 			if target, err = policy.ParseDSCPMap(c.Before); err != nil {
-				return fail(c, err)
+				return w.fail(c, err)
 			}
 			if c.Absent {
 				target = map[int]int{}
 			}
 		}
 		if err := h.syncDSCP(nd, domain, target); err != nil {
-			return fail(c, err)
+			return w.fail(c, err)
 		}
 	}
-	c, ok := vals[policy.KindTrust]
+	c, ok := w.change(policy.KindTrust)
 	if !ok {
 		return nil
 	}
-	trust := value(c)
+	trust := w.value(c)
 	if nic.HasOFEDTrust(h.FS, nd) {
-		return fail(c, nic.SetOFEDTrust(h.FS, nd, trust))
+		return w.fail(c, nic.SetOFEDTrust(h.FS, nd, trust))
 	}
 	st, err := h.K.DCB(nd)
 	if err != nil {
-		return fail(c, err)
+		return w.fail(c, err)
 	}
 	var dscpApps []dcb.App
 	for _, a := range st.Apps {
@@ -319,7 +377,7 @@ func (h *Host) writeApp(port *policy.Port, vals map[policy.Kind]policy.Change, v
 	}
 	switch {
 	case trust == "pcp" && len(dscpApps) > 0:
-		return fail(c, h.K.DelApps(nd, dscpApps))
+		return w.fail(c, h.K.DelApps(nd, dscpApps))
 	case trust == "dscp" && len(dscpApps) == 0:
 		// What mlnx_qos --trust dscp does upstream: the firmware's default
 		// map, priority = DSCP >> 3.
@@ -327,7 +385,7 @@ func (h *Host) writeApp(port *policy.Port, vals map[policy.Kind]policy.Change, v
 		for d := range apps {
 			apps[d] = dcb.App{Selector: dcb.SelDSCP, Priority: uint8(d >> 3), Protocol: uint16(d)}
 		}
-		return fail(c, h.K.AddApps(nd, apps))
+		return w.fail(c, h.K.AddApps(nd, apps))
 	}
 	return nil
 }
@@ -395,8 +453,8 @@ func containsU8(s []uint8, v uint8) bool {
 // writeETS does GET → modify → SET of ieee_ets. Non-ETS classes get 0
 // bandwidth: newer kernels reject anything else, and mlx5 reports 100 %
 // for them, so a naive read-modify-write would fail.
-func (h *Host) writeETS(port *policy.Port, vals map[policy.Kind]policy.Change, value func(policy.Change) string) error {
-	st, err := h.K.DCB(port.Netdev)
+func writeETS(w *stepWriter) error {
+	st, err := w.h.K.DCB(w.port.Netdev)
 	if err != nil {
 		return err
 	}
@@ -404,8 +462,8 @@ func (h *Host) writeETS(port *policy.Port, vals map[policy.Kind]policy.Change, v
 		return nic.Unsupportedf("driver does not expose ETS")
 	}
 	e := *st.ETS
-	if c, ok := vals[policy.KindETSPrioTC]; ok {
-		v, err := policy.ParseInts8(value(c))
+	if c, ok := w.change(policy.KindETSPrioTC); ok {
+		v, err := policy.ParseInts8(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -413,8 +471,8 @@ func (h *Host) writeETS(port *policy.Port, vals map[policy.Kind]policy.Change, v
 			e.PrioTC[i] = uint8(v[i])
 		}
 	}
-	if c, ok := vals[policy.KindETSTSA]; ok {
-		v, err := policy.ParseStrings8(value(c))
+	if c, ok := w.change(policy.KindETSTSA); ok {
+		v, err := policy.ParseStrings8(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -422,8 +480,8 @@ func (h *Host) writeETS(port *policy.Port, vals map[policy.Kind]policy.Change, v
 			e.TCTSA[i] = tsaValue(v[i])
 		}
 	}
-	if c, ok := vals[policy.KindETSBandwidth]; ok {
-		v, err := policy.ParseInts8(value(c))
+	if c, ok := w.change(policy.KindETSBandwidth); ok {
+		v, err := policy.ParseInts8(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -436,13 +494,13 @@ func (h *Host) writeETS(port *policy.Port, vals map[policy.Kind]policy.Change, v
 			e.TCTxBW[tc] = 0
 		}
 	}
-	return h.K.SetETS(port.Netdev, e)
+	return w.h.K.SetETS(w.port.Netdev, e)
 }
 
 // writePFC does GET → modify → SET of ieee_pfc (enable bitmap and, on mlx5,
 // the cable length carried in delay). A PFC change flaps an mlx5 link.
-func (h *Host) writePFC(port *policy.Port, vals map[policy.Kind]policy.Change, value func(policy.Change) string) error {
-	st, err := h.K.DCB(port.Netdev)
+func writePFC(w *stepWriter) error {
+	st, err := w.h.K.DCB(w.port.Netdev)
 	if err != nil {
 		return err
 	}
@@ -450,25 +508,25 @@ func (h *Host) writePFC(port *policy.Port, vals map[policy.Kind]policy.Change, v
 		return nic.Unsupportedf("driver does not expose PFC")
 	}
 	p := *st.PFC
-	if c, ok := vals[policy.KindPFC]; ok {
-		b, err := policy.ParsePrioBitmap(value(c))
+	if c, ok := w.change(policy.KindPFC); ok {
+		b, err := policy.ParsePrioBitmap(w.value(c))
 		if err != nil {
 			return err
 		}
 		p.Enable = b
 	}
-	if c, ok := vals[policy.KindCableLength]; ok {
-		n, err := strconv.Atoi(value(c))
+	if c, ok := w.change(policy.KindCableLength); ok {
+		n, err := strconv.Atoi(w.value(c))
 		if err != nil {
 			return err
 		}
 		p.Delay = uint16(n)
 	}
-	return h.K.SetPFC(port.Netdev, p)
+	return w.h.K.SetPFC(w.port.Netdev, p)
 }
 
-func (h *Host) writeBuffer(port *policy.Port, vals map[policy.Kind]policy.Change, value func(policy.Change) string) error {
-	st, err := h.K.DCB(port.Netdev)
+func writeBuffer(w *stepWriter) error {
+	st, err := w.h.K.DCB(w.port.Netdev)
 	if err != nil {
 		return err
 	}
@@ -476,8 +534,8 @@ func (h *Host) writeBuffer(port *policy.Port, vals map[policy.Kind]policy.Change
 		return nic.Unsupportedf("driver does not expose receive buffers")
 	}
 	b := *st.Buffer
-	if c, ok := vals[policy.KindPrioBuffer]; ok {
-		v, err := policy.ParseInts8(value(c))
+	if c, ok := w.change(policy.KindPrioBuffer); ok {
+		v, err := policy.ParseInts8(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -485,8 +543,8 @@ func (h *Host) writeBuffer(port *policy.Port, vals map[policy.Kind]policy.Change
 			b.PrioBuffer[i] = uint8(v[i])
 		}
 	}
-	if c, ok := vals[policy.KindBufferSize]; ok {
-		v, err := policy.ParseSizes8(value(c))
+	if c, ok := w.change(policy.KindBufferSize); ok {
+		v, err := policy.ParseSizes8(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -494,30 +552,32 @@ func (h *Host) writeBuffer(port *policy.Port, vals map[policy.Kind]policy.Change
 			b.Size[i] = uint32(v[i])
 		}
 	}
-	return h.K.SetBuffer(port.Netdev, b)
+	return w.h.K.SetBuffer(w.port.Netdev, b)
 }
 
-func (h *Host) writeRings(port *policy.Port, vals map[policy.Kind]policy.Change, value func(policy.Change) string) error {
-	r, err := h.K.Rings(port.Netdev)
+func writeRings(w *stepWriter) error {
+	r, err := w.h.K.Rings(w.port.Netdev)
 	if err != nil {
 		return err
 	}
-	for k, c := range vals {
-		n, err := strconv.Atoi(value(c))
+	for _, c := range w.st.Changes {
+		n, err := strconv.Atoi(w.value(c))
 		if err != nil {
 			return err
 		}
-		if k == policy.KindRxRing {
+		if c.Kind == policy.KindRxRing {
 			r.Rx = uint32(n)
 		} else {
 			r.Tx = uint32(n)
 		}
 	}
-	return h.K.SetRings(port.Netdev, r)
+	return w.h.K.SetRings(w.port.Netdev, r)
 }
 
-func (h *Host) writeDevlink(port *policy.Port, name, v string) error {
-	dev, err := h.devlinkHandle(port)
+func writeDevlink(w *stepWriter) error {
+	c, v := w.only()
+	h, name := w.h, c.Arg
+	dev, err := h.devlinkHandle(w.port)
 	if err != nil {
 		return err
 	}
@@ -574,47 +634,93 @@ func devlinkValue(typ, v string) (any, error) {
 	return nil, fmt.Errorf("unknown devlink parameter type %q", typ)
 }
 
-func (h *Host) writeNCCL(d *policy.Desired, st Step) error {
+// captureNCCL saves the NCCL config file as it is (or that there is none),
+// so that undo restores it byte for byte.
+func captureNCCL(h *Host, d *policy.Desired, st *Step) error {
 	path := *d.Profile.NCCL.Write
-	existing, err := os.ReadFile(h.FS.Path(path))
+	b := &UndoBlob{Path: path}
+	fi, err := os.Stat(h.FS.Path(path))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		b.Absent = true
+	case err != nil:
+		return err
+	default:
+		b.Mode = uint32(fi.Mode().Perm())
+		if b.Data, err = os.ReadFile(h.FS.Path(path)); err != nil {
+			return err
+		}
+	}
+	st.Undo = b
+	return nil
+}
+
+func writeNCCL(w *stepWriter) error {
+	path := *w.d.Profile.NCCL.Write
+	existing, err := os.ReadFile(w.h.FS.Path(path))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	// The managed block holds every derived variable, not only the changed
 	// ones: it is rewritten whole.
 	var vars []nic.NCCLVar
-	for _, s := range d.Host {
+	for _, s := range w.d.Host {
 		if s.Kind == policy.KindNCCL {
 			vars = append(vars, nic.NCCLVar{Name: s.Arg, Value: s.Value})
 		}
 	}
-	data, conflicts, err := nic.RenderNCCLConf(existing, d.Profile.Name, vars)
+	data, conflicts, err := nic.RenderNCCLConf(existing, w.d.Profile.Name, vars)
 	if err != nil {
 		return err
 	}
 	for _, c := range conflicts {
-		h.logger().Warn("a line of the NCCL config file is now overridden by rocectl's managed block",
+		w.h.logger().Warn("a line of the NCCL config file is now overridden by rocectl's managed block",
 			"file", path, "line", c.Line, "name", c.Name, "user_value", c.UserValue, "managed_value", c.Managed)
 	}
-	return nic.WriteNCCLConf(h.FS, path, data)
+	return nic.WriteNCCLConf(w.h.FS, path, data)
 }
 
-func (h *Host) restoreFile(b *UndoBlob) error {
+// restoreNCCL puts the saved copy of the NCCL file back (or removes the
+// file the apply created).
+func restoreNCCL(w *stepWriter) error {
+	b := w.st.Undo
 	if b == nil {
 		return fmt.Errorf("no saved copy of the file to restore")
 	}
-	if err := h.FS.CheckWrite("remove", b.Path); err != nil {
+	if err := w.h.FS.CheckWrite("remove", b.Path); err != nil {
 		return err
 	}
 	if b.Absent {
-		err := os.Remove(h.FS.Path(b.Path))
+		err := os.Remove(w.h.FS.Path(b.Path))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		return err
 	}
-	if err := nic.WriteNCCLConf(h.FS, b.Path, b.Data); err != nil {
+	if err := nic.WriteNCCLConf(w.h.FS, b.Path, b.Data); err != nil {
 		return err
 	}
-	return os.Chmod(h.FS.Path(b.Path), os.FileMode(b.Mode))
+	return os.Chmod(w.h.FS.Path(b.Path), os.FileMode(b.Mode))
+}
+
+// checkNCCLRestored says whether the NCCL file is back as it was saved.
+func checkNCCLRestored(h *Host, st Step) error {
+	b := st.Undo
+	if b == nil {
+		return nil
+	}
+	data, err := os.ReadFile(h.FS.Path(b.Path))
+	if b.Absent {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("verify: %s should not exist after restore", b.Path)
+	}
+	if err != nil {
+		return err
+	}
+	if string(data) != string(b.Data) {
+		return fmt.Errorf("verify: %s differs from its saved copy after restore", b.Path)
+	}
+	return nil
 }

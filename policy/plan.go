@@ -1,5 +1,7 @@
 package policy
 
+import "fmt"
+
 // Observed is what the host holds for the keys of a Desired, formatted with
 // the same canonical functions. A key missing from Values has no value on the
 // host (e.g. no APP entry, no NCCL line); a key in Unsupported cannot be read
@@ -39,6 +41,7 @@ type Unsupported struct {
 type PlanError struct {
 	Key   string `json:"key"`
 	Error string `json:"error"`
+	Want  string `json:"-"` // the value the setting should hold
 	Port  *Port  `json:"-"`
 }
 
@@ -56,25 +59,85 @@ type Plan struct {
 func (p *Plan) Changed() bool { return len(p.Changes) > 0 }
 
 // Diff compares desired with observed. Only keys the profile sets are
-// compared; the order of Changes is the apply order.
+// compared; the order of Changes is the apply order. It is the one
+// comparison of desired and observed values: audit's plan, verification
+// after apply and the transaction's read-back of each step all use it.
 func Diff(d *Desired, o *Observed) *Plan {
+	plan := DiffSettings(d.All(), o)
+	plan.Unsupported = append(plan.Unsupported, d.Unresolved...)
+	return plan
+}
+
+// NoValue as a setting's Value means the host should hold no value for it
+// at all (the undo of a value the host did not have: no NCCL line, no
+// forced traffic class). Canonical values are never empty: the profile
+// decoder refuses empty strings.
+const NoValue = ""
+
+// showValue is how a value is displayed: an absent one as "(none)".
+func showValue(v string) string {
+	if v == NoValue {
+		return "(none)"
+	}
+	return v
+}
+
+// DiffSettings compares settings with what was observed, as Diff does.
+func DiffSettings(ss []Setting, o *Observed) *Plan {
 	plan := &Plan{}
-	for _, s := range d.All() {
+	for _, s := range ss {
 		if reason, ok := o.Unsupported[s.Key]; ok {
 			plan.Unsupported = append(plan.Unsupported, Unsupported{Key: s.Key, Scope: s.Scope, Reason: reason, Port: s.Port})
 			continue
 		}
 		if e, ok := o.Errors[s.Key]; ok {
-			plan.Errors = append(plan.Errors, PlanError{Key: s.Key, Error: e, Port: s.Port})
+			plan.Errors = append(plan.Errors, PlanError{Key: s.Key, Error: e, Want: s.Value, Port: s.Port})
 			continue
 		}
 		before, present := o.Values[s.Key]
-		if present && before == s.Value {
+		if present == (s.Value != NoValue) && (!present || before == s.Value) {
 			plan.InSync++
 			continue
 		}
 		plan.Changes = append(plan.Changes, Change{Setting: s, Before: before, Absent: !present, Note: o.Notes[s.Key]})
 	}
-	plan.Unsupported = append(plan.Unsupported, d.Unresolved...)
 	return plan
+}
+
+// Mismatch is a setting that does not hold the value it should, or could
+// not be read (Reason): the one mismatch type that verification and the
+// transaction's read-back report.
+type Mismatch struct {
+	Key    string `json:"key"`
+	Want   string `json:"want"`
+	Have   string `json:"have"`
+	Reason string `json:"reason,omitempty"` // for unreadable settings
+}
+
+func (m *Mismatch) Error() string {
+	if m.Reason != "" {
+		return fmt.Sprintf("verify: %s: want %s, cannot read: %s", m.Key, m.Want, m.Reason)
+	}
+	return fmt.Sprintf("verify: %s: want %s, have %s", m.Key, m.Want, m.Have)
+}
+
+// String is Error, for printing lists of mismatches.
+func (m Mismatch) String() string { return m.Error() }
+
+// Mismatches lists what a plan over values that should already hold
+// found different or unreadable, in plan order (changes, then errors).
+// Unsupported settings are not mismatches: audit and apply report them.
+func (p *Plan) Mismatches() []Mismatch {
+	var out []Mismatch
+	for _, c := range p.Changes {
+		have := c.Before
+		if c.Absent {
+			have = NoValue
+		}
+		out = append(out, Mismatch{Key: c.Key, Want: showValue(c.Value), Have: showValue(have)})
+	}
+	for _, e := range p.Errors {
+		out = append(out, Mismatch{Key: e.Key, Want: showValue(e.Want), Reason: e.Error})
+	}
+	return out
 }

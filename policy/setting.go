@@ -49,6 +49,15 @@ var kindNames = [...]string{
 	"traffic_class", "devlink", "nccl",
 }
 
+// Kinds lists every Kind in apply order.
+func Kinds() []Kind {
+	out := make([]Kind, len(kindNames))
+	for i := range out {
+		out[i] = Kind(i)
+	}
+	return out
+}
+
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

@@ -1,0 +1,107 @@
+package host
+
+import (
+	"fmt"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// kind is how a host holds one policy.Kind: the one place that says how a
+// setting of that kind is read, which kernel object it is written through,
+// and how a value the host did not have is taken away again. Adding a
+// setting kind means one entry here, its nic call, its profile key
+// (policy) and its docs.
+type kind struct {
+	// read returns the canonical value the host holds for s; present is
+	// false when the host has no value at all (no APP entry, no NCCL
+	// line). A read that can say something the operator must know about
+	// a change (a devlink parameter that needs a reload) says it in
+	// notes, which may be nil.
+	read func(r *portReader, s policy.Setting, notes map[string]string) (v string, present bool, err error)
+	// obj is the kernel object a write goes through.
+	obj *object
+}
+
+// object is one kernel object that settings are written through. Settings
+// of one port that share an object are written together, in one step:
+// the three ETS keys are one ieee_ets, PFC priorities and cable length one
+// ieee_pfc, trust and the DSCP map one APP table.
+type object struct {
+	// group names the step in the journal. Empty for objects that hold a
+	// single setting: such a step is named after the setting.
+	group string
+	// write sets the step's values (after-values, or before-values when
+	// undoing) with one GET → modify → SET where the kernel needs it.
+	write func(w *stepWriter) error
+	// clear takes away a value the host did not have before the apply
+	// (undo of an Absent change). Nil: there is no way to remove one.
+	clear func(w *stepWriter, c policy.Change) error
+	// undo, when set, replaces write for undoing: restore a saved copy
+	// (the NCCL file) instead of writing before-values.
+	undo func(w *stepWriter) error
+	// capture saves, before the first write, what undo needs beyond the
+	// canonical before-values.
+	capture func(h *Host, d *policy.Desired, st *Step) error
+	// checkUndo, when set, replaces the per-setting read-back of an undone
+	// step (the restored file must equal its saved copy byte for byte).
+	checkUndo func(h *Host, st Step) error
+}
+
+// The kernel objects settings are written through.
+var (
+	objMTU       = &object{write: writeMTU}
+	objRings     = &object{group: "rings", write: writeRings}
+	objPrivFlag  = &object{write: writePrivFlag}
+	objPause     = &object{write: writePause}
+	objDCBX      = &object{write: writeDCBX}
+	objApp       = &object{group: "app", write: writeApp}
+	objETS       = &object{group: "ets", write: writeETS}
+	objPFC       = &object{group: "pfc", write: writePFC}
+	objBuffer    = &object{group: "buffer", write: writeBuffer}
+	objStorm     = &object{write: writeStorm}
+	objECNEnable = &object{write: writeECN} // one sysfs file per priority
+	objECNParam  = &object{write: writeECN} // one file per parameter
+	objRoCEMode  = &object{write: writeRoCEMode}
+	objRoCETOS   = &object{write: writeRoCETOS}
+	objTrafficCl = &object{write: writeTrafficClass, clear: clearTrafficClass}
+	objDevlink   = &object{write: writeDevlink}
+	objNCCLFile  = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
+)
+
+// kinds is the registry: every policy.Kind has exactly one entry
+// (TestRegistryCoversEveryKind).
+var kinds = map[policy.Kind]kind{
+	policy.KindMTU:             {read: readMTU, obj: objMTU},
+	policy.KindRxRing:          {read: readRing, obj: objRings},
+	policy.KindTxRing:          {read: readRing, obj: objRings},
+	policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag},
+	policy.KindGlobalPause:     {read: readPause, obj: objPause},
+	policy.KindDCBX:            {read: readDCBX, obj: objDCBX},
+	policy.KindTrust:           {read: readTrust, obj: objApp},
+	policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp},
+	policy.KindETSPrioTC:       {read: readETS, obj: objETS},
+	policy.KindETSTSA:          {read: readETS, obj: objETS},
+	policy.KindETSBandwidth:    {read: readETS, obj: objETS},
+	policy.KindPFC:             {read: readPFC, obj: objPFC},
+	policy.KindCableLength:     {read: readCableLength, obj: objPFC},
+	policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer},
+	policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer},
+	policy.KindStormPrevention: {read: readStorm, obj: objStorm},
+	policy.KindECNEnable:       {read: readECN, obj: objECNEnable},
+	policy.KindECNParam:        {read: readECN, obj: objECNParam},
+	policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode},
+	policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS},
+	policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl},
+	policy.KindDevlink:         {read: readDevlink, obj: objDevlink},
+	policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile},
+}
+
+// kindOf returns k's entry; an unknown kind is a programming error that a
+// test catches, reported as an error rather than a panic at run time.
+func kindOf(k policy.Kind) (kind, error) {
+	e, ok := kinds[k]
+	if !ok {
+		return kind{}, fmt.Errorf("no backend for setting kind %s", k)
+	}
+	return e, nil
+}
