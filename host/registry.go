@@ -20,6 +20,9 @@ type kind struct {
 	read func(r *portReader, s policy.Setting, notes map[string]string) (v string, present bool, err error)
 	// obj is the kernel object a write goes through.
 	obj *object
+	// companions lists the settings the driver changes by itself when a
+	// setting of this kind is written (companions.go).
+	companions func(r *portReader, c policy.Change) []companion
 }
 
 // object is one kernel object that settings are written through. Settings
@@ -82,7 +85,7 @@ var kinds = map[policy.Kind]kind{
 	policy.KindETSPrioTC:       {read: readETS, obj: objETS},
 	policy.KindETSTSA:          {read: readETS, obj: objETS},
 	policy.KindETSBandwidth:    {read: readETS, obj: objETS},
-	policy.KindPFC:             {read: readPFC, obj: objPFC},
+	policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions},
 	policy.KindCableLength:     {read: readCableLength, obj: objPFC},
 	policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer},
 	policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer},

@@ -1,0 +1,103 @@
+package host
+
+import (
+	"strings"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// companion is a setting a driver changes by itself as a side effect of a
+// write: the plan carries it as a change of its own, so that its
+// before-value is journalled and rollback puts it back, and the operator
+// sees it before applying.
+type companion struct {
+	kind  policy.Kind
+	name  string // the setting's name, as policy names it
+	value string // what the driver leaves it at
+	note  string // why, citing the driver function
+}
+
+// pfcCompanions: mlx5_set_port_pfc (mlx5/core/port.c) writes the PFCC
+// register from a zeroed buffer with pptx_mask_n = 0, so setting PFC turns
+// rx and tx global pause off; compare mlx5_set_port_stall_watermark, which
+// sets the mask bits and keeps them. Rolling PFC back therefore leaves a
+// host that had global pause on with no flow control at all, unless the
+// pause setting is journalled and restored after PFC.
+func pfcCompanions(r *portReader, _ policy.Change) []companion {
+	if !strings.HasPrefix(r.driver, "mlx5") {
+		return nil
+	}
+	return []companion{{kind: policy.KindGlobalPause, name: "qos.global_pause", value: "off",
+		note: "mlx5 turns global pause off whenever it sets PFC (mlx5_set_port_pfc); journalled so that rollback restores it"}}
+}
+
+// Plan compares the host with d (policy.Diff) and adds the companions of
+// the planned changes: settings the driver will change by itself, which
+// the transaction must journal and restore.
+func (h *Host) Plan(d *policy.Desired) *policy.Plan {
+	o := h.Observe(d)
+	plan := policy.Diff(d, o)
+	h.addCompanions(plan)
+	return plan
+}
+
+func (h *Host) addCompanions(plan *policy.Plan) {
+	planned := map[string]bool{}
+	for _, c := range plan.Changes {
+		planned[c.Key] = true
+	}
+	readers := map[string]*portReader{}
+	var added []policy.Change
+	for _, c := range plan.Changes {
+		k, err := kindOf(c.Kind)
+		if err != nil || k.companions == nil || c.Port == nil {
+			continue
+		}
+		r := readers[c.Port.Netdev]
+		if r == nil {
+			r = h.newPortReader(c.Port, "")
+			readers[c.Port.Netdev] = r
+		}
+		for _, cp := range k.companions(r, c) {
+			s := policy.Setting{Key: c.Port.Netdev + "." + cp.name, Scope: c.Port.Netdev, Name: cp.name,
+				Kind: cp.kind, Value: cp.value, From: "companion of " + c.Name, Port: c.Port}
+			if planned[s.Key] {
+				continue // the profile manages it: already journalled
+			}
+			before, present, err := r.read(s, nil)
+			if err != nil || (present && before == cp.value) {
+				// Unreadable: nothing to journal or restore (the plan
+				// reports the setting's own read errors if the profile
+				// asks for it). Already there: the driver changes nothing.
+				continue
+			}
+			planned[s.Key] = true
+			added = append(added, policy.Change{Setting: s, Before: before, Absent: !present, Note: cp.note})
+		}
+	}
+	for _, c := range added {
+		plan.Changes = insertInOrder(plan.Changes, c)
+	}
+}
+
+// insertInOrder puts c among its port's changes in apply order (by kind):
+// the companion is written before the change that causes it, and so
+// restored after that change is undone.
+func insertInOrder(cs []policy.Change, c policy.Change) []policy.Change {
+	at, seen := len(cs), false
+	for i, x := range cs {
+		if x.Port == nil || x.Port.Netdev != c.Port.Netdev {
+			if seen {
+				at = i
+				break
+			}
+			continue
+		}
+		seen = true
+		if x.Kind > c.Kind {
+			at = i
+			break
+		}
+	}
+	return append(cs[:at], append([]policy.Change{c}, cs[at:]...)...)
+}
