@@ -9,21 +9,6 @@ import (
 	"testing"
 )
 
-// fakeKernel replaces the netlink socket: it records every request as bytes
-// (with seq forced to 1) and answers with reply(i, request).
-type fakeKernel struct {
-	sent  [][]byte
-	reply func(i int, req []byte) ([]byte, error)
-}
-
-func (f *fakeKernel) client() *Client {
-	return &Client{exec: func(r *request) ([]byte, error) {
-		b := r.bytes(1)
-		f.sent = append(f.sent, b)
-		return f.reply(len(f.sent)-1, b)
-	}}
-}
-
 // setStatus answers IEEE_SET/IEEE_DEL as dcbnl_ieee_set does: the request's
 // cmd echoed in dcbmsg and the u8 status (0, or a negative errno as u8).
 func setStatus(status byte) func(int, []byte) ([]byte, error) {
