@@ -116,9 +116,6 @@ func (x *exchange) take(dgram []byte) (done bool, err error) {
 			}
 			x.replied = true
 		case x.resType:
-			if x.replied {
-				continue // not a reply we are waiting for
-			}
 			if x.payload == nil {
 				x.payload = data
 			}
