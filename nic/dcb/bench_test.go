@@ -30,7 +30,7 @@ func BenchmarkEncodeAppSet64(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := AppSetRequest("ens1f0np0", apps, 1); err != nil {
+		if _, err := wire(1)(appRequest(CmdIEEESet, "ens1f0np0", apps)); err != nil {
 			b.Fatal(err)
 		}
 	}

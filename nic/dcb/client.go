@@ -5,15 +5,13 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
 )
 
 // Client talks dcbnl to the kernel over NETLINK_ROUTE. A Client from
 // NewClientOn sends every request on the socket it is given, so its calls
 // reach that socket's network namespace from any thread; one from NewClient
-// opens a socket per call (nl.NetlinkRequest.Execute) in the namespace of
-// the calling OS thread. A Client holds no state of the host and is safe
-// for concurrent use.
+// opens a socket per call in the namespace of the calling OS thread. A
+// Client holds no state of the host and is safe for concurrent use.
 //
 // The client sends exactly what it is given, one object per message, and
 // never reads-modify-writes by itself. Callers do GET → modify → SET → GET,
@@ -24,49 +22,31 @@ import (
 //
 // Errors are *Error values whose Err is the kernel's errno, whether it came
 // as NLMSG_ERROR (bad request, no permission, no such device, no dcbnl_ops
-// at all → EOPNOTSUPP) or as the in-band status of an IEEE_SET/IEEE_DEL
-// reply; errors.Is(err, syscall.EOPNOTSUPP) works on both.
+// at all → EOPNOTSUPP; followed by the kernel's extended ACK message when
+// it sent one) or as the in-band status of an IEEE_SET/IEEE_DEL reply;
+// errors.Is(err, syscall.EOPNOTSUPP) works on both.
 type Client struct {
-	// exec sends a request and returns the payload of its reply; tests
-	// replace it to play the kernel.
-	exec func(*request) ([]byte, error)
+	// acquire lends a socket for one request (socket.go); the tests hand
+	// out a fake kernel.
+	acquire func() (socket, error)
 }
 
 // NewClient returns a client for the kernel of the calling thread's network
 // namespace.
 func NewClient() *Client {
-	return &Client{exec: execNetlink}
+	return &Client{acquire: openSocket}
 }
 
 // NewClientOn returns a client whose requests all go over sock, an open
-// NETLINK_ROUTE socket (the socket's lock serialises them). The socket is
-// bound to the namespace it was opened in, so a Live that opened it in a
-// test's namespace can be used from goroutines on any thread, and a call
-// costs no socket(2), bind(2) and close(2).
+// NETLINK_ROUTE socket. The socket is bound to the namespace it was opened
+// in, so a Live that opened it in a test's namespace can be used from
+// goroutines on any thread, and a call costs no socket(2), bind(2) and
+// close(2).
 //
-// A SET's trailing ACK stays unread after execNetlink returns; a shared
-// socket skips such replies of earlier requests by their sequence number.
+// The client shares sock with users of nl.NetlinkRequest.Execute: it holds
+// the socket's lock for each request and numbers requests from sock.Seq.
 func NewClientOn(sock *nl.SocketHandle) *Client {
-	return &Client{exec: func(r *request) ([]byte, error) {
-		r.msg.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: sock}
-		return execNetlink(r)
-	}}
-}
-
-// execNetlink runs r on a fresh NETLINK_ROUTE socket, or on r's shared one
-// when it has Sockets set. Execute returns after
-// the first reply that is not NLM_F_MULTI, so the trailing ACK of a SET is
-// left unread on a socket that is then closed; an NLMSG_ERROR with a
-// non-zero errno comes back as a syscall.Errno.
-func execNetlink(r *request) ([]byte, error) {
-	msgs, err := r.msg.Execute(unix.NETLINK_ROUTE, r.resType)
-	if err != nil {
-		return nil, err
-	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("%w: the kernel acknowledged without a reply", ErrMalformed)
-	}
-	return msgs[0], nil
+	return &Client{acquire: func() (socket, error) { return lockSocket(sock), nil }}
 }
 
 // Get reads the IEEE DCB state of ifname (DCB_CMD_IEEE_GET).
@@ -75,7 +55,7 @@ func (c *Client) Get(ifname string) (*State, error) {
 	if err != nil {
 		return nil, r.fail(err)
 	}
-	payload, err := c.exec(r)
+	payload, err := c.roundTrip(r)
 	if err != nil {
 		return nil, r.fail(err)
 	}
@@ -92,7 +72,7 @@ func (c *Client) GetDCBX(ifname string) (uint8, error) {
 	if err != nil {
 		return 0, r.fail(err)
 	}
-	payload, err := c.exec(r)
+	payload, err := c.roundTrip(r)
 	if err != nil {
 		return 0, r.fail(err)
 	}
@@ -178,7 +158,7 @@ func (c *Client) SetDCBX(ifname string, mode uint8) error {
 	if err != nil {
 		return r.fail(err)
 	}
-	payload, err := c.exec(r)
+	payload, err := c.roundTrip(r)
 	if err != nil {
 		return r.fail(err)
 	}
@@ -198,7 +178,7 @@ func (c *Client) set(r *request, err error) error {
 	if err != nil {
 		return r.fail(err)
 	}
-	payload, err := c.exec(r)
+	payload, err := c.roundTrip(r)
 	if err != nil {
 		return r.fail(err)
 	}

@@ -9,21 +9,6 @@ import (
 	"testing"
 )
 
-// fakeKernel replaces the netlink socket: it records every request as bytes
-// (with seq forced to 1) and answers with reply(i, request).
-type fakeKernel struct {
-	sent  [][]byte
-	reply func(i int, req []byte) ([]byte, error)
-}
-
-func (f *fakeKernel) client() *Client {
-	return &Client{exec: func(r *request) ([]byte, error) {
-		b := r.bytes(1)
-		f.sent = append(f.sent, b)
-		return f.reply(len(f.sent)-1, b)
-	}}
-}
-
 // setStatus answers IEEE_SET/IEEE_DEL as dcbnl_ieee_set does: the request's
 // cmd echoed in dcbmsg and the u8 status (0, or a negative errno as u8).
 func setStatus(status byte) func(int, []byte) ([]byte, error) {
@@ -39,7 +24,7 @@ func TestClientSetPFCSendsVectorAndChecksStatus(t *testing.T) {
 	if err := c.SetPFC("eth0", PFC{Cap: 8, Enable: 0x08}); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := PFCSetRequest("eth0", PFC{Cap: 8, Enable: 0x08}, 1)
+	want, _ := wire(1)(pfcSetRequest("eth0", PFC{Cap: 8, Enable: 0x08}))
 	if len(f.sent) != 1 || !bytes.Equal(f.sent[0], want) || len(want) != 176 {
 		t.Fatalf("sent %x", f.sent)
 	}
@@ -87,7 +72,7 @@ func TestClientNLMSGErrorIsTyped(t *testing.T) {
 func TestClientGetDecodes(t *testing.T) {
 	requireLittleEndian(t)
 	f := &fakeKernel{reply: func(_ int, req []byte) ([]byte, error) {
-		want, _ := IEEEGetRequest("eni1np1", 1)
+		want, _ := wire(1)(ieeeGetRequest("eni1np1"))
 		if !bytes.Equal(req, want) {
 			return nil, fmt.Errorf("unexpected request %x", req)
 		}
@@ -163,7 +148,7 @@ func TestClientAddAppsChunks(t *testing.T) {
 		t.Fatalf("%d messages, want 3", len(f.sent))
 	}
 	for i, n := range []int{64, 64, 2} {
-		want, _ := AppSetRequest("eth0", apps[64*i:64*i+n], 1)
+		want, _ := wire(1)(appRequest(CmdIEEESet, "eth0", apps[64*i:64*i+n]))
 		if !bytes.Equal(f.sent[i], want) {
 			t.Errorf("message %d differs", i)
 		}

@@ -39,7 +39,7 @@ func nla(typ uint16, payload ...[]byte) []byte {
 	return b
 }
 
-// dcbPayload is a reply payload as Execute returns it: struct dcbmsg
+// dcbPayload is a reply payload without its nlmsghdr: struct dcbmsg
 // {AF_UNSPEC, cmd, pad 0} followed by attributes.
 func dcbPayload(cmd uint8, attrs ...[]byte) []byte {
 	b := []byte{0, cmd, 0, 0}

@@ -69,7 +69,7 @@ func newNetdevsim(t *testing.T) string {
 
 // TestLabNetdevsimDCB runs every request twice over: with a socket per
 // call (NewClient) and on one shared socket (NewClientOn, as Live does),
-// where each SET leaves its trailing ACK for the next request to skip.
+// where each SET must read its trailing ACK or the next request skip it.
 func TestLabNetdevsimDCB(t *testing.T) {
 	if os.Getenv("LAB_IF0") == "" {
 		t.Skip("runs only inside the lab VM (make lab / test/lab/run-go-tests.sh sets LAB_IF0)")

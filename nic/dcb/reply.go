@@ -6,9 +6,8 @@ import (
 	"syscall"
 )
 
-// Reply decoders. Each takes the payload of one netlink message — what
-// nl.NetlinkRequest.Execute returns: struct dcbmsg followed by attributes,
-// without the nlmsghdr — and never panics: lengths that run past their
+// Reply decoders. Each takes the payload of one netlink message — struct
+// dcbmsg followed by attributes, without the nlmsghdr — and never panics: lengths that run past their
 // container, attributes too short for their struct and missing mandatory
 // attributes are errors wrapping ErrMalformed.
 
