@@ -237,10 +237,19 @@ func TestConfirmWithoutCommitReverts(t *testing.T) {
 	if code, out := h.run("apply", "-p", h.profile); code != 1 || !strings.Contains(out, "confirm window is open") {
 		t.Errorf("second apply during the window: exit %d\n%s", code, out)
 	}
-	waitFor(t, 8*time.Second, func() bool { return h.mtu("ens1f0np0") == 1500 })
-	js, _ := apply.Store{Dir: h.state}.List()
-	if len(js) != 1 || js[0].State != apply.StateRolledBack {
-		t.Fatalf("journal %+v", js)
+	// The revert is over when its journal says so: the MTU step is undone
+	// last, but the journal is saved after it, so waiting for the MTU
+	// alone raced the save on a busy machine.
+	var js []*apply.Journal
+	waitFor(t, 8*time.Second, func() bool {
+		js, _ = apply.Store{Dir: h.state}.List()
+		return len(js) == 1 && js[0].Final()
+	})
+	if js[0].State != apply.StateRolledBack {
+		t.Fatalf("journal %+v", js[0])
+	}
+	if m := h.mtu("ens1f0np0"); m != 1500 {
+		t.Fatalf("MTU %d after the revert, want 1500", m)
 	}
 }
 
