@@ -16,6 +16,7 @@ func recoveryOptions(store Store) Options {
 // Recovery is one earlier apply that Recover put back.
 type Recovery struct {
 	Journal *Journal
+	State   string // the journal's state when found
 	// Expired: a confirm window whose deadline passed; otherwise an apply
 	// that died half-way.
 	Expired bool
@@ -48,7 +49,7 @@ func Recover(h *Host, store Store, allowPending bool, now time.Time) ([]Recovery
 			return out, fmt.Errorf("%w: apply %s of profile %q waits for `rocectl commit %s` (or rollback) until %s",
 				ErrConfirmPending, j.ID, j.Profile, j.ID, j.Deadline.Format(time.RFC3339))
 		}
-		r := Recovery{Journal: j, Expired: pending}
+		r := Recovery{Journal: j, State: j.State, Expired: pending}
 		if err := h.Rollback(j, recoveryOptions(store)); err != nil {
 			r.Err = fmt.Errorf("restoring apply %s: %w (journal kept: `rocectl rollback %s` retries)", j.ID, err, j.ID)
 			return append(out, r), r.Err
