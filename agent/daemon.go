@@ -1,9 +1,16 @@
+// Package agent is rocectl's daemon: it keeps a host on its profile. It
+// checks for drift on a timer and on link and address events, logs drift
+// when the drifted set changes (a pure DriftTracker decides), applies the
+// profile in enforce mode through apply.Run, honours --confirm deadlines,
+// serves Prometheus metrics and talks to systemd (READY, STATUS,
+// watchdog). The `rocectl agent` command (package cli) starts it.
 package agent
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -12,60 +19,40 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
 )
 
-type agentFlags struct {
-	profile     string
-	mode        string
-	interval    time.Duration
-	metricsAddr string
-	minGap      time.Duration
-	once        bool
+// Config is what the daemon keeps, and how.
+type Config struct {
+	// Profile is the profile file, loaded again at every check (an edit
+	// takes effect without a restart).
+	Profile     string
+	LoadOptions policy.LoadOptions
+	// Enforce applies the profile on drift; otherwise drift is only
+	// reported.
+	Enforce bool
+	// Interval is the time between drift checks; MinApplyInterval the
+	// least time between two applies (a PFC change flaps mlx5 links).
+	Interval         time.Duration
+	MinApplyInterval time.Duration
+	// MetricsAddr, when set, serves /metrics there.
+	MetricsAddr string
+	// Once runs one check (and apply), then returns.
+	Once bool
+	// Host is the host to keep. ReadOnly (a snapshot) leaves out what
+	// writes or watches: recovery, link events, confirm deadlines.
+	Host     *host.Host
+	ReadOnly bool
+	Store    apply.Store
+	Log      *slog.Logger
 }
 
-func newAgentCmd(env *Env) *cobra.Command {
-	var f agentFlags
-	cmd := &cobra.Command{
-		Use:   "agent -p PROFILE",
-		Short: "Keep the host on its profile: drift checks on a timer and on link events, metrics, sd_notify",
-		Long: `agent checks the host against the profile every --interval and whenever a RoCE
-netdev or its addresses change (a driver reload forgets DCB APP entries, ECN
-and rdma_cm settings). In audit mode it reports drift (log, metrics); in
-enforce mode it applies the profile with the same journal, read-back, guard
-and rollback as apply, at most once per --min-apply-interval (a PFC change
-flaps mlx5 links). At start it restores any apply a crash left unfinished and
-reverts unconfirmed changes whose --confirm deadline has passed, and it
-keeps honouring such deadlines. Under systemd it reports READY=1, STATUS= and
-watchdog pings.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.mode != "enforce" && f.mode != "audit" {
-				return fmt.Errorf("--mode must be enforce or audit, not %q", f.mode)
-			}
-			if env.Snapshot != "" && f.mode == "enforce" {
-				return errors.New("a snapshot is read-only: use --mode audit")
-			}
-			return env.runAgent(cmd.Context(), f)
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVarP(&f.profile, "profile", "p", "", "profile file (required)")
-	fl.StringVar(&f.mode, "mode", "audit", "enforce (apply on drift) or audit (report only)")
-	fl.DurationVar(&f.interval, "interval", 5*time.Minute, "time between drift checks")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9469")
-	fl.DurationVar(&f.minGap, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
-	fl.BoolVar(&f.once, "once", false, "run one check (and apply in enforce mode), then exit")
-	_ = cmd.MarkFlagRequired("profile")
-	return cmd
-}
-
-// agentState is what the loop shares with the metrics endpoint.
-type agentState struct {
+// state is what the loop shares with the metrics endpoint.
+type state struct {
 	mu          sync.Mutex
 	profile     string
 	lastCheck   time.Time
@@ -76,32 +63,48 @@ type agentState struct {
 	ports       []string
 }
 
-func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
-	p, _, err := env.loadProfile(f.profile)
+// loop is one running daemon.
+type loop struct {
+	cfg       Config
+	log       *slog.Logger
+	st        *state
+	drift     DriftTracker
+	lastApply time.Time
+	// profileHash is the last profile whose warnings were logged.
+	profileHash string
+}
+
+// Run keeps the host on its profile until ctx ends (or after one check
+// with Once). It returns an error only when it cannot start: the profile
+// does not load, or the metrics address cannot be listened on.
+func Run(ctx context.Context, cfg Config) error {
+	l := &loop{cfg: cfg, log: cfg.Log, st: &state{applies: map[string]int{}}}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	p, err := l.loadProfile()
 	if err != nil {
 		return err
 	}
-	h, done, err := env.host(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	st := &agentState{profile: p.Name, applies: map[string]int{}}
-	store := env.store()
-	if env.Snapshot == "" {
-		if err := env.withLock(store, "agent start", func() error { return env.recoverOpen(h, store, true) }); err != nil {
-			env.Log.Error("recovering earlier applies", "err", err)
+	l.st.profile = p.Name
+	// Goroutines started here (watchdog, link events) end with Run.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h, store := cfg.Host, cfg.Store
+	if !cfg.ReadOnly {
+		if err := withLock(store, "agent start", func() error { return l.recover(false) }); err != nil {
+			l.log.Error("recovering earlier applies", "err", err)
 		}
 	}
-	if f.metricsAddr != "" {
-		ln, err := net.Listen("tcp", f.metricsAddr)
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
-		srv := &http.Server{Handler: env.metricsHandler(h, st), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: metricsHandler(h, l.st), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
-		env.Log.Info("serving metrics", "addr", ln.Addr().String())
+		l.log.Info("serving metrics", "addr", ln.Addr().String())
 	}
 
 	trigger := make(chan string, 1)
@@ -111,8 +114,8 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 		default:
 		}
 	}
-	if env.Snapshot == "" && !f.once {
-		env.watchHost(ctx, poke)
+	if !cfg.ReadOnly && !cfg.Once {
+		watchHost(ctx, l.log, poke)
 	}
 	// Watchdog pings come from their own goroutine: an enforce-mode apply
 	// blocks the loop for its whole soak window (the profile's, up to
@@ -131,64 +134,12 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 			}
 		}()
 	}
-	var lastApply time.Time
-	check := func(why string) {
-		env.Log.Debug("drift check", "why", why)
-		pl, err := env.makePlan(ctx, f.profile, h, false)
-		st.mu.Lock()
-		st.lastCheck, st.lastOK = time.Now(), err == nil
-		if err == nil {
-			st.drift, st.unsupported = len(pl.plan.Changes), len(pl.plan.Unsupported)
-			st.ports = st.ports[:0]
-			for _, dp := range pl.desired.Ports {
-				st.ports = append(st.ports, dp.Port.Netdev)
-			}
-		}
-		st.mu.Unlock()
-		if err != nil {
-			env.Log.Error("drift check failed", "err", err)
-			return
-		}
-		if !pl.plan.Changed() {
-			env.Log.Info("host matches profile", "profile", p.Name, "in_sync", pl.plan.InSync, "unsupported", len(pl.plan.Unsupported))
-			_, _ = daemon.SdNotify(false, "STATUS=in sync with "+p.Name)
-			return
-		}
-		var keys []string
-		for _, c := range pl.plan.Changes {
-			keys = append(keys, c.Key)
-		}
-		env.Log.Warn("drift", "profile", p.Name, "settings", len(keys), "keys", strings.Join(keys, " "))
-		_, _ = daemon.SdNotify(false, fmt.Sprintf("STATUS=%d setting(s) drifted from %s", len(keys), p.Name))
-		if f.mode != "enforce" {
-			return
-		}
-		if !lastApply.IsZero() && time.Since(lastApply) < f.minGap {
-			env.Log.Info("drift: next apply allowed later", "at", lastApply.Add(f.minGap).Format(time.RFC3339))
-			return
-		}
-		lastApply = time.Now()
-		err = env.runApply(ctx, applyFlags{profile: f.profile, output: "text", soak: -1})
-		result := "applied"
-		switch ExitCode(err) {
-		case ExitError:
-			result = "failed"
-		case ExitRolledBack:
-			result = "rolled_back"
-		}
-		st.mu.Lock()
-		st.applies[result]++
-		st.mu.Unlock()
-		if err != nil {
-			env.Log.Error("apply", "result", result, "err", ErrorMessage(err))
-		}
-	}
-	check("start")
+	l.check(ctx, "start")
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
-	if f.once {
+	if cfg.Once {
 		return nil
 	}
-	ticker := time.NewTicker(f.interval)
+	ticker := time.NewTicker(cfg.Interval)
 	defer ticker.Stop()
 	deadlines := time.NewTicker(time.Second)
 	defer deadlines.Stop()
@@ -198,36 +149,179 @@ func (env *Env) runAgent(ctx context.Context, f agentFlags) error {
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 			return nil
 		case <-ticker.C:
-			check("interval")
+			l.check(ctx, "interval")
 		case why := <-trigger:
 			// Let a burst of events (driver reload) settle first.
-			time.Sleep(2 * time.Second)
-			check(why)
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(2 * time.Second):
+			}
+			l.check(ctx, why)
 		case <-deadlines.C:
-			if env.Snapshot == "" {
-				env.revertExpired(h, store)
+			if !cfg.ReadOnly {
+				l.revertExpired()
 			}
 		}
 	}
 }
 
+// loadProfile loads the profile and logs its warnings when it is new or
+// was edited.
+func (l *loop) loadProfile() (*policy.Profile, error) {
+	p, err := policy.Load(l.cfg.Profile, l.cfg.LoadOptions)
+	if err != nil {
+		return nil, err
+	}
+	if p.Hash != l.profileHash {
+		l.profileHash = p.Hash
+		for _, w := range p.Warnings {
+			l.log.Warn("profile", "warning", w.String())
+		}
+	}
+	return p, nil
+}
+
+// check compares the host with the profile, logs drift when the drifted
+// set changed, and applies in enforce mode.
+func (l *loop) check(ctx context.Context, why string) {
+	l.log.Debug("drift check", "why", why)
+	p, err := l.loadProfile()
+	var pr *apply.Prepared
+	if err == nil {
+		pr = apply.Prepare(l.cfg.Host, p, false)
+	}
+	st := l.st
+	st.mu.Lock()
+	st.lastCheck, st.lastOK = time.Now(), err == nil
+	if err == nil {
+		st.drift, st.unsupported = len(pr.Plan.Changes), len(pr.Plan.Unsupported)
+		st.ports = st.ports[:0]
+		for _, dp := range pr.Desired.Ports {
+			st.ports = append(st.ports, dp.Port.Netdev)
+		}
+	}
+	st.mu.Unlock()
+	if err != nil {
+		// The next good check reports the drift afresh.
+		l.drift.Reset()
+		l.log.Error("drift check failed", "err", err)
+		return
+	}
+	keys := pr.DriftedKeys()
+	change := l.drift.Observe(keys)
+	switch change {
+	case DriftCleared:
+		l.log.Info("host matches profile", "profile", p.Name, "in_sync", pr.Plan.InSync, "unsupported", len(pr.Plan.Unsupported))
+	case DriftChanged:
+		l.log.Warn("drift", "profile", p.Name, "settings", len(keys), "keys", strings.Join(keys, " "))
+	default:
+		l.log.Debug("drift unchanged", "profile", p.Name, "settings", len(keys))
+	}
+	if len(keys) == 0 {
+		_, _ = daemon.SdNotify(false, "STATUS=in sync with "+p.Name)
+		return
+	}
+	_, _ = daemon.SdNotify(false, fmt.Sprintf("STATUS=%d setting(s) drifted from %s", len(keys), p.Name))
+	if !l.cfg.Enforce {
+		return
+	}
+	if !l.lastApply.IsZero() && time.Since(l.lastApply) < l.cfg.MinApplyInterval {
+		level := slog.LevelInfo
+		if change == DriftSame {
+			level = slog.LevelDebug
+		}
+		l.log.Log(ctx, level, "drift: next apply allowed later", "at", l.lastApply.Add(l.cfg.MinApplyInterval).Format(time.RFC3339))
+		return
+	}
+	l.lastApply = time.Now()
+	result := l.apply(ctx)
+	st.mu.Lock()
+	st.applies[result]++
+	st.mu.Unlock()
+}
+
+// apply runs the profile's change as `rocectl apply` does (lock, recovery,
+// a fresh plan, apply.Run) and logs one line with its result; it returns
+// the metrics label of that result: applied, failed or rolled_back.
+func (l *loop) apply(ctx context.Context) string {
+	lock, err := l.cfg.Store.Acquire("apply -p " + l.cfg.Profile)
+	if err != nil {
+		l.log.Error("apply", "result", "failed", "err", err)
+		return "failed"
+	}
+	defer lock.Release()
+	if err := l.recover(true); err != nil {
+		l.log.Error("apply", "result", "failed", "err", err)
+		return "failed"
+	}
+	p, err := l.loadProfile()
+	if err != nil {
+		l.log.Error("apply", "result", "failed", "err", err)
+		return "failed"
+	}
+	pr := apply.Prepare(l.cfg.Host, p, false)
+	if !pr.Plan.Changed() {
+		l.log.Info("apply", "result", "applied", "changes", 0, "note", "the host matched the profile again before the apply")
+		return "applied"
+	}
+	res, err := apply.Run(ctx, pr, apply.RunOptions{Store: l.cfg.Store, Command: "agent apply", Log: l.log})
+	if err != nil {
+		l.log.Error("apply", "result", "failed", "profile", p.Name, "changes", len(pr.Plan.Changes), "err", err)
+		return "failed"
+	}
+	result, level := "applied", slog.LevelInfo
+	switch {
+	case res.Outcome == apply.Failed || res.RollbackErr != nil:
+		result, level = "failed", slog.LevelError
+	case res.Outcome == apply.RolledBack:
+		result, level = "rolled_back", slog.LevelError
+	}
+	attrs := []any{"result", result, "profile", p.Name, "journal", res.JournalID, "changes", res.Changes,
+		"steps", res.Steps, "restored", len(res.Restored), "duration", res.Duration.Round(time.Millisecond).String()}
+	if errs := res.Errors(); len(errs) > 0 {
+		attrs = append(attrs, "err", strings.Join(errs, "; "))
+	}
+	l.log.Log(ctx, level, "apply", attrs...)
+	return result
+}
+
+// recover restores what an earlier rocectl left unfinished (and expired
+// confirm windows); with blockPending an open confirm window is an error.
+func (l *loop) recover(blockPending bool) error {
+	done, err := apply.Recover(l.cfg.Host, l.cfg.Store, !blockPending, time.Now())
+	for _, r := range done {
+		if r.Err == nil {
+			l.log.Warn("restored an earlier apply", "journal", r.Journal.ID, "profile", r.Journal.Profile,
+				"state", r.State, "expired_confirm", r.Expired, "restored", len(r.Journal.Restored))
+		}
+	}
+	return err
+}
+
 // revertExpired honours --confirm deadlines even when the applying process
 // and its timer are gone.
-func (env *Env) revertExpired(h *host.Host, store apply.Store) {
-	open, err := store.Open()
+func (l *loop) revertExpired() {
+	js, err := apply.Expired(l.cfg.Store, time.Now())
 	if err != nil {
 		return
 	}
-	for _, j := range open {
-		if j.State == apply.StateConfirmPending && j.Deadline != nil && time.Now().After(*j.Deadline) {
-			_ = env.withLock(store, "agent confirm deadline", func() error {
-				return env.rollbackIfExpired(h, store, []string{j.ID})
-			})
+	for _, j := range js {
+		err := withLock(l.cfg.Store, "agent confirm deadline", func() error {
+			j, reverted, err := apply.RevertExpired(l.cfg.Host, l.cfg.Store, j.ID, time.Now())
+			if reverted {
+				l.log.Warn("reverted an unconfirmed apply", "journal", j.ID, "deadline", j.Deadline.Format(time.RFC3339), "restored", len(j.Restored))
+			}
+			return err
+		})
+		// A held lock is another rocectl at work: the next second retries.
+		if err != nil && !errors.Is(err, apply.ErrLocked) {
+			l.log.Error("confirm deadline", "journal", j.ID, "err", err)
 		}
 	}
 }
 
-func (env *Env) withLock(store apply.Store, who string, fn func() error) error {
+func withLock(store apply.Store, who string, fn func() error) error {
 	lock, err := store.Acquire(who)
 	if err != nil {
 		return err
@@ -238,14 +332,14 @@ func (env *Env) withLock(store apply.Store, who string, fn func() error) error {
 
 // watchHost pokes the loop when a netdev appears, changes MTU or state, or
 // gets an address (a new RoCE v2 GID).
-func (env *Env) watchHost(ctx context.Context, poke func(string)) {
-	links, err := nic.WatchLinks(ctx, env.Log, nic.WatchOptions{})
+func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
+	links, err := nic.WatchLinks(ctx, log, nic.WatchOptions{})
 	if err != nil {
-		env.Log.Warn("no link events; relying on the interval", "err", err)
+		log.Warn("no link events; relying on the interval", "err", err)
 	}
-	addrs, err := nic.WatchAddrs(ctx, env.Log, nic.WatchOptions{})
+	addrs, err := nic.WatchAddrs(ctx, log, nic.WatchOptions{})
 	if err != nil {
-		env.Log.Warn("no address events; relying on the interval", "err", err)
+		log.Warn("no address events; relying on the interval", "err", err)
 	}
 	go func() {
 		for links != nil || addrs != nil {
@@ -269,7 +363,7 @@ func (env *Env) watchHost(ctx context.Context, poke func(string)) {
 
 // metricsHandler serves the Prometheus text format by hand: a handful of
 // gauges and counters do not need a client library.
-func (env *Env) metricsHandler(h *host.Host, st *agentState) http.Handler {
+func metricsHandler(h *host.Host, st *state) http.Handler {
 	var statsMu sync.Mutex
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

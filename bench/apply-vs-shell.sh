@@ -39,9 +39,9 @@ echo "rocectl: built from $(git rev-parse --short HEAD 2>/dev/null || echo "this
 	${SUMMARY:+-summary "$SUMMARY"} "$@"
 
 if [ "${AUDIT_GOBENCH:-1}" != 0 ]; then
-	go test -run '^$' -bench 'AuditPipeline|PolicyPipeline' -benchmem ./agent/ >"$TMP/go.txt" || { cat "$TMP/go.txt"; exit 1; }
+	go test -run '^$' -bench 'AuditPipeline|PolicyPipeline' -benchmem ./cli/ >"$TMP/go.txt" || { cat "$TMP/go.txt"; exit 1; }
 	echo
-	echo "audit, in-process (agent benchmarks: open snapshot, discover, read back, diff; go test -bench)"
+	echo "audit, in-process (cli benchmarks: open snapshot, discover, read back, diff; go test -bench)"
 	printf '  %-40s %12s   %s\n' "" "time/op" "target"
 	for b in AuditPipeline PolicyPipeline; do
 		for p in 8 64; do

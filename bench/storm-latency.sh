@@ -7,7 +7,7 @@
 # env:   STORM_RUNS   storms per poll setting (20)
 #        SUMMARY      append rows to this file (run-all.sh sets it)
 #
-# Runs agent's BenchmarkStormRollback: `rocectl apply` of the ConnectX
+# Runs cli's BenchmarkStormRollback: `rocectl apply` of the ConnectX
 # recipe in-process on a copy of the cx6dx-ofed-factory host with a
 # simulated kernel; at a random moment of the soak priority 3 of ens1f0np0
 # is paused without end; measured from that onset until apply returns with
@@ -21,7 +21,7 @@ RUNS=${STORM_RUNS:-20}
 OUT=$(mktemp -t storm-bench.XXXXXX)
 trap 'rm -f "$OUT"' EXIT
 
-go test -run '^$' -bench 'StormRollback' -benchtime 1x ./agent/ -args -storm.runs="$RUNS" | tee "$OUT" | grep -E '^(Benchmark|FAIL|---|ok|panic)' >&2 || true
+go test -run '^$' -bench 'StormRollback' -benchtime 1x ./cli/ -args -storm.runs="$RUNS" | tee "$OUT" | grep -E '^(Benchmark|FAIL|---|ok|panic)' >&2 || true
 grep -q '^ok' "$OUT" || { cat "$OUT"; exit 1; }
 
 echo

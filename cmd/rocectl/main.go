@@ -8,16 +8,16 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := agent.NewEnv(os.Stdout, os.Stderr)
-	err := agent.NewRootCommand(env).ExecuteContext(ctx)
-	if msg := agent.ErrorMessage(err); msg != "" {
+	env := cli.NewEnv(os.Stdout, os.Stderr)
+	err := cli.NewRootCommand(env).ExecuteContext(ctx)
+	if msg := cli.ErrorMessage(err); msg != "" {
 		fmt.Fprintln(os.Stderr, "rocectl:", msg)
 	}
-	os.Exit(agent.ExitCode(err))
+	os.Exit(cli.ExitCode(err))
 }

@@ -1,12 +1,15 @@
 // Package arch holds the test that keeps DESIGN.md §2's package boundaries:
-// policy and nic never import each other, nothing imports agent or cmd, and
-// the pure packages import only what the table allows.
+// policy and nic never import each other, only programs import cli or
+// agent, nothing imports cmd, and the pure packages import only what the
+// table allows.
 package arch
 
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,15 +21,21 @@ const mod = "github.com/rocectl/rocectl"
 type pkg struct {
 	Name       string
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 	Standard   bool
 }
 
-// list runs `go list -deps -json` over the module and indexes the result.
-func list(t *testing.T) map[string]pkg {
+// list runs `go list -deps -json` over the module (or the given packages)
+// and indexes the result.
+func list(t *testing.T, patterns ...string) map[string]pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-json", "./...")
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json"}, patterns...)...)
 	cmd.Dir = fixturehost.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
@@ -65,10 +74,13 @@ func TestPackageBoundaries(t *testing.T) {
 				t.Errorf("%s depends on %s: policy and nic never import each other", path, dep)
 			case under(path, "nic") && under(dep, "policy"):
 				t.Errorf("%s depends on %s: policy and nic never import each other", path, dep)
-			case under(dep, "agent") && !under(path, "agent") && p.Name != "main":
+			case under(dep, "cli") && !under(path, "cli") && p.Name != "main":
 				// Programs (cmd/rocectl, bench/cmd/applybench) may drive
-				// the commands; no library may.
-				t.Errorf("%s depends on %s: only programs import agent", path, dep)
+				// the commands; no library may, the daemon included.
+				t.Errorf("%s depends on %s: only programs import cli", path, dep)
+			case under(dep, "agent") && !under(path, "agent") && !under(path, "cli") && p.Name != "main":
+				// The daemon is started by its command (cli) or a program.
+				t.Errorf("%s depends on %s: only cli and programs import agent", path, dep)
 			case under(dep, "cmd"):
 				t.Errorf("%s depends on %s: nothing imports cmd", path, dep)
 			}
@@ -80,15 +92,39 @@ func TestPackageBoundaries(t *testing.T) {
 			t.Errorf("policy depends on %s: it may import only the standard library and go-toml", dep)
 		}
 	}
-	// apply and verify sit on policy and nic, never on each other.
-	for _, dep := range pkgs[mod+"/apply"].Deps {
-		if under(dep, "verify") {
-			t.Errorf("apply depends on %s", dep)
-		}
-	}
+	// apply runs verify's checks (read-back, guard) in its lifecycle;
+	// verify never depends on apply.
 	for _, dep := range pkgs[mod+"/verify"].Deps {
 		if under(dep, "apply") {
 			t.Errorf("verify depends on %s", dep)
 		}
+	}
+}
+
+// The shipped binary links no test hook: the end-to-end tests' step delay
+// (ROCECTL_TEST_STEP_DELAY) lives in a file only -tags rocectl_testhooks
+// builds (cli/testhooks.go), and no hidden test flag stands in for it.
+func TestShippedBinaryHasNoTestHooks(t *testing.T) {
+	pkgs := list(t, "./cmd/rocectl")
+	files := 0
+	for path, p := range pkgs {
+		if !own(path) {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files++
+			for _, hook := range []string{"ROCECTL_TEST_", "test-step-delay"} {
+				if bytes.Contains(b, []byte(hook)) {
+					t.Errorf("%s/%s (in the shipped binary) holds the test hook %q", path, f, hook)
+				}
+			}
+		}
+	}
+	if files < 20 {
+		t.Fatalf("read only %d files of the shipped binary", files)
 	}
 }

@@ -13,9 +13,11 @@ import (
 )
 
 // Main builds ./cmd/rocectl into a temporary directory, stores its path in
-// *bin, runs the package's tests and exits with their code. Without a Go
-// toolchain on PATH *bin stays empty (tests that need it skip); a build
-// that fails stops the run.
+// *bin, runs the package's tests and exits with their code. The build has
+// the test hooks (-tags rocectl_testhooks, cli/testhooks.go:
+// ROCECTL_TEST_STEP_DELAY slows each apply step), which the shipped binary
+// lacks. Without a Go toolchain on PATH *bin stays empty (tests that need
+// it skip); a build that fails stops the run.
 func Main(m *testing.M, bin *string) {
 	dir, err := os.MkdirTemp("", "rocectl-bin-")
 	if err != nil {
@@ -24,7 +26,7 @@ func Main(m *testing.M, bin *string) {
 	}
 	if goTool, err := exec.LookPath("go"); err == nil {
 		out := filepath.Join(dir, "rocectl")
-		cmd := exec.Command(goTool, "build", "-o", out, "./cmd/rocectl")
+		cmd := exec.Command(goTool, "build", "-tags", "rocectl_testhooks", "-o", out, "./cmd/rocectl")
 		cmd.Dir = fixturehost.RepoRoot()
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building rocectl: %v\n%s", err, msg)

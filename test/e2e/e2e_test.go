@@ -65,6 +65,14 @@ func (h *host) cmd(args ...string) *netnstest.Cmd {
 	return h.ns.Command(bin, all...)
 }
 
+// slowCmd is cmd with every apply step delayed (kill -9 or pull a link
+// mid-apply): the test build's hook, see cli/testhooks.go.
+func (h *host) slowCmd(stepDelay string, args ...string) *netnstest.Cmd {
+	c := h.cmd(args...)
+	c.Env = append(os.Environ(), "ROCECTL_TEST_STEP_DELAY="+stepDelay)
+	return c
+}
+
 func (h *host) run(args ...string) (int, string) {
 	h.t.Helper()
 	var out bytes.Buffer
@@ -144,7 +152,7 @@ func TestApplyThenAuditOnVethsInNetns(t *testing.T) {
 // naming port, setting, value and reason, and the rest is restored.
 func TestLinkGoneMidApplyIsOneClearLine(t *testing.T) {
 	h := newHost(t)
-	c := h.cmd("--test-step-delay", "300ms", "apply", "-p", h.profile)
+	c := h.slowCmd("300ms", "apply", "-p", h.profile)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	if err := c.Start(); err != nil {
@@ -178,7 +186,7 @@ func TestKill9AnywhereThenRollback(t *testing.T) {
 		t.Run(after.String(), func(t *testing.T) {
 			h := newHost(t)
 			beforeFiles := fixturehost.Files(t, h.root)
-			c := h.cmd("--test-step-delay", "100ms", "apply", "-p", h.profile)
+			c := h.slowCmd("100ms", "apply", "-p", h.profile)
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +210,7 @@ func TestKill9AnywhereThenRollback(t *testing.T) {
 // After a kill -9, the next apply first restores the unfinished one.
 func TestNextApplyRecoversUnfinishedJournal(t *testing.T) {
 	h := newHost(t)
-	c := h.cmd("--test-step-delay", "100ms", "apply", "-p", h.profile)
+	c := h.slowCmd("100ms", "apply", "-p", h.profile)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/cli"
 )
 
 // profile runs the same apply as the binary, in this process (agent's
@@ -50,9 +50,9 @@ func (b *bench) profile(file string, runs int, prof string) ([]time.Duration, er
 				t0 := time.Now()
 				// NewEnv's live kernel opens its sockets on this thread, and
 				// dcbnl's per call: all inside the namespace.
-				cmd := agent.NewRootCommand(agent.NewEnv(&out, &out))
+				cmd := cli.NewRootCommand(cli.NewEnv(&out, &out))
 				cmd.SetArgs([]string{"--root", b.root(), "--state-dir", b.state(), "apply", "-p", prof})
-				code = agent.ExitCode(cmd.ExecuteContext(ctx))
+				code = cli.ExitCode(cmd.ExecuteContext(ctx))
 				d = time.Since(t0)
 				return nil
 			})

@@ -1,6 +1,6 @@
 //go:build lab && verbs
 
-package agent
+package cli
 
 // With -tags "lab verbs" (cgo, libibverbs) the lab runner builds this
 // package against the real verbs layer: rocectl's own loopback traffic on

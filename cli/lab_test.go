@@ -1,6 +1,6 @@
 //go:build lab
 
-package agent
+package cli
 
 // These tests run inside the Soft-RoCE lab VM (test/lab, make lab): a
 // netdevsim port whose DCB requests go through the kernel's real dcbnl

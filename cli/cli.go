@@ -1,4 +1,4 @@
-package agent
+package cli
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// Version is set at build time (-ldflags "-X .../agent.Version=...").
+// Version is set at build time (-ldflags "-X .../cli.Version=...").
 var Version = "dev"
 
 // NewRootCommand builds the rocectl command tree over env.
@@ -49,8 +49,6 @@ back by itself when they spike.`,
 	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
 	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
 	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others")
-	pf.StringVar(&env.stepDelay, "test-step-delay", "", "")
-	_ = pf.MarkHidden("test-step-delay")
 
 	root.AddCommand(
 		newValidateCmd(env),
@@ -115,11 +113,11 @@ func newAuditCmd(env *Env) *cobra.Command {
 				return env.jsonOnError(output, err)
 			}
 			defer done()
-			pl, err := env.makePlan(cmd.Context(), profile, h, false)
+			pl, err := env.makePlan(profile, h, false)
 			if err != nil {
 				return env.jsonOnError(output, err)
 			}
-			if msg := pl.noPortsMessage(); require && msg != "" {
+			if msg := pl.NoPortsMessage(); require && msg != "" {
 				return env.jsonOnError(output, errors.New(msg))
 			}
 			if output == "json" {
@@ -130,9 +128,9 @@ func newAuditCmd(env *Env) *cobra.Command {
 				renderPlanText(env.Stdout, pl, "change")
 			}
 			switch {
-			case len(pl.plan.Errors) > 0:
+			case len(pl.Plan.Errors) > 0:
 				return silent(ExitError)
-			case pl.plan.Changed():
+			case pl.Plan.Changed():
 				return silent(ExitDrift)
 			}
 			return nil

@@ -1,4 +1,4 @@
-package agent
+package cli
 
 import (
 	"context"
@@ -28,12 +28,12 @@ func BenchmarkAuditPipeline(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				pl, err := env.makePlan(context.Background(), prof, h, false)
+				pl, err := env.makePlan(prof, h, false)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(pl.desired.Ports) != ports || !pl.plan.Changed() {
-					b.Fatalf("matched %d ports, changed %v", len(pl.desired.Ports), pl.plan.Changed())
+				if len(pl.Desired.Ports) != ports || !pl.Plan.Changed() {
+					b.Fatalf("matched %d ports, changed %v", len(pl.Desired.Ports), pl.Plan.Changed())
 				}
 				done()
 			}
@@ -56,12 +56,12 @@ func BenchmarkPolicyPipeline(b *testing.B) {
 			}
 			defer done()
 			prof := repo("profiles/fat-tree-32gpu-100g.toml")
-			pl, err := env.makePlan(context.Background(), prof, h, false)
+			pl, err := env.makePlan(prof, h, false)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ports := h.PolicyPorts(pl.inv, pl.profile.NeedsGID())
-			observed := h.Observe(pl.desired)
+			ports := h.PolicyPorts(pl.Inventory, pl.Profile.NeedsGID())
+			observed := h.Observe(pl.Desired)
 			b.ReportAllocs()
 			for b.Loop() {
 				p, err := policy.Load(prof, policy.LoadOptions{})

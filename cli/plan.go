@@ -1,59 +1,28 @@
-package agent
+package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 )
 
-// planned is a profile resolved and compared against a host.
-type planned struct {
-	profile *policy.Profile
-	hash    string
-	host    *host.Host
-	inv     *nic.Inventory
-	desired *policy.Desired
-	plan    *policy.Plan
-}
-
-// makePlan loads the profile, discovers the host and diffs them. withGID
-// asks for each port's RoCE v2 GID index even when the profile itself does
-// not need it (verbs traffic asked for on the command line).
-func (e *Env) makePlan(ctx context.Context, profilePath string, h *host.Host, withGID bool) (*planned, error) {
-	p, hash, err := e.loadProfile(profilePath)
+// makePlan loads the profile (printing its warnings), discovers the host
+// and diffs them. withGID asks for each port's RoCE v2 GID index even when
+// the profile itself does not need it (verbs traffic asked for on the
+// command line).
+func (e *Env) makePlan(profilePath string, h *host.Host, withGID bool) (*apply.Prepared, error) {
+	p, err := e.loadProfile(profilePath)
 	if err != nil {
 		return nil, err
 	}
-	inv := h.Discover()
-	for _, s := range inv.Skipped {
-		e.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
-	}
-	needGID := p.NeedsGID() || withGID
-	d := policy.Resolve(p, h.PolicyPorts(inv, needGID))
-	obs := h.Observe(d)
-	return &planned{profile: p, hash: hash, host: h, inv: inv, desired: d, plan: policy.Diff(d, obs)}, nil
-}
-
-// noPortsMessage explains an empty match, or nil when ports matched.
-func (pl *planned) noPortsMessage() string {
-	switch {
-	case len(pl.inv.Ports) == 0:
-		return "No RoCE devices found on this host: nothing to do."
-	case len(pl.desired.Ports) == 0:
-		var names []string
-		for _, p := range pl.inv.Ports {
-			names = append(names, fmt.Sprintf("%s (%s, %s)", p.Netdev, p.RDMADevice, orDash(p.Driver)))
-		}
-		return "No RoCE port matches the profile's [match]: nothing to do. Ports on this host: " + strings.Join(names, ", ")
-	}
-	return ""
+	return apply.Prepare(h, p, withGID), nil
 }
 
 func orDash(s string) string {
@@ -65,13 +34,13 @@ func orDash(s string) string {
 
 // renderPlanText prints a plan the way operators know from Terraform: one
 // header per port, "~ key = before -> after", a summary line.
-func renderPlanText(out io.Writer, pl *planned, verb string) {
+func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	// One write(2) for the whole plan, not one per line: a 64-port plan
 	// has over a thousand lines.
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	plan := pl.plan
-	if msg := pl.noPortsMessage(); msg != "" && len(plan.Changes) == 0 {
+	plan := pl.Plan
+	if msg := pl.NoPortsMessage(); msg != "" && len(plan.Changes) == 0 {
 		fmt.Fprintln(w, msg)
 		return
 	}
@@ -97,7 +66,7 @@ func renderPlanText(out io.Writer, pl *planned, verb string) {
 		}
 		return s
 	}
-	for _, dp := range pl.desired.Ports {
+	for _, dp := range pl.Desired.Ports {
 		get(&dp.Port)
 	}
 	for _, c := range plan.Changes {
@@ -182,30 +151,30 @@ type ReportChange struct {
 	Note   string `json:"note,omitempty"`
 }
 
-func newReport(pl *planned) *Report {
+func newReport(pl *apply.Prepared) *Report {
 	r := &Report{Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{}, Ports: []nic.Port{}}
 	if pl == nil {
 		return r
 	}
-	r.Profile, r.ProfileHash = pl.profile.Name, pl.hash
-	r.Changed = pl.plan.Changed()
-	r.InSync = pl.plan.InSync
-	r.Ports = append(r.Ports, pl.inv.Ports...)
-	for _, c := range pl.plan.Changes {
+	r.Profile, r.ProfileHash = pl.Profile.Name, pl.Profile.Hash
+	r.Changed = pl.Plan.Changed()
+	r.InSync = pl.Plan.InSync
+	r.Ports = append(r.Ports, pl.Inventory.Ports...)
+	for _, c := range pl.Plan.Changes {
 		rc := ReportChange{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent, Note: c.Note}
 		if c.Port != nil {
 			rc.Netdev = c.Port.Netdev
 		}
 		r.Changes = append(r.Changes, rc)
 	}
-	r.Unsupported = append(r.Unsupported, pl.plan.Unsupported...)
-	for _, e := range pl.plan.Errors {
+	r.Unsupported = append(r.Unsupported, pl.Plan.Unsupported...)
+	for _, e := range pl.Plan.Errors {
 		r.Errors = append(r.Errors, e.Key+": "+e.Error)
 	}
-	for _, w := range pl.profile.Warnings {
+	for _, w := range pl.Profile.Warnings {
 		r.Warnings = append(r.Warnings, w.String())
 	}
-	r.Message = pl.noPortsMessage()
+	r.Message = pl.NoPortsMessage()
 	return r
 }
 

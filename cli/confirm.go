@@ -1,4 +1,4 @@
-package agent
+package cli
 
 import (
 	"context"
@@ -150,28 +150,12 @@ func newConfirmWatchCmd(env *Env) *cobra.Command {
 				return err
 			}
 			defer done()
-			lock, err := acquireWaiting(cmd.Context(), store, "confirm-watch "+args[0])
+			lock, err := apply.AcquireWaiting(cmd.Context(), store, "confirm-watch "+args[0])
 			if err != nil {
 				return err
 			}
 			defer lock.Release()
 			return env.rollbackIfExpired(h, store, args)
 		},
-	}
-}
-
-// acquireWaiting takes the state lock, waiting while another rocectl holds
-// it: a deadline or a storm must act once the current change is done.
-func acquireWaiting(ctx context.Context, store apply.Store, who string) (*apply.Lock, error) {
-	for {
-		lock, err := store.Acquire(who)
-		if !errors.Is(err, apply.ErrLocked) {
-			return lock, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }

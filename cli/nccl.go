@@ -1,4 +1,4 @@
-package agent
+package cli
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ journalled change with rollback, set [nccl] write and use apply.`,
 			if format != "env" && format != "shell" && format != "json" {
 				return fmt.Errorf("--format must be env, shell or json, not %q", format)
 			}
-			p, _, err := env.loadProfile(profile)
+			p, err := env.loadProfile(profile)
 			if err != nil {
 				return err
 			}

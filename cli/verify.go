@@ -1,4 +1,4 @@
-package agent
+package cli
 
 import (
 	"context"
@@ -7,44 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/verify"
 )
-
-type loopbackOutcome struct {
-	port string
-	res  *verify.LoopbackResult
-	err  error
-}
-
-// loopbacks runs verbs loopback traffic on every matched port with the
-// profile's own parameters: the GID NCCL would pick, the RoCE TOS, the
-// largest path MTU the netdev MTU allows.
-func (env *Env) loopbacks(ctx context.Context, pl *planned) []loopbackOutcome {
-	var out []loopbackOutcome
-	v := pl.profile.Verify
-	tc := 0
-	if t := pl.profile.RoCE.DefaultTOS; t != nil {
-		tc = *t
-	}
-	for _, dp := range pl.desired.Ports {
-		p := dp.Port
-		label := fmt.Sprintf("%s (%s port %d)", p.Netdev, p.RDMADevice, p.PortNum)
-		if p.RoCEv2GID < 0 {
-			out = append(out, loopbackOutcome{label, nil, fmt.Errorf("no RoCE v2 IPv4 GID on %s port %d: configure an IPv4 address on %s", p.RDMADevice, p.PortNum, p.Netdev)})
-			continue
-		}
-		res, err := verify.Loopback(ctx, verify.LoopbackConfig{
-			Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
-			TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration,
-			Root: pl.host.FS.Root(), Log: env.Log,
-		})
-		if err == nil && v.MinBandwidthGbps > 0 && res.WriteGbps < v.MinBandwidthGbps {
-			err = fmt.Errorf("RDMA WRITE bandwidth %.2f Gb/s is below the profile's minimum %.2f Gb/s", res.WriteGbps, v.MinBandwidthGbps)
-		}
-		out = append(out, loopbackOutcome{label, res, err})
-	}
-	return out
-}
 
 func newVerifyCmd(env *Env) *cobra.Command {
 	var profile, output, peer, listen string
@@ -69,12 +34,12 @@ Exit 0 when everything holds, 1 otherwise.`,
 				return err
 			}
 			defer done()
-			pl, err := env.makePlan(cmd.Context(), profile, h, loopback || peer != "" || listen != "")
+			pl, err := env.makePlan(profile, h, loopback || peer != "" || listen != "")
 			if err != nil {
 				return err
 			}
 			if duration > 0 {
-				pl.profile.Verify.Duration = duration
+				pl.Profile.Verify.Duration = duration
 			}
 			type doc struct {
 				Profile    string                   `json:"profile"`
@@ -83,7 +48,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 				Traffic    []*verify.LoopbackResult `json:"traffic,omitempty"`
 				Errors     []string                 `json:"errors"`
 			}
-			d := doc{Profile: pl.profile.Name, Mismatches: verify.Readback(pl.desired, h.Observe(pl.desired)), Errors: []string{}}
+			d := doc{Profile: pl.Profile.Name, Mismatches: verify.Readback(pl.Desired, h.Observe(pl.Desired)), Errors: []string{}}
 			if d.Mismatches == nil {
 				d.Mismatches = []verify.Mismatch{}
 			}
@@ -94,13 +59,13 @@ Exit 0 when everything holds, 1 otherwise.`,
 				} else {
 					d.Traffic = append(d.Traffic, res)
 				}
-			} else if loopback || pl.profile.Verify.Loopback {
-				for _, o := range env.loopbacks(cmd.Context(), pl) {
-					if o.err != nil {
-						d.Errors = append(d.Errors, o.port+": "+o.err.Error())
+			} else if loopback || pl.Profile.Verify.Loopback {
+				for _, o := range apply.Loopbacks(cmd.Context(), pl, env.Log) {
+					if o.Err != nil {
+						d.Errors = append(d.Errors, o.Port+": "+o.Err.Error())
 					}
-					if o.res != nil {
-						d.Traffic = append(d.Traffic, o.res)
+					if o.Result != nil {
+						d.Traffic = append(d.Traffic, o.Result)
 					}
 				}
 			}
@@ -125,7 +90,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 					fmt.Fprintln(env.Stdout, "error:", e)
 				}
 				if d.OK {
-					fmt.Fprintf(env.Stdout, "verify: %d setting(s) hold their profile values", len(pl.desired.All())-len(pl.plan.Unsupported))
+					fmt.Fprintf(env.Stdout, "verify: %d setting(s) hold their profile values", len(pl.Desired.All())-len(pl.Plan.Unsupported))
 					if len(d.Traffic) > 0 {
 						fmt.Fprintf(env.Stdout, "; verbs traffic passed")
 					}
@@ -151,24 +116,24 @@ Exit 0 when everything holds, 1 otherwise.`,
 
 // twoHost runs traffic across the fabric with a peer rocectl: one side
 // listens, the other connects; both use the first matched port.
-func (env *Env) twoHost(ctx context.Context, pl *planned, peer, listen string) (*verify.LoopbackResult, error) {
+func (env *Env) twoHost(ctx context.Context, pl *apply.Prepared, peer, listen string) (*verify.LoopbackResult, error) {
 	if peer != "" && listen != "" {
 		return nil, fmt.Errorf("--peer and --listen exclude each other")
 	}
-	if len(pl.desired.Ports) == 0 {
+	if len(pl.Desired.Ports) == 0 {
 		return nil, fmt.Errorf("no RoCE port matches the profile")
 	}
-	p := pl.desired.Ports[0].Port
+	p := pl.Desired.Ports[0].Port
 	if p.RoCEv2GID < 0 {
 		return nil, fmt.Errorf("no RoCE v2 IPv4 GID on %s port %d: configure an IPv4 address on %s", p.RDMADevice, p.PortNum, p.Netdev)
 	}
 	tc := 0
-	if t := pl.profile.RoCE.DefaultTOS; t != nil {
+	if t := pl.Profile.RoCE.DefaultTOS; t != nil {
 		tc = *t
 	}
-	v := pl.profile.Verify
+	v := pl.Profile.Verify
 	cfg := verify.LoopbackConfig{Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
-		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.host.FS.Root(), Log: env.Log}
+		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.Host.FS.Root(), Log: env.Log}
 	if listen != "" {
 		fmt.Fprintf(env.Stderr, "waiting for a peer on %s (%s port %d, gid %d)\n", listen, p.RDMADevice, p.PortNum, p.RoCEv2GID)
 		return verify.Listen(ctx, listen, cfg)

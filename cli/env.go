@@ -1,8 +1,9 @@
-// Package agent holds rocectl's commands (validate, audit, apply, verify,
-// commit, rollback, capture, nccl-env, topo) and the daemon loop. It wires
-// policy, nic, apply and verify together; cmd/rocectl only parses flags
-// and maps errors to exit codes.
-package agent
+// Package cli holds rocectl's commands (validate, audit, apply, verify,
+// commit, rollback, capture, nccl-env, topo, agent) and their rendering:
+// Terraform-style text and the JSON documents. The work is done by apply
+// (the change lifecycle), verify and agent (the daemon); cmd/rocectl only
+// turns signals into a context and errors into exit codes.
+package cli
 
 import (
 	"context"
@@ -84,8 +85,6 @@ type Env struct {
 
 	// NewKernel builds the live kernel; tests may replace it.
 	NewKernel func(log *slog.Logger) (nic.Kernel, func() error, error)
-	// stepDelay is the hidden test hook that sleeps before each apply step.
-	stepDelay string
 }
 
 // NewEnv returns an Env writing to the given streams.
@@ -133,13 +132,13 @@ func (e *Env) host(ctx context.Context) (*host.Host, func(), error) {
 func (e *Env) store() apply.Store { return apply.Store{Dir: e.StateDir, Keep: e.KeepJournals} }
 
 // loadProfile loads and validates a profile, printing its warnings.
-func (e *Env) loadProfile(path string) (*policy.Profile, string, error) {
+func (e *Env) loadProfile(path string) (*policy.Profile, error) {
 	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: e.AllowInsecureProfile})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintln(e.Stderr, w.String())
 	}
-	return p, p.Hash, nil
+	return p, nil
 }

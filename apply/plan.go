@@ -1,0 +1,64 @@
+package apply
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Prepared is a profile resolved and compared against a host: what audit
+// prints, what Run applies, and what the daemon checks for drift.
+type Prepared struct {
+	Profile   *policy.Profile
+	Host      *host.Host
+	Inventory *nic.Inventory
+	Desired   *policy.Desired
+	Plan      *policy.Plan
+}
+
+// Prepare discovers the host's ports, resolves the profile on them, reads
+// every desired setting and diffs. withGID asks for each port's RoCE v2
+// GID index even when the profile itself does not need it (verbs traffic
+// asked for on the command line).
+func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
+	inv := h.Discover()
+	if h.Log != nil {
+		for _, s := range inv.Skipped {
+			h.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
+		}
+	}
+	d := policy.Resolve(p, h.PolicyPorts(inv, p.NeedsGID() || withGID))
+	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: policy.Diff(d, h.Observe(d))}
+}
+
+// NoPortsMessage explains an empty match, or "" when ports matched.
+func (pr *Prepared) NoPortsMessage() string {
+	switch {
+	case len(pr.Inventory.Ports) == 0:
+		return "No RoCE devices found on this host: nothing to do."
+	case len(pr.Desired.Ports) == 0:
+		var names []string
+		for _, p := range pr.Inventory.Ports {
+			driver := p.Driver
+			if driver == "" {
+				driver = "-"
+			}
+			names = append(names, fmt.Sprintf("%s (%s, %s)", p.Netdev, p.RDMADevice, driver))
+		}
+		return "No RoCE port matches the profile's [match]: nothing to do. Ports on this host: " + strings.Join(names, ", ")
+	}
+	return ""
+}
+
+// DriftedKeys lists the keys of the settings that differ from the profile,
+// in plan order.
+func (pr *Prepared) DriftedKeys() []string {
+	keys := make([]string, 0, len(pr.Plan.Changes))
+	for _, c := range pr.Plan.Changes {
+		keys = append(keys, c.Key)
+	}
+	return keys
+}

@@ -1,0 +1,224 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/verify"
+)
+
+// The lifecycle of one change, as the CLI's apply and the enforcing daemon
+// both run it: write every step with read-back (Txn), verify the whole host
+// against the profile, watch the pause counters for the soak window, then
+// commit or open a confirm window; verification, the guard or a failed
+// deadline roll the host back. Run renders nothing: it returns a Result
+// that the CLI prints (text or JSON) and the daemon logs and exports.
+
+// RunOptions tune Run.
+type RunOptions struct {
+	Store   Store
+	Command string // who holds the lock, for messages
+	// NoVerify skips the read-back of every setting (and the verbs
+	// loopback the profile asks for) after the writes.
+	NoVerify bool
+	// NoGuard skips the pause-storm soak; a non-nil Soak overrides the
+	// profile's soak window (0: none).
+	NoGuard bool
+	Soak    *time.Duration
+	// Confirm > 0 leaves the change confirm-pending until that long from
+	// now. Arm, when set, arms the deadline outside this process (a
+	// systemd timer, a watcher) and says how; the journal holds the
+	// deadline either way.
+	Confirm time.Duration
+	Arm     func(ctx context.Context, j *Journal, deadline time.Time) (string, error)
+	// Applied, when set, is called once every step is written and read
+	// back, before verification and the soak (a person sees "applied"
+	// before a minute of soak).
+	Applied func(*Result)
+	// Progress gets the guard's one-line status each poll (a terminal,
+	// or nil).
+	Progress io.Writer
+	// BeforeStep runs before each write (tests inject delays and faults).
+	BeforeStep func(i int, st host.Step) error
+	Log        *slog.Logger
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+func (o RunOptions) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// Outcome is how a Run ended.
+type Outcome string
+
+const (
+	// Committed: applied, verified, soaked, kept.
+	Committed Outcome = "committed"
+	// ConfirmPending: applied; reverted at Result.Deadline unless
+	// `rocectl commit` comes first.
+	ConfirmPending Outcome = "confirm_pending"
+	// Failed: a write or its read-back failed; the host was rolled back
+	// (unless RollbackErr says otherwise).
+	Failed Outcome = "failed"
+	// RolledBack: applied, then verification or the guard said no and
+	// the host was rolled back (unless RollbackErr says otherwise).
+	RolledBack Outcome = "rolled_back"
+)
+
+// Result is what one Run did.
+type Result struct {
+	Outcome   Outcome
+	JournalID string
+	Changes   int // settings the plan changed
+	Steps     int // write steps they took
+	// Restored lists the keys put back by a rollback.
+	Restored []string
+	// Failure is the failed write (an *ApplyError) when Outcome is Failed.
+	Failure error
+	// Reason says why verification or the guard rolled back (RolledBack).
+	Reason string
+	// Mismatches are verification's findings (read-back, loopback).
+	Mismatches []string
+	// Storm is what tripped the guard, if it did.
+	Storm *verify.Storm
+	// RollbackErr is a rollback that could not restore everything: the
+	// journal is kept for `rocectl rollback ID`.
+	RollbackErr error
+	// Soak is the guard's summary when the soak passed; SoakWindow its
+	// length.
+	Soak       *verify.GuardReport
+	SoakWindow time.Duration
+	// Deadline and ArmedBy describe a confirm window.
+	Deadline time.Time
+	ArmedBy  string
+	Duration time.Duration
+}
+
+// Errors lists what went wrong, as the JSON document's errors[] does.
+func (r *Result) Errors() []string {
+	var out []string
+	switch r.Outcome {
+	case Failed:
+		out = append(out, r.Failure.Error())
+	case RolledBack:
+		out = append(out, r.Reason)
+		if r.RollbackErr != nil {
+			out = append(out, "ROLLBACK FAILED: "+r.RollbackErr.Error())
+		}
+	}
+	return out
+}
+
+// Run applies a prepared plan that has changes. It returns an error, with
+// no Result worth reporting, only when it could not start (the journal
+// cannot be written) or could not record a successful apply as committed;
+// every other outcome is in the Result. The caller holds the store's lock
+// and has run Recover first.
+func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
+	start := opts.now()
+	res := &Result{Changes: len(pr.Plan.Changes)}
+	defer func() { res.Duration = opts.now().Sub(start) }()
+	txn, err := Begin(pr.Host, pr.Desired, pr.Plan, pr.Profile.Hash, Options{
+		Store: opts.Store, Retries: pr.Profile.Verify.Retries, Interval: pr.Profile.Verify.RetryInterval,
+		Command: opts.Command, BeforeStep: opts.BeforeStep})
+	if err != nil {
+		return nil, err
+	}
+	res.JournalID, res.Steps = txn.J.ID, len(txn.J.Steps)
+	if err := txn.Run(ctx); err != nil {
+		res.Outcome, res.Failure, res.Restored = Failed, err, txn.J.Restored
+		return res, nil
+	}
+	if opts.Applied != nil {
+		opts.Applied(res)
+	}
+
+	// Verification: everything the profile sets must read back as set.
+	if !opts.NoVerify {
+		if res.Mismatches = verifyAfterApply(ctx, pr, opts.Log); len(res.Mismatches) > 0 {
+			return rollbackAfter(txn, res, "verification failed:\n  "+strings.Join(res.Mismatches, "\n  ")), nil
+		}
+	}
+	// The guard: a bad PFC or buffer change shows up as a pause storm.
+	g := guardSpec(pr.Profile.Guard, opts.Soak)
+	if g.Enabled && g.Soak > 0 && !opts.NoGuard {
+		storm, rep, err := verify.Guard(ctx, CounterSources(pr), verify.GuardConfig{
+			Soak: g.Soak, Poll: g.Poll, DetectionTime: g.DetectionTime,
+			MaxPauseOccupancy: g.MaxPauseOccupancy, MaxPauseFramesPerSecond: g.MaxPauseFramesPerSecond,
+			Progress: opts.Progress,
+		})
+		if err != nil {
+			return rollbackAfter(txn, res, "soak interrupted: "+err.Error()), nil
+		}
+		if storm != nil {
+			res.Storm = storm
+			return rollbackAfter(txn, res, storm.String()), nil
+		}
+		res.Soak, res.SoakWindow = rep, g.Soak
+	}
+
+	if opts.Confirm <= 0 {
+		if err := txn.Finish(time.Time{}); err != nil {
+			return res, err
+		}
+		res.Outcome = Committed
+		return res, nil
+	}
+	deadline := opts.now().Add(opts.Confirm)
+	if err := txn.Finish(deadline); err != nil {
+		return rollbackAfter(txn, res, "recording the confirm deadline: "+err.Error()), nil
+	}
+	if opts.Arm != nil {
+		how, err := opts.Arm(ctx, txn.J, deadline)
+		if err != nil {
+			return rollbackAfter(txn, res, "arming the confirm deadline: "+err.Error()), nil
+		}
+		res.ArmedBy = how
+	}
+	res.Outcome, res.Deadline = ConfirmPending, deadline
+	return res, nil
+}
+
+// guardSpec is the profile's guard with the soak window overridden when
+// soak is set.
+func guardSpec(g policy.GuardSpec, soak *time.Duration) policy.GuardSpec {
+	if soak != nil {
+		g.Soak = *soak
+	}
+	return g
+}
+
+// rollbackAfter undoes a successful apply that verification or the guard
+// rejected.
+func rollbackAfter(txn *Txn, res *Result, why string) *Result {
+	res.RollbackErr = txn.RollbackNow()
+	res.Outcome, res.Reason, res.Restored = RolledBack, why, txn.J.Restored
+	return res
+}
+
+// verifyAfterApply re-reads every desired setting (and runs verbs traffic
+// when the profile asks for it).
+func verifyAfterApply(ctx context.Context, pr *Prepared, log *slog.Logger) []string {
+	var out []string
+	for _, m := range verify.Readback(pr.Desired, pr.Host.Observe(pr.Desired)) {
+		out = append(out, m.String())
+	}
+	if pr.Profile.Verify.Loopback {
+		for _, r := range Loopbacks(ctx, pr, log) {
+			if r.Err != nil {
+				out = append(out, fmt.Sprintf("verify: %s loopback: %v", r.Port, r.Err))
+			}
+		}
+	}
+	return out
+}

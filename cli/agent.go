@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/policy"
+)
+
+func newAgentCmd(env *Env) *cobra.Command {
+	var mode string
+	cfg := agent.Config{}
+	cmd := &cobra.Command{
+		Use:   "agent -p PROFILE",
+		Short: "Keep the host on its profile: drift checks on a timer and on link events, metrics, sd_notify",
+		Long: `agent checks the host against the profile every --interval and whenever a RoCE
+netdev or its addresses change (a driver reload forgets DCB APP entries, ECN
+and rdma_cm settings). In audit mode it reports drift (log, metrics); in
+enforce mode it applies the profile with the same journal, read-back, guard
+and rollback as apply, at most once per --min-apply-interval (a PFC change
+flaps mlx5 links). At start it restores any apply a crash left unfinished and
+reverts unconfirmed changes whose --confirm deadline has passed, and it
+keeps honouring such deadlines. Under systemd it reports READY=1, STATUS= and
+watchdog pings.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if mode != "enforce" && mode != "audit" {
+				return fmt.Errorf("--mode must be enforce or audit, not %q", mode)
+			}
+			if env.Snapshot != "" && mode == "enforce" {
+				return errors.New("a snapshot is read-only: use --mode audit")
+			}
+			// The profile's warnings once on stderr, as every command
+			// prints them; the daemon logs them too.
+			if _, err := env.loadProfile(cfg.Profile); err != nil {
+				return err
+			}
+			h, done, err := env.host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			cfg.Enforce = mode == "enforce"
+			cfg.LoadOptions = policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile}
+			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
+			cfg.Store, cfg.Log = env.store(), env.Log
+			return agent.Run(cmd.Context(), cfg)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&cfg.Profile, "profile", "p", "", "profile file (required)")
+	fl.StringVar(&mode, "mode", "audit", "enforce (apply on drift) or audit (report only)")
+	fl.DurationVar(&cfg.Interval, "interval", 5*time.Minute, "time between drift checks")
+	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9469")
+	fl.DurationVar(&cfg.MinApplyInterval, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
+	fl.BoolVar(&cfg.Once, "once", false, "run one check (and apply in enforce mode), then exit")
+	_ = cmd.MarkFlagRequired("profile")
+	return cmd
+}

@@ -1,0 +1,386 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
+)
+
+type applyFlags struct {
+	profile  string
+	output   string
+	dryRun   bool
+	confirm  time.Duration
+	noVerify bool
+	noGuard  bool
+	soak     time.Duration
+	wait     bool
+	require  bool
+}
+
+func newApplyCmd(env *Env) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply -p PROFILE",
+		Short: "Change the host to match a profile, with journal, read-back, guard and rollback",
+		Long: `apply changes only what differs from the profile, in the mlx5 order (MTU, global
+pause, DCBX, trust/APP, ETS, PFC, buffers, storm prevention, ECN, TOS, NCCL file).
+Before the first write it journals every before-value in --state-dir; each step is
+read back; any failure restores the host. After a successful apply it verifies
+every setting and watches the pause counters for the profile's [guard] soak
+window, rolling back on a storm.
+
+Exit codes: 0 applied (or nothing to do), 1 error (host restored),
+3 applied then rolled back by the guard or verification.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			if env.Snapshot != "" && !f.dryRun {
+				return errors.New("a snapshot is read-only: use audit, or apply --dry-run")
+			}
+			if !cmd.Flags().Changed("wait") {
+				// On a terminal, stay for the confirm window by default.
+				f.wait = f.output == "text" && env.progressWriter(true) != nil
+			}
+			return env.jsonOnError(f.output, env.runApply(cmd.Context(), f))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.profile, "profile", "p", "", "profile file (required)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and change nothing")
+	fl.DurationVar(&f.confirm, "confirm", 0, "revert automatically unless rocectl commit arrives within this `DURATION` (e.g. 120s)")
+	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verification after apply (read-back of every setting, verbs loopback)")
+	fl.BoolVar(&f.noGuard, "no-guard", false, "skip the pause-storm soak after apply")
+	fl.DurationVar(&f.soak, "soak", -1, "override the profile's guard soak window")
+	fl.BoolVar(&f.require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
+	fl.BoolVar(&f.wait, "wait", false, "with --confirm: stay until commit or the deadline, watching pause counters (default on a terminal)")
+	_ = cmd.MarkFlagRequired("profile")
+	return cmd
+}
+
+func (env *Env) runApply(ctx context.Context, f applyFlags) error {
+	h, done, err := env.host(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	store := env.store()
+	var lock *apply.Lock
+	if !f.dryRun {
+		lock, err = store.Acquire("apply -p " + f.profile)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+		if err := env.recoverOpen(h, store, false); err != nil {
+			return err
+		}
+	}
+	pl, err := env.makePlan(f.profile, h, false)
+	if err != nil {
+		return err
+	}
+	if f.require {
+		if msg := pl.NoPortsMessage(); msg != "" {
+			return errors.New(msg)
+		}
+	}
+	rep := newReport(pl)
+	text := f.output == "text"
+	if text {
+		renderPlanText(env.Stdout, pl, "change")
+	}
+	if f.dryRun || !pl.Plan.Changed() {
+		if !text {
+			return writeJSON(env.Stdout, rep)
+		}
+		return nil
+	}
+
+	beforeStep, err := testBeforeStep()
+	if err != nil {
+		return err
+	}
+	opts := apply.RunOptions{Store: store, Command: "apply", NoVerify: f.noVerify, NoGuard: f.noGuard,
+		Confirm: f.confirm, Progress: env.progressWriter(text), BeforeStep: beforeStep, Log: env.Log,
+		Arm: env.armConfirm}
+	if f.soak >= 0 {
+		opts.Soak = &f.soak
+	}
+	if text {
+		opts.Applied = func(r *apply.Result) {
+			fmt.Fprintf(env.Stdout, "Applied %d change(s) in %d step(s) (journal %s).\n", r.Changes, r.Steps, r.JournalID)
+		}
+	}
+	res, err := apply.Run(ctx, pl, opts)
+	if err != nil {
+		return err
+	}
+	if code, done := env.renderResult(rep, res, text, f.confirm); done {
+		return silent(code)
+	}
+	if res.Outcome == apply.ConfirmPending && f.wait {
+		// The commit comes from another rocectl, which needs the lock.
+		lock.Release()
+		return env.waitConfirm(ctx, pl, res, text)
+	}
+	if !text {
+		return writeJSON(env.Stdout, rep)
+	}
+	return nil
+}
+
+// renderResult prints what apply.Run did. A failed or rolled-back apply is
+// reported in full here (done, with its exit code); a committed or
+// confirm-pending one leaves the JSON document to the caller.
+func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm time.Duration) (code int, done bool) {
+	rep.JournalID = res.JournalID
+	switch res.Outcome {
+	case apply.Failed:
+		rep.Errors = append(rep.Errors, res.Errors()...)
+		rep.RolledBack, rep.Restored = true, res.Restored
+		if text {
+			fmt.Fprintf(env.Stderr, "apply failed: %v\n", res.Failure)
+		} else {
+			_ = writeJSON(env.Stdout, rep)
+		}
+		return ExitError, true
+	case apply.RolledBack:
+		rep.Applied = true
+		if text && res.Soak != nil {
+			env.renderSoak(res)
+		}
+		rep.Errors = append(rep.Errors, res.Errors()...)
+		rep.RolledBack, rep.Restored = true, res.Restored
+		if text {
+			fmt.Fprintf(env.Stderr, "rolling back: %s\n", res.Reason)
+			if res.RollbackErr != nil {
+				fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", res.RollbackErr, res.JournalID)
+			} else {
+				fmt.Fprintf(env.Stderr, "host restored: %d setting(s) put back (journal %s)\n", len(res.Restored), res.JournalID)
+			}
+		} else {
+			_ = writeJSON(env.Stdout, rep)
+		}
+		if res.RollbackErr != nil {
+			return ExitError, true
+		}
+		return ExitRolledBack, true
+	}
+	rep.Applied = true
+	if text && res.Soak != nil {
+		env.renderSoak(res)
+	}
+	if res.Outcome == apply.ConfirmPending {
+		rep.Confirm = res.Deadline.UTC().Format(time.RFC3339)
+		if text {
+			fmt.Fprintf(env.Stdout, "Confirm within %v (by %s, %s): rocectl commit %s — otherwise the change is reverted.\n",
+				confirm, res.Deadline.Format(time.RFC3339), res.ArmedBy, res.JournalID)
+		}
+	}
+	return ExitOK, false
+}
+
+func (env *Env) renderSoak(res *apply.Result) {
+	s := res.Soak
+	fmt.Fprintf(env.Stdout, "Soak: %d polls over %v, no pause storm (worst occupancy %.2f %s).\n", s.Polls, res.SoakWindow, s.WorstOccupied, s.WorstWhere)
+	for k, v := range s.Discards {
+		fmt.Fprintf(env.Stdout, "  note: %s grew by %d during the soak\n", k, v)
+	}
+}
+
+// recoverOpen finishes what an earlier rocectl left open (apply.Recover)
+// and says so on stderr.
+func (env *Env) recoverOpen(h *host.Host, store apply.Store, allowPending bool) error {
+	done, err := apply.Recover(h, store, allowPending, time.Now())
+	for _, r := range done {
+		j := r.Journal
+		if r.Expired {
+			fmt.Fprintf(env.Stderr, "apply %s was not committed before its deadline: reverting it\n", j.ID)
+		} else {
+			fmt.Fprintf(env.Stderr, "found an unfinished apply %s (profile %q, state %s, pid %d): restoring the values it journalled\n", j.ID, j.Profile, r.State, j.PID)
+		}
+		if r.Err == nil {
+			fmt.Fprintf(env.Stderr, "restored %d setting(s) of apply %s\n", len(j.Restored), j.ID)
+		}
+	}
+	return err
+}
+
+func newCommitCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "commit [ID]",
+		Short: "Keep a change applied with --confirm",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store := env.store()
+			lock, err := store.Acquire("commit")
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+			j, err := pendingJournal(store, args)
+			if err != nil {
+				return err
+			}
+			if j.Deadline != nil && time.Now().After(*j.Deadline) {
+				return fmt.Errorf("apply %s missed its confirm deadline (%s); it is being reverted", j.ID, j.Deadline.Format(time.RFC3339))
+			}
+			j.State = apply.StateCommitted
+			if err := store.Save(j); err != nil {
+				return err
+			}
+			disarmConfirm(cmd.Context(), j)
+			fmt.Fprintf(env.Stdout, "Committed apply %s (profile %q).\n", j.ID, j.Profile)
+			return nil
+		},
+	}
+}
+
+func pendingJournal(store apply.Store, args []string) (*apply.Journal, error) {
+	if len(args) == 1 {
+		j, err := store.Load(args[0])
+		if err != nil {
+			return nil, err
+		}
+		if j.State != apply.StateConfirmPending {
+			return nil, fmt.Errorf("apply %s is %s, not waiting for a commit", j.ID, j.State)
+		}
+		return j, nil
+	}
+	open, err := store.Open()
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range open {
+		if j.State == apply.StateConfirmPending {
+			return j, nil
+		}
+	}
+	return nil, errors.New("no apply is waiting for a commit")
+}
+
+func newRollbackCmd(env *Env) *cobra.Command {
+	var ifPending bool
+	cmd := &cobra.Command{
+		Use:   "rollback [ID]",
+		Short: "Undo the last (or a named) apply, or an unfinished one",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, done, err := env.host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			store := env.store()
+			lock, err := store.Acquire("rollback")
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+			if ifPending {
+				return env.rollbackIfExpired(h, store, args)
+			}
+			var j *apply.Journal
+			if len(args) == 1 {
+				if j, err = store.Load(args[0]); err != nil {
+					return err
+				}
+			} else {
+				// Unfinished and pending applies first, then the last commit.
+				open, err := store.Open()
+				if err != nil {
+					return err
+				}
+				if len(open) > 0 {
+					j = open[len(open)-1]
+				} else if j, err = store.LastCommitted(); err != nil {
+					return err
+				}
+				if j == nil {
+					fmt.Fprintln(env.Stdout, "Nothing to roll back.")
+					return nil
+				}
+			}
+			if j.State == apply.StateRolledBack {
+				return fmt.Errorf("apply %s was already rolled back", j.ID)
+			}
+			if err := apply.Rollback(h, j, apply.Options{Store: store, Retries: 5, Interval: time.Second}); err != nil {
+				fmt.Fprintf(env.Stderr, "ROLLBACK FAILED for apply %s: %v\nrestored: %s\n", j.ID, err, strings.Join(j.Restored, ", "))
+				return silent(ExitError)
+			}
+			disarmConfirm(cmd.Context(), j)
+			fmt.Fprintf(env.Stdout, "Rolled back apply %s (profile %q): %d setting(s) restored.\n", j.ID, j.Profile, len(j.Restored))
+			for _, k := range j.Restored {
+				fmt.Fprintf(env.Stdout, "  - %s\n", k)
+			}
+			// Older unfinished journals (a crash before this one) too.
+			return env.recoverOpen(h, store, true)
+		},
+	}
+	cmd.Flags().BoolVar(&ifPending, "if-pending", false, "only revert the named apply if it is still waiting for a commit past its deadline (used by the confirm timer)")
+	return cmd
+}
+
+// rollbackIfExpired is the confirm timer's action: revert the apply if, and
+// only if, it is still uncommitted at its deadline.
+func (env *Env) rollbackIfExpired(h *host.Host, store apply.Store, args []string) error {
+	if len(args) != 1 {
+		return errors.New("--if-pending needs the apply ID")
+	}
+	j, reverted, err := apply.RevertExpired(h, store, args[0], time.Now())
+	if err != nil {
+		return err
+	}
+	if !reverted {
+		fmt.Fprintf(env.Stdout, "apply %s is %s: nothing to revert\n", j.ID, j.State)
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "Reverted apply %s: not committed before %s (%d setting(s) restored).\n", j.ID, j.Deadline.Format(time.RFC3339), len(j.Restored))
+	return nil
+}
+
+// waitConfirm stays in the foreground during a confirm window
+// (apply.WaitConfirm): a progress line (time left, worst pause occupancy),
+// the pause-storm guard still running (a storm reverts at once, exit 3),
+// until `rocectl commit` (exit 0) or the deadline, when the armed timer
+// reverts the change (exit 3). Leaving early (Ctrl-C) keeps the deadline
+// armed.
+func (env *Env) waitConfirm(ctx context.Context, pl *apply.Prepared, res *apply.Result, text bool) error {
+	id := res.JournalID
+	w, err := apply.WaitConfirm(ctx, pl, id, apply.WaitOptions{Store: env.store(), Deadline: res.Deadline, Progress: env.progressWriter(text)})
+	if err != nil {
+		return err
+	}
+	switch w.Outcome {
+	case apply.WaitCommitted:
+		fmt.Fprintf(env.Stdout, "Committed: apply %s stays.\n", id)
+	case apply.WaitExpired:
+		fmt.Fprintf(env.Stderr, "apply %s was not committed in time and has been reverted (%d setting(s) restored)\n", id, len(w.Journal.Restored))
+		if w.Journal.State == apply.StateRollbackFailed {
+			return silent(ExitError)
+		}
+		return silent(ExitRolledBack)
+	case apply.WaitStorm:
+		fmt.Fprintf(env.Stderr, "rolling back: %s\n", w.Storm)
+		if w.RollbackErr != nil {
+			fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s`\n", w.RollbackErr, id)
+			return silent(ExitError)
+		}
+		fmt.Fprintf(env.Stderr, "host restored: %d setting(s) put back (journal %s)\n", len(w.Journal.Restored), id)
+		return silent(ExitRolledBack)
+	case apply.WaitLeft:
+		fmt.Fprintf(env.Stderr, "\nleft the confirm window; the deadline stays armed: rocectl commit %s before %s\n", id, res.Deadline.Format(time.RFC3339))
+	}
+	return nil
+}
