@@ -31,7 +31,7 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 		}
 	}
 	d := policy.Resolve(p, h.PolicyPorts(inv, p.NeedsGID() || withGID))
-	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: policy.Diff(d, h.Observe(d))}
+	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: h.Plan(d)}
 }
 
 // NoPortsMessage explains an empty match, or "" when ports matched.
