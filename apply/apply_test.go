@@ -15,6 +15,7 @@ import (
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -25,7 +26,7 @@ func profilePath(name string) string {
 
 type rig struct {
 	root string
-	sim  *snapshot.Sim
+	sim  *nictest.Sim
 	h    *Host
 	d    *policy.Desired
 	plan *policy.Plan
@@ -65,7 +66,7 @@ func (r *rig) apply(t *testing.T) error {
 // stateJSON is the simulated kernel's configuration. Counters are left out:
 // they are not settings, and a NIC resets some when PFC or pause changes
 // (mlx5 drops and recreates the per-priority pause counters).
-func stateJSON(t *testing.T, s *snapshot.Sim) string {
+func stateJSON(t *testing.T, s *nictest.Sim) string {
 	t.Helper()
 	st := s.State()
 	for _, l := range st.Links {
