@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -26,7 +28,7 @@ func profilePath(name string) string {
 
 type rig struct {
 	root string
-	sim  *snapshot.Sim
+	sim  *nictest.Sim
 	h    *host.Host
 	d    *policy.Desired
 	plan *policy.Plan
@@ -66,7 +68,7 @@ func (r *rig) apply(t *testing.T) error {
 // stateJSON is the simulated kernel's configuration. Counters are left out:
 // they are not settings, and a NIC resets some when PFC or pause changes
 // (mlx5 drops and recreates the per-priority pause counters).
-func stateJSON(t *testing.T, s *snapshot.Sim) string {
+func stateJSON(t *testing.T, s *nictest.Sim) string {
 	t.Helper()
 	st := s.State()
 	for _, l := range st.Links {
@@ -147,51 +149,85 @@ func TestApplyOnLosslessHostChangesNothing(t *testing.T) {
 	}
 }
 
-// The fault matrix: refuse the k-th write of the recipe's apply, for every k,
-// and check the host afterwards is byte-identical to before.
+// The fault matrix: refuse each write of the recipe's apply in turn, every
+// kernel call and every file it changes, and check the host afterwards is
+// byte-identical to before. Kernel calls fail in the simulator (EINVAL, as a
+// driver refuses a value); files fail at the kernel's file boundary (the
+// attribute, or the directory of a file the apply creates, refuses
+// changes with EPERM but reads as before), with no hook in nic.FS.
 func TestFaultMatrixRestoresHostExactly(t *testing.T) {
-	// First count the writes of a clean run.
+	// First a clean run: the kernel writes it makes, the files it changes.
 	clean := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
-	writes := 0
-	clean.sim.Inject(func(op, ifname string) error { writes++; return nil })
-	clean.h.FS = clean.h.FS.WithFault(func(op, path string) error { writes++; return nil })
+	cleanF := fixturehost.Files(t, clean.root)
 	if err := clean.apply(t); err != nil {
 		t.Fatal(err)
 	}
+	kernelWrites := len(clean.sim.Ops())
+	var refuse []string // the entries to make unchangeable, one per fault
+	seen := map[string]bool{}
+	for _, rel := range fixturehost.DiffTrees(cleanF, fixturehost.Files(t, clean.root)) {
+		// A created entry fails where it would be created: at the
+		// nearest directory that existed before.
+		for rel = strings.TrimSuffix(rel, "/"); rel != "."; rel = filepath.Dir(rel) {
+			if _, ok := cleanF[rel]; ok {
+				break
+			}
+			if _, ok := cleanF[rel+"/"]; ok {
+				break
+			}
+		}
+		if !seen[rel] {
+			seen[rel] = true
+			refuse = append(refuse, rel)
+		}
+	}
+	writes := kernelWrites + len(refuse)
 	if writes < 40 {
 		t.Fatalf("only %d writes in a full apply", writes)
 	}
-	t.Logf("%d writes in a full apply", writes)
-	for k := 0; k < writes; k++ {
-		r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
+	t.Logf("%d writes in a full apply: %d kernel calls, %d files", writes, kernelWrites, len(refuse))
+
+	// check runs the apply with one fault in place and checks the host.
+	check := func(t *testing.T, r *rig, errno syscall.Errno, what func() string) {
+		t.Helper()
 		beforeK := stateJSON(t, r.sim)
 		beforeF := fixturehost.Files(t, r.root)
-		n := 0
-		failed := ""
-		fault := func(what string) error {
-			n++
-			if n == k+1 {
-				failed = what
-				return syscall.EINVAL
-			}
-			return nil
-		}
-		r.sim.Inject(func(op, ifname string) error { return fault(op + " " + ifname) })
-		r.h.FS = r.h.FS.WithFault(func(op, path string) error { return fault(op + " " + path) })
 		err := r.apply(t)
 		var ae *ApplyError
-		if !errors.As(err, &ae) || !errors.Is(err, syscall.EINVAL) {
-			t.Fatalf("k=%d (%s): want an ApplyError wrapping EINVAL, got %v", k, failed, err)
+		if !errors.As(err, &ae) || !errors.Is(err, errno) {
+			t.Fatalf("%s: want an ApplyError wrapping %v, got %v", what(), errno, err)
 		}
 		if ae.RestoreErr != nil {
-			t.Fatalf("k=%d (%s): rollback failed: %v", k, failed, ae.RestoreErr)
+			t.Fatalf("%s: rollback failed: %v", what(), ae.RestoreErr)
 		}
 		if got := stateJSON(t, r.sim); got != beforeK {
-			t.Errorf("k=%d (%s): kernel state differs after rollback", k, failed)
+			t.Errorf("%s: kernel state differs after rollback", what())
 		}
 		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-			t.Errorf("k=%d (%s): files differ after rollback: %v", k, failed, d)
+			t.Errorf("%s: files differ after rollback: %v", what(), d)
 		}
+	}
+	for k := range kernelWrites {
+		t.Run(fmt.Sprintf("kernel-%02d", k), func(t *testing.T) {
+			r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
+			n, failed := 0, ""
+			r.sim.Inject(func(op, ifname string) error {
+				n++
+				if n == k+1 {
+					failed = op + " " + ifname
+					return syscall.EINVAL
+				}
+				return nil
+			})
+			check(t, r, syscall.EINVAL, func() string { return failed })
+		})
+	}
+	for _, rel := range refuse {
+		t.Run("file-"+rel, func(t *testing.T) {
+			r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
+			nictest.RefuseWrites(t, filepath.Join(r.root, rel))
+			check(t, r, syscall.EPERM, func() string { return "write to " + rel })
+		})
 	}
 }
 

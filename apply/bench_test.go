@@ -13,6 +13,7 @@ import (
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -29,7 +30,7 @@ type benchHost struct {
 func newBenchHost(b *testing.B, ports int) *benchHost {
 	b.Helper()
 	var root string
-	var sim *snapshot.Sim
+	var sim *nictest.Sim
 	if ports == 2 {
 		root, sim = fixturehost.Copy(b, "cx6dx-ofed-factory")
 	} else {
@@ -45,7 +46,7 @@ func newBenchHost(b *testing.B, ports int) *benchHost {
 		if err := fixturehost.CopyTree(tmpl, root); err != nil {
 			b.Fatal(err)
 		}
-		sim = snapshot.NewSim(s.State())
+		sim = nictest.NewSim(s.State())
 	}
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	p, err := policy.Load(profilePath("connectx-lossless.toml"), policy.LoadOptions{})

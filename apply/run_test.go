@@ -11,14 +11,14 @@ import (
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
-	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/policy"
 )
 
 // mtuResetKernel is a driver that silently puts the MTU back when PFC
 // changes (as a firmware reset of the port would): every step reads back
 // on its own, but the host as a whole does not hold the profile.
-type mtuResetKernel struct{ *snapshot.Sim }
+type mtuResetKernel struct{ *nictest.Sim }
 
 func (k mtuResetKernel) SetPFC(ifname string, p dcb.PFC) error {
 	if err := k.Sim.SetPFC(ifname, p); err != nil {
@@ -30,7 +30,7 @@ func (k mtuResetKernel) SetPFC(ifname string, p dcb.PFC) error {
 // prepared is the ConnectX recipe prepared on a writable copy of the
 // cx6dx-ofed-factory host, with kernel k over its simulated kernel (nil:
 // the simulation itself).
-func prepared(t *testing.T, wrap func(*snapshot.Sim) nic.Kernel) (*Prepared, *snapshot.Sim) {
+func prepared(t *testing.T, wrap func(*nictest.Sim) nic.Kernel) (*Prepared, *nictest.Sim) {
 	t.Helper()
 	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
 	var k nic.Kernel = sim
@@ -53,7 +53,7 @@ func TestRunOutcomes(t *testing.T) {
 	noSoak := time.Duration(0)
 	for _, tc := range []struct {
 		name    string
-		kernel  func(*snapshot.Sim) nic.Kernel
+		kernel  func(*nictest.Sim) nic.Kernel
 		opts    RunOptions
 		outcome Outcome
 		state   string // the journal's state afterwards
@@ -61,9 +61,9 @@ func TestRunOutcomes(t *testing.T) {
 		applied bool   // the Applied hook ran
 	}{
 		{name: "committed", outcome: Committed, state: StateCommitted, applied: true},
-		{name: "verification rolls back", kernel: func(s *snapshot.Sim) nic.Kernel { return mtuResetKernel{s} },
+		{name: "verification rolls back", kernel: func(s *nictest.Sim) nic.Kernel { return mtuResetKernel{s} },
 			outcome: RolledBack, state: StateRolledBack, reason: "verification failed:\n  verify: ens1f0np0.link.mtu: want 9000, have 1500", applied: true},
-		{name: "no verify keeps what the driver did", kernel: func(s *snapshot.Sim) nic.Kernel { return mtuResetKernel{s} },
+		{name: "no verify keeps what the driver did", kernel: func(s *nictest.Sim) nic.Kernel { return mtuResetKernel{s} },
 			opts: RunOptions{NoVerify: true}, outcome: Committed, state: StateCommitted, applied: true},
 		{name: "failed write", opts: RunOptions{BeforeStep: func(i int, _ host.Step) error {
 			if i == 2 {

@@ -17,6 +17,7 @@ import (
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -248,7 +249,7 @@ detection_time = "200ms"
 	}
 }
 
-func configOf(t *testing.T, sim *snapshot.Sim) string {
+func configOf(t *testing.T, sim *nictest.Sim) string {
 	st := sim.State()
 	for _, l := range st.Links {
 		l.Stats = nil
@@ -261,7 +262,7 @@ func configOf(t *testing.T, sim *snapshot.Sim) string {
 // changes (as a firmware reset of the port would): every step reads back
 // fine on its own, but the whole host does not hold the profile.
 type resettingKernel struct {
-	*snapshot.Sim
+	*nictest.Sim
 }
 
 func (k resettingKernel) SetPFC(ifname string, p dcb.PFC) error {

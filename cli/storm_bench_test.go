@@ -19,6 +19,7 @@ import (
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -158,7 +159,7 @@ func stormOnce(b *testing.B, prof string) stormResult {
 // at 1.0 whatever the scheduler does, so the latency is the guard's and
 // the rollback's, not the storm driver's.
 type stormKernel struct {
-	*snapshot.Sim
+	*nictest.Sim
 	port, counter string
 	onset         atomic.Int64 // unix ns; 0 = no storm yet
 }
@@ -204,7 +205,7 @@ func (w *signalWriter) String() string {
 
 // kernelConfig is the simulated kernel's configuration without counters
 // (mlx5 drops and recreates the per-priority ones with PFC).
-func kernelConfig(tb testing.TB, sim *snapshot.Sim) string {
+func kernelConfig(tb testing.TB, sim *nictest.Sim) string {
 	st := sim.State()
 	for _, l := range st.Links {
 		l.Stats = nil

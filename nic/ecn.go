@@ -77,8 +77,8 @@ func OpenECN(fs FS, p Port) (*ECN, error) {
 }
 
 // On returns the same interface reached through fs: what OpenECN probed
-// holds for every view of the host (a fault-injecting FS in tests), so a
-// caller may probe once and keep the answer.
+// holds for every FS value on the same root, so a caller may probe once
+// and keep the answer.
 func (e *ECN) On(fs FS) *ECN {
 	c := *e
 	c.fs = fs

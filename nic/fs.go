@@ -23,7 +23,6 @@ type FS struct {
 	root     string
 	rootReal string // root with its symlinks resolved, "" until known
 	readOnly bool
-	fault    func(op, path string) error
 }
 
 // ErrReadOnly is returned by writes to a read-only FS (a snapshot).
@@ -43,26 +42,11 @@ func NewFS(root string, readOnly bool) FS {
 	return f
 }
 
-// WithFault returns a copy of f that calls fault before every write, mkdir
-// and rmdir; a non-nil result fails the operation. It is the file-side twin
-// of snapshot.Sim's Inject: tests use it to refuse the k-th write (as root, a
-// read-only mode bit would not stop anything).
-func (f FS) WithFault(fault func(op, path string) error) FS {
-	f.fault = fault
-	return f
-}
-
-// CheckWrite says whether a change to p may go ahead: not on a read-only FS,
-// and not when the fault hook refuses it. Writers outside FS (atomic file
-// replacement) call it first.
+// CheckWrite says whether a change to p may go ahead: not on a read-only FS.
+// Writers outside FS (atomic file replacement) call it first.
 func (f FS) CheckWrite(op, p string) error {
 	if f.readOnly {
 		return &os.PathError{Op: op, Path: p, Err: ErrReadOnly}
-	}
-	if f.fault != nil {
-		if err := f.fault(op, p); err != nil {
-			return &os.PathError{Op: op, Path: p, Err: err}
-		}
 	}
 	return nil
 }

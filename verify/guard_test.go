@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/nic/nictest"
 )
 
 // fakeClock drives Guard without sleeping: each Sleep advances time and
@@ -28,11 +28,11 @@ func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
 
 // lossless is a ConnectX-6 Dx fixture host after the recipe: its simulated
 // kernel carries mlx5's per-priority pause counters for priority 3.
-func lossless(t testing.TB) *snapshot.Sim {
+func lossless(t testing.TB) *nictest.Sim {
 	t.Helper()
 	_, sim := fixturehost.Copy(t, "cx6dx-ofed-lossless")
 	st := sim.State().Links["ens1f0np0"].Stats
-	for _, name := range snapshot.MLX5PrioPauseCounters(3) {
+	for _, name := range nictest.MLX5PrioPauseCounters(3) {
 		if _, ok := st[name]; !ok {
 			t.Fatalf("fixture has no %s: the guard would have nothing to watch", name)
 		}
@@ -45,7 +45,7 @@ func guardCfg(c *fakeClock) GuardConfig {
 		MaxPauseOccupancy: 0.99, Now: c.Now, Sleep: c.Sleep}
 }
 
-func sources(sim *snapshot.Sim, ports ...string) []CounterSource {
+func sources(sim *nictest.Sim, ports ...string) []CounterSource {
 	var out []CounterSource
 	for _, p := range ports {
 		p := p
@@ -113,7 +113,7 @@ func TestGuardIgnoresCountersThatAppearOrVanish(t *testing.T) {
 		switch polls {
 		case 5:
 			// PFC turned off on 3: mlx5 removes its counters...
-			for _, n := range snapshot.MLX5PrioPauseCounters(3) {
+			for _, n := range nictest.MLX5PrioPauseCounters(3) {
 				sim.DelStat("ens1f0np0", n)
 			}
 		case 6:

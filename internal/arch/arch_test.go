@@ -1,7 +1,7 @@
 // Package arch holds the test that keeps DESIGN.md §2's package boundaries:
 // policy and nic never import each other, only programs import cli or
-// agent, nothing imports cmd, and the pure packages import only what the
-// table allows.
+// agent, nothing imports cmd, the pure packages import only what the
+// table allows, and the shipped binary links no test support or test hook.
 package arch
 
 import (
@@ -35,7 +35,13 @@ func list(t *testing.T, patterns ...string) map[string]pkg {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
-	cmd := exec.Command("go", append([]string{"list", "-deps", "-json"}, patterns...)...)
+	return goList(t, patterns...)
+}
+
+// goList runs `go list -deps -json ARGS...` and indexes the result.
+func goList(t *testing.T, args ...string) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json"}, args...)...)
 	cmd.Dir = fixturehost.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
@@ -128,3 +134,58 @@ func TestShippedBinaryHasNoTestHooks(t *testing.T) {
 		t.Fatalf("read only %d files of the shipped binary", files)
 	}
 }
+
+// testSupport reports whether an own package exists for tests only: the
+// simulated kernel (nic/nictest), fixture hosts, namespaces, built test
+// binaries, and any package named like them.
+func testSupport(path string) bool {
+	for _, p := range []string{"nic/nictest", "internal/fixturehost", "internal/netnstest", "internal/testbin"} {
+		if under(path, p) {
+			return true
+		}
+	}
+	return own(path) && strings.HasSuffix(path, "test")
+}
+
+// The shipped binary (DESIGN.md §2): `go list -deps ./cmd/rocectl`, as the
+// release builds it (-tags verbs) and without tags, holds no test-support
+// package and not the standard library's testing package, which only test
+// code has reason to link.
+func TestShippedBinaryLinksNoTestSupport(t *testing.T) {
+	for _, tags := range []string{"", "verbs"} {
+		deps := goList(t, "-tags", tags, "./cmd/rocectl")
+		if _, ok := deps[mod+"/cmd/rocectl"]; !ok || len(deps) < 10 {
+			t.Fatalf("-tags %q: go list found %d packages, not cmd/rocectl's dependencies", tags, len(deps))
+		}
+		for path, p := range deps {
+			if testSupport(path) || (p.Standard && path == "testing") {
+				t.Errorf("-tags %q: cmd/rocectl links %s", tags, path)
+			}
+		}
+	}
+}
+
+// Only test files, other test support and programs that are not shipped
+// (the fixture generators under internal/cmd, benchmark drivers) import
+// nic/nictest or any other test support: a library that did would be one
+// import away from putting the simulator into the binary.
+func TestOnlyTestsImportTestSupport(t *testing.T) {
+	pkgs := list(t)
+	if _, ok := pkgs[mod+"/nic/nictest"]; !ok {
+		t.Fatal("go list does not see nic/nictest")
+	}
+	for path, p := range pkgs {
+		program := p.Name == "main" && path != mod+"/cmd/rocectl"
+		if !own(path) || testSupport(path) || program || under(path, "internal/cmd") {
+			continue
+		}
+		// Imports lists what the package's non-test files import;
+		// _test.go files are in TestImports and XTestImports.
+		for _, imp := range p.Imports {
+			if testSupport(imp) {
+				t.Errorf("%s imports %s outside its _test.go files", path, imp)
+			}
+		}
+	}
+}
+

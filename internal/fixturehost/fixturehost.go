@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -26,7 +27,7 @@ func Dir(name string) string { return filepath.Join(RepoRoot(), "testdata", "hos
 
 // Copy copies testdata/hosts/<name> into a fresh temporary directory and
 // returns that root with a Sim holding the host's kernel state.
-func Copy(t testing.TB, name string) (string, *snapshot.Sim) {
+func Copy(t testing.TB, name string) (string, *nictest.Sim) {
 	t.Helper()
 	s, err := snapshot.Open(Dir(name))
 	if err != nil {
@@ -36,7 +37,7 @@ func Copy(t testing.TB, name string) (string, *snapshot.Sim) {
 	if err := CopyTree(Dir(name), root); err != nil {
 		t.Fatal(err)
 	}
-	return root, snapshot.NewSim(s.State())
+	return root, nictest.NewSim(s.State())
 }
 
 // CopyTree copies src into dst (which must exist), keeping symlinks as links.

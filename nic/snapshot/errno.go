@@ -56,9 +56,9 @@ func ParseErrno(s string) (syscall.Errno, error) {
 }
 
 // OpError is the error of one kernel operation answered by a snapshot or
-// the simulator. It unwraps to the errno (or nic.ErrReadOnly), so callers
-// test it with errors.Is(err, syscall.EOPNOTSUPP) as they would a live
-// kernel's answer.
+// a simulator built on one (nic/nictest). It unwraps to the errno (or
+// nic.ErrReadOnly), so callers test it with errors.Is(err,
+// syscall.EOPNOTSUPP) as they would a live kernel's answer.
 type OpError struct {
 	Op   string // OpPause, OpSetPFC, ...
 	Name string // netdev name, or devlink "bus/device"

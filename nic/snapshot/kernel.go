@@ -13,8 +13,8 @@ import (
 )
 
 // reader answers the read half of nic.Kernel from a KernelState. It holds
-// no lock: the replay kernel never changes its state and the simulator
-// calls it with its mutex held.
+// no lock: the replay kernel never changes its state, and a caller that
+// does (a simulator) serialises its reads with its own writes.
 type reader struct{ st *KernelState }
 
 // link finds a netdev; a name the host did not have is ENODEV, as
@@ -176,6 +176,14 @@ func (r reader) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
 
 // replay is the read-only nic.Kernel of an opened snapshot.
 type replay struct{ reader }
+
+// Replay answers nic.Kernel from st as an opened snapshot does: reads
+// return copies of what st holds, or the errno it records (EOPNOTSUPP for
+// missing data, ENODEV for an unknown link), each an *OpError naming the
+// read op; every write fails with an error wrapping nic.ErrReadOnly. It
+// reads st in place, without copying it: the caller must not change st
+// while a read may run.
+func Replay(st *KernelState) nic.Kernel { return replay{reader{st}} }
 
 var _ nic.Kernel = replay{}
 

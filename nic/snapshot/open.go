@@ -84,7 +84,7 @@ func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true) }
 
 // Kernel answers from kernel.json; every write fails with an error wrapping
 // nic.ErrReadOnly.
-func (s *Snapshot) Kernel() nic.Kernel { return replay{reader{s.kernel}} }
+func (s *Snapshot) Kernel() nic.Kernel { return Replay(s.kernel) }
 
-// State returns a deep copy of kernel.json, e.g. to seed a Sim.
+// State returns a deep copy of kernel.json, e.g. to seed a simulator.
 func (s *Snapshot) State() *KernelState { return s.kernel.Clone() }

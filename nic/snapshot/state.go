@@ -8,9 +8,9 @@
 // relative symlinks, so the directory itself is a root for nic.NewFS. The
 // format is specified in docs/snapshot-format.md.
 //
-// The package also has Sim, an in-memory nic.Kernel that behaves like the
-// kernel plus the driver named in each link's DriverInfo, for tests and
-// benchmarks.
+// A writable simulation of a KernelState (the kernel plus the driver's side
+// effects) is nic/nictest.Sim; it is test support and not part of this
+// package, which the shipped binary links.
 package snapshot
 
 import (
@@ -81,7 +81,9 @@ const (
 	OpDevlink   = "devlink"
 )
 
-// Write operations, as passed to a Sim's Inject hook and logged by Ops.
+// Write operations, as kernel.json names them: the Op of a refused write's
+// *OpError (ErrReadOnly from a snapshot), and the ops the test simulator
+// (nic/nictest) logs.
 const (
 	OpSetMTU          = "set_mtu"
 	OpSetPause        = "set_pause"
@@ -97,7 +99,8 @@ const (
 	OpSetDevlinkParam = "set_devlink_param"
 )
 
-// Driver names whose behaviour the simulator and the fixtures model.
+// Driver names (DriverInfo.Driver) whose behaviour the fixture hosts and
+// the test simulator (nic/nictest) model.
 const (
 	DriverMLX5 = "mlx5_core"
 	DriverBnxt = "bnxt_en"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
-	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/nic/nictest"
 )
 
 // doca OFED driver version: DRIVER_VERSION in mlx5_core.h of DOCA 3.2.1
@@ -231,7 +231,7 @@ func CX6DxOFEDLossless(c *Captures) (*Host, error) {
 		apps = append(apps, dcb.App{Selector: dcb.SelDSCP, Priority: uint8(d >> 3), Protocol: uint16(d)})
 	}
 
-	sim := snapshot.NewSim(base.Kernel)
+	sim := nictest.NewSim(base.Kernel)
 	for _, ifname := range slices.Sorted(maps.Keys(base.Kernel.Links)) {
 		steps := []error{
 			sim.SetMTU(ifname, 9000),
@@ -276,13 +276,13 @@ func CX6DxOFEDLossless(c *Captures) (*Host, error) {
 			"MTU 9000, global pause off, DCBX host+IEEE, trust DSCP with all 64 DSCP APP entries (priority = DSCP>>3), PFC on priority 3 with cable length 7, " +
 			"PFC storm prevention auto, ECN on priority 3 only, CNP DSCP 48 / 802.1p 6, rdma_cm RoCE v2 with TOS 106, verbs traffic class 106.",
 		"Ports: " + portList(h) + ".",
-		"The kernel.json side was produced by replaying the recipe on the factory state through snapshot.Sim, so the driver side effects follow the simulator's rules (documented in nic/snapshot/sim.go).",
+		"The kernel.json side was produced by replaying the recipe on the factory state through nictest.Sim, so the driver side effects follow the simulator's rules (documented in nic/nictest/sim.go).",
 	}
 	h.notes = append([]string{"Values not listed under \"Differences\" are those of cx6dx-ofed-factory; its sources, repeated:"},
 		cx6dxNotes(c, 2)...)
 	h.diff = []string{
 		"kernel.json links.*.link.mtu: 1500 -> 9000.",
-		"kernel.json links.*.pause: rx/tx on -> off; the global pause counters (" + strings.Join(snapshot.MLX5GlobalPauseCounters(), ", ") + ") are gone from stats, as mlx5 removes them while pause is off (§A4.1).",
+		"kernel.json links.*.pause: rx/tx on -> off; the global pause counters (" + strings.Join(nictest.MLX5GlobalPauseCounters(), ", ") + ") are gone from stats, as mlx5 removes them while pause is off (§A4.1).",
 		"kernel.json links.*.dcb.dcbx: 0x0c -> 0x09 (HOST|VER_IEEE; mlx5e_dcbnl_setdcbx stores the requested mode).",
 		"kernel.json links.*.dcb.apps: 64 entries {selector 5 (DSCP), priority dscp>>3, protocol dscp}: the firmware dscp2prio map of " + capQosNetarbiter + " (prio:N dscp:8N..8N+7), sorted by DSCP.",
 		fmt.Sprintf("kernel.json links.*.dcb.pfc: pfc_en 0 -> 0x%02x (priority 3, the \"enabled\" row of %s); delay stays %d (\"Cable len\" there).", pfcEn, capQosNetarbiter, q.CableLen),

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -284,12 +285,12 @@ func TestLosslessHost(t *testing.T) {
 			}
 		}
 		stats, _ := k.Stats(ifname)
-		for _, n := range snapshot.MLX5PrioPauseCounters(3) {
+		for _, n := range nictest.MLX5PrioPauseCounters(3) {
 			if v, ok := stats[n]; !ok || v != 0 {
 				t.Errorf("%s %s = %d,%v", ifname, n, v, ok)
 			}
 		}
-		for _, n := range snapshot.MLX5GlobalPauseCounters() {
+		for _, n := range nictest.MLX5GlobalPauseCounters() {
 			if _, ok := stats[n]; ok {
 				t.Errorf("%s: %s with pause off", ifname, n)
 			}
@@ -349,7 +350,7 @@ func TestUpstreamAndBnxtHosts(t *testing.T) {
 		t.Errorf("ecn_enable %q", v)
 	}
 	// Firmware-managed DCBX: the simulated bnxt refuses host PFC writes.
-	sim := snapshot.NewSim(bnxt.State())
+	sim := nictest.NewSim(bnxt.State())
 	if err := sim.SetPFC("enp202s0f1np1", dcb.PFC{Enable: 0x08}); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("bnxt PFC with LLD-managed DCBX: %v", err)
 	}

@@ -1,9 +1,10 @@
-package snapshot
+package nictest
 
 import (
 	"fmt"
 
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
 // mlx5 ethtool -S counters whose presence follows the pause configuration
@@ -35,7 +36,7 @@ func MLX5GlobalPauseCounters() []string {
 
 // setPresent makes names appear (keeping a value they already have, as the
 // hardware counter keeps counting) or disappear.
-func setPresent(ls *LinkState, names []string, present bool) {
+func setPresent(ls *snapshot.LinkState, names []string, present bool) {
 	if ls.Stats == nil {
 		if !present {
 			return
@@ -51,12 +52,12 @@ func setPresent(ls *LinkState, names []string, present bool) {
 	}
 }
 
-func mlx5GlobalPauseCounters(ls *LinkState) {
+func mlx5GlobalPauseCounters(ls *snapshot.LinkState) {
 	on := ls.Pause != nil && (ls.Pause.Rx || ls.Pause.Tx)
 	setPresent(ls, MLX5GlobalPauseCounters(), on)
 }
 
-func mlx5PrioPauseCounters(ls *LinkState, pfcEn uint8) {
+func mlx5PrioPauseCounters(ls *snapshot.LinkState, pfcEn uint8) {
 	for p := range dcb.NumTCs {
 		setPresent(ls, MLX5PrioPauseCounters(p), pfcEn&(1<<p) != 0)
 	}

@@ -1,4 +1,4 @@
-package snapshot
+package nictest
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
 func u8p(v uint8) *uint8    { return &v }
@@ -17,17 +18,17 @@ func u16p(v uint16) *uint16 { return &v }
 
 // simState is a small host: an mlx5 port at factory defaults (reference
 // §A1.8), a bnxt port in firmware-managed DCBX, and a veth without dcbnl.
-func simState() *KernelState {
+func simState() *snapshot.KernelState {
 	mlx5ETS := dcb.ETS{ETSCap: 8, PrioTC: [8]uint8{1, 0, 2, 3, 4, 5, 6, 7}}
 	for i := range 8 {
 		mlx5ETS.TCTxBW[i] = 100
 		mlx5ETS.TCTSA[i] = dcb.TSAVendor
 	}
-	return &KernelState{
-		Links: map[string]*LinkState{
+	return &snapshot.KernelState{
+		Links: map[string]*snapshot.LinkState{
 			"mlx": {
 				Link:   &nic.LinkInfo{Index: 2, MTU: 1500, MinMTU: 68, MaxMTU: 9978, OperState: "up", AdminUp: true},
-				Driver: &nic.DriverInfo{Driver: DriverMLX5},
+				Driver: &nic.DriverInfo{Driver: snapshot.DriverMLX5},
 				Pause:  &nic.Pause{Rx: true, Tx: true},
 				Rings:  &nic.Rings{Rx: 1024, Tx: 1024, RxMax: 8192, TxMax: 8192},
 				PrivFlags: map[string]bool{
@@ -48,20 +49,20 @@ func simState() *KernelState {
 			},
 			"bnxt": {
 				Link:   &nic.LinkInfo{Index: 3, MTU: 1500, MinMTU: 60, MaxMTU: 9500},
-				Driver: &nic.DriverInfo{Driver: DriverBnxt},
+				Driver: &nic.DriverInfo{Driver: snapshot.DriverBnxt},
 				Pause:  &nic.Pause{Autoneg: true, Rx: true, Tx: true},
 				DCB: &dcb.State{
 					ETS:  &dcb.ETS{ETSCap: 8},
 					PFC:  &dcb.PFC{Cap: 8},
 					DCBX: u8p(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE),
 				},
-				Errors: map[string]string{OpTunable: "EOPNOTSUPP", OpPrivFlags: "EOPNOTSUPP"},
+				Errors: map[string]string{snapshot.OpTunable: "EOPNOTSUPP", snapshot.OpPrivFlags: "EOPNOTSUPP"},
 			},
 			"veth0": {
 				Link:   &nic.LinkInfo{Index: 4, MTU: 1500, MinMTU: 68, MaxMTU: 65535},
 				Driver: &nic.DriverInfo{Driver: "veth"},
 				Stats:  map[string]uint64{"peer_ifindex": 5},
-				Errors: map[string]string{OpPause: "EOPNOTSUPP", OpRings: "EOPNOTSUPP", OpDCB: "EOPNOTSUPP"},
+				Errors: map[string]string{snapshot.OpPause: "EOPNOTSUPP", snapshot.OpRings: "EOPNOTSUPP", snapshot.OpDCB: "EOPNOTSUPP"},
 			},
 		},
 		Devlink: map[string][]nic.DevlinkParam{
@@ -76,11 +77,11 @@ func simState() *KernelState {
 func wantErrno(t *testing.T, err error, want syscall.Errno) {
 	t.Helper()
 	if !errors.Is(err, want) {
-		t.Fatalf("err = %v, want %s", err, ErrnoName(want))
+		t.Fatalf("err = %v, want %s", err, snapshot.ErrnoName(want))
 	}
-	var oe *OpError
+	var oe *snapshot.OpError
 	if !errors.As(err, &oe) {
-		t.Fatalf("err %v is not an *OpError", err)
+		t.Fatalf("err %v is not an *snapshot.OpError", err)
 	}
 }
 
@@ -408,7 +409,7 @@ func TestSimInjectAndOps(t *testing.T) {
 	s.Inject(func(op, ifname string) error {
 		seen = append(seen, op+" "+ifname)
 		s.AddStat("mlx", "inject_calls", 1) // the hook may call back in
-		if op == OpSetPFC {
+		if op == snapshot.OpSetPFC {
 			return fmt.Errorf("%w: %w", refused, syscall.EIO)
 		}
 		return nil
@@ -462,7 +463,7 @@ func TestSimStateIsACopy(t *testing.T) {
 
 func TestSimRecordedErrno(t *testing.T) {
 	st := simState()
-	st.Links["mlx"].Errors = map[string]string{OpStats: "EIO"}
+	st.Links["mlx"].Errors = map[string]string{snapshot.OpStats: "EIO"}
 	s := NewSim(st)
 	_, err := s.Stats("mlx")
 	wantErrno(t, err, syscall.EIO)

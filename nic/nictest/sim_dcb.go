@@ -1,4 +1,4 @@
-package snapshot
+package nictest
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
 // dcbnl writes. Rules marked "dcbnl" hold for every driver (net/dcb/dcbnl.c),
@@ -13,20 +14,17 @@ import (
 
 // dcbWrite runs fn on the link's DCB state; a link without dcbnl_ops
 // (veth, lo, or a DCB op recorded as failing) answers like the kernel.
-func (s *Sim) dcbWrite(op, name string, fn func(ls *LinkState, d *dcb.State) error) error {
-	return s.write(op, name, func(ls *LinkState) error {
-		if err := recorded(ls.Errors, OpDCB, name); err != nil {
-			return err
-		}
-		if ls.DCB == nil {
-			return unsupported(ls.Errors, OpDCB, name)
+func (s *Sim) dcbWrite(op, name string, fn func(ls *snapshot.LinkState, d *dcb.State) error) error {
+	return s.write(op, name, func(ls *snapshot.LinkState) error {
+		if _, err := s.r.DCB(name); err != nil {
+			return err // no dcbnl_ops, or a recorded failure
 		}
 		return fn(ls, ls.DCB)
 	})
 }
 
 func (s *Sim) SetDCBX(name string, mode uint8) error {
-	return s.dcbWrite(OpSetDCBX, name, func(ls *LinkState, d *dcb.State) error {
+	return s.dcbWrite(snapshot.OpSetDCBX, name, func(ls *snapshot.LinkState, d *dcb.State) error {
 		if d.DCBX == nil {
 			return syscall.EOPNOTSUPP // no ops->setdcbx
 		}
@@ -34,7 +32,7 @@ func (s *Sim) SetDCBX(name string, mode uint8) error {
 		if mode&dcb.DCBXLLDManaged != 0 {
 			return syscall.EINVAL
 		}
-		if mode == 0 && driverOf(ls) == DriverMLX5 {
+		if mode == 0 && driverOf(ls) == snapshot.DriverMLX5 {
 			*d.DCBX &^= dcb.DCBXHost // back to firmware (AUTO) DCBX
 			return nil
 		}
@@ -47,7 +45,7 @@ func (s *Sim) SetDCBX(name string, mode uint8) error {
 }
 
 func (s *Sim) SetETS(name string, ets dcb.ETS) error {
-	return s.dcbWrite(OpSetETS, name, func(ls *LinkState, d *dcb.State) error {
+	return s.dcbWrite(snapshot.OpSetETS, name, func(ls *snapshot.LinkState, d *dcb.State) error {
 		haveETS, sum := false, 0
 		for i := range dcb.NumTCs {
 			if ets.PrioTC[i] >= dcb.NumTCs {
@@ -68,7 +66,7 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 		}
 		next := ets
 		next.ETSCap = d.ETS.ETSCap // reported by the driver, not set
-		if driverOf(ls) == DriverMLX5 {
+		if driverOf(ls) == snapshot.DriverMLX5 {
 			// mlx5e_dcbnl_ieee_getets reports what the port holds: 100 %
 			// for strict and vendor TCs, nothing for the rx and
 			// recommendation halves.
@@ -89,12 +87,12 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 const mlx5MaxCableLen = 1000
 
 func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
-	return s.dcbWrite(OpSetPFC, name, func(ls *LinkState, d *dcb.State) error {
+	return s.dcbWrite(snapshot.OpSetPFC, name, func(ls *snapshot.LinkState, d *dcb.State) error {
 		if d.PFC == nil {
 			return nil // dcbnl skips a driver without ieee_setpfc
 		}
 		switch driverOf(ls) {
-		case DriverMLX5:
+		case snapshot.DriverMLX5:
 			if pfc.Enable != d.PFC.Enable {
 				// The driver writes PFCC only on a change, and that write
 				// zeroes pptx/pprx: global pause goes off.
@@ -109,7 +107,7 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 			if pfc.Delay > 0 && pfc.Delay < mlx5MaxCableLen {
 				d.PFC.Delay = pfc.Delay
 			}
-		case DriverBnxt:
+		case snapshot.DriverBnxt:
 			if d.DCBX == nil || *d.DCBX&dcb.DCBXHost == 0 || *d.DCBX&dcb.DCBXVerIEEE == 0 {
 				return syscall.EINVAL // bnxt_dcbnl_ieee_setpfc
 			}
@@ -122,7 +120,7 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 }
 
 func (s *Sim) SetBuffer(name string, buf dcb.Buffer) error {
-	return s.dcbWrite(OpSetBuffer, name, func(ls *LinkState, d *dcb.State) error {
+	return s.dcbWrite(snapshot.OpSetBuffer, name, func(ls *snapshot.LinkState, d *dcb.State) error {
 		for _, b := range buf.PrioBuffer {
 			if b >= dcb.NumTCs {
 				return syscall.EINVAL // dcbnl
@@ -151,8 +149,8 @@ func validSelector(sel uint8) bool {
 }
 
 func (s *Sim) AddApps(name string, apps []dcb.App) error {
-	return s.dcbWrite(OpAddApps, name, func(ls *LinkState, d *dcb.State) error {
-		mlx5 := driverOf(ls) == DriverMLX5
+	return s.dcbWrite(snapshot.OpAddApps, name, func(ls *snapshot.LinkState, d *dcb.State) error {
+		mlx5 := driverOf(ls) == snapshot.DriverMLX5
 		for _, a := range apps {
 			if !validSelector(a.Selector) {
 				return syscall.EINVAL // dcbnl: attr/selector pairing
@@ -176,8 +174,8 @@ func (s *Sim) AddApps(name string, apps []dcb.App) error {
 }
 
 func (s *Sim) DelApps(name string, apps []dcb.App) error {
-	return s.dcbWrite(OpDelApps, name, func(ls *LinkState, d *dcb.State) error {
-		mlx5 := driverOf(ls) == DriverMLX5
+	return s.dcbWrite(snapshot.OpDelApps, name, func(ls *snapshot.LinkState, d *dcb.State) error {
+		mlx5 := driverOf(ls) == snapshot.DriverMLX5
 		for _, a := range apps {
 			if mlx5 && (a.Selector != dcb.SelDSCP || a.Protocol >= mlx5MaxDSCP) {
 				return syscall.EINVAL

@@ -1,6 +1,12 @@
-package snapshot
+// Package nictest is test support for code that drives NICs through
+// nic.Kernel: Sim, a writable in-memory kernel that answers like the kernel
+// plus the driver each link names (mlx5_core, bnxt_en), side effects
+// included. Only tests and fixture generators import it; the shipped
+// binary does not link it (internal/arch checks).
+package nictest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,12 +15,14 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
 // Sim is a writable in-memory nic.Kernel for tests and benchmarks. It keeps
-// a KernelState and applies each write with the rules of the kernel and of
-// the driver named in the link's DriverInfo (mlx5_core, bnxt_en, or generic
-// dcbnl behaviour for anything else), as documented in
+// a snapshot.KernelState, answers reads as a snapshot of it would
+// (snapshot.Replay), and applies each write with the rules of the kernel
+// and of the driver named in the link's DriverInfo (mlx5_core, bnxt_en, or
+// generic dcbnl behaviour for anything else), as documented in
 // shared/reference/roce-host-interfaces.md §A1, §A3, §A4:
 //
 //   - SetMTU: EINVAL outside [MinMTU, MaxMTU] (0 = no bound).
@@ -49,8 +57,11 @@ import (
 // A link the state does not have is ENODEV. All methods are safe for
 // concurrent use.
 type Sim struct {
-	mu     sync.Mutex
-	r      reader
+	mu sync.Mutex
+	st *snapshot.KernelState
+	// r is snapshot.Replay(st): every read, and each write's first check
+	// that the object it sets exists and has no recorded failure.
+	r      nic.Kernel
 	inject func(op, ifname string) error
 	ops    []string
 }
@@ -58,21 +69,22 @@ type Sim struct {
 var _ nic.Kernel = (*Sim)(nil)
 
 // NewSim starts a simulation from a deep copy of st (nil: no links).
-func NewSim(st *KernelState) *Sim {
+func NewSim(st *snapshot.KernelState) *Sim {
 	c := st.Clone()
 	if c == nil {
-		c = &KernelState{}
+		c = &snapshot.KernelState{}
 	}
 	if c.Links == nil {
-		c.Links = map[string]*LinkState{}
+		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{r: reader{c}}
+	return &Sim{st: c, r: snapshot.Replay(c)}
 }
 
 // Inject installs a hook called before every write with the write op
-// (OpSetMTU, ...) and the netdev or devlink device. A non-nil error refuses
-// the write and is returned wrapped in an *OpError. The hook runs without
-// the simulator's lock, so it may call SetStat and friends. nil removes it.
+// (snapshot.OpSetMTU, ...) and the netdev or devlink device. A non-nil
+// error refuses the write and is returned wrapped in a *snapshot.OpError.
+// The hook runs without the simulator's lock, so it may call SetStat and
+// friends. nil removes it.
 func (s *Sim) Inject(fn func(op, ifname string) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,10 +92,10 @@ func (s *Sim) Inject(fn func(op, ifname string) error) {
 }
 
 // State returns a deep copy of the current state.
-func (s *Sim) State() *KernelState {
+func (s *Sim) State() *snapshot.KernelState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.r.st.Clone()
+	return s.st.Clone()
 }
 
 // Ops returns the writes that succeeded, oldest first, as "op name" (e.g.
@@ -118,9 +130,9 @@ func (s *Sim) DelStat(ifname, name string) {
 }
 
 func (s *Sim) statsOf(ifname string) map[string]uint64 {
-	ls := s.r.st.Links[ifname]
+	ls := s.st.Links[ifname]
 	if ls == nil {
-		panic(fmt.Sprintf("snapshot.Sim: no link %q", ifname))
+		panic(fmt.Sprintf("nictest.Sim: no link %q", ifname))
 	}
 	if ls.Stats == nil {
 		ls.Stats = map[string]uint64{}
@@ -129,8 +141,9 @@ func (s *Sim) statsOf(ifname string) map[string]uint64 {
 }
 
 // write runs one write: the injection hook, the link lookup, the rule fn,
-// and the op log. fn reports errors as bare errnos; write wraps them.
-func (s *Sim) write(op, name string, fn func(ls *LinkState) error) error {
+// and the op log. fn reports errors as bare errnos or as the *OpError of a
+// read it made; write reports them under the write op.
+func (s *Sim) write(op, name string, fn func(ls *snapshot.LinkState) error) error {
 	s.mu.Lock()
 	hook := s.inject
 	s.mu.Unlock()
@@ -141,19 +154,18 @@ func (s *Sim) write(op, name string, fn func(ls *LinkState) error) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ls := s.r.st.Links[name]
+	ls := s.st.Links[name]
 	if ls == nil {
 		return opErr(op, name, syscall.ENODEV)
 	}
 	if err := fn(ls); err != nil {
-		// Rules reuse the read-side helpers; report the write op.
-		return opErr(op, name, unwrapErrno(err))
+		return opErr(op, name, errnoOf(err))
 	}
 	s.ops = append(s.ops, op+" "+name)
 	return nil
 }
 
-func driverOf(ls *LinkState) string {
+func driverOf(ls *snapshot.LinkState) string {
 	if ls.Driver == nil {
 		return ""
 	}
@@ -214,8 +226,8 @@ func (s *Sim) DCB(name string) (*dcb.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls := s.r.st.Links[name]
-	if driverOf(ls) == DriverMLX5 && st.PFC != nil {
+	ls := s.st.Links[name]
+	if driverOf(ls) == snapshot.DriverMLX5 && st.PFC != nil {
 		for p := range dcb.NumTCs {
 			st.PFC.Requests[p] = ls.Stats[fmt.Sprintf("tx_prio%d_pause", p)]
 			st.PFC.Indications[p] = ls.Stats[fmt.Sprintf("rx_prio%d_pause", p)]
@@ -233,12 +245,9 @@ func (s *Sim) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
 // Writes: rtnetlink and ethtool.
 
 func (s *Sim) SetMTU(name string, mtu int) error {
-	return s.write(OpSetMTU, name, func(ls *LinkState) error {
-		if err := recorded(ls.Errors, OpLink, name); err != nil {
-			return err
-		}
-		if ls.Link == nil {
-			return unsupported(ls.Errors, OpLink, name)
+	return s.write(snapshot.OpSetMTU, name, func(ls *snapshot.LinkState) error {
+		if _, err := s.r.Link(name); err != nil {
+			return err // no link data here, or a recorded failure
 		}
 		if mtu <= 0 || mtu < ls.Link.MinMTU || (ls.Link.MaxMTU > 0 && mtu > ls.Link.MaxMTU) {
 			return syscall.EINVAL
@@ -249,14 +258,11 @@ func (s *Sim) SetMTU(name string, mtu int) error {
 }
 
 func (s *Sim) SetPause(name string, p nic.Pause) error {
-	return s.write(OpSetPause, name, func(ls *LinkState) error {
-		if err := recorded(ls.Errors, OpPause, name); err != nil {
-			return err
+	return s.write(snapshot.OpSetPause, name, func(ls *snapshot.LinkState) error {
+		if _, err := s.r.Pause(name); err != nil {
+			return err // no pause parameters here, or a recorded failure
 		}
-		if ls.Pause == nil {
-			return unsupported(ls.Errors, OpPause, name)
-		}
-		mlx5 := driverOf(ls) == DriverMLX5
+		mlx5 := driverOf(ls) == snapshot.DriverMLX5
 		if mlx5 && p.Autoneg {
 			return syscall.EINVAL // mlx5e_ethtool_set_pauseparam
 		}
@@ -269,12 +275,9 @@ func (s *Sim) SetPause(name string, p nic.Pause) error {
 }
 
 func (s *Sim) SetRings(name string, r nic.Rings) error {
-	return s.write(OpSetRings, name, func(ls *LinkState) error {
-		if err := recorded(ls.Errors, OpRings, name); err != nil {
-			return err
-		}
-		if ls.Rings == nil {
-			return unsupported(ls.Errors, OpRings, name)
+	return s.write(snapshot.OpSetRings, name, func(ls *snapshot.LinkState) error {
+		if _, err := s.r.Rings(name); err != nil {
+			return err // no rings here, or a recorded failure
 		}
 		// ethtool core checks against the driver's maxima; the maxima
 		// themselves are not settable.
@@ -287,12 +290,9 @@ func (s *Sim) SetRings(name string, r nic.Rings) error {
 }
 
 func (s *Sim) SetPrivFlags(name string, flags map[string]bool) error {
-	return s.write(OpSetPrivFlags, name, func(ls *LinkState) error {
-		if err := recorded(ls.Errors, OpPrivFlags, name); err != nil {
-			return err
-		}
-		if ls.PrivFlags == nil {
-			return unsupported(ls.Errors, OpPrivFlags, name)
+	return s.write(snapshot.OpSetPrivFlags, name, func(ls *snapshot.LinkState) error {
+		if _, err := s.r.PrivFlags(name); err != nil {
+			return err // no private flags here, or a recorded failure
 		}
 		// Flags travel as a bitmask over the driver's names: a name the
 		// driver does not have cannot be expressed.
@@ -316,17 +316,14 @@ const (
 )
 
 func (s *Sim) SetPFCPreventionTimeout(name string, ms uint16) error {
-	return s.write(OpSetTunable, name, func(ls *LinkState) error {
-		if err := recorded(ls.Errors, OpTunable, name); err != nil {
-			return err
-		}
-		if ls.PFCPreventionTimeout == nil {
-			return unsupported(ls.Errors, OpTunable, name)
+	return s.write(snapshot.OpSetTunable, name, func(ls *snapshot.LinkState) error {
+		if _, err := s.r.PFCPreventionTimeout(name); err != nil {
+			return err // no tunable here, or a recorded failure
 		}
 		if ms != tunableOff && ms != tunableAuto && (ms < tunableMin || ms > tunableMax) {
 			return syscall.EINVAL
 		}
-		if ms == tunableAuto && driverOf(ls) == DriverMLX5 {
+		if ms == tunableAuto && driverOf(ls) == snapshot.DriverMLX5 {
 			// mlx5 programs the 100 ms critical watermark for "auto" and
 			// reads the watermark back, never 0xffff.
 			ms = mlx5AutoTimout
@@ -343,16 +340,16 @@ func (s *Sim) SetDevlinkParam(dev, name string, cmode uint8, value any) error {
 	hook := s.inject
 	s.mu.Unlock()
 	if hook != nil {
-		if err := hook(OpSetDevlinkParam, dev); err != nil {
-			return opErr(OpSetDevlinkParam, dev, err)
+		if err := hook(snapshot.OpSetDevlinkParam, dev); err != nil {
+			return opErr(snapshot.OpSetDevlinkParam, dev, err)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ps, ok := s.r.st.Devlink[dev]
+	ps, ok := s.st.Devlink[dev]
 	if !ok {
 		_, err := s.r.DevlinkParams(dev)
-		return opErr(OpSetDevlinkParam, dev, unwrapErrno(err))
+		return opErr(snapshot.OpSetDevlinkParam, dev, errnoOf(err))
 	}
 	for i := range ps {
 		p := &ps[i]
@@ -360,18 +357,18 @@ func (s *Sim) SetDevlinkParam(dev, name string, cmode uint8, value any) error {
 			continue
 		}
 		if !sameDevlinkType(p.Type, value) {
-			return opErr(OpSetDevlinkParam, dev, syscall.EINVAL)
+			return opErr(snapshot.OpSetDevlinkParam, dev, syscall.EINVAL)
 		}
 		for j := range p.Values {
 			if p.Values[j].Cmode == cmode {
 				p.Values[j].Value = value
-				s.ops = append(s.ops, OpSetDevlinkParam+" "+dev)
+				s.ops = append(s.ops, snapshot.OpSetDevlinkParam+" "+dev)
 				return nil
 			}
 		}
-		return opErr(OpSetDevlinkParam, dev, syscall.EOPNOTSUPP)
+		return opErr(snapshot.OpSetDevlinkParam, dev, syscall.EOPNOTSUPP)
 	}
-	return opErr(OpSetDevlinkParam, dev, syscall.EINVAL)
+	return opErr(snapshot.OpSetDevlinkParam, dev, syscall.EINVAL)
 }
 
 // sameDevlinkType reports whether v has exactly the Go type the live
@@ -394,9 +391,15 @@ func sameDevlinkType(typ string, v any) bool {
 	return false
 }
 
-func unwrapErrno(err error) error {
-	if oe, ok := err.(*OpError); ok {
+// errnoOf is the errno inside the *OpError of a read a write rule made
+// (which names the read op), or err itself.
+func errnoOf(err error) error {
+	if oe, ok := errors.AsType[*snapshot.OpError](err); ok {
 		return oe.Err
 	}
 	return err
+}
+
+func opErr(op, name string, err error) error {
+	return &snapshot.OpError{Op: op, Name: name, Err: err}
 }
