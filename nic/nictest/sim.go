@@ -51,6 +51,18 @@ import (
 //   - SetPFCPreventionTimeout: 0, 0xffff or 80..8000 else EINVAL;
 //     EOPNOTSUPP without the tunable. mlx5_core stores auto (0xffff) as the
 //     100 ms it programs, which is what a read returns.
+//   - Hardware DSCP table (HardwareDSCP): mlx5_core's AddApps sets the
+//     firmware's dscp2prio[d] (mlx5e_dcbnl_ieee_setapp); its DelApps needs
+//     the entry's priority to match the firmware's (else ENOENT) and resets
+//     dscp2prio[d] to 0 (mlx5e_dcbnl_ieee_delapp). bnxt_en's AddApps sets
+//     the HWRM dscp2pri entry, its DelApps clears that DSCP's entry
+//     whatever priority is deleted (bnxt_dcbnl_ieee_delapp →
+//     bnxt_hwrm_queue_dscp2pri_cfg with mask 0).
+//   - bnxt_en's SetETS needs DCBX HOST and VER_IEEE (EINVAL); its SetPFC
+//     is EINVAL until ETS has been set (bnxt_hwrm_queue_pfc_cfg returns
+//     -EINVAL without bp->ieee_ets). A link whose ETS reads all zero
+//     counts as never set: that is what bnxt_dcbnl_ieee_getets reports in
+//     host mode before the first setets.
 //   - SetDevlinkParam: unknown parameter EINVAL, unsupported cmode
 //     EOPNOTSUPP, value of the wrong Go type EINVAL; values kept per cmode.
 //
@@ -64,6 +76,13 @@ type Sim struct {
 	r      nic.Kernel
 	inject func(op, ifname string) error
 	ops    []string
+	// hw is, per link, the DSCP → priority table the NIC classifies by
+	// (mlx5's firmware dscp2prio, bnxt's HWRM dscp2pri), which dcbnl's
+	// APP table need not show; filled from the APP table on first use.
+	hw map[string]map[int]int
+	// etsSet records bnxt links whose driver holds an ETS configuration
+	// (bp->ieee_ets), which its PFC write needs.
+	etsSet map[string]bool
 }
 
 var _ nic.Kernel = (*Sim)(nil)
@@ -77,7 +96,38 @@ func NewSim(st *snapshot.KernelState) *Sim {
 	if c.Links == nil {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{st: c, r: snapshot.Replay(c)}
+	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}}
+}
+
+// HardwareDSCP returns the DSCP → priority table the NIC itself classifies
+// by on link name (see the type's comment): what a test checks to see that
+// a change left the hardware, not only dcbnl's APP table, as it should.
+func (s *Sim) HardwareDSCP(name string) map[int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ls := s.st.Links[name]
+	if ls == nil {
+		return nil
+	}
+	return maps.Clone(s.hwDSCP(name, ls))
+}
+
+// hwDSCP is the link's hardware DSCP table, made from its APP table the
+// first time it is needed (the driver programmed the hardware from it).
+func (s *Sim) hwDSCP(name string, ls *snapshot.LinkState) map[int]int {
+	if t, ok := s.hw[name]; ok {
+		return t
+	}
+	t := map[int]int{}
+	if ls.DCB != nil {
+		for _, a := range ls.DCB.Apps {
+			if a.Selector == dcb.SelDSCP {
+				t[int(a.Protocol)] = int(a.Priority)
+			}
+		}
+	}
+	s.hw[name] = t
+	return t
 }
 
 // Inject installs a hook called before every write with the write op

@@ -46,6 +46,9 @@ func (s *Sim) SetDCBX(name string, mode uint8) error {
 
 func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 	return s.dcbWrite(snapshot.OpSetETS, name, func(ls *snapshot.LinkState, d *dcb.State) error {
+		if driverOf(ls) == snapshot.DriverBnxt && !bnxtHostIEEE(d) {
+			return syscall.EINVAL // bnxt_dcbnl_ieee_setets
+		}
 		haveETS, sum := false, 0
 		for i := range dcb.NumTCs {
 			if ets.PrioTC[i] >= dcb.NumTCs {
@@ -79,8 +82,26 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 			}
 		}
 		*d.ETS = next
+		if driverOf(ls) == snapshot.DriverBnxt {
+			s.etsSet[name] = true // bp->ieee_ets
+		}
 		return nil
 	})
+}
+
+// bnxtHostIEEE: bnxt's IEEE set ops need DCBX HOST and VER_IEEE.
+func bnxtHostIEEE(d *dcb.State) bool {
+	return d.DCBX != nil && *d.DCBX&dcb.DCBXHost != 0 && *d.DCBX&dcb.DCBXVerIEEE != 0
+}
+
+// bnxtETSSet says whether the bnxt driver holds an ETS configuration: set
+// through this simulator, or one the link already reported (in host mode
+// bnxt_dcbnl_ieee_getets reports all zero until the first setets).
+func (s *Sim) bnxtETSSet(name string, d *dcb.State) bool {
+	if s.etsSet[name] {
+		return true
+	}
+	return d.ETS != nil && (d.ETS.PrioTC != [8]uint8{} || d.ETS.TCTSA != [8]uint8{} || d.ETS.TCTxBW != [8]uint8{})
 }
 
 // mlx5MaxCableLen is MLX5E_MAX_CABLE_LENGTH: delay must be below it.
@@ -108,8 +129,11 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 				d.PFC.Delay = pfc.Delay
 			}
 		case snapshot.DriverBnxt:
-			if d.DCBX == nil || *d.DCBX&dcb.DCBXHost == 0 || *d.DCBX&dcb.DCBXVerIEEE == 0 {
+			if !bnxtHostIEEE(d) {
 				return syscall.EINVAL // bnxt_dcbnl_ieee_setpfc
+			}
+			if !s.bnxtETSSet(name, d) {
+				return syscall.EINVAL // bnxt_hwrm_queue_pfc_cfg: no bp->ieee_ets
 			}
 			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay
 		default:
@@ -150,7 +174,9 @@ func validSelector(sel uint8) bool {
 
 func (s *Sim) AddApps(name string, apps []dcb.App) error {
 	return s.dcbWrite(snapshot.OpAddApps, name, func(ls *snapshot.LinkState, d *dcb.State) error {
-		mlx5 := driverOf(ls) == snapshot.DriverMLX5
+		drv := driverOf(ls)
+		mlx5 := drv == snapshot.DriverMLX5
+		hw := s.hwDSCP(name, ls)
 		for _, a := range apps {
 			if !validSelector(a.Selector) {
 				return syscall.EINVAL // dcbnl: attr/selector pairing
@@ -168,6 +194,10 @@ func (s *Sim) AddApps(name string, apps []dcb.App) error {
 			}
 			d.Apps = append(d.Apps, a)
 			sortApps(d.Apps)
+			if a.Selector == dcb.SelDSCP && (mlx5 || drv == snapshot.DriverBnxt) {
+				// mlx5e_set_dscp2prio; bnxt_hwrm_queue_dscp2pri_cfg(add)
+				hw[int(a.Protocol)] = int(a.Priority)
+			}
 		}
 		return nil
 	})
@@ -175,16 +205,27 @@ func (s *Sim) AddApps(name string, apps []dcb.App) error {
 
 func (s *Sim) DelApps(name string, apps []dcb.App) error {
 	return s.dcbWrite(snapshot.OpDelApps, name, func(ls *snapshot.LinkState, d *dcb.State) error {
-		mlx5 := driverOf(ls) == snapshot.DriverMLX5
+		drv := driverOf(ls)
+		mlx5 := drv == snapshot.DriverMLX5
+		hw := s.hwDSCP(name, ls)
 		for _, a := range apps {
 			if mlx5 && (a.Selector != dcb.SelDSCP || a.Protocol >= mlx5MaxDSCP) {
 				return syscall.EINVAL
+			}
+			if mlx5 && hw[int(a.Protocol)] != int(a.Priority) {
+				return syscall.ENOENT // "Check if the entry matches fw setting"
 			}
 			i := slices.Index(d.Apps, a)
 			if i < 0 {
 				return syscall.ENOENT
 			}
 			d.Apps = slices.Delete(d.Apps, i, i+1)
+			switch {
+			case mlx5:
+				hw[int(a.Protocol)] = 0 // "Reset the priority mapping back to zero"
+			case drv == snapshot.DriverBnxt && a.Selector == dcb.SelDSCP:
+				delete(hw, int(a.Protocol)) // dscp2pri_cfg(add=false): mask 0
+			}
 		}
 		if len(d.Apps) == 0 {
 			d.Apps = nil

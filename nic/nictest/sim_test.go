@@ -3,6 +3,7 @@ package nictest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"syscall"
@@ -190,6 +191,11 @@ func TestSimETS(t *testing.T) {
 	if err := s.SetETS("mlx", dcb.ETS{PrioTC: ets.PrioTC}); err != nil {
 		t.Errorf("all strict: %v", err)
 	}
+	// bnxt_dcbnl_ieee_setets needs host DCBX with IEEE.
+	wantErrno(t, s.SetETS("bnxt", ets), syscall.EINVAL)
+	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+		t.Fatal(err)
+	}
 	// Non-mlx5 stores what was asked (ets_cap stays the driver's).
 	if err := s.SetETS("bnxt", ets); err != nil {
 		t.Fatal(err)
@@ -268,8 +274,53 @@ func TestSimPFCBnxtNeedsHost(t *testing.T) {
 	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
 		t.Fatal(err)
 	}
+	// bnxt_hwrm_queue_pfc_cfg: no ETS configuration yet (all zero).
+	wantErrno(t, s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}), syscall.EINVAL)
+	ets := dcb.ETS{PrioTC: [8]uint8{0, 0, 0, 1}, TCTSA: [8]uint8{dcb.TSAETS, dcb.TSAETS}, TCTxBW: [8]uint8{50, 50}}
+	if err := s.SetETS("bnxt", ets); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The NIC's own DSCP table follows each driver's APP writes, which
+// dcbnl's APP table does not show: mlx5 resets a deleted DSCP to priority
+// 0, bnxt clears a DSCP's entry on any delete of it.
+func TestSimHardwareDSCP(t *testing.T) {
+	s := NewSim(simState())
+	if err := s.AddApps("mlx", []dcb.App{app(dcb.SelDSCP, 3, 26), app(dcb.SelDSCP, 6, 48)}); err != nil {
+		t.Fatal(err)
+	}
+	wantErrno(t, s.DelApps("mlx", []dcb.App{app(dcb.SelDSCP, 5, 26)}), syscall.ENOENT)
+	if err := s.DelApps("mlx", []dcb.App{app(dcb.SelDSCP, 3, 26)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.HardwareDSCP("mlx"), map[int]int{26: 0, 48: 6}; !maps.Equal(got, want) {
+		t.Errorf("mlx5 firmware dscp2prio %v, want %v", got, want)
+	}
+
+	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+		t.Fatal(err)
+	}
+	// Remap DSCP 26 from 3 to 4 the add-first way: the delete of the old
+	// entry clears the mapping the add just installed.
+	if err := s.AddApps("bnxt", []dcb.App{app(dcb.SelDSCP, 3, 26)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddApps("bnxt", []dcb.App{app(dcb.SelDSCP, 4, 26)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DelApps("bnxt", []dcb.App{app(dcb.SelDSCP, 3, 26)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.HardwareDSCP("bnxt"); len(got) != 0 {
+		t.Errorf("bnxt dscp2pri after add-new, delete-old: %v, want no entry", got)
+	}
+	st, _ := s.DCB("bnxt")
+	if len(st.Apps) != 1 || st.Apps[0] != app(dcb.SelDSCP, 4, 26) {
+		t.Errorf("dcbnl APP table %v: it still shows the new entry", st.Apps)
 	}
 }
 
