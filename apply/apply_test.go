@@ -52,7 +52,7 @@ func newRig(t *testing.T, fixture, profile string) *rig {
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile %s matches no port of %s", profile, fixture)
 	}
-	return &rig{root: root, sim: sim, h: h, d: d, plan: policy.Diff(d, h.Observe(d)),
+	return &rig{root: root, sim: sim, h: h, d: d, plan: h.Plan(d),
 		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
 }
 
@@ -384,13 +384,17 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	prof := filepath.Join(t.TempDir(), "bnxt.toml")
-	os.WriteFile(prof, []byte("[match]\ndrivers = [\"bnxt_en\"]\n[link]\nmtu = 9000\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\nglobal_pause = false\n[ecn]\ncnp_dscp = 48\ncnp_priority = 6\n[roce]\ndefault_tos = 106\n"), 0o600)
+	// bnxt takes PFC only after an ETS write (bnxt_hwrm_queue_pfc_cfg):
+	// the profile gives [qos.ets].
+	os.WriteFile(prof, []byte("[match]\ndrivers = [\"bnxt_en\"]\n[link]\nmtu = 9000\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\nglobal_pause = false\n"+
+		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 50, 0, 0, 0, 0, 0, 0]\n"+
+		"[ecn]\ncnp_dscp = 48\ncnp_priority = 6\n[roce]\ndefault_tos = 106\n"), 0o600)
 	p, err := policy.Load(prof, policy.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
-	plan := policy.Diff(d, h.Observe(d))
+	plan := h.Plan(d)
 	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,10 @@ type RunOptions struct {
 	// Progress gets the guard's one-line status each poll (a terminal,
 	// or nil).
 	Progress io.Writer
+	// SkipUnreadable applies a plan that has settings it could not read
+	// (they are left alone, and verification does not count them);
+	// without it such a plan is refused before the first write.
+	SkipUnreadable bool
 	// BeforeStep runs before each write (tests inject delays and faults).
 	BeforeStep func(i int, st host.Step) error
 	Log        *slog.Logger
@@ -125,6 +129,9 @@ func (r *Result) Errors() []string {
 // every other outcome is in the Result. The caller holds the store's lock
 // and has run Recover first.
 func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
+	if err := Refusal(pr.Plan, opts.SkipUnreadable); err != nil {
+		return nil, err
+	}
 	start := opts.now()
 	res := &Result{Changes: len(pr.Plan.Changes)}
 	defer func() { res.Duration = opts.now().Sub(start) }()
@@ -145,7 +152,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 
 	// Verification: everything the profile sets must read back as set.
 	if !opts.NoVerify {
-		if res.Mismatches = verifyAfterApply(ctx, pr, opts.Log); len(res.Mismatches) > 0 {
+		if res.Mismatches = verifyAfterApply(ctx, pr, opts.Log, opts.SkipUnreadable); len(res.Mismatches) > 0 {
 			return rollbackAfter(txn, res, "verification failed:\n  "+strings.Join(res.Mismatches, "\n  ")), nil
 		}
 	}
@@ -207,11 +214,20 @@ func rollbackAfter(txn *Txn, res *Result, why string) *Result {
 }
 
 // verifyAfterApply re-reads every desired setting (and runs verbs traffic
-// when the profile asks for it).
-func verifyAfterApply(ctx context.Context, pr *Prepared, log *slog.Logger) []string {
+// when the profile asks for it). Settings the plan could not read, and
+// that the operator chose to skip, are not held against the apply.
+func verifyAfterApply(ctx context.Context, pr *Prepared, log *slog.Logger, skipUnreadable bool) []string {
+	skipped := map[string]bool{}
+	if skipUnreadable {
+		for _, e := range pr.Plan.Errors {
+			skipped[e.Key] = true
+		}
+	}
 	var out []string
 	for _, m := range verify.Readback(pr.Desired, pr.Host.Observe(pr.Desired)) {
-		out = append(out, m.String())
+		if !skipped[m.Key] {
+			out = append(out, m.String())
+		}
 	}
 	if pr.Profile.Verify.Loopback {
 		for _, r := range Loopbacks(ctx, pr, log) {
@@ -221,4 +237,25 @@ func verifyAfterApply(ctx context.Context, pr *Prepared, log *slog.Logger) []str
 		}
 	}
 	return out
+}
+
+// Refusal says why a plan must not be applied at all, before anything is
+// written: changes the planner refuses on this host, or settings it could
+// not read (unless skipUnreadable). Writing the rest and then failing
+// verification would cost needless link flaps on a real NIC.
+func Refusal(plan *policy.Plan, skipUnreadable bool) error {
+	var why []string
+	for _, r := range plan.Refused {
+		why = append(why, fmt.Sprintf("%s: %s", r.Key, r.Error))
+	}
+	if len(plan.Errors) > 0 && !skipUnreadable {
+		for _, e := range plan.Errors {
+			why = append(why, fmt.Sprintf("%s: cannot read: %s", e.Key, e.Error))
+		}
+		why = append(why, "(--skip-unreadable applies the rest and leaves the unreadable settings alone)")
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("nothing was changed: the plan cannot be applied as it is:\n  %s", strings.Join(why, "\n  "))
 }

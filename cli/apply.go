@@ -23,6 +23,8 @@ type applyFlags struct {
 	soak     time.Duration
 	wait     bool
 	require  bool
+	// skipUnreadable applies a plan with unreadable settings anyway.
+	skipUnreadable bool
 }
 
 func newApplyCmd(env *Env) *cobra.Command {
@@ -62,6 +64,7 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verification after apply (read-back of every setting, verbs loopback)")
 	fl.BoolVar(&f.noGuard, "no-guard", false, "skip the pause-storm soak after apply")
 	fl.DurationVar(&f.soak, "soak", -1, "override the profile's guard soak window")
+	fl.BoolVar(&f.skipUnreadable, "skip-unreadable", false, "apply even when some settings cannot be read, leaving those alone (without it such a plan changes nothing, exit 1)")
 	fl.BoolVar(&f.require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
 	fl.BoolVar(&f.wait, "wait", false, "with --confirm: stay until commit or the deadline, watching pause counters (default on a terminal)")
 	_ = cmd.MarkFlagRequired("profile")
@@ -111,7 +114,7 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := apply.RunOptions{Store: store, Command: "apply", NoVerify: f.noVerify, NoGuard: f.noGuard,
+	opts := apply.RunOptions{Store: store, Command: "apply", NoVerify: f.noVerify, NoGuard: f.noGuard, SkipUnreadable: f.skipUnreadable,
 		Confirm: f.confirm, Progress: env.progressWriter(text), BeforeStep: beforeStep, Log: env.Log,
 		Arm: env.armConfirm}
 	if f.soak >= 0 {

@@ -128,7 +128,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 				renderPlanText(env.Stdout, pl, "change")
 			}
 			switch {
-			case len(pl.Plan.Errors) > 0:
+			case len(pl.Plan.Errors) > 0 || len(pl.Plan.Refused) > 0:
 				return silent(ExitError)
 			case pl.Plan.Changed():
 				return silent(ExitDrift)

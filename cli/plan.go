@@ -49,6 +49,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		changes     []policy.Change
 		unsupported []policy.Unsupported
 		errors      []policy.PlanError
+		refused     []policy.PlanError
 	}
 	var order []string
 	sections := map[string]*section{}
@@ -81,9 +82,13 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		s := get(e.Port)
 		s.errors = append(s.errors, e)
 	}
+	for _, e := range plan.Refused {
+		s := get(e.Port)
+		s.refused = append(s.refused, e)
+	}
 	for _, id := range order {
 		s := sections[id]
-		if len(s.changes)+len(s.unsupported)+len(s.errors) == 0 {
+		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused) == 0 {
 			fmt.Fprintf(w, "  %s: in sync\n", s.header)
 			continue
 		}
@@ -106,6 +111,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		for _, e := range s.errors {
 			fmt.Fprintf(w, "    x %s: cannot read: %s\n", e.Key, e.Error)
 		}
+		for _, e := range s.refused {
+			fmt.Fprintf(w, "    x %s: refused: %s\n", e.Key, e.Error)
+		}
 		fmt.Fprintln(w)
 	}
 	if !plan.Changed() {
@@ -116,8 +124,11 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		fmt.Fprintln(w)
 		return
 	}
-	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable.\n",
-		len(plan.Changes), verb, plan.InSync, len(plan.Unsupported), len(plan.Errors))
+	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable", len(plan.Changes), verb, plan.InSync, len(plan.Unsupported), len(plan.Errors))
+	if n := len(plan.Refused); n > 0 {
+		fmt.Fprintf(w, ", %d refused (nothing will be applied)", n)
+	}
+	fmt.Fprintln(w, ".")
 }
 
 // Report is the JSON document of audit and apply: the contract Ansible's
@@ -129,6 +140,7 @@ type Report struct {
 	Changes     []ReportChange       `json:"changes"`
 	Unsupported []policy.Unsupported `json:"unsupported"`
 	Errors      []string             `json:"errors"`
+	Refused     []policy.PlanError   `json:"refused,omitempty"`
 	InSync      int                  `json:"in_sync"`
 	Ports       []nic.Port           `json:"ports"`
 	Applied     bool                 `json:"applied,omitempty"`
@@ -171,6 +183,7 @@ func newReport(pl *apply.Prepared) *Report {
 	for _, e := range pl.Plan.Errors {
 		r.Errors = append(r.Errors, e.Key+": "+e.Error)
 	}
+	r.Refused = append(r.Refused, pl.Plan.Refused...)
 	for _, w := range pl.Profile.Warnings {
 		r.Warnings = append(r.Warnings, w.String())
 	}

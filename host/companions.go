@@ -38,7 +38,58 @@ func (h *Host) Plan(d *policy.Desired) *policy.Plan {
 	o := h.Observe(d)
 	plan := policy.Diff(d, o)
 	h.addCompanions(plan)
+	h.orderForDriver(d, plan)
 	return plan
+}
+
+// orderForDriver adds the writes a driver needs before a change, or
+// refuses the change when the profile does not give what they need.
+//
+// bnxt_en takes PFC only after ETS has been set since the driver loaded:
+// bnxt_hwrm_queue_pfc_cfg returns -EINVAL while bp->ieee_ets is NULL, and
+// only bnxt_dcbnl_ieee_setets sets it (getets does not, whatever it
+// reports). So a PFC change on bnxt goes with an ETS write in the same
+// apply: the profile's own ETS change, or its ETS settings written again
+// when they are already in sync; with no [qos.ets] the change is refused.
+func (h *Host) orderForDriver(d *policy.Desired, plan *policy.Plan) {
+	for _, dp := range d.Ports {
+		p := dp.Port
+		if p.Driver != "bnxt_en" {
+			continue
+		}
+		pfc, ets := -1, false
+		for i, c := range plan.Changes {
+			if c.Port == nil || c.Port.Netdev != p.Netdev {
+				continue
+			}
+			switch c.Kind {
+			case policy.KindPFC:
+				pfc = i
+			case policy.KindETSPrioTC, policy.KindETSTSA, policy.KindETSBandwidth:
+				ets = true
+			}
+		}
+		if pfc < 0 || ets {
+			continue
+		}
+		var rewrite []policy.Change
+		for _, s := range dp.Settings {
+			switch s.Kind {
+			case policy.KindETSPrioTC, policy.KindETSTSA, policy.KindETSBandwidth:
+				rewrite = append(rewrite, policy.Change{Setting: s, Before: s.Value,
+					Note: "written again: bnxt_en takes PFC only after ETS is set (bnxt_hwrm_queue_pfc_cfg)"})
+			}
+		}
+		if len(rewrite) == 0 {
+			c := plan.Changes[pfc]
+			plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port,
+				Error: "bnxt_en takes PFC only after ETS has been set (bnxt_hwrm_queue_pfc_cfg returns EINVAL without it): add [qos.ets] to the profile"})
+			continue
+		}
+		for _, c := range rewrite {
+			plan.Changes = insertInOrder(plan.Changes, c)
+		}
+	}
 }
 
 func (h *Host) addCompanions(plan *policy.Plan) {

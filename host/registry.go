@@ -57,7 +57,7 @@ var (
 	objPrivFlag  = &object{write: writePrivFlag}
 	objPause     = &object{write: writePause}
 	objDCBX      = &object{write: writeDCBX}
-	objApp       = &object{group: "app", write: writeApp}
+	objApp       = &object{group: "app", write: writeApp, undo: undoApp, capture: captureApps, checkUndo: checkAppRestored}
 	objETS       = &object{group: "ets", write: writeETS}
 	objPFC       = &object{group: "pfc", write: writePFC}
 	objBuffer    = &object{group: "buffer", write: writeBuffer}
@@ -72,31 +72,38 @@ var (
 )
 
 // kinds is the registry: every policy.Kind has exactly one entry
-// (TestRegistryCoversEveryKind).
-var kinds = map[policy.Kind]kind{
-	policy.KindMTU:             {read: readMTU, obj: objMTU},
-	policy.KindRxRing:          {read: readRing, obj: objRings},
-	policy.KindTxRing:          {read: readRing, obj: objRings},
-	policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag},
-	policy.KindGlobalPause:     {read: readPause, obj: objPause},
-	policy.KindDCBX:            {read: readDCBX, obj: objDCBX},
-	policy.KindTrust:           {read: readTrust, obj: objApp},
-	policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp},
-	policy.KindETSPrioTC:       {read: readETS, obj: objETS},
-	policy.KindETSTSA:          {read: readETS, obj: objETS},
-	policy.KindETSBandwidth:    {read: readETS, obj: objETS},
-	policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions},
-	policy.KindCableLength:     {read: readCableLength, obj: objPFC},
-	policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer},
-	policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer},
-	policy.KindStormPrevention: {read: readStorm, obj: objStorm},
-	policy.KindECNEnable:       {read: readECN, obj: objECNEnable},
-	policy.KindECNParam:        {read: readECN, obj: objECNParam},
-	policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode},
-	policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS},
-	policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl},
-	policy.KindDevlink:         {read: readDevlink, obj: objDevlink},
-	policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile},
+// (TestRegistryCoversEveryKind). It is filled in init, not in its
+// declaration, because some entries' functions look other kinds up.
+var kinds map[policy.Kind]kind
+
+func init() { kinds = registry() }
+
+func registry() map[policy.Kind]kind {
+	return map[policy.Kind]kind{
+		policy.KindMTU:             {read: readMTU, obj: objMTU},
+		policy.KindRxRing:          {read: readRing, obj: objRings},
+		policy.KindTxRing:          {read: readRing, obj: objRings},
+		policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag},
+		policy.KindGlobalPause:     {read: readPause, obj: objPause},
+		policy.KindDCBX:            {read: readDCBX, obj: objDCBX},
+		policy.KindTrust:           {read: readTrust, obj: objApp},
+		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp},
+		policy.KindETSPrioTC:       {read: readETS, obj: objETS},
+		policy.KindETSTSA:          {read: readETS, obj: objETS},
+		policy.KindETSBandwidth:    {read: readETS, obj: objETS},
+		policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions},
+		policy.KindCableLength:     {read: readCableLength, obj: objPFC},
+		policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer},
+		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer},
+		policy.KindStormPrevention: {read: readStorm, obj: objStorm},
+		policy.KindECNEnable:       {read: readECN, obj: objECNEnable},
+		policy.KindECNParam:        {read: readECN, obj: objECNParam},
+		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode},
+		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS},
+		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl},
+		policy.KindDevlink:         {read: readDevlink, obj: objDevlink},
+		policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile},
+	}
 }
 
 // kindOf returns k's entry; an unknown kind is a programming error that a

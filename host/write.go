@@ -3,9 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +23,15 @@ type Step struct {
 	// Undo holds what a setting needs beyond its canonical before-value to
 	// be restored byte for byte (the whole previous NCCL file).
 	Undo *UndoBlob `json:"undo,omitempty"`
+	// DSCPApps is the port's whole DSCP APP table before the step, for
+	// steps that change trust or the DSCP map: undo restores exactly it
+	// (nil in journals written before rocectl kept it).
+	DSCPApps *AppTable `json:"dscp_apps,omitempty"`
+}
+
+// AppTable is a saved set of APP entries.
+type AppTable struct {
+	Entries []dcb.App `json:"entries"`
 }
 
 // UndoBlob is a file's previous content, or its absence.
@@ -172,6 +179,13 @@ func (h *Host) CheckStep(st Step, undo bool) error {
 	if undo && k.obj.checkUndo != nil {
 		return k.obj.checkUndo(h, st)
 	}
+	return h.checkSettings(st, undo)
+}
+
+// checkSettings reads each setting of a step back once and compares it,
+// through policy.DiffSettings, with the value the step should have left.
+func (h *Host) checkSettings(st Step, undo bool) error {
+	c0 := st.Changes[0]
 	ncclFile := ""
 	if st.Undo != nil {
 		ncclFile = st.Undo.Path
@@ -333,121 +347,6 @@ func parsePause(v string) (nic.Pause, error) {
 		return p, nil
 	}
 	return p, fmt.Errorf("%q is not a pause setting", v)
-}
-
-// writeApp writes trust and the DSCP map. On upstream mlx5 trust is implied
-// by the APP table: DSCP trust means at least one DSCP entry.
-func writeApp(w *stepWriter) error {
-	h, nd := w.h, w.port.Netdev
-	if c, ok := w.change(policy.KindDSCPMap); ok {
-		domain, err := policy.ParseDSCPMap(c.Value) // the DSCPs the profile maps
-		if err != nil {
-			return w.fail(c, err)
-		}
-		target := domain
-		if w.undo {
-			if target, err = policy.ParseDSCPMap(c.Before); err != nil {
-				return w.fail(c, err)
-			}
-			if c.Absent {
-				target = map[int]int{}
-			}
-		}
-		if err := h.syncDSCP(nd, domain, target); err != nil {
-			return w.fail(c, err)
-		}
-	}
-	c, ok := w.change(policy.KindTrust)
-	if !ok {
-		return nil
-	}
-	trust := w.value(c)
-	if nic.HasOFEDTrust(h.FS, nd) {
-		return w.fail(c, nic.SetOFEDTrust(h.FS, nd, trust))
-	}
-	st, err := h.K.DCB(nd)
-	if err != nil {
-		return w.fail(c, err)
-	}
-	var dscpApps []dcb.App
-	for _, a := range st.Apps {
-		if a.Selector == dcb.SelDSCP {
-			dscpApps = append(dscpApps, a)
-		}
-	}
-	switch {
-	case trust == "pcp" && len(dscpApps) > 0:
-		return w.fail(c, h.K.DelApps(nd, dscpApps))
-	case trust == "dscp" && len(dscpApps) == 0:
-		// What mlnx_qos --trust dscp does upstream: the firmware's default
-		// map, priority = DSCP >> 3.
-		apps := make([]dcb.App, 64)
-		for d := range apps {
-			apps[d] = dcb.App{Selector: dcb.SelDSCP, Priority: uint8(d >> 3), Protocol: uint16(d)}
-		}
-		return w.fail(c, h.K.AddApps(nd, apps))
-	}
-	return nil
-}
-
-// syncDSCP makes the DSCPs of domain map as target says (a DSCP missing from
-// target gets no entry). Entries are added before stale ones are deleted, so
-// the port never passes through "no DSCP entry" (which flips mlx5 to PCP
-// trust); mlx5 replaces a DSCP's mapping on add, generic kernels keep both
-// until the old one is deleted.
-func (h *Host) syncDSCP(nd string, domain, target map[int]int) error {
-	st, err := h.K.DCB(nd)
-	if err != nil {
-		return err
-	}
-	have := map[int][]uint8{}
-	for _, a := range st.Apps {
-		if a.Selector == dcb.SelDSCP {
-			have[int(a.Protocol)] = append(have[int(a.Protocol)], a.Priority)
-		}
-	}
-	var add []dcb.App
-	for _, dscp := range slices.Sorted(maps.Keys(domain)) {
-		p, ok := target[dscp]
-		if !ok || containsU8(have[dscp], uint8(p)) {
-			continue
-		}
-		add = append(add, dcb.App{Selector: dcb.SelDSCP, Priority: uint8(p), Protocol: uint16(dscp)})
-	}
-	if len(add) > 0 {
-		if err := h.K.AddApps(nd, add); err != nil {
-			return err
-		}
-		if st, err = h.K.DCB(nd); err != nil {
-			return err
-		}
-	}
-	var del []dcb.App
-	for _, a := range st.Apps {
-		if a.Selector != dcb.SelDSCP {
-			continue
-		}
-		dscp := int(a.Protocol)
-		if _, inDomain := domain[dscp]; !inDomain {
-			continue
-		}
-		if p, ok := target[dscp]; !ok || uint8(p) != a.Priority {
-			del = append(del, a)
-		}
-	}
-	if len(del) > 0 {
-		return h.K.DelApps(nd, del)
-	}
-	return nil
-}
-
-func containsU8(s []uint8, v uint8) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // writeETS does GET → modify → SET of ieee_ets. Non-ETS classes get 0

@@ -51,6 +51,10 @@ type Plan struct {
 	Changes     []Change
 	Unsupported []Unsupported
 	Errors      []PlanError
+	// Refused are changes the planner will not make on this host, with
+	// why: the driver would refuse them, or they need a setting the
+	// profile does not give. A plan with refusals is not applied at all.
+	Refused []PlanError
 	// InSync counts the settings that already hold their desired value.
 	InSync int
 }

@@ -60,9 +60,8 @@ import (
 //     bnxt_hwrm_queue_dscp2pri_cfg with mask 0).
 //   - bnxt_en's SetETS needs DCBX HOST and VER_IEEE (EINVAL); its SetPFC
 //     is EINVAL until ETS has been set (bnxt_hwrm_queue_pfc_cfg returns
-//     -EINVAL without bp->ieee_ets). A link whose ETS reads all zero
-//     counts as never set: that is what bnxt_dcbnl_ieee_getets reports in
-//     host mode before the first setets.
+//     -EINVAL without bp->ieee_ets, which only a setets since the driver
+//     loaded sets: a new Sim starts without it, whatever ETS it reports).
 //   - SetDevlinkParam: unknown parameter EINVAL, unsupported cmode
 //     EOPNOTSUPP, value of the wrong Go type EINVAL; values kept per cmode.
 //

@@ -94,15 +94,11 @@ func bnxtHostIEEE(d *dcb.State) bool {
 	return d.DCBX != nil && *d.DCBX&dcb.DCBXHost != 0 && *d.DCBX&dcb.DCBXVerIEEE != 0
 }
 
-// bnxtETSSet says whether the bnxt driver holds an ETS configuration: set
-// through this simulator, or one the link already reported (in host mode
-// bnxt_dcbnl_ieee_getets reports all zero until the first setets).
-func (s *Sim) bnxtETSSet(name string, d *dcb.State) bool {
-	if s.etsSet[name] {
-		return true
-	}
-	return d.ETS != nil && (d.ETS.PrioTC != [8]uint8{} || d.ETS.TCTSA != [8]uint8{} || d.ETS.TCTxBW != [8]uint8{})
-}
+// bnxtETSSet says whether the bnxt driver holds an ETS configuration:
+// bp->ieee_ets is set only by bnxt_dcbnl_ieee_setets since the driver
+// loaded (bnxt_dcbnl_ieee_getets does not keep what it queries), so a
+// fresh simulation starts without one, whatever ETS the link reports.
+func (s *Sim) bnxtETSSet(name string) bool { return s.etsSet[name] }
 
 // mlx5MaxCableLen is MLX5E_MAX_CABLE_LENGTH: delay must be below it.
 const mlx5MaxCableLen = 1000
@@ -132,7 +128,7 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 			if !bnxtHostIEEE(d) {
 				return syscall.EINVAL // bnxt_dcbnl_ieee_setpfc
 			}
-			if !s.bnxtETSSet(name, d) {
+			if !s.bnxtETSSet(name) {
 				return syscall.EINVAL // bnxt_hwrm_queue_pfc_cfg: no bp->ieee_ets
 			}
 			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay

@@ -1,0 +1,180 @@
+package apply
+
+import (
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Tests of what real drivers do beyond obeying the request: each one runs
+// against nictest.Sim with the driver behaviour modelled (citing the
+// driver function there), and fails on a planner that ignores it.
+
+// driverRig is a fixture host prepared by prep (run on the simulator
+// before planning) and a profile given as text, planned as the product
+// plans (host.Plan: companions and driver ordering included).
+func driverRig(t *testing.T, fixture, profile string, prep func(*nictest.Sim)) *rig {
+	t.Helper()
+	root, sim := fixturehost.Copy(t, fixture)
+	if prep != nil {
+		prep(sim)
+	}
+	path := filepath.Join(t.TempDir(), "p.toml")
+	if err := os.WriteFile(path, []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(path, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	if len(d.Ports) == 0 {
+		t.Fatalf("profile matches no port of %s", fixture)
+	}
+	return &rig{root: root, sim: sim, h: h, d: d, plan: h.Plan(d), opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
+}
+
+// applyAndRollBack applies the rig's plan, then rolls it back, and returns
+// the simulated kernel state between the two.
+func (r *rig) applyAndRollBack(t *testing.T) *nictest.Sim {
+	t.Helper()
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.RollbackNow(); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	return r.sim
+}
+
+// mlx5_set_port_pfc clears global pause: rolling PFC back on a factory host
+// (pause on) must bring pause back, though the profile never names it.
+func TestRollbackOfPFCRestoresGlobalPauseOnMLX5(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\n", nil)
+	var companion *policy.Change
+	for i, c := range r.plan.Changes {
+		if c.Key == "ens1f0np0.qos.global_pause" {
+			companion = &r.plan.Changes[i]
+		}
+	}
+	if companion == nil || companion.Before != "on" || companion.Value != "off" || !strings.Contains(companion.Note, "mlx5_set_port_pfc") {
+		t.Fatalf("plan has no global pause companion of PFC: %+v", companion)
+	}
+	before := stateJSON(t, r.sim)
+	r.applyAndRollBack(t)
+	if got := r.sim.State().Links["ens1f0np0"].Pause; !got.Rx || !got.Tx {
+		t.Errorf("global pause after rollback: %+v, want rx and tx on as before", *got)
+	}
+	if stateJSON(t, r.sim) != before {
+		t.Error("host not byte-identical after rollback")
+	}
+}
+
+// A port trusting DSCP with a custom map, moved to PCP trust and back: the
+// map must come back entry for entry, in the kernel's APP table and in
+// the firmware's dscp2prio, not as the default DSCP>>3 map.
+func TestRollbackOfTrustRestoresCustomDSCPMap(t *testing.T) {
+	custom := func(s *nictest.Sim) {
+		for _, nd := range []string{"enp8s0f0np0", "enp8s0f1np1"} {
+			var apps []dcb.App
+			for d := 0; d < 64; d++ {
+				apps = append(apps, dcb.App{Selector: dcb.SelDSCP, Protocol: uint16(d), Priority: uint8(d >> 3)})
+			}
+			apps[26].Priority, apps[48].Priority = 5, 7 // the custom part
+			if err := s.AddApps(nd, apps); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := driverRig(t, "cx7-upstream-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ntrust = \"pcp\"\n", custom)
+	nd := r.d.Ports[0].Port.Netdev
+	before, hwBefore := stateJSON(t, r.sim), r.sim.HardwareDSCP(nd)
+	if len(r.plan.Changes) == 0 {
+		t.Fatal("nothing planned")
+	}
+	r.applyAndRollBack(t)
+	if stateJSON(t, r.sim) != before {
+		t.Error("APP table not restored entry for entry")
+	}
+	if hw := r.sim.HardwareDSCP(nd); !maps.Equal(hw, hwBefore) {
+		t.Errorf("firmware dscp2prio after rollback: 26→%d 48→%d, want 26→5 48→7", hw[26], hw[48])
+	}
+}
+
+// bnxt's APP delete clears the DSCP's hardware mapping: a remap must
+// delete the old entry before adding the new one, forward and back.
+func TestDSCPRemapKeepsHardwareMappingOnBnxt(t *testing.T) {
+	prep := func(s *nictest.Sim) {
+		nd := "enp202s0f1np1"
+		if err := s.SetDCBX(nd, dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddApps(nd, []dcb.App{{Selector: dcb.SelDSCP, Protocol: 26, Priority: 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ntrust = \"dscp\"\ndscp_to_priority = { 26 = 4 }\n", prep)
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if hw := r.sim.HardwareDSCP("enp202s0f1np1"); hw[26] != 4 {
+		t.Fatalf("hardware dscp2pri after the remap: %v, want 26→4", hw)
+	}
+	if err := txn.RollbackNow(); err != nil {
+		t.Fatal(err)
+	}
+	if hw := r.sim.HardwareDSCP("enp202s0f1np1"); hw[26] != 3 {
+		t.Fatalf("hardware dscp2pri after rollback: %v, want 26→3", hw)
+	}
+}
+
+// bnxt takes PFC only after ETS was set: a profile without [qos.ets] is
+// refused at plan time, before anything is written; with [qos.ets] in
+// sync, ETS is written again ahead of PFC.
+func TestBnxtPFCNeedsETS(t *testing.T) {
+	const base = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\nglobal_pause = false\n"
+	r := driverRig(t, "bnxt-re-factory", base, nil)
+	if len(r.plan.Refused) != 1 || !strings.Contains(r.plan.Refused[0].Error, "[qos.ets]") {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	before := stateJSON(t, r.sim)
+	pr := &Prepared{Profile: r.d.Profile, Host: r.h, Desired: r.d, Plan: r.plan}
+	if _, err := Run(context.Background(), pr, RunOptions{Store: r.opts.Store}); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Run of a refused plan: %v", err)
+	}
+	if stateJSON(t, r.sim) != before {
+		t.Fatal("a refused plan changed the host")
+	}
+
+	// The host's ETS already equals the profile's: written again anyway.
+	const ets = "[qos.ets]\npriority_to_tc = [0, 0, 0, 0, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [100, 0, 0, 0, 0, 0, 0, 0]\n"
+	r = driverRig(t, "bnxt-re-factory", base+ets, nil)
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused with [qos.ets]: %+v", r.plan.Refused)
+	}
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.sim.State().Links["enp202s0f1np1"]; st.DCB.PFC.Enable != 1<<3 {
+		t.Errorf("pfc %#x after apply", st.DCB.PFC.Enable)
+	}
+}
