@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"sort"
 	"strconv"
 )
 
@@ -78,20 +79,29 @@ func Resolve(p *Profile, ports []Port) *Desired {
 	return d
 }
 
-// Scope placeholders of a port template.
+// scopeOf says which of a port's scopes a template setting belongs to: the
+// netdev (link, DCB, devlink) or the RDMA device port (ECN, rdma_cm).
+type scopeOf int
+
 const (
-	scopeNetdev = "\x00netdev"
-	scopeRDMA   = "\x00rdma"
+	onNetdev scopeOf = iota
+	onRDMAPort
 )
 
+// templateSetting is a setting of the port template, before it has a port.
+type templateSetting struct {
+	Setting
+	scope scopeOf
+}
+
 // instantiate gives a port its copy of the template, with real scopes.
-func instantiate(tmpl []Setting, port *Port) []Setting {
+func instantiate(tmpl []templateSetting, port *Port) []Setting {
 	out := make([]Setting, len(tmpl))
 	nd, rd := port.Netdev, port.RDMAScope()
-	for i, s := range tmpl {
-		if s.Scope == scopeNetdev {
-			s.Scope = nd
-		} else {
+	for i, t := range tmpl {
+		s := t.Setting
+		s.Scope = nd
+		if t.scope == onRDMAPort {
 			s.Scope = rd
 		}
 		s.Key = s.Scope + "." + s.Name
@@ -103,18 +113,18 @@ func instantiate(tmpl []Setting, port *Port) []Setting {
 
 // builder accumulates a port template.
 type builder struct {
-	out []Setting
+	out []templateSetting
 }
 
-func (b *builder) add(scope, name string, kind Kind, arg, value, from string) {
-	b.out = append(b.out, Setting{Scope: scope, Name: name, Kind: kind, Arg: arg, Value: value, From: from})
+func (b *builder) add(scope scopeOf, name string, kind Kind, arg, value, from string) {
+	b.out = append(b.out, templateSetting{Setting: Setting{Name: name, Kind: kind, Arg: arg, Value: value, From: from}, scope: scope})
 }
 
 // portTemplate is the settings every matched port gets, in apply order,
 // with placeholder scopes (netdev or RDMA port) filled in by instantiate.
-func portTemplate(p *Profile) []Setting {
+func portTemplate(p *Profile) []templateSetting {
 	b := &builder{}
-	nd, rd := scopeNetdev, scopeRDMA
+	nd, rd := onNetdev, onRDMAPort
 	itoa := strconv.Itoa
 
 	if v := p.Link.MTU; v != nil {
@@ -202,6 +212,12 @@ func portTemplate(p *Profile) []Setting {
 	for _, dp := range p.Devlink {
 		b.add(nd, "devlink."+dp.Name, KindDevlink, dp.Name, fmt.Sprint(dp.Value), "devlink."+dp.Name)
 	}
-	SortSettings(b.out)
+	// Apply order: by kind, then name.
+	sort.SliceStable(b.out, func(i, j int) bool {
+		if b.out[i].Kind != b.out[j].Kind {
+			return b.out[i].Kind < b.out[j].Kind
+		}
+		return b.out[i].Name < b.out[j].Name
+	})
 	return b.out
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -319,15 +318,4 @@ func (s StormPrevention) canonical() string {
 		return "auto"
 	}
 	return FormatStorm(uint16(s.MS))
-}
-
-// SortSettings orders one port's settings for applying: by kind, then
-// name.
-func SortSettings(ss []Setting) {
-	sort.SliceStable(ss, func(i, j int) bool {
-		if ss[i].Kind != ss[j].Kind {
-			return ss[i].Kind < ss[j].Kind
-		}
-		return ss[i].Name < ss[j].Name
-	})
 }
