@@ -100,8 +100,16 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	}
 	rep := newReport(pl)
 	text := f.output == "text"
+	soak := pl.Profile.Guard.Soak
+	if f.soak >= 0 {
+		soak = f.soak
+	}
+	if pl.Profile.Guard.Enabled && !f.noGuard && soak > 0 && pl.Plan.Changed() {
+		rep.NotWatched = guardNotWatched(pl)
+	}
 	if text {
 		renderPlanText(env.Stdout, pl, "change")
+		renderNotWatched(env.Stdout, rep.NotWatched)
 	}
 	if f.dryRun || !pl.Plan.Changed() {
 		if !text {
@@ -160,6 +168,7 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 		return ExitError, true
 	case apply.RolledBack:
 		rep.Applied = true
+		rep.setSoak(res)
 		if text && res.Soak != nil {
 			env.renderSoak(res)
 		}
@@ -181,6 +190,7 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 		return ExitRolledBack, true
 	}
 	rep.Applied = true
+	rep.setSoak(res)
 	if text && res.Soak != nil {
 		env.renderSoak(res)
 	}
@@ -194,9 +204,29 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 	return ExitOK, false
 }
 
+// setSoak puts the soak's report in the JSON document; what the soak saw
+// replaces the plan's guess at which ports it cannot watch.
+func (rep *Report) setSoak(res *apply.Result) {
+	if res.Soak != nil {
+		rep.Guard, rep.NotWatched = res.Soak, res.Soak.NotWatched
+	}
+}
+
+// renderSoak prints a passed soak. A port the guard could not watch is
+// named, and when it watched none, no "no pause storm" is claimed.
 func (env *Env) renderSoak(res *apply.Result) {
 	s := res.Soak
-	fmt.Fprintf(env.Stdout, "Soak: %d polls over %v, no pause storm (worst occupancy %.2f %s).\n", s.Polls, res.SoakWindow, s.WorstOccupied, s.WorstWhere)
+	switch {
+	case len(s.NotWatched) == 0:
+		fmt.Fprintf(env.Stdout, "Soak: %d polls over %v, no pause storm (worst occupancy %.2f %s).\n", s.Polls, res.SoakWindow, s.WorstOccupied, s.WorstWhere)
+	case len(s.NotWatched) < len(s.Ports):
+		fmt.Fprintf(env.Stdout, "Soak: %d polls over %v, no pause storm on the watched ports (worst occupancy %.2f %s).\n", s.Polls, res.SoakWindow, s.WorstOccupied, s.WorstWhere)
+	default:
+		fmt.Fprintf(env.Stdout, "Soak: %d polls over %v: no port watched.\n", s.Polls, res.SoakWindow)
+	}
+	for _, why := range s.NotWatched {
+		fmt.Fprintf(env.Stdout, "  not watched: %s\n", why)
+	}
 	for k, v := range s.Discards {
 		fmt.Fprintf(env.Stdout, "  note: %s grew by %d during the soak\n", k, v)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/verify"
 )
 
 // makePlan loads the profile (printing its warnings), discovers the host
@@ -150,6 +151,12 @@ type Report struct {
 	Confirm     string               `json:"confirm_deadline,omitempty"`
 	Message     string               `json:"message,omitempty"`
 	Warnings    []string             `json:"warnings,omitempty"`
+	// NotWatched: the ports the pause-storm guard cannot watch ("no
+	// pause counters on veth0"), from the plan, then from the soak.
+	NotWatched []string `json:"not_watched,omitempty"`
+	// Guard is the soak's report when it passed: per-port pause counters
+	// (global pause included), worst occupancy, discards.
+	Guard *verify.GuardReport `json:"guard,omitempty"`
 }
 
 // ReportChange is one change in JSON.
@@ -216,5 +223,32 @@ func renderUnsupported(w io.Writer, us []policy.Unsupported) {
 			continue
 		}
 		fmt.Fprintf(w, "    ! %d settings unsupported: %s\n        %s\n", len(ks), r, strings.Join(ks, " "))
+	}
+}
+
+// guardNotWatched says, per matched port, why the pause-storm guard would
+// watch nothing there, judged from the port's counters now (mlx5 creates
+// its pause duration counters only with PFC or global pause on;
+// verify.CoverageOf knows). A port whose counters cannot be read is left
+// to the soak, which reports the read error.
+func guardNotWatched(pl *apply.Prepared) []string {
+	limit := pl.Profile.Guard.MaxPauseFramesPerSecond > 0
+	var out []string
+	for _, src := range apply.CounterSources(pl) {
+		st, err := src.Read()
+		if err != nil {
+			continue
+		}
+		if ok, why := verify.CoverageOf(st).Watched(src.Port, limit); !ok {
+			out = append(out, why)
+		}
+	}
+	return out
+}
+
+// renderNotWatched prints one line per port the guard cannot watch.
+func renderNotWatched(w io.Writer, notWatched []string) {
+	for _, why := range notWatched {
+		fmt.Fprintf(w, "  guard: not watched: %s\n", why)
 	}
 }

@@ -132,16 +132,37 @@ func TestGuardIgnoresCountersThatAppearOrVanish(t *testing.T) {
 	}
 }
 
-func TestGuardHandles32BitWrap(t *testing.T) {
-	d := NewDetector(GuardConfig{DetectionTime: 100 * time.Millisecond, MaxPauseOccupancy: 0.99})
-	t0 := time.Unix(0, 0)
-	d.Observe("p", t0, map[string]uint64{"rx_prio3_pause_duration": 0xffff_ff00})
-	// 0x1FF µs after the wrap over 100 ms: 0.5 % occupancy, not a 4-billion jump.
-	if s := d.Observe("p", t0.Add(100*time.Millisecond), map[string]uint64{"rx_prio3_pause_duration": 0xff}); s != nil {
-		t.Fatalf("wrap read as a storm: %v", s)
-	}
-	if d.Worst > 0.01 {
-		t.Errorf("occupancy after wrap = %v", d.Worst)
+// The counters are 64-bit: a value below the last one is a reset (driver
+// reload, firmware recovery), not a 32-bit wrap, and the window starts over.
+func TestGuardCounterDecreaseIsAResetNotAWrap(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		before, at uint64
+	}{
+		{"below 2^32", 0xffff_ff00, 0xff},
+		{"driver reload during a soak", 5_000_000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDetector(GuardConfig{DetectionTime: 100 * time.Millisecond, MaxPauseOccupancy: 0.99})
+			t0 := time.Unix(0, 0)
+			d.Observe("p", t0, map[string]uint64{"rx_prio3_pause_duration": tc.before})
+			// Read as a 32-bit wrap, 5,000,000 -> 0 was 4,289,967,296 µs in
+			// 100 ms: "occupancy 21210" and a rollback of a healthy apply.
+			if s := d.Observe("p", t0.Add(100*time.Millisecond), map[string]uint64{"rx_prio3_pause_duration": tc.at}); s != nil {
+				t.Fatalf("reset read as a storm: %v", s)
+			}
+			if d.Worst != 0 {
+				t.Errorf("occupancy across the reset = %v, want none measured", d.Worst)
+			}
+			// From the new baseline the counter is measured again: 10 ms
+			// of pause in the next 100 ms.
+			if s := d.Observe("p", t0.Add(200*time.Millisecond), map[string]uint64{"rx_prio3_pause_duration": tc.at + 10_000}); s != nil {
+				t.Fatal(s)
+			}
+			if d.Worst < 0.099 || d.Worst > 0.101 {
+				t.Errorf("occupancy after the reset = %v, want 0.10", d.Worst)
+			}
+		})
 	}
 }
 
