@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -49,6 +50,7 @@ func newRig(t *testing.T, fixture, profile string) *rig {
 		t.Fatal(err)
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	nccl.Resolve(d)
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile %s matches no port of %s", profile, fixture)
 	}
@@ -394,6 +396,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	nccl.Resolve(d)
 	plan := h.Plan(d)
 	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
@@ -428,6 +431,7 @@ func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	os.WriteFile(prof, []byte("[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\n"), 0o600)
 	p, _ := policy.Load(prof, policy.LoadOptions{})
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	nccl.Resolve(d)
 	txn, err := Begin(h, d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +465,7 @@ func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
 	}
 	data, _ := os.ReadFile(conf)
 	seen := map[string]string{}
-	for _, v := range nic.ParseNCCLConf(data) {
+	for _, v := range nccl.ParseConf(data) {
 		seen[v.Name] = v.Value
 	}
 	// What NCCL itself would set: the block wins over the user's IB_TC.
@@ -495,6 +499,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	nccl.Resolve(d)
 	plan := policy.Diff(d, h.Observe(d))
 	if len(plan.Changes) != 2 || !strings.Contains(plan.Changes[0].Note, "devlink dev reload pci/0000:3b:00.0") {
 		t.Fatalf("plan: %+v", plan.Changes)

@@ -12,6 +12,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
@@ -54,6 +55,7 @@ func newBenchHost(b *testing.B, ports int) *benchHost {
 		b.Fatal(err)
 	}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	nccl.Resolve(d)
 	if len(d.Ports) != ports {
 		b.Fatalf("the recipe matches %d ports, want %d", len(d.Ports), ports)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -39,6 +40,7 @@ func driverRig(t *testing.T, fixture, profile string, prep func(*nictest.Sim)) *
 	}
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	nccl.Resolve(d)
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile matches no port of %s", fixture)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -31,6 +32,7 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 		}
 	}
 	d := policy.Resolve(p, h.PolicyPorts(inv, p.NeedsGID() || withGID))
+	nccl.Resolve(d)
 	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: h.Plan(d)}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -69,6 +70,7 @@ func BenchmarkPolicyPipeline(b *testing.B) {
 					b.Fatal(err)
 				}
 				d := policy.Resolve(p, ports)
+				nccl.Resolve(d)
 				if plan := policy.Diff(d, observed); !plan.Changed() {
 					b.Fatal("no changes")
 				}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -42,7 +43,7 @@ journalled change with rollback, set [nccl] write and use apply.`,
 					ports = append(ports, pp)
 				}
 			}
-			vars, unresolved := policy.NCCLEnv(p, ports)
+			vars, unresolved := nccl.Env(p, ports)
 			for _, u := range unresolved {
 				fmt.Fprintf(env.Stderr, "%s: cannot derive: %s\n", strings.TrimPrefix(u.Key, "host.nccl."), u.Reason)
 			}
@@ -68,19 +69,19 @@ journalled change with rollback, set [nccl] write and use apply.`,
 				if env.Snapshot != "" {
 					return fmt.Errorf("--write with --snapshot: a snapshot is read-only")
 				}
-				var nv []nic.NCCLVar
+				var nv []nccl.Var
 				for _, v := range vars {
-					nv = append(nv, nic.NCCLVar{Name: v.Name, Value: v.Value})
+					nv = append(nv, nccl.Var{Name: v.Name, Value: v.Value})
 				}
 				existing, _ := readFileIfExists(h.FS.Path(write))
-				data, conflicts, err := nic.RenderNCCLConf(existing, p.Name, nv)
+				data, conflicts, err := nccl.RenderConf(existing, p.Name, nv)
 				if err != nil {
 					return err
 				}
 				for _, c := range conflicts {
 					fmt.Fprintf(env.Stderr, "%s:%d: %s=%s is now overridden by rocectl's managed block (%s)\n", write, c.Line, c.Name, c.UserValue, c.Managed)
 				}
-				if err := nic.WriteNCCLConf(h.FS, write, data); err != nil {
+				if err := nccl.WriteConf(h.FS, write, data); err != nil {
 					return err
 				}
 				fmt.Fprintf(env.Stderr, "wrote %d variable(s) to %s\n", len(nv), write)
@@ -118,7 +119,7 @@ func newTopoCmd(env *Env) *cobra.Command {
 			if env.Snapshot != "" {
 				fs = nic.NewFS(env.Snapshot, true)
 			}
-			t, err := nic.ReadTopology(fs)
+			t, err := nccl.ReadTopology(fs)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 )
 
@@ -14,7 +15,7 @@ import (
 // NCCL path types laid out like `nvidia-smi topo -m` (rows GPUs, columns
 // NICs, NUMA nodes at the ends), the devices, the degraded links, the
 // proposed GPU→NIC affinity and the NCCL_IB_HCA line that goes with it.
-func RenderTopology(w io.Writer, t *nic.Topology) error {
+func RenderTopology(w io.Writer, t *nccl.Topology) error {
 	ew := &topoErrWriter{w: w}
 	ew.printf("GPU/NIC PCIe topology (NCCL path types)\n\n")
 	switch {
@@ -54,7 +55,7 @@ func RenderTopology(w io.Writer, t *nic.Topology) error {
 	return ew.err
 }
 
-func topoMatrix(ew *topoErrWriter, t *nic.Topology) {
+func topoMatrix(ew *topoErrWriter, t *nccl.Topology) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "\t")
 	for _, n := range t.NICs {
@@ -77,7 +78,7 @@ func topoMatrix(ew *topoErrWriter, t *nic.Topology) {
 	ew.printf("\n")
 }
 
-func topoDevices(ew *topoErrWriter, t *nic.Topology) {
+func topoDevices(ew *topoErrWriter, t *nccl.Topology) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	if len(t.GPUs) > 0 {
 		fmt.Fprint(tw, "GPUs:\n")
@@ -99,7 +100,7 @@ func topoDevices(ew *topoErrWriter, t *nic.Topology) {
 	ew.printf("\n")
 }
 
-func topoDegradedLinks(ew *topoErrWriter, t *nic.Topology) {
+func topoDegradedLinks(ew *topoErrWriter, t *nccl.Topology) {
 	if len(t.Degraded) == 0 {
 		ew.printf("Degraded links: none\n\n")
 		return

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 )
 
@@ -30,7 +31,7 @@ func topoUpdating() bool {
 func TestRenderTopologyGolden(t *testing.T) {
 	for _, host := range []string{"hgx-h100-8gpu", "pcie-4gpu", "nested-switches"} {
 		t.Run(host, func(t *testing.T) {
-			topo, err := nic.ReadTopology(nic.NewFS(filepath.Join("..", "nic", "testdata", "pci", host), true))
+			topo, err := nccl.ReadTopology(nic.NewFS(filepath.Join("..", "nic", "testdata", "pci", host), true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +67,7 @@ func TestRenderTopologyGolden(t *testing.T) {
 
 func TestRenderTopologyEmpty(t *testing.T) {
 	var b bytes.Buffer
-	if err := RenderTopology(&b, &nic.Topology{}); err != nil {
+	if err := RenderTopology(&b, &nccl.Topology{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "GPU/NIC PCIe topology (NCCL path types)\n\nNo NVIDIA GPU and no RDMA NIC found.\n"
@@ -76,7 +77,7 @@ func TestRenderTopologyEmpty(t *testing.T) {
 
 	// NICs but no GPU: the NICs are listed, no matrix, no affinity.
 	b.Reset()
-	topo := nic.BuildTopology([]nic.PCIDevice{{Addr: "0000:41:00.0", Class: "0x020000", Vendor: "0x15b3", Device: "0x101b",
+	topo := nccl.BuildTopology([]nic.PCIDevice{{Addr: "0000:41:00.0", Class: "0x020000", Vendor: "0x15b3", Device: "0x101b",
 		NUMANode: 0, RDMADevs: []string{"mlx5_0"}, Netdevs: []string{"enp65s0np0"}}})
 	if err := RenderTopology(&b, topo); err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestRenderTopologyWriteError(t *testing.T) {
-	topo, err := nic.ReadTopology(nic.NewFS(filepath.Join("..", "nic", "testdata", "pci", "pcie-4gpu"), true))
+	topo, err := nccl.ReadTopology(nic.NewFS(filepath.Join("..", "nic", "testdata", "pci", "pcie-4gpu"), true))
 	if err != nil {
 		t.Fatal(err)
 	}

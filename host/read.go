@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
@@ -468,7 +469,7 @@ func readNCCL(r *portReader, s policy.Setting, _ map[string]string) (string, boo
 		return "", false, err
 	}
 	// What NCCL itself would read: the first definition wins.
-	for _, v := range nic.ParseNCCLConf(data) {
+	for _, v := range nccl.ParseConf(data) {
 		if v.Name == s.Arg {
 			return v.Value, true, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
@@ -562,13 +563,13 @@ func writeNCCL(w *stepWriter) error {
 	}
 	// The managed block holds every derived variable, not only the changed
 	// ones: it is rewritten whole.
-	var vars []nic.NCCLVar
+	var vars []nccl.Var
 	for _, s := range w.d.Host {
 		if s.Kind == policy.KindNCCL {
-			vars = append(vars, nic.NCCLVar{Name: s.Arg, Value: s.Value})
+			vars = append(vars, nccl.Var{Name: s.Arg, Value: s.Value})
 		}
 	}
-	data, conflicts, err := nic.RenderNCCLConf(existing, w.d.Profile.Name, vars)
+	data, conflicts, err := nccl.RenderConf(existing, w.d.Profile.Name, vars)
 	if err != nil {
 		return err
 	}
@@ -576,7 +577,7 @@ func writeNCCL(w *stepWriter) error {
 		w.h.logger().Warn("a line of the NCCL config file is now overridden by rocectl's managed block",
 			"file", path, "line", c.Line, "name", c.Name, "user_value", c.UserValue, "managed_value", c.Managed)
 	}
-	return nic.WriteNCCLConf(w.h.FS, path, data)
+	return nccl.WriteConf(w.h.FS, path, data)
 }
 
 // restoreNCCL puts the saved copy of the NCCL file back (or removes the
@@ -596,7 +597,7 @@ func restoreNCCL(w *stepWriter) error {
 		}
 		return err
 	}
-	if err := nic.WriteNCCLConf(w.h.FS, b.Path, b.Data); err != nil {
+	if err := nccl.WriteConf(w.h.FS, b.Path, b.Data); err != nil {
 		return err
 	}
 	return os.Chmod(w.h.FS.Path(b.Path), os.FileMode(b.Mode))

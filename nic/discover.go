@@ -92,7 +92,7 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 	p.HCAType, _ = fs.ReadTrimmed(base + "/hca_type")
 	p.BoardID, _ = fs.ReadTrimmed(base + "/board_id")
 
-	if real, err := fs.Resolve(base + "/device"); err == nil && isPCIAddress(path.Base(real)) {
+	if real, err := fs.Resolve(base + "/device"); err == nil && IsPCIAddress(path.Base(real)) {
 		p.PCI = path.Base(real)
 		if s, err := fs.ReadTrimmed(base + "/device/numa_node"); err == nil {
 			if n, err := strconv.Atoi(s); err == nil {

@@ -53,13 +53,13 @@ type PCIDevice struct {
 	Netdevs []string `json:"netdevs,omitempty"`
 }
 
-// isPCIAddress reports whether s is a PCI function address as sysfs names
+// IsPCIAddress reports whether s is a PCI function address as sysfs names
 // it: domain (4 hex digits, 5 or more for VMD domains), bus, device,
 // function, as in 0000:3b:00.0; the pattern
 // ^[0-9a-f]{4,}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$. Written out rather than
 // compiled from a regexp: compiling costs every rocectl start, a command
 // run thousands of times across a fleet, tens of microseconds per pattern.
-func isPCIAddress(s string) bool {
+func IsPCIAddress(s string) bool {
 	const tail = len(":3b:00.0")
 	if len(s) < 4+tail {
 		return false
@@ -102,7 +102,7 @@ func ReadPCIDevices(fs FS) ([]PCIDevice, error) {
 	rdma := pciRDMAByFunction(fs)
 	var out []PCIDevice
 	for _, n := range names {
-		if !isPCIAddress(n) {
+		if !IsPCIAddress(n) {
 			continue
 		}
 		d, err := readPCIDevice(fs, n, rdma[n])
@@ -176,7 +176,7 @@ func pciChain(resolved string) (string, []string) {
 	}
 	var bridges []string
 	for _, c := range comps[host+1 : len(comps)-1] {
-		if isPCIAddress(c) {
+		if IsPCIAddress(c) {
 			bridges = append(bridges, c)
 		}
 	}
@@ -199,7 +199,7 @@ func pciRDMAByFunction(fs FS) map[string][]string {
 		}
 		comps := strings.Split(resolved, "/")
 		for i := len(comps) - 1; i >= 0; i-- {
-			if isPCIAddress(comps[i]) {
+			if IsPCIAddress(comps[i]) {
 				out[comps[i]] = append(out[comps[i]], dev)
 				break
 			}

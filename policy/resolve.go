@@ -8,7 +8,8 @@ import (
 )
 
 // Desired is a profile resolved against one host: the settings each matched
-// port should have, and the host-wide ones.
+// port should have, and the host-wide ones (the NCCL file's, which package
+// nccl derives: nccl.Resolve).
 type Desired struct {
 	Profile *Profile
 	Ports   []DesiredPort
@@ -60,7 +61,6 @@ func globAny(globs []string, s string) bool {
 // Resolve turns a profile into the desired settings of each matched port.
 func Resolve(p *Profile, ports []Port) *Desired {
 	d := &Desired{Profile: p}
-	var matched []Port
 	tmpl := portTemplate(p) // the same for every port: formatted and sorted once
 	for _, port := range ports {
 		if !p.Match.Matches(port) {
@@ -68,14 +68,10 @@ func Resolve(p *Profile, ports []Port) *Desired {
 			continue
 		}
 		port := port
-		matched = append(matched, port)
 		d.Ports = append(d.Ports, DesiredPort{Port: port, Settings: instantiate(tmpl, &port)})
 	}
-	// A host none of whose ports the profile selects is not the profile's
-	// business: its NCCL file is left alone too.
-	if len(matched) > 0 {
-		d.Host, d.Unresolved = ncclSettings(p, matched)
-	}
+	// The NCCL file's host settings are derived by package nccl
+	// (nccl.Resolve), which knows how NCCL selects devices and GIDs.
 	return d
 }
 

@@ -98,6 +98,34 @@ func TestPackageBoundaries(t *testing.T) {
 			t.Errorf("policy depends on %s: it may import only the standard library and go-toml", dep)
 		}
 	}
+	// Each package below imports only what DESIGN.md §2's table allows of
+	// this module (the standard library and third-party modules are not
+	// checked here): the layers never import upwards.
+	allowed := map[string][]string{
+		"host":   {"policy", "nic", "nccl"},
+		"nccl":   {"policy", "nic"},
+		"verify": {"policy", "nic"},
+		"apply":  {"host", "verify", "policy", "nccl", "nic"},
+	}
+	for pkg, may := range allowed {
+		p, ok := pkgs[mod+"/"+pkg]
+		if !ok {
+			t.Errorf("go list does not see %s", pkg)
+			continue
+		}
+		for _, dep := range p.Deps {
+			if !own(dep) || under(dep, pkg) {
+				continue
+			}
+			ok := false
+			for _, m := range may {
+				ok = ok || under(dep, m)
+			}
+			if !ok {
+				t.Errorf("%s depends on %s: it may import only %v of this module", pkg, dep, may)
+			}
+		}
+	}
 	// apply runs verify's checks (read-back, guard) in its lifecycle;
 	// verify never depends on apply.
 	for _, dep := range pkgs[mod+"/verify"].Deps {

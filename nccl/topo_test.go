@@ -1,10 +1,13 @@
-package nic
+package nccl
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rocectl/rocectl/nic"
 )
 
 func mustTopology(t *testing.T, host string) *Topology {
@@ -16,7 +19,7 @@ func mustTopology(t *testing.T, host string) *Topology {
 	return topo
 }
 
-func topoAddrs(devs []PCIDevice) []string {
+func topoAddrs(devs []nic.PCIDevice) []string {
 	var out []string
 	for _, d := range devs {
 		out = append(out, d.Addr)
@@ -168,12 +171,12 @@ func TestTopologyNestedSwitches(t *testing.T) {
 }
 
 func TestTopologyBCMFlattening(t *testing.T) {
-	devs, err := ReadPCIDevices(pciFS("nested-switches"))
+	devs, err := nic.ReadPCIDevices(pciFS("nested-switches"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := func(addr, dev, subDev string) []PCIDevice {
-		out := append([]PCIDevice(nil), devs...)
+	set := func(addr, dev, subDev string) []nic.PCIDevice {
+		out := append([]nic.PCIDevice(nil), devs...)
 		for i := range out {
 			if out[i].Addr == addr {
 				out[i].Device, out[i].SubsystemDevice = dev, subDev
@@ -208,22 +211,22 @@ func TestTopologyBCMFlattening(t *testing.T) {
 }
 
 func TestTopoNCCLNodes(t *testing.T) {
-	by := map[string]*PCIDevice{
+	by := map[string]*nic.PCIDevice{
 		"0000:16:00.0": {Addr: "0000:16:00.0", NUMANode: 3},
 	}
 	cases := []struct {
-		d    PCIDevice
+		d    nic.PCIDevice
 		pci  []string
 		numa int
 	}{
 		// Under a switch: the upstream port, NUMA from it.
-		{PCIDevice{Addr: "0000:18:00.0", NUMANode: 0, Bridges: []string{"0000:15:01.0", "0000:16:00.0", "0000:17:00.0"}},
+		{nic.PCIDevice{Addr: "0000:18:00.0", NUMANode: 0, Bridges: []string{"0000:15:01.0", "0000:16:00.0", "0000:17:00.0"}},
 			[]string{"0000:16:00.0"}, 3},
 		// On a root port, or on the root bus: straight to the CPU.
-		{PCIDevice{Addr: "0000:41:00.0", NUMANode: 1, Bridges: []string{"0000:40:01.1"}}, nil, 1},
-		{PCIDevice{Addr: "0000:00:05.0", NUMANode: -1}, nil, -1},
+		{nic.PCIDevice{Addr: "0000:41:00.0", NUMANode: 1, Bridges: []string{"0000:40:01.1"}}, nil, 1},
+		{nic.PCIDevice{Addr: "0000:00:05.0", NUMANode: -1}, nil, -1},
 		// A VMD domain's 5-digit addresses are not BDFs to NCCL: CPU.
-		{PCIDevice{Addr: "10000:e1:00.0", NUMANode: 0, Bridges: []string{"10000:e0:1d.0"}}, nil, 0},
+		{nic.PCIDevice{Addr: "10000:e1:00.0", NUMANode: 0, Bridges: []string{"10000:e0:1d.0"}}, nil, 0},
 	}
 	for _, c := range cases {
 		n := topoNCCLNodes(c.d, by)
@@ -238,10 +241,10 @@ func TestTopoNCCLNodes(t *testing.T) {
 func topoHand(rows [][]PathType, nicDevs [][]string) *Topology {
 	t := &Topology{}
 	for g := range rows {
-		t.GPUs = append(t.GPUs, PCIDevice{Addr: "gpu" + string(rune('0'+g))})
+		t.GPUs = append(t.GPUs, nic.PCIDevice{Addr: "gpu" + string(rune('0'+g))})
 	}
 	for n := range rows[0] {
-		t.NICs = append(t.NICs, PCIDevice{Addr: "nic" + string(rune('0'+n)), RDMADevs: nicDevs[n],
+		t.NICs = append(t.NICs, nic.PCIDevice{Addr: "nic" + string(rune('0'+n)), RDMADevs: nicDevs[n],
 			RDMAPorts: map[string][]int{nicDevs[n][0]: {1}}})
 	}
 	for g, row := range rows {
@@ -310,8 +313,8 @@ func TestTopoAffinityBalances(t *testing.T) {
 
 func TestTopoHCAOrderPorts(t *testing.T) {
 	topo := &Topology{
-		GPUs: []PCIDevice{{Addr: "g0"}, {Addr: "g1"}},
-		NICs: []PCIDevice{
+		GPUs: []nic.PCIDevice{{Addr: "g0"}, {Addr: "g1"}},
+		NICs: []nic.PCIDevice{
 			{Addr: "n0", RDMADevs: []string{"mlx4_0"}, RDMAPorts: map[string][]int{"mlx4_0": {1, 2}}},
 			{Addr: "n1", RDMADevs: []string{"rxe0"}},
 		},
@@ -323,7 +326,7 @@ func TestTopoHCAOrderPorts(t *testing.T) {
 }
 
 func TestTopologyWithoutGPUsOrNICs(t *testing.T) {
-	topo := BuildTopology([]PCIDevice{
+	topo := BuildTopology([]nic.PCIDevice{
 		{Addr: "0000:01:00.0", Class: "0x030200", Vendor: "0x10de"},
 		{Addr: "0000:02:00.0", Class: "0x020000", Vendor: "0x15b3"}, // no RDMA device: not a NIC
 		{Addr: "0000:03:00.0", Class: "0x030000", Vendor: "0x1002"}, // AMD VGA: not counted
@@ -350,5 +353,18 @@ func TestPathTypeJSON(t *testing.T) {
 	}
 	if _, err := json.Marshal(PathType(3)); err == nil {
 		t.Fatal("invalid path type marshalled")
+	}
+}
+
+// pciFS is a fixture host's PCI tree, generated and kept up to date by
+// nic's pci_fixture_test.go.
+func pciFS(host string) nic.FS {
+	return nic.NewFS(filepath.Join("..", "nic", "testdata", "pci", host), true)
+}
+
+// The real machine's PCI tree (read-only) builds a topology without error.
+func TestReadTopologyOfThisMachine(t *testing.T) {
+	if _, err := ReadTopology(nic.NewFS("/", true)); err != nil {
+		t.Fatal(err)
 	}
 }

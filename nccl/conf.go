@@ -1,4 +1,4 @@
-package nic
+package nccl
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/rocectl/rocectl/nic"
 )
 
 // NCCL reads its configuration files like this (NVIDIA/nccl@5067397
@@ -34,18 +36,18 @@ const (
 	ncclEndMarker   = "# END rocectl managed block"
 )
 
-// NCCLVar is one NAME=value definition.
-type NCCLVar struct {
+// Var is one NAME=value definition.
+type Var struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 }
 
-// ParseNCCLConf returns what NCCL would setenv from data, in file order:
+// ParseConf returns what NCCL would setenv from data, in file order:
 // the first definition of each name (later ones are no-ops for setenv with
 // overwrite 0). Names and values are kept byte for byte, spaces included:
 // "NCCL_IB_TC = 106" defines "NCCL_IB_TC " as " 106".
-func ParseNCCLConf(data []byte) []NCCLVar {
-	var out []NCCLVar
+func ParseConf(data []byte) []Var {
+	var out []Var
 	seen := map[string]bool{}
 	for len(data) > 0 {
 		// One fgets call: up to and including '\n', at most 4095 bytes.
@@ -75,39 +77,39 @@ func ParseNCCLConf(data []byte) []NCCLVar {
 			continue
 		}
 		seen[name] = true
-		out = append(out, NCCLVar{Name: name, Value: value})
+		out = append(out, Var{Name: name, Value: value})
 	}
 	return out
 }
 
-// NCCLConflict is a definition outside the managed block of a name the
+// Conflict is a definition outside the managed block of a name the
 // block also defines. The block sits at the top of the file and NCCL keeps
 // the first definition, so the user's line is now without effect; the
 // caller should say so.
-type NCCLConflict struct {
+type Conflict struct {
 	Line      int    `json:"line"` // 1-based, in the existing file
 	Name      string `json:"name"`
 	UserValue string `json:"user_value"`
 	Managed   string `json:"managed_value"`
 }
 
-// NCCLConfError is a value RenderNCCLConf refuses to write.
-type NCCLConfError struct {
+// ConfError is a value RenderConf refuses to write.
+type ConfError struct {
 	Name   string
 	Reason string
 }
 
-func (e *NCCLConfError) Error() string {
+func (e *ConfError) Error() string {
 	return fmt.Sprintf("nccl.conf: %q: %s", e.Name, e.Reason)
 }
 
-// ErrNCCLConfBlock is returned (wrapped) when the existing file's managed
+// ErrManagedBlock is returned (wrapped) when the existing file's managed
 // block is damaged: a BEGIN without END, an END without BEGIN, or a BEGIN
-// inside the block. RenderNCCLConf then changes nothing: guessing where the
+// inside the block. RenderConf then changes nothing: guessing where the
 // block ends could delete the user's lines.
-var ErrNCCLConfBlock = errors.New("damaged rocectl managed block")
+var ErrManagedBlock = errors.New("damaged rocectl managed block")
 
-// RenderNCCLConf returns the new content of an NCCL config file: the
+// RenderConf returns the new content of an NCCL config file: the
 // managed block for profile with vars, as KEY=VALUE lines in the given order
 // without spaces or quotes, at the top of the file, followed by every line
 // of existing that lies outside any previous managed block, byte for byte
@@ -120,17 +122,17 @@ var ErrNCCLConfBlock = errors.New("damaged rocectl managed block")
 //
 // Rendering is idempotent: rendering the result again with the same profile
 // and vars gives the same bytes.
-func RenderNCCLConf(existing []byte, profile string, vars []NCCLVar) ([]byte, []NCCLConflict, error) {
+func RenderConf(existing []byte, profile string, vars []Var) ([]byte, []Conflict, error) {
 	if strings.ContainsAny(profile, "\r\n\x00") {
-		return nil, nil, &NCCLConfError{Name: profile, Reason: "profile name contains a line break or NUL"}
+		return nil, nil, &ConfError{Name: profile, Reason: "profile name contains a line break or NUL"}
 	}
 	managed := map[string]string{}
 	for _, v := range vars {
-		if err := validateNCCLVar(v); err != nil {
+		if err := validateVar(v); err != nil {
 			return nil, nil, err
 		}
 		if _, dup := managed[v.Name]; dup {
-			return nil, nil, &NCCLConfError{Name: v.Name, Reason: "defined twice"}
+			return nil, nil, &ConfError{Name: v.Name, Reason: "defined twice"}
 		}
 		managed[v.Name] = v.Value
 	}
@@ -147,12 +149,12 @@ func RenderNCCLConf(existing []byte, profile string, vars []NCCLVar) ([]byte, []
 	}
 	b.WriteString(ncclEndMarker + "\n")
 
-	var conflicts []NCCLConflict
+	var conflicts []Conflict
 	for _, l := range user {
 		b.Write(l.raw)
-		for _, d := range ParseNCCLConf(l.raw) {
+		for _, d := range ParseConf(l.raw) {
 			if mv, ok := managed[d.Name]; ok {
-				conflicts = append(conflicts, NCCLConflict{Line: l.no, Name: d.Name, UserValue: d.Value, Managed: mv})
+				conflicts = append(conflicts, Conflict{Line: l.no, Name: d.Name, UserValue: d.Value, Managed: mv})
 			}
 		}
 	}
@@ -185,11 +187,11 @@ func ncclUserLines(existing []byte) ([]ncclLine, error) {
 		isEnd := text == ncclEndMarker
 		switch {
 		case isBegin && in:
-			return nil, fmt.Errorf("line %d: BEGIN inside the block opened at line %d: %w", no, begin, ErrNCCLConfBlock)
+			return nil, fmt.Errorf("line %d: BEGIN inside the block opened at line %d: %w", no, begin, ErrManagedBlock)
 		case isBegin:
 			in, begin = true, no
 		case isEnd && !in:
-			return nil, fmt.Errorf("line %d: END without BEGIN: %w", no, ErrNCCLConfBlock)
+			return nil, fmt.Errorf("line %d: END without BEGIN: %w", no, ErrManagedBlock)
 		case isEnd:
 			in = false
 		case !in:
@@ -197,43 +199,43 @@ func ncclUserLines(existing []byte) ([]ncclLine, error) {
 		}
 	}
 	if in {
-		return nil, fmt.Errorf("line %d: BEGIN without END: %w", begin, ErrNCCLConfBlock)
+		return nil, fmt.Errorf("line %d: BEGIN without END: %w", begin, ErrManagedBlock)
 	}
 	return out, nil
 }
 
-// validateNCCLVar refuses what NCCL would read differently from what the
+// validateVar refuses what NCCL would read differently from what the
 // caller meant: names that are not plain identifiers (a space would become
 // part of the name, '=' would split elsewhere, a leading '#' would make the
 // line a comment), and values with line breaks, NUL, surrounding spaces
 // (NCCL keeps them), or more bytes than NCCL keeps.
-func validateNCCLVar(v NCCLVar) error {
+func validateVar(v Var) error {
 	if v.Name == "" {
-		return &NCCLConfError{Name: v.Name, Reason: "empty name"}
+		return &ConfError{Name: v.Name, Reason: "empty name"}
 	}
 	if len(v.Name) > ncclNameMax {
-		return &NCCLConfError{Name: v.Name, Reason: fmt.Sprintf("name longer than NCCL's %d bytes", ncclNameMax)}
+		return &ConfError{Name: v.Name, Reason: fmt.Sprintf("name longer than NCCL's %d bytes", ncclNameMax)}
 	}
 	for i, c := range v.Name {
 		ok := c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9'
 		if !ok {
-			return &NCCLConfError{Name: v.Name, Reason: fmt.Sprintf("name has %q; only letters, digits and '_' are allowed", c)}
+			return &ConfError{Name: v.Name, Reason: fmt.Sprintf("name has %q; only letters, digits and '_' are allowed", c)}
 		}
 	}
 	switch {
 	case v.Value == "":
-		return &NCCLConfError{Name: v.Name, Reason: "empty value"}
+		return &ConfError{Name: v.Name, Reason: "empty value"}
 	case strings.ContainsAny(v.Value, "\r\n\x00"):
-		return &NCCLConfError{Name: v.Name, Reason: "value contains a line break or NUL"}
+		return &ConfError{Name: v.Name, Reason: "value contains a line break or NUL"}
 	case strings.TrimSpace(v.Value) != v.Value:
-		return &NCCLConfError{Name: v.Name, Reason: "value has leading or trailing white space, which NCCL would keep"}
+		return &ConfError{Name: v.Name, Reason: "value has leading or trailing white space, which NCCL would keep"}
 	case len(v.Value) > ncclValMax:
-		return &NCCLConfError{Name: v.Name, Reason: fmt.Sprintf("value longer than NCCL's %d bytes", ncclValMax)}
+		return &ConfError{Name: v.Name, Reason: fmt.Sprintf("value longer than NCCL's %d bytes", ncclValMax)}
 	}
 	return nil
 }
 
-// WriteNCCLConf replaces the file at p (a host path such as
+// WriteConf replaces the file at p (a host path such as
 // "/etc/nccl.conf", under fs's root) with data, atomically: a temporary file
 // in the same directory is written, fsynced, given its mode and owner, and
 // renamed over p; then the directory is fsynced and the file read back.
@@ -252,7 +254,7 @@ func validateNCCLVar(v NCCLVar) error {
 // fs (ErrReadOnly) and a path that is a symlink (renaming over it would
 // replace the link, not the file it points to), and does not create missing
 // directories. Errors keep the errno (errors.Is(err, syscall.EACCES) ...).
-func WriteNCCLConf(fs FS, p string, data []byte) error {
+func WriteConf(fs nic.FS, p string, data []byte) error {
 	if err := fs.CheckWrite("write", p); err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
-package nic
+package nccl
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rocectl/rocectl/nic"
 )
 
 // PathType is NCCL's classification of the PCIe path between two devices,
@@ -105,8 +107,8 @@ type Affinity struct {
 type Topology struct {
 	// GPUs and NICs are in PCI address order; GPU<i> names index GPUs
 	// (nvidia-smi's default order; CUDA's may differ, see CUDA_DEVICE_ORDER).
-	GPUs []PCIDevice `json:"gpus"`
-	NICs []PCIDevice `json:"nics"`
+	GPUs []nic.PCIDevice `json:"gpus"`
+	NICs []nic.PCIDevice `json:"nics"`
 	// Pairs holds every GPU×NIC path, GPU-major.
 	Pairs    []TopoPair    `json:"pairs"`
 	Degraded []Degradation `json:"degraded"`
@@ -126,7 +128,7 @@ func (t *Topology) Path(g, n int) PathType {
 
 // IsGPU reports an NVIDIA GPU: vendor 0x10de with class 0x0302xx (3D
 // controller, the data-centre parts) or 0x0300xx (VGA).
-func IsGPU(d PCIDevice) bool {
+func IsGPU(d nic.PCIDevice) bool {
 	return d.Vendor == "0x10de" && (strings.HasPrefix(d.Class, "0x0302") || strings.HasPrefix(d.Class, "0x0300"))
 }
 
@@ -134,12 +136,12 @@ func IsGPU(d PCIDevice) bool {
 // (RoCE or InfiniBand, including devices on an auxiliary device of the
 // function). A NIC whose RDMA driver is not loaded does not count: NCCL
 // could not use it either.
-func IsRDMANIC(d PCIDevice) bool { return len(d.RDMADevs) > 0 }
+func IsRDMANIC(d nic.PCIDevice) bool { return len(d.RDMADevs) > 0 }
 
 // ReadTopology reads the PCI tree under fs and derives the GPU/NIC
 // topology. It fails only when /sys/bus/pci/devices cannot be read.
-func ReadTopology(fs FS) (*Topology, error) {
-	devs, err := ReadPCIDevices(fs)
+func ReadTopology(fs nic.FS) (*Topology, error) {
+	devs, err := nic.ReadPCIDevices(fs)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +150,8 @@ func ReadTopology(fs FS) (*Topology, error) {
 
 // BuildTopology derives the topology from a set of PCI functions (all of
 // them: bridges are needed for NUMA nodes and switch identities).
-func BuildTopology(devs []PCIDevice) *Topology {
-	by := map[string]*PCIDevice{}
+func BuildTopology(devs []nic.PCIDevice) *Topology {
+	by := map[string]*nic.PCIDevice{}
 	for i := range devs {
 		by[devs[i].Addr] = &devs[i]
 	}
@@ -205,7 +207,7 @@ type topoNodes struct {
 // the numa_node of the last PCI node reached. Then, as
 // ncclTopoFlattenBcmSwitches does, a Broadcom PEX switch that presents
 // itself as two levels is merged into one.
-func topoNCCLNodes(d PCIDevice, by map[string]*PCIDevice) topoNodes {
+func topoNCCLNodes(d nic.PCIDevice, by map[string]*nic.PCIDevice) topoNodes {
 	chain := append(append([]string(nil), d.Bridges...), d.Addr)
 	k := len(chain) - 1
 	var nodes []string
@@ -227,7 +229,7 @@ func topoNCCLNodes(d PCIDevice, by map[string]*PCIDevice) topoNodes {
 
 // topoBDF12 is NCCL's checkBDFFormat: exactly "BBBB:BB:DD.F".
 func topoBDF12(s string) bool {
-	return len(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.' && isPCIAddress(s)
+	return len(s) == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.' && nic.IsPCIAddress(s)
 }
 
 // topoFlattenBCM merges, along one chain (nearest first), a Broadcom
@@ -235,7 +237,7 @@ func topoBDF12(s string) bool {
 // ncclTopoFlattenBcmSwitches does: a switch matching the first level merges
 // its direct children matching the second level of the same generation,
 // and is not merged again.
-func topoFlattenBCM(nodes []string, by map[string]*PCIDevice) []string {
+func topoFlattenBCM(nodes []string, by map[string]*nic.PCIDevice) []string {
 	out := append([]string(nil), nodes...)
 	for i := len(out) - 1; i >= 1; {
 		g := topoBcmGen(by[out[i]], 0)
@@ -253,7 +255,7 @@ func topoFlattenBCM(nodes []string, by map[string]*PCIDevice) []string {
 // vendor, device, subsystem vendor and subsystem device: 4 for a PEX88000
 // (1000:c010, subsystem 1000:axxx, both levels alike), 5 for a PEX89000
 // (1000:c030, subsystem 1000:<level>xxx), 0 otherwise.
-func topoBcmGen(d *PCIDevice, level uint64) int {
+func topoBcmGen(d *nic.PCIDevice, level uint64) int {
 	if d == nil {
 		return 0
 	}
@@ -304,15 +306,15 @@ func topoPath(a, b topoNodes) PathType {
 // them (the NCCL switch nodes: their current_link_* is the link towards the
 // CPU). A downstream or root port reports the same link as the device below
 // it, so it is not checked again.
-func topoDegraded(t *Topology, by map[string]*PCIDevice) []Degradation {
+func topoDegraded(t *Topology, by map[string]*nic.PCIDevice) []Degradation {
 	type item struct {
-		d    PCIDevice
+		d    nic.PCIDevice
 		role string
 		name string
 	}
 	var items []item
 	seen := map[string]bool{}
-	add := func(d PCIDevice, role, name string) {
+	add := func(d nic.PCIDevice, role, name string) {
 		if seen[d.Addr] {
 			return
 		}
@@ -327,7 +329,7 @@ func topoDegraded(t *Topology, by map[string]*PCIDevice) []Degradation {
 	}
 	// The switch uplinks, those merged by the BCM flattening included: each
 	// is a link of its own.
-	for _, d := range append(append([]PCIDevice(nil), t.GPUs...), t.NICs...) {
+	for _, d := range append(append([]nic.PCIDevice(nil), t.GPUs...), t.NICs...) {
 		for _, a := range topoNCCLNodes(d, by).raw {
 			if b, ok := by[a]; ok {
 				add(*b, "switch", "")
@@ -345,9 +347,9 @@ func topoDegraded(t *Topology, by map[string]*PCIDevice) []Degradation {
 	return out
 }
 
-func topoCheckLink(d PCIDevice, by map[string]*PCIDevice, role, name string) (Degradation, bool) {
-	cur, ok1 := ParseLinkSpeed(d.CurSpeed)
-	top, ok2 := ParseLinkSpeed(d.MaxSpeed)
+func topoCheckLink(d nic.PCIDevice, by map[string]*nic.PCIDevice, role, name string) (Degradation, bool) {
+	cur, ok1 := nic.ParseLinkSpeed(d.CurSpeed)
+	top, ok2 := nic.ParseLinkSpeed(d.MaxSpeed)
 	speedLow := ok1 && ok2 && cur < top
 	widthLow := d.CurWidth > 0 && d.MaxWidth > 0 && d.CurWidth < d.MaxWidth
 	if !speedLow && !widthLow {
@@ -358,14 +360,14 @@ func topoCheckLink(d PCIDevice, by map[string]*PCIDevice, role, name string) (De
 		CurSpeed: d.CurSpeed, MaxSpeed: d.MaxSpeed, CurWidth: d.CurWidth, MaxWidth: d.MaxWidth,
 		SpeedLow: speedLow, WidthLow: widthLow,
 	}
-	var port *PCIDevice
+	var port *nic.PCIDevice
 	if len(d.Bridges) > 0 {
 		port = by[d.Bridges[len(d.Bridges)-1]]
 	}
 	portSpeedCap, portWidthCap := false, false
 	if port != nil {
 		dg.PortMaxSpeed, dg.PortMaxWidth = port.MaxSpeed, port.MaxWidth
-		if pm, ok := ParseLinkSpeed(port.MaxSpeed); ok && speedLow && pm <= cur {
+		if pm, ok := nic.ParseLinkSpeed(port.MaxSpeed); ok && speedLow && pm <= cur {
 			portSpeedCap = true
 		}
 		if port.MaxWidth > 0 && widthLow && port.MaxWidth <= d.CurWidth {

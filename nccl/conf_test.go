@@ -1,4 +1,4 @@
-package nic
+package nccl
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rocectl/rocectl/nic"
 )
 
 func TestParseNCCLConfFollowsNCCLRules(t *testing.T) {
@@ -29,8 +31,8 @@ func TestParseNCCLConfFollowsNCCLRules(t *testing.T) {
 		"L=" + long + "M=2\n" + // 4095-byte fgets: the rest is read as its own line
 		strings.Repeat("N", 1100) + "=v\n" + // name cut to 1023 bytes
 		"LAST=no-newline"
-	got := ParseNCCLConf([]byte(in))
-	want := []NCCLVar{
+	got := ParseConf([]byte(in))
+	want := []Var{
 		{"NCCL_IB_TC ", " 106"},
 		{" #NCCL_NOT_A_COMMENT", "1"},
 		{"NCCL_SOCKET_IFNAME", "eth0"},
@@ -46,7 +48,7 @@ func TestParseNCCLConfFollowsNCCLRules(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		for i := range max(len(got), len(want)) {
-			var g, w NCCLVar
+			var g, w Var
 			if i < len(got) {
 				g = got[i]
 			}
@@ -62,14 +64,14 @@ func TestParseNCCLConfFollowsNCCLRules(t *testing.T) {
 
 func TestParseNCCLConfDoRoCE(t *testing.T) {
 	// What doRoCE.sh writes into /etc/nccl.conf (reference §C).
-	got := ParseNCCLConf([]byte("NCCL_IB_TC=106\nNCCL_IB_GID_INDEX=3\n"))
-	want := []NCCLVar{{"NCCL_IB_TC", "106"}, {"NCCL_IB_GID_INDEX", "3"}}
+	got := ParseConf([]byte("NCCL_IB_TC=106\nNCCL_IB_GID_INDEX=3\n"))
+	want := []Var{{"NCCL_IB_TC", "106"}, {"NCCL_IB_GID_INDEX", "3"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 
-var testNCCLVars = []NCCLVar{
+var testNCCLVars = []Var{
 	{"NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1"},
 	{"NCCL_IB_TC", "106"},
 	{"NCCL_IB_GID_INDEX", "3"},
@@ -77,7 +79,7 @@ var testNCCLVars = []NCCLVar{
 }
 
 func TestRenderNCCLConfEmpty(t *testing.T) {
-	out, conflicts, err := RenderNCCLConf(nil, "gpu-fabric-a", testNCCLVars)
+	out, conflicts, err := RenderConf(nil, "gpu-fabric-a", testNCCLVars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestRenderNCCLConfEmpty(t *testing.T) {
 	}
 	// Round trip: NCCL reads back exactly what was asked for, the '=' that
 	// starts the HCA value included.
-	if got := ParseNCCLConf(out); !reflect.DeepEqual(got, testNCCLVars) {
+	if got := ParseConf(out); !reflect.DeepEqual(got, testNCCLVars) {
 		t.Fatalf("parse(render) = %q, want %q", got, testNCCLVars)
 	}
 }
@@ -119,18 +121,18 @@ func TestRenderNCCLConfMergeKeepsUserLines(t *testing.T) {
 		"  indented junk without equals\n" +
 		"NCCL_IB_GID_INDEX=5\n" +
 		"NCCL_SOCKET_IFNAME=^lo,docker"
-	block, _, err := RenderNCCLConf(nil, "gpu-fabric-a", testNCCLVars)
+	block, _, err := RenderConf(nil, "gpu-fabric-a", testNCCLVars)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, conflicts, err := RenderNCCLConf([]byte(before), "gpu-fabric-a", testNCCLVars)
+	out, conflicts, err := RenderConf([]byte(before), "gpu-fabric-a", testNCCLVars)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := string(block) + userOnly; string(out) != want {
 		t.Fatalf("got\n%q\nwant\n%q", out, want)
 	}
-	wantConflicts := []NCCLConflict{
+	wantConflicts := []Conflict{
 		{Line: 3, Name: "NCCL_IB_TC", UserValue: "96", Managed: "106"},
 		{Line: 10, Name: "NCCL_IB_GID_INDEX", UserValue: "5", Managed: "3"},
 	}
@@ -141,7 +143,7 @@ func TestRenderNCCLConfMergeKeepsUserLines(t *testing.T) {
 	// What NCCL now sees: the block's values win, the user's other lines
 	// still count.
 	env := map[string]string{}
-	for _, v := range ParseNCCLConf(out) {
+	for _, v := range ParseConf(out) {
 		env[v.Name] = v.Value
 	}
 	for k, v := range map[string]string{
@@ -157,7 +159,7 @@ func TestRenderNCCLConfMergeKeepsUserLines(t *testing.T) {
 	}
 
 	// Idempotent.
-	again, conflicts2, err := RenderNCCLConf(out, "gpu-fabric-a", testNCCLVars)
+	again, conflicts2, err := RenderConf(out, "gpu-fabric-a", testNCCLVars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +173,7 @@ func TestRenderNCCLConfMergeKeepsUserLines(t *testing.T) {
 
 func TestRenderNCCLConfRemovesBlockWithEmptyVars(t *testing.T) {
 	in := "A=1\n# BEGIN rocectl managed block (profile p) - do not edit\nB=2\n# END rocectl managed block\nC=3\n"
-	out, _, err := RenderNCCLConf([]byte(in), "p", nil)
+	out, _, err := RenderConf([]byte(in), "p", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,15 +190,15 @@ func TestRenderNCCLConfRefusesDamagedBlock(t *testing.T) {
 		"nested begin": "# BEGIN rocectl managed block (profile p) - do not edit\n" +
 			"# BEGIN rocectl managed block (profile q) - do not edit\n# END rocectl managed block\n",
 	} {
-		out, _, err := RenderNCCLConf([]byte(in), "p", testNCCLVars)
-		if !errors.Is(err, ErrNCCLConfBlock) || out != nil {
-			t.Errorf("%s: out %q, err %v; want ErrNCCLConfBlock", name, out, err)
+		out, _, err := RenderConf([]byte(in), "p", testNCCLVars)
+		if !errors.Is(err, ErrManagedBlock) || out != nil {
+			t.Errorf("%s: out %q, err %v; want ErrManagedBlock", name, out, err)
 		}
 	}
 }
 
 func TestRenderNCCLConfValidates(t *testing.T) {
-	bad := []NCCLVar{
+	bad := []Var{
 		{"", "1"},
 		{"NCCL IB_TC", "1"},
 		{"NCCL_IB_TC ", "1"},
@@ -213,46 +215,46 @@ func TestRenderNCCLConfValidates(t *testing.T) {
 		{"NCCL_IB_HCA", strings.Repeat("m", 1024)},
 	}
 	for _, v := range bad {
-		_, _, err := RenderNCCLConf(nil, "p", []NCCLVar{v})
-		var ce *NCCLConfError
+		_, _, err := RenderConf(nil, "p", []Var{v})
+		var ce *ConfError
 		if !errors.As(err, &ce) {
-			t.Errorf("%.30q=%.30q: err %v, want *NCCLConfError", v.Name, v.Value, err)
+			t.Errorf("%.30q=%.30q: err %v, want *ConfError", v.Name, v.Value, err)
 		}
 	}
-	if _, _, err := RenderNCCLConf(nil, "p", []NCCLVar{{"A", "1"}, {"A", "2"}}); err == nil {
+	if _, _, err := RenderConf(nil, "p", []Var{{"A", "1"}, {"A", "2"}}); err == nil {
 		t.Error("a name defined twice was accepted")
 	}
-	if _, _, err := RenderNCCLConf(nil, "p\nNCCL_IB_TC=0", nil); err == nil {
+	if _, _, err := RenderConf(nil, "p\nNCCL_IB_TC=0", nil); err == nil {
 		t.Error("a profile name with a newline was accepted")
 	}
 	// Values NCCL reads verbatim and rocectl writes: '=', '#', ',' and ':'
 	// inside the value are fine.
-	ok := []NCCLVar{{"NCCL_IB_HCA", "=mlx5_0:1"}, {"NCCL_SOCKET_IFNAME", "^docker#1,lo"}, {"nccl_lower", "x=y"}}
-	out, _, err := RenderNCCLConf(nil, "p", ok)
+	ok := []Var{{"NCCL_IB_HCA", "=mlx5_0:1"}, {"NCCL_SOCKET_IFNAME", "^docker#1,lo"}, {"nccl_lower", "x=y"}}
+	out, _, err := RenderConf(nil, "p", ok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ParseNCCLConf(out); !reflect.DeepEqual(got, ok) {
+	if got := ParseConf(out); !reflect.DeepEqual(got, ok) {
 		t.Fatalf("got %q, want %q", got, ok)
 	}
 }
 
-func ncclTestRoot(t *testing.T) (FS, string) {
+func ncclTestRoot(t *testing.T) (nic.FS, string) {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return NewFS(root, false), filepath.Join(root, "etc", "nccl.conf")
+	return nic.NewFS(root, false), filepath.Join(root, "etc", "nccl.conf")
 }
 
 func TestWriteNCCLConfNewFile(t *testing.T) {
 	fs, file := ncclTestRoot(t)
-	data, _, err := RenderNCCLConf(nil, "p", testNCCLVars)
+	data, _, err := RenderConf(nil, "p", testNCCLVars)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+	if err := WriteConf(fs, "/etc/nccl.conf", data); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(file)
@@ -281,11 +283,11 @@ func TestWriteNCCLConfExistingFileModeAndOwner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, _, err := RenderNCCLConf([]byte("NCCL_DEBUG=WARN\n"), "p", testNCCLVars)
+	data, _, err := RenderConf([]byte("NCCL_DEBUG=WARN\n"), "p", testNCCLVars)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+	if err := WriteConf(fs, "/etc/nccl.conf", data); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(file)
@@ -307,18 +309,18 @@ func TestWriteNCCLConfExistingFileModeAndOwner(t *testing.T) {
 func TestWriteNCCLConfUnchangedIsNoop(t *testing.T) {
 	fs, file := ncclTestRoot(t)
 	data := []byte("NCCL_IB_TC=106\n")
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+	if err := WriteConf(fs, "/etc/nccl.conf", data); err != nil {
 		t.Fatal(err)
 	}
 	st1, _ := os.Stat(file)
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", data); err != nil {
+	if err := WriteConf(fs, "/etc/nccl.conf", data); err != nil {
 		t.Fatal(err)
 	}
 	st2, _ := os.Stat(file)
 	if st1.Sys().(*syscall.Stat_t).Ino != st2.Sys().(*syscall.Stat_t).Ino {
 		t.Error("identical content was rewritten (new inode)")
 	}
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", []byte("NCCL_IB_TC=104\n")); err != nil {
+	if err := WriteConf(fs, "/etc/nccl.conf", []byte("NCCL_IB_TC=104\n")); err != nil {
 		t.Fatal(err)
 	}
 	st3, _ := os.Stat(file)
@@ -329,17 +331,17 @@ func TestWriteNCCLConfUnchangedIsNoop(t *testing.T) {
 
 func TestWriteNCCLConfRefusals(t *testing.T) {
 	fs, file := ncclTestRoot(t)
-	ro := NewFS(fs.Root(), true)
-	if err := WriteNCCLConf(ro, "/etc/nccl.conf", []byte("A=1\n")); !errors.Is(err, ErrReadOnly) {
-		t.Errorf("read-only fs: err %v, want ErrReadOnly", err)
+	ro := nic.NewFS(fs.Root(), true)
+	if err := WriteConf(ro, "/etc/nccl.conf", []byte("A=1\n")); !errors.Is(err, nic.ErrReadOnly) {
+		t.Errorf("read-only fs: err %v, want nic.ErrReadOnly", err)
 	}
 	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
 		t.Error("read-only fs: the file was created")
 	}
-	if err := WriteNCCLConf(fs, "/nonexistent/nccl.conf", []byte("A=1\n")); !errors.Is(err, os.ErrNotExist) {
+	if err := WriteConf(fs, "/nonexistent/nccl.conf", []byte("A=1\n")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing directory: err %v, want ErrNotExist", err)
 	}
-	if err := WriteNCCLConf(fs, "etc/nccl.conf", []byte("A=1\n")); err == nil {
+	if err := WriteConf(fs, "etc/nccl.conf", []byte("A=1\n")); err == nil {
 		t.Error("relative path accepted")
 	}
 	target := filepath.Join(fs.Root(), "etc", "real.conf")
@@ -349,7 +351,7 @@ func TestWriteNCCLConfRefusals(t *testing.T) {
 	if err := os.Symlink("real.conf", file); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", []byte("A=1\n")); err == nil {
+	if err := WriteConf(fs, "/etc/nccl.conf", []byte("A=1\n")); err == nil {
 		t.Error("symlink replaced")
 	}
 	if got, _ := os.ReadFile(target); string(got) != "A=0\n" {
@@ -362,7 +364,7 @@ func TestWriteNCCLConfKeepsErrnoENOTDIR(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "etc"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := WriteNCCLConf(NewFS(root, false), "/etc/nccl.conf", []byte("A=1\n"))
+	err := WriteConf(nic.NewFS(root, false), "/etc/nccl.conf", []byte("A=1\n"))
 	if !errors.Is(err, syscall.ENOTDIR) {
 		t.Fatalf("err %v, want ENOTDIR", err)
 	}
@@ -378,7 +380,7 @@ func TestWriteNCCLConfKeepsErrnoEACCES(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
-	if err := WriteNCCLConf(fs, "/etc/nccl.conf", []byte("A=1\n")); !errors.Is(err, syscall.EACCES) {
+	if err := WriteConf(fs, "/etc/nccl.conf", []byte("A=1\n")); !errors.Is(err, syscall.EACCES) {
 		t.Fatalf("err %v, want EACCES", err)
 	}
 }
