@@ -216,4 +216,3 @@ func TestOnlyTestsImportTestSupport(t *testing.T) {
 		}
 	}
 }
-
