@@ -237,10 +237,18 @@ func TestConfirmWithoutCommitReverts(t *testing.T) {
 	if code, out := h.run("apply", "-p", h.profile); code != 1 || !strings.Contains(out, "confirm window is open") {
 		t.Errorf("second apply during the window: exit %d\n%s", code, out)
 	}
-	waitFor(t, 8*time.Second, func() bool { return h.mtu("ens1f0np0") == 1500 })
-	js, _ := apply.Store{Dir: h.state}.List()
-	if len(js) != 1 || js[0].State != apply.StateRolledBack {
-		t.Fatalf("journal %+v", js)
+	// The watcher restores the settings and only then records the
+	// rollback in the journal: wait for the record, then check both.
+	var js []*apply.Journal
+	waitFor(t, 8*time.Second, func() bool {
+		js, _ = apply.Store{Dir: h.state}.List()
+		return len(js) == 1 && (js[0].State == apply.StateRolledBack || js[0].State == apply.StateRollbackFailed)
+	})
+	if js[0].State != apply.StateRolledBack {
+		t.Fatalf("journal %+v", *js[0])
+	}
+	if m := h.mtu("ens1f0np0"); m != 1500 {
+		t.Fatalf("MTU %d after the rollback, want 1500", m)
 	}
 }
 
