@@ -2,13 +2,16 @@ package nic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/rocectl/rocectl/internal/netnstest"
 )
@@ -68,8 +71,18 @@ func watchLinksIn(t *testing.T, ns *netnstest.NS, opt WatchOptions) (<-chan Link
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(cancel)
+	stopOnCleanup(t, cancel, ch)
 	return ch, cancel
+}
+
+// stopOnCleanup ends a watcher when the test ends, however it ends, and
+// waits until its channel is closed: the watcher's goroutines are gone
+// then and it no longer logs to t.
+func stopOnCleanup[E any](t *testing.T, cancel context.CancelFunc, ch <-chan E) {
+	t.Cleanup(func() {
+		cancel()
+		waitClosed(t, ch)
+	})
 }
 
 func linkIndex(t *testing.T, ns *netnstest.NS, name string) int {
@@ -157,14 +170,15 @@ func TestWatchAddrs(t *testing.T) {
 	ns.AddVeth("va", "vb")
 	idx := linkIndex(t, ns, "va")
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
 	var ch <-chan AddrEvent
 	if err := ns.Do(func() (err error) {
 		ch, err = WatchAddrs(ctx, testLogger(t), WatchOptions{ThreadNamespace: true})
 		return err
 	}); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
+	stopOnCleanup(t, cancel, ch)
 
 	addrs := []string{"192.0.2.1/24", "2001:db8::1/64"}
 	for _, a := range addrs {
@@ -210,28 +224,62 @@ func TestWatchAddrs(t *testing.T) {
 }
 
 // A consumer that falls behind overflows the subscription socket; the
-// watcher must say so (EventLost) and keep watching on a new subscription.
+// watcher must say so (EventLost), report every link as it is now, and keep
+// watching on a new subscription.
 func TestWatchLinksLostAndResubscribed(t *testing.T) {
 	ns := netnstest.New(t)
 	// The smallest receive buffer the kernel allows (it clamps 1 up to
 	// SOCK_MIN_RCVBUF): a few messages.
 	ch, _ := watchLinksIn(t, ns, WatchOptions{ReceiveBufferSize: 1, ThreadNamespace: true})
 
-	// Not reading: the two 16-event channel buffers and the socket fill up.
+	// Not reading: the two 16-message channel buffers and the socket fill
+	// up.
 	const pairs = 40
 	for i := range pairs {
 		ns.AddVeth(fmt.Sprintf("fa%d", i), fmt.Sprintf("fb%d", i))
 	}
 	lost := waitFor(t, ch, "EventLost", func(ev LinkEvent) bool { return ev.Kind == EventLost }, nil)
-	if lost.Err == nil {
-		t.Fatal("EventLost without a cause")
+	if !errors.Is(lost.Err, unix.ENOBUFS) {
+		t.Fatalf("EventLost cause = %v, want ENOBUFS", lost.Err)
 	}
-	t.Logf("lost: %v", lost.Err)
 
-	// The new subscription sees what happens after EventLost. One change
-	// at a time: with this tiny buffer a burst of two notifications (a veth
-	// pair) can overflow it again before the reader wakes up, while a
-	// single message is always queued.
+	// After the loss every link is reported again, most of which have no
+	// event of their own coming. With this tiny buffer the new
+	// subscription may overflow again too: each EventLost restarts the
+	// re-read, so whatever was missed is reported after the last one.
+	want := map[string]LinkEvent{}
+	if err := ns.Do(func() error {
+		links, err := netlink.LinkList()
+		for _, l := range links {
+			ev := linkState(0, l)
+			want[ev.Name] = ev
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 2*pairs+1 { // and lo
+		t.Fatalf("namespace has %d links, want %d", len(want), 2*pairs+1)
+	}
+	reported := map[string]bool{}
+	for len(reported) < len(want) {
+		ev := waitFor(t, ch, fmt.Sprintf("re-read of all links (%d of %d seen)", len(reported), len(want)),
+			func(LinkEvent) bool { return true }, nil)
+		if ev.Kind == EventLost {
+			clear(reported)
+			continue
+		}
+		// Added for a link whose first event was lost.
+		w := want[ev.Name]
+		w.Kind = ev.Kind
+		if (ev.Kind != EventAdded && ev.Kind != EventChanged) || ev != w {
+			t.Fatalf("after EventLost: %+v, want %+v as added or changed", ev, w)
+		}
+		reported[ev.Name] = true
+	}
+
+	// The new subscription sees what happens after EventLost: fa0's new
+	// MTU arrives as its event, or in a re-read should that event be lost.
 	if err := ns.Do(func() error {
 		l, err := netlink.LinkByName("fa0")
 		if err != nil {
@@ -243,11 +291,7 @@ func TestWatchLinksLostAndResubscribed(t *testing.T) {
 	}
 	waitFor(t, ch, "fa0 mtu 9000 after resubscribing", func(ev LinkEvent) bool {
 		return ev.Name == "fa0" && ev.MTU == 9000
-	}, func(ev LinkEvent) {
-		if ev.Kind == EventLost {
-			t.Errorf("second EventLost: %v", ev.Err)
-		}
-	})
+	}, nil)
 }
 
 func TestWatchCancelWithoutReading(t *testing.T) {
@@ -265,5 +309,104 @@ func TestEventKindString(t *testing.T) {
 		if k.String() != s {
 			t.Errorf("%d.String() = %q, want %q", k, k.String(), s)
 		}
+	}
+}
+
+// The re-read after a lost subscription reports each link against what was
+// reported before: changed with its current values if known, added if not,
+// removed if known and gone.
+func TestLinkSetResync(t *testing.T) {
+	ns := netnstest.New(t)
+	ns.AddVeth("ra", "rb")
+	h, err := netlink.NewHandleAt(ns.Handle(), unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	lo, ra, rb := linkIndex(t, ns, "lo"), linkIndex(t, ns, "ra"), linkIndex(t, ns, "rb")
+	const goneIndex = 9999
+	s := &linkSet{h: h, known: map[int]LinkEvent{
+		lo:        {Kind: EventAdded, Name: "lo", Index: lo, MTU: 1280}, // stale values
+		ra:        {Kind: EventAdded, Name: "ra", Index: ra, MTU: 1500, OperState: "down"},
+		goneIndex: {Kind: EventChanged, Name: "gone0", Index: goneIndex, MTU: 1500, OperState: "up", AdminUp: true},
+	}}
+	got, err := s.resync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []LinkEvent{
+		{Kind: EventChanged, Name: "lo", Index: lo, MTU: 65536, OperState: "down"},
+		{Kind: EventChanged, Name: "ra", Index: ra, MTU: 1500, OperState: "down"},
+		{Kind: EventAdded, Name: "rb", Index: rb, MTU: 1500, OperState: "down"},
+		{Kind: EventRemoved, Name: "gone0", Index: goneIndex, MTU: 1500, OperState: "up", AdminUp: true},
+	}
+	byIndex := func(a, b LinkEvent) int { return a.Index - b.Index }
+	slices.SortFunc(want, byIndex) // the kernel numbers the veth peer first
+	slices.SortFunc(got, byIndex)
+	if !slices.Equal(got, want) {
+		t.Fatalf("resync =\n%+v\nwant\n%+v", got, want)
+	}
+	// Recorded: a second re-read of an unchanged namespace reports every
+	// link as changed, and nothing as added or removed.
+	got, err = s.resync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = want[:3]
+	for i := range want {
+		want[i].Kind = EventChanged
+	}
+	slices.SortFunc(got, byIndex)
+	if !slices.Equal(got, want) {
+		t.Fatalf("second resync =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// The address re-read reports only differences: an address has nothing that
+// could change while it stays the same address.
+func TestAddrSetResync(t *testing.T) {
+	ns := netnstest.New(t)
+	ns.AddVeth("va", "vb")
+	va := linkIndex(t, ns, "va")
+	for _, a := range []string{"192.0.2.1/24", "2001:db8::1/64"} {
+		if err := ns.Do(func() error {
+			l, err := netlink.LinkByName("va")
+			if err != nil {
+				return err
+			}
+			nla, err := netlink.ParseAddr(a)
+			if err != nil {
+				return err
+			}
+			return netlink.AddrAdd(l, nla)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := netlink.NewHandleAt(ns.Handle(), unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	kept := AddrEvent{Kind: EventAdded, Index: va, Name: "va", Prefix: netip.MustParsePrefix("2001:db8::1/64")}
+	gone := AddrEvent{Kind: EventAdded, Index: va, Name: "va", Prefix: netip.MustParsePrefix("198.51.100.1/24")}
+	s := &addrSet{h: h, log: testLogger(t), known: map[addrKey]AddrEvent{
+		{va, kept.Prefix}: kept,
+		{va, gone.Prefix}: gone,
+	}}
+	got, err := s.resync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Kind = EventRemoved
+	want := []AddrEvent{
+		{Kind: EventAdded, Index: va, Name: "va", Prefix: netip.MustParsePrefix("192.0.2.1/24")},
+		gone,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("resync =\n%+v\nwant\n%+v", got, want)
+	}
+	if got, err := s.resync(); err != nil || len(got) != 0 {
+		t.Fatalf("second resync = %+v, %v; want nothing", got, err)
 	}
 }
