@@ -72,13 +72,16 @@ type loop struct {
 	lastApply time.Time
 	// profileHash is the last profile whose warnings were logged.
 	profileHash string
+	// noticed are the expired confirm windows an audit-mode agent has
+	// reported (it reverts nothing, and says so once).
+	noticed map[string]bool
 }
 
 // Run keeps the host on its profile until ctx ends (or after one check
 // with Once). It returns an error only when it cannot start: the profile
 // does not load, or the metrics address cannot be listened on.
 func Run(ctx context.Context, cfg Config) error {
-	l := &loop{cfg: cfg, log: cfg.Log, st: &state{applies: map[string]int{}}}
+	l := &loop{cfg: cfg, log: cfg.Log, st: &state{applies: map[string]int{}}, noticed: map[string]bool{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -159,9 +162,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			l.check(ctx, why)
 		case <-deadlines.C:
-			if !cfg.ReadOnly {
-				l.revertExpired()
-			}
+			l.revertExpired()
 		}
 	}
 }
@@ -301,12 +302,21 @@ func (l *loop) recover(blockPending bool) error {
 
 // revertExpired honours --confirm deadlines even when the applying process
 // and its timer are gone.
+// In audit mode (read-only) it reverts nothing but says, once per apply,
+// that the host holds changes about to be reverted.
 func (l *loop) revertExpired() {
 	js, err := apply.Expired(l.cfg.Store, time.Now())
 	if err != nil {
 		return
 	}
 	for _, j := range js {
+		if l.cfg.ReadOnly {
+			if !l.noticed[j.ID] {
+				l.noticed[j.ID] = true
+				l.log.Warn(apply.ExpiredNotice(j), "journal", j.ID, "deadline", j.Deadline.Format(time.RFC3339), "pending_revert", true)
+			}
+			continue
+		}
 		err := withLock(l.cfg.Store, "agent confirm deadline", func() error {
 			j, reverted, err := apply.RevertExpired(l.cfg.Host, l.cfg.Store, j.ID, time.Now())
 			if reverted {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rocectl/rocectl/host"
@@ -54,7 +55,7 @@ func Begin(h *host.Host, d *policy.Desired, plan *policy.Plan, profileHash strin
 		return nil, err
 	}
 	now := time.Now().UTC()
-	j := &Journal{Version: 1, ID: newID(now), Profile: d.Profile.Name, ProfileHash: profileHash,
+	j := &Journal{Version: JournalVersion, ID: newID(now), Profile: d.Profile.Name, ProfileHash: profileHash,
 		Root: h.FS.Root(), Started: now, State: StateApplying, Steps: steps, PID: os.Getpid()}
 	for i := range j.Steps {
 		if err := h.CaptureUndo(d, &j.Steps[i]); err != nil {
@@ -62,7 +63,8 @@ func Begin(h *host.Host, d *policy.Desired, plan *policy.Plan, profileHash strin
 		}
 	}
 	if err := opts.Store.Save(j); err != nil {
-		return nil, fmt.Errorf("writing the journal before apply: %w", err)
+		opts.Store.discard(j.ID)
+		return nil, fmt.Errorf("writing the journal before apply (nothing was changed): %w", err)
 	}
 	return &Txn{h: h, d: d, opts: opts, J: j}, nil
 }
@@ -72,6 +74,7 @@ type ApplyError struct {
 	Err        error    // the write or verification that failed
 	Restored   []string // keys put back to their before-values
 	RestoreErr error    // non-nil when rollback itself failed
+	Skipped    []Skipped
 	JournalID  string
 }
 
@@ -80,6 +83,8 @@ func (e *ApplyError) Error() string {
 	b.WriteString(e.Err.Error())
 	if e.RestoreErr != nil {
 		fmt.Fprintf(&b, "\nROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", e.RestoreErr, e.JournalID)
+	} else if len(e.Skipped) > 0 {
+		fmt.Fprintf(&b, "\nhost restored except for vanished devices: %d setting(s) put back; %s", len(e.Restored), SkippedSummary(e.Skipped))
 	} else {
 		fmt.Fprintf(&b, "\nhost restored: %d setting(s) put back to their previous values", len(e.Restored))
 	}
@@ -105,7 +110,7 @@ func (t *Txn) Run(ctx context.Context) error {
 		if err != nil {
 			t.J.Done = i
 			rerr := Rollback(t.h, t.J, t.opts)
-			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, JournalID: t.J.ID}
+			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
 		}
 		// No journal write per step: recovery undoes every step of an
 		// unfinished journal and skips those still at their before-values,
@@ -116,6 +121,17 @@ func (t *Txn) Run(ctx context.Context) error {
 	// "applying" one for recovery, and Finish or a rollback saves next.
 	t.J.State = StateApplied
 	return nil
+}
+
+// SkippedSummary words the steps a rollback skipped, for messages.
+func SkippedSummary(sk []Skipped) string {
+	var parts []string
+	n := 0
+	for _, s := range sk {
+		n += len(s.Keys)
+		parts = append(parts, fmt.Sprintf("%s (%s)", strings.Join(s.Keys, ", "), s.Reason))
+	}
+	return fmt.Sprintf("%d setting(s) NOT restored, their device is gone: %s", n, strings.Join(parts, "; "))
 }
 
 func scopeLabel(st host.Step) string {
@@ -134,7 +150,12 @@ func (t *Txn) Finish(deadline time.Time) error {
 		d := deadline.UTC()
 		t.J.State, t.J.Deadline = StateConfirmPending, &d
 	}
-	return t.opts.Store.Save(t.J)
+	if err := t.opts.Store.Save(t.J); err != nil {
+		return &SaveError{ID: t.J.ID, OnDisk: StateApplying, Err: err,
+			Host: fmt.Sprintf("all %d step(s) are applied and hold the profile", len(t.J.Steps)),
+			Next: "the next apply, rollback or agent start will roll this apply back (free space in the state dir, then apply again)"}
+	}
+	return nil
 }
 
 // RollbackNow undoes the whole transaction (guard or verification said no).
@@ -148,7 +169,10 @@ func (t *Txn) RollbackNow() error {
 // Rollback undoes a journal's steps in reverse order, reading each undo back.
 // It carries on past a failing step, so as much as possible is restored,
 // records what was restored, and leaves the journal as rollback-failed
-// (kept for `rocectl rollback ID`) when something could not be.
+// (kept for `rocectl rollback ID`) when something could not be. A step
+// whose device is gone (ENODEV, the netdev no longer in sysfs) is skipped
+// and listed in Journal.Skipped: there is nothing left to restore, and
+// retrying it would block every later apply until the link returned.
 func Rollback(h *host.Host, j *Journal, opts Options) error {
 	if j.Root != "" && j.Root != h.FS.Root() {
 		return fmt.Errorf("journal %s was written for root %s, not %s", j.ID, j.Root, h.FS.Root())
@@ -157,7 +181,7 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 	// far a killed apply got, and steps still at their before-values are
 	// skipped below.
 	last := len(j.Steps) - 1
-	j.Restored, j.Failures = nil, nil
+	j.Restored, j.Failures, j.Skipped = nil, nil, nil
 	var errs []error
 	for i := last; i >= 0; i-- {
 		st := j.Steps[i]
@@ -165,9 +189,7 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 		// the write that failed had no effect) is left alone: no needless
 		// write, no link flap, and no failure on a device that refused it.
 		if h.CheckStep(st, true) == nil {
-			for _, c := range st.Changes {
-				j.Restored = append(j.Restored, c.Key)
-			}
+			j.Restored = append(j.Restored, stepKeys(st)...)
 			continue
 		}
 		err := h.WriteStep(nil, st, true)
@@ -175,23 +197,67 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 			err = verifyStep(context.Background(), h, st, true, opts)
 		}
 		if err != nil {
+			if why := vanished(h, st, err); why != "" {
+				j.Skipped = append(j.Skipped, Skipped{Scope: scopeLabel(st), Keys: stepKeys(st), Reason: why})
+				continue
+			}
 			errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
 			j.Failures = append(j.Failures, err.Error())
 			continue
 		}
-		for _, c := range st.Changes {
-			j.Restored = append(j.Restored, c.Key)
-		}
+		j.Restored = append(j.Restored, stepKeys(st)...)
 	}
+	prev := j.State
 	j.State = StateRolledBack
 	if len(errs) > 0 {
 		j.State = StateRollbackFailed
 	}
 	if err := opts.Store.Save(j); err != nil {
-		errs = append(errs, fmt.Errorf("updating the journal: %w", err))
+		errs = append(errs, &SaveError{ID: j.ID, OnDisk: prev, Err: err,
+			Host: "the host holds the before-values listed as restored", Next: "the next apply, rollback or agent start finds the journal open and rolls it back again, which changes nothing that is already restored"})
 	}
 	return errors.Join(errs...)
 }
+
+func stepKeys(st host.Step) []string {
+	keys := make([]string, 0, len(st.Changes))
+	for _, c := range st.Changes {
+		keys = append(keys, c.Key)
+	}
+	return keys
+}
+
+// vanished says why a step's failure means its device is gone, or "".
+func vanished(h *host.Host, st host.Step, err error) string {
+	p := st.Changes[0].Port
+	if p == nil {
+		return ""
+	}
+	if errors.Is(err, syscall.ENODEV) {
+		return fmt.Sprintf("device %s is gone (ENODEV)", p.Netdev)
+	}
+	if !h.FS.Exists("/sys/class/net/" + p.Netdev) {
+		return fmt.Sprintf("netdev %s no longer exists", p.Netdev)
+	}
+	return ""
+}
+
+// SaveError is a journal save that failed after the host changed: it says
+// what the host holds, what the journal on disk still says, and what the
+// next rocectl will do about it.
+type SaveError struct {
+	ID     string
+	OnDisk string // the state the journal on disk still records
+	Host   string
+	Next   string
+	Err    error
+}
+
+func (e *SaveError) Error() string {
+	return fmt.Sprintf("could not update journal %s (%v): %s; the journal on disk still says %q, so %s", e.ID, e.Err, e.Host, e.OnDisk, e.Next)
+}
+
+func (e *SaveError) Unwrap() error { return e.Err }
 
 // verifyStep reads a step's settings back until they hold the expected
 // values (after-values, or before-values when undoing), retrying: some

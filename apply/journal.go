@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rocectl/rocectl/host"
@@ -27,25 +27,38 @@ const (
 // Journal is the durable record of one apply: every step with its
 // before-values, written and fsynced before the first change to the host,
 // and updated when the apply ends. It is what rollback, crash recovery and
-// commit-confirmed work from, without the profile.
+// commit-confirmed work from, without the profile. Its file format is not
+// this struct but codec.go's (docs/journal-format.md).
 type Journal struct {
-	Version     int         `json:"version"`
-	ID          string      `json:"id"`
-	Profile     string      `json:"profile"`
-	ProfileHash string      `json:"profile_hash"`
-	Root        string      `json:"root"`
-	Started     time.Time   `json:"started"`
-	Updated     time.Time   `json:"updated"`
-	State       string      `json:"state"`
-	Deadline    *time.Time  `json:"confirm_deadline,omitempty"`
-	Steps       []host.Step `json:"steps"`
+	// Version is the format version the journal was read in (a version
+	// 1 journal is migrated on read); Save always writes JournalVersion.
+	Version     int
+	ID          string
+	Profile     string
+	ProfileHash string
+	Root        string
+	Started     time.Time
+	Updated     time.Time
+	State       string
+	Deadline    *time.Time
+	Steps       []host.Step
 	// Done is how many steps were written and verified, as far as the
 	// journal knows: it is saved before the first write and after the
 	// last, so a killed apply leaves 0 here and recovery undoes every step.
-	Done     int      `json:"done"`
-	Restored []string `json:"restored,omitempty"`
-	Failures []string `json:"failures,omitempty"`
-	PID      int      `json:"pid"`
+	Done     int
+	Restored []string
+	Failures []string
+	// Skipped are the steps a rollback could not restore because their
+	// device is gone (ENODEV): reported, not retried.
+	Skipped []Skipped
+	PID     int
+}
+
+// Skipped is a step a rollback left alone because its device vanished.
+type Skipped struct {
+	Scope  string   `json:"scope"`
+	Keys   []string `json:"keys"`
+	Reason string   `json:"reason"`
 }
 
 // Final reports whether the journal needs nothing more.
@@ -83,6 +96,13 @@ func (s Store) path(id string) string { return filepath.Join(s.journalDir(), id+
 
 func (s Store) donePath(id string) string { return filepath.Join(s.doneDir(), id+".json") }
 
+func (s Store) abandonedDir() string { return filepath.Join(s.journalDir(), "abandoned") }
+
+// reservePath is the room kept for a journal's final save (see Save).
+func (s Store) reservePath(id string) string {
+	return filepath.Join(s.journalDir(), "."+id+".reserve")
+}
+
 // WatcherLog is where the detached process that keeps an apply's confirm
 // deadline (when systemd cannot) writes its output; it goes when the
 // apply's journal is pruned.
@@ -106,24 +126,37 @@ func newID(now time.Time) string {
 // it. A journal that leaves the final states (a rollback of a committed
 // apply that fails) is written to journal/ again, and its done/ copy
 // removed; while both exist, the one in journal/ is the newer.
+//
+// The final save must not fail for want of space: the host would hold a
+// change the journal does not admit to. So every save of an open journal
+// also allocates room for the next one (journal/.ID.reserve, twice the
+// journal's size), and each save frees that room just before it writes.
+// A save that cannot reserve the room fails, which at Begin is before
+// anything on the host changed.
 func (s Store) Save(j *Journal) error {
+	if err := s.checkTree(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(s.journalDir(), 0o700); err != nil {
 		return err
 	}
 	j.Updated = time.Now().UTC()
-	// Compact: indenting doubled the encoding time and the bytes to
-	// fsync of a journal saved twice per apply; `jq .` reads it fine.
-	data, err := json.Marshal(j)
+	data, err := encodeJournal(j)
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
+	if err := os.Remove(s.reservePath(j.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	if err := writeFileDurable(s.path(j.ID), data, 0o600); err != nil {
 		return err
 	}
 	if !j.Final() {
 		if err := os.Remove(s.donePath(j.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
+		}
+		if err := reserve(s.reservePath(j.ID), 2*int64(len(data))+16<<10); err != nil {
+			return fmt.Errorf("reserving room for the journal's next save: %w", err)
 		}
 		return nil
 	}
@@ -134,6 +167,36 @@ func (s Store) Save(j *Journal) error {
 	// deleted by a later final Save, and is no reason to fail this one.
 	_ = s.prune()
 	return nil
+}
+
+// reserve allocates size bytes of disk to path (fallocate, or zeros where
+// the filesystem has no fallocate), durably.
+func reserve(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, syscall.EOPNOTSUPP) {
+		_, err = f.Write(make([]byte, size))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+// discard removes a journal that never reached the host (Begin failed
+// after its first save, or before).
+func (s Store) discard(id string) {
+	_ = os.Remove(s.path(id))
+	_ = os.Remove(s.reservePath(id))
 }
 
 // moveDone moves a final journal from journal/ to done/. Another rocectl
@@ -205,9 +268,15 @@ func (s Store) readDir(dir string) ([]string, error) {
 	var ids []string
 	for _, e := range ents {
 		n := e.Name()
-		if e.Type().IsRegular() && strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
-			ids = append(ids, strings.TrimSuffix(n, ".json"))
+		if !strings.HasSuffix(n, ".json") || strings.HasPrefix(n, ".") || e.IsDir() {
+			continue
 		}
+		if !e.Type().IsRegular() {
+			// A symlink or FIFO where a journal belongs is nobody's
+			// mistake: refuse rather than pass over it.
+			return nil, &UnsafePathError{Path: filepath.Join(dir, n), Want: uint32(os.Geteuid()), Why: "is not a regular file"}
+		}
+		ids = append(ids, strings.TrimSuffix(n, ".json"))
 	}
 	return ids, nil // ReadDir sorts by name
 }
@@ -246,10 +315,20 @@ func writeFileDurable(path string, data []byte, mode os.FileMode) error {
 	return d.Sync()
 }
 
+func checkID(id string) error {
+	if strings.ContainsAny(id, "/\\") || id == "" || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("%q is not a journal ID", id)
+	}
+	return nil
+}
+
 // Load reads one journal, open or finished.
 func (s Store) Load(id string) (*Journal, error) {
-	if strings.ContainsAny(id, "/\\") || id == "" || strings.HasPrefix(id, ".") {
-		return nil, fmt.Errorf("%q is not a journal ID", id)
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := s.checkTree(); err != nil {
+		return nil, err
 	}
 	// journal/ first: while a journal is in both, that copy is newer.
 	j, err := s.loadFile(s.path(id), id)
@@ -263,19 +342,41 @@ func (s Store) Load(id string) (*Journal, error) {
 }
 
 func (s Store) loadFile(path, id string) (*Journal, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSafe(path)
 	if err != nil {
 		return nil, err
 	}
-	var j Journal
-	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("journal %s is damaged: %w", id, err)
+	j, err := DecodeJournal(data)
+	if err == nil && j.ID != id {
+		err = fmt.Errorf("%w: file %s holds journal %q", ErrJournalDamaged, filepath.Base(path), j.ID)
 	}
-	return &j, nil
+	if err != nil {
+		return nil, &JournalError{ID: id, Path: path, Err: err}
+	}
+	return j, nil
 }
+
+// JournalError is a journal that cannot be used: damaged, or of a format
+// version this rocectl does not know. It blocks applies and rollbacks
+// (rocectl cannot know what the host held) until it is set aside with
+// `rocectl rollback --abandon ID`.
+type JournalError struct {
+	ID   string
+	Path string
+	Err  error
+}
+
+func (e *JournalError) Error() string {
+	return fmt.Sprintf("journal %s (%s): %v; rocectl will not act on it: if it is not yours to fix, `rocectl rollback --abandon %s` reports what the host holds and moves it aside", e.ID, e.Path, e.Err, e.ID)
+}
+
+func (e *JournalError) Unwrap() error { return e.Err }
 
 // List returns every journal, open and finished, oldest first.
 func (s Store) List() ([]*Journal, error) {
+	if err := s.checkTree(); err != nil {
+		return nil, err
+	}
 	open, err := s.readDir(s.journalDir())
 	if err != nil {
 		return nil, err
@@ -312,6 +413,9 @@ func sortByStart(js []*Journal) {
 // applies (crash) and open confirm windows. It reads journal/ only, where
 // there are none at all but while an apply runs.
 func (s Store) Open() ([]*Journal, error) {
+	if err := s.checkTree(); err != nil {
+		return nil, err
+	}
 	ids, err := s.readDir(s.journalDir())
 	if err != nil {
 		return nil, err
@@ -335,6 +439,9 @@ func (s Store) Open() ([]*Journal, error) {
 
 // LastCommitted returns the newest committed journal, or nil.
 func (s Store) LastCommitted() (*Journal, error) {
+	if err := s.checkTree(); err != nil {
+		return nil, err
+	}
 	done, err := s.readDir(s.doneDir())
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/policy"
 )
 
 // journalAt is a journal started at second sec of a fixed day, so that IDs
@@ -16,7 +17,9 @@ import (
 func journalAt(sec int, state string) *Journal {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(sec) * time.Second)
 	return &Journal{Version: 1, ID: fmt.Sprintf("%s-%06x", start.Format("20060102T150405Z"), sec), Profile: "p",
-		Started: start, State: state, Steps: []host.Step{{Scope: "ens1f0np0", Group: "link.mtu"}}}
+		Started: start, State: state, Steps: []host.Step{{Scope: "ens1f0np0", Group: "link.mtu",
+			Changes: []policy.Change{{Setting: policy.Setting{Key: "ens1f0np0.link.mtu", Scope: "ens1f0np0",
+				Name: "link.mtu", Kind: policy.KindMTU, Value: "9000"}, Before: "1500"}}}}}
 }
 
 // files lists the journal files of dir (journal/ or journal/done/) by ID.

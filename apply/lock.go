@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -33,9 +34,24 @@ func (s Store) Acquire(command string) (*Lock, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := s.checkTree(); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(s.Dir, "lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is a symlink"}
+	}
 	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || checkOwner(path, fi) != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			if err = checkOwner(path, fi); err == nil {
+				err = &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is not a regular file"}
+			}
+		}
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -56,7 +72,37 @@ func (s Store) Acquire(command string) (*Lock, error) {
 		// the flock, not the file, is the lock.
 		_, _ = f.WriteAt(data, 0)
 	}
+	// Holding the lock, no save is under way: what an interrupted one
+	// left behind can go.
+	s.cleanStale()
 	return &Lock{f: f}, nil
+}
+
+// cleanStale removes the temp files of journal saves a crash interrupted
+// (.ID.json.tmp*, a journal's size each; they piled up) and the reserved
+// room of journals no longer open. The caller holds the lock. Errors are
+// left for the next start: this is housekeeping.
+func (s Store) cleanStale() {
+	for _, dir := range []string{s.journalDir(), s.doneDir()} {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if !e.Type().IsRegular() || !strings.HasPrefix(n, ".") {
+				continue
+			}
+			stale := strings.Contains(n, ".json.tmp")
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(n, "."), ".reserve"); ok && dir == s.journalDir() {
+				_, err := os.Lstat(s.path(id))
+				stale = errors.Is(err, os.ErrNotExist)
+			}
+			if stale {
+				_ = os.Remove(filepath.Join(dir, n))
+			}
+		}
+	}
 }
 
 // Release drops the lock.

@@ -116,3 +116,10 @@ func AcquireWaiting(ctx context.Context, store Store, who string) (*Lock, error)
 		}
 	}
 }
+
+// ExpiredNotice words an expired, uncommitted confirm window for audit and
+// the agent: the host holds that apply's changes until the revert runs.
+func ExpiredNotice(j *Journal) string {
+	return fmt.Sprintf("apply %s's confirm window expired at %s without `rocectl commit`: it will be reverted by the next apply, rollback or agent check (the host holds its changes until then)",
+		j.ID, j.Deadline.UTC().Format(time.RFC3339))
+}

@@ -85,8 +85,10 @@ type Result struct {
 	JournalID string
 	Changes   int // settings the plan changed
 	Steps     int // write steps they took
-	// Restored lists the keys put back by a rollback.
+	// Restored lists the keys put back by a rollback; Skipped the steps
+	// it could not restore because their device is gone.
 	Restored []string
+	Skipped  []Skipped
 	// Failure is the failed write (an *ApplyError) when Outcome is Failed.
 	Failure error
 	// Reason says why verification or the guard rolled back (RolledBack).
@@ -143,7 +145,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 	}
 	res.JournalID, res.Steps = txn.J.ID, len(txn.J.Steps)
 	if err := txn.Run(ctx); err != nil {
-		res.Outcome, res.Failure, res.Restored = Failed, err, txn.J.Restored
+		res.Outcome, res.Failure, res.Restored, res.Skipped = Failed, err, txn.J.Restored, txn.J.Skipped
 		return res, nil
 	}
 	if opts.Applied != nil {
@@ -209,7 +211,7 @@ func guardSpec(g policy.GuardSpec, soak *time.Duration) policy.GuardSpec {
 // rejected.
 func rollbackAfter(txn *Txn, res *Result, why string) *Result {
 	res.RollbackErr = txn.RollbackNow()
-	res.Outcome, res.Reason, res.Restored = RolledBack, why, txn.J.Restored
+	res.Outcome, res.Reason, res.Restored, res.Skipped = RolledBack, why, txn.J.Restored, txn.J.Skipped
 	return res
 }
 

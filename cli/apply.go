@@ -178,6 +178,8 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 			fmt.Fprintf(env.Stderr, "rolling back: %s\n", res.Reason)
 			if res.RollbackErr != nil {
 				fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", res.RollbackErr, res.JournalID)
+			} else if len(res.Skipped) > 0 {
+				fmt.Fprintf(env.Stderr, "host restored except for vanished devices: %d setting(s) put back; %s (journal %s)\n", len(res.Restored), apply.SkippedSummary(res.Skipped), res.JournalID)
 			} else {
 				fmt.Fprintf(env.Stderr, "host restored: %d setting(s) put back (journal %s)\n", len(res.Restored), res.JournalID)
 			}
@@ -245,6 +247,9 @@ func (env *Env) recoverOpen(h *host.Host, store apply.Store, allowPending bool) 
 		}
 		if r.Err == nil {
 			fmt.Fprintf(env.Stderr, "restored %d setting(s) of apply %s\n", len(j.Restored), j.ID)
+			if len(j.Skipped) > 0 {
+				fmt.Fprintf(env.Stderr, "apply %s: %s\n", j.ID, apply.SkippedSummary(j.Skipped))
+			}
 		}
 	}
 	return err
@@ -304,11 +309,20 @@ func pendingJournal(store apply.Store, args []string) (*apply.Journal, error) {
 }
 
 func newRollbackCmd(env *Env) *cobra.Command {
-	var ifPending bool
+	var ifPending, abandon bool
 	cmd := &cobra.Command{
-		Use:   "rollback [ID]",
-		Short: "Undo the last (or a named) apply, or an unfinished one",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "rollback [ID] [--abandon ID]",
+		Short: "Undo the last (or a named) apply, or an unfinished one; or give up a journal that cannot be used",
+		Long: `rollback restores the before-values an apply journalled: the named apply, or
+the newest unfinished or confirm-pending one, or the last commit.
+
+--abandon ID gives up a journal rocectl cannot or should not act on (damaged,
+of an unknown format version, naming a device that is gone for good): it
+shows what the journal held, which of its settings hold their before-values
+now and which do not, writes nothing to the host, and moves the journal to
+journal/abandoned/ in the state dir, after which applies, rollbacks and the
+agent are no longer blocked by it.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := env.host(cmd.Context())
 			if err != nil {
@@ -323,6 +337,12 @@ func newRollbackCmd(env *Env) *cobra.Command {
 			defer lock.Release()
 			if ifPending {
 				return env.rollbackIfExpired(h, store, args)
+			}
+			if abandon {
+				if len(args) != 1 {
+					return errors.New("--abandon needs the apply ID")
+				}
+				return env.abandon(h, store, args[0])
 			}
 			var j *apply.Journal
 			if len(args) == 1 {
@@ -357,12 +377,40 @@ func newRollbackCmd(env *Env) *cobra.Command {
 			for _, k := range j.Restored {
 				fmt.Fprintf(env.Stdout, "  - %s\n", k)
 			}
+			if len(j.Skipped) > 0 {
+				fmt.Fprintf(env.Stdout, "Skipped: %s\n", apply.SkippedSummary(j.Skipped))
+			}
 			// Older unfinished journals (a crash before this one) too.
 			return env.recoverOpen(h, store, true)
 		},
 	}
+	cmd.Flags().BoolVar(&abandon, "abandon", false, "give up the named journal: report the host against it, write nothing, move it to journal/abandoned/")
 	cmd.Flags().BoolVar(&ifPending, "if-pending", false, "only revert the named apply if it is still waiting for a commit past its deadline (used by the confirm timer)")
 	return cmd
+}
+
+// abandon is `rollback --abandon ID` (apply.Abandon).
+func (env *Env) abandon(h *host.Host, store apply.Store, id string) error {
+	a, err := apply.Abandon(h, store, id)
+	if err != nil {
+		return err
+	}
+	out := env.Stdout
+	if j := a.Journal; j != nil {
+		fmt.Fprintf(out, "Journal %s: apply of profile %q started %s, state %s, %d step(s).\n", j.ID, j.Profile, j.Started.Format(time.RFC3339), j.State, len(j.Steps))
+		fmt.Fprintf(out, "At their journalled before-values (%d):\n", len(a.AtBefore))
+		for _, k := range a.AtBefore {
+			fmt.Fprintf(out, "  = %s\n", k)
+		}
+		fmt.Fprintf(out, "NOT at their before-values (%d):\n", len(a.NotRestored))
+		for _, m := range a.NotRestored {
+			fmt.Fprintf(out, "  ! %s\n", m)
+		}
+	} else {
+		fmt.Fprintf(out, "Journal %s cannot be read (%v): what it held, and so what the host held before it, is unknown.\n", id, a.ReadErr)
+	}
+	fmt.Fprintf(out, "Moved to %s; it no longer blocks apply, rollback or the agent. Nothing on the host was changed: run audit to see where it stands.\n", a.MovedTo)
+	return nil
 }
 
 // rollbackIfExpired is the confirm timer's action: revert the apply if, and

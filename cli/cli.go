@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -120,12 +122,18 @@ func newAuditCmd(env *Env) *cobra.Command {
 			if msg := pl.NoPortsMessage(); require && msg != "" {
 				return env.jsonOnError(output, errors.New(msg))
 			}
+			notices := env.pendingReverts()
 			if output == "json" {
-				if err := writeJSON(env.Stdout, newReport(pl)); err != nil {
+				rep := newReport(pl)
+				rep.Warnings = append(rep.Warnings, notices...)
+				if err := writeJSON(env.Stdout, rep); err != nil {
 					return err
 				}
 			} else {
 				renderPlanText(env.Stdout, pl, "change")
+				for _, n := range notices {
+					fmt.Fprintf(env.Stdout, "Warning: %s\n", n)
+				}
 			}
 			switch {
 			case len(pl.Plan.Errors) > 0 || len(pl.Plan.Refused) > 0:
@@ -141,6 +149,27 @@ func newAuditCmd(env *Env) *cobra.Command {
 	cmd.Flags().BoolVar(&require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
+}
+
+// pendingReverts words the confirm windows that expired uncommitted: the
+// host matches what audit reads, but not for long. Read-only; a state dir
+// audit may not read (not root, a snapshot) has nothing to say.
+func (env *Env) pendingReverts() []string {
+	if env.Snapshot != "" {
+		return nil
+	}
+	js, err := apply.Expired(env.store(), time.Now())
+	if errors.Is(err, os.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return []string{"cannot tell whether an apply awaits its revert: " + err.Error()}
+	}
+	var out []string
+	for _, j := range js {
+		out = append(out, apply.ExpiredNotice(j))
+	}
+	return out
 }
 
 // jsonOnError keeps the -o json contract on early failures (profile

@@ -1,0 +1,261 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+)
+
+const goldenV1 = "testdata/journal-v1-connectx-lossless.json"
+
+// goldenRoot is the fixture root the golden v1 journal was written for.
+func goldenRoot(t *testing.T, data []byte) string {
+	t.Helper()
+	var v struct{ Root string }
+	if err := json.Unmarshal(data, &v); err != nil || v.Root == "" {
+		t.Fatalf("golden journal: root %q, %v", v.Root, err)
+	}
+	return v.Root
+}
+
+// A v1 journal written by the rocectl before format v2 (a real apply of
+// connectx-lossless on the factory host) is migrated by kind name and
+// rolls the host back to exactly what it was.
+func TestGoldenV1JournalMigratesAndRollsBack(t *testing.T) {
+	data, err := os.ReadFile(goldenV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	beforeK, beforeF := stateJSON(t, r.sim), fixturehost.Files(t, r.root)
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if stateJSON(t, r.sim) == beforeK {
+		t.Fatal("the apply changed nothing")
+	}
+	// The golden journal was written for another copy of the fixture: the
+	// root is the one thing to point at this one (v1 has no checksum).
+	data = bytes.ReplaceAll(data, []byte(goldenRoot(t, data)), []byte(r.root))
+	s := Store{Dir: t.TempDir()}
+	j, err := DecodeJournal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(s.doneDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.donePath(j.ID), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err = s.Load(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Version != 1 || len(j.Steps) != len(r.txnSteps(t)) || j.State != StateCommitted {
+		t.Fatalf("migrated journal: version %d, %d steps (want %d), state %s", j.Version, len(j.Steps), len(r.txnSteps(t)), j.State)
+	}
+	// Kinds by name: the same steps the current code plans, kind for kind.
+	for i, st := range r.txnSteps(t) {
+		for k, c := range st.Changes {
+			if got := j.Steps[i].Changes[k]; got.Kind != c.Kind || got.Key != c.Key {
+				t.Fatalf("step %d change %d: %s %v, want %s %v", i, k, got.Key, got.Kind, c.Key, c.Kind)
+			}
+		}
+	}
+	if err := Rollback(r.h, j, Options{Store: s, Retries: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := stateJSON(t, r.sim); got != beforeK {
+		t.Errorf("kernel after the v1 rollback differs from before the apply:\n got %s\nwant %s", got, beforeK)
+	}
+	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
+		t.Errorf("files after the v1 rollback differ: %v", d)
+	}
+	// Saved back in the current format.
+	raw, err := os.ReadFile(s.donePath(j.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j2, err := DecodeJournal(raw); err != nil || j2.Version != JournalVersion || j2.State != StateRolledBack {
+		t.Fatalf("saved journal: %+v, %v; want version %d, rolled back", j2, err, JournalVersion)
+	}
+}
+
+func (r *rig) txnSteps(t *testing.T) []host.Step {
+	t.Helper()
+	steps, err := host.Steps(r.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps
+}
+
+// reseal recomputes a v2 journal's checksum after edit changed its body:
+// what a careless hand edit with the checksum fixed up would produce.
+func reseal(t *testing.T, data []byte, edit func(body map[string]any)) []byte {
+	t.Helper()
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(env.Journal, &body); err != nil {
+		t.Fatal(err)
+	}
+	edit(body)
+	b, _ := json.Marshal(body)
+	sum := sha256.Sum256(b)
+	env.Journal, env.SHA256 = b, hex.EncodeToString(sum[:])
+	out, _ := json.Marshal(env)
+	return out
+}
+
+// Defect 3: a journal cut to valid JSON, or with an edited before-value,
+// was acted on as if whole. Each is refused now, and so is a format or a
+// kind this rocectl does not know.
+func TestDamagedJournalsAreRefused(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(r.opts.Store.path(txn.J.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeJournal(good); err != nil {
+		t.Fatalf("the journal Begin wrote does not verify: %v", err)
+	}
+	n := len(txn.J.Steps)
+	golden, err := os.ReadFile(goldenV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(body map[string]any) { body["steps"] = body["steps"].([]any)[:n/2] }
+	for name, tc := range map[string]struct {
+		data []byte
+		want error
+	}{
+		"empty file":   {nil, ErrJournalDamaged},
+		"cut mid-file": {good[:len(good)/2], ErrJournalDamaged},
+		"steps cut to valid JSON, checksum kept": {func() []byte {
+			b := reseal(t, good, cut)
+			var env, orig envelope
+			_ = json.Unmarshal(b, &env)
+			_ = json.Unmarshal(good, &orig)
+			env.SHA256 = orig.SHA256
+			out, _ := json.Marshal(env)
+			return out
+		}(), ErrJournalDamaged},
+		"steps cut, checksum redone": {reseal(t, good, cut), ErrJournalDamaged},
+		"before-value edited":        {bytes.Replace(good, []byte(`"before":"1500"`), []byte(`"before":"1280"`), 1), ErrJournalDamaged},
+		"unknown version":            {bytes.Replace(good, []byte(`"version":2`), []byte(`"version":3`), 1), ErrJournalVersion},
+		"no version":                 {bytes.Replace(good, []byte(`"version":2,`), nil, 1), ErrJournalDamaged},
+		"unknown kind": {reseal(t, good, func(b map[string]any) {
+			b["steps"].([]any)[0].(map[string]any)["changes"].([]any)[0].(map[string]any)["kind"] = "frobnicate"
+		}), ErrJournalDamaged},
+		"kind as a number": {reseal(t, good, func(b map[string]any) {
+			b["steps"].([]any)[0].(map[string]any)["changes"].([]any)[0].(map[string]any)["kind"] = 0
+		}), ErrJournalDamaged},
+		"v1 cut to 20 steps": {func() []byte {
+			var v map[string]any
+			_ = json.Unmarshal(golden, &v)
+			v["steps"] = v["steps"].([]any)[:20]
+			out, _ := json.Marshal(v)
+			return out
+		}(), ErrJournalDamaged},
+		"v1 unknown kind ordinal": {bytes.Replace(golden, []byte(`"Kind":0,`), []byte(`"Kind":99,`), 1), ErrJournalDamaged},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if bytes.Equal(tc.data, good) {
+				t.Fatal("the edit changed nothing")
+			}
+			j, err := DecodeJournal(tc.data)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("DecodeJournal = %v, %v; want %v", j, err, tc.want)
+			}
+			// Through the store: refused with the way out.
+			if err := os.WriteFile(r.opts.Store.path(txn.J.ID), tc.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Recover(r.h, r.opts.Store, false, time.Now())
+			var je *JournalError
+			if !errors.As(err, &je) || !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "rocectl rollback --abandon "+txn.J.ID) {
+				t.Fatalf("Recover = %v; want a JournalError naming the way out", err)
+			}
+		})
+	}
+	// A hand pretty-printed journal still verifies.
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, good, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeJournal(pretty.Bytes()); err != nil {
+		t.Errorf("pretty-printed journal: %v", err)
+	}
+}
+
+func FuzzDecodeJournal(f *testing.F) {
+	golden, err := os.ReadFile(goldenV1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(golden)
+	j, err := DecodeJournal(golden)
+	if err != nil {
+		f.Fatal(err)
+	}
+	v2, err := encodeJournal(j)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(v2)
+	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":1,"id":"x","state":"applying","steps":[{"changes":[]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := DecodeJournal(data)
+		if err != nil {
+			if !errors.Is(err, ErrJournalDamaged) && !errors.Is(err, ErrJournalVersion) {
+				t.Fatalf("error %v is neither damaged nor version", err)
+			}
+			return
+		}
+		// Decoded means verified: whole, and the same after a round trip.
+		if err := j.check(); err != nil {
+			t.Fatalf("decoded journal fails its check: %v", err)
+		}
+		out, err := encodeJournal(j)
+		if err != nil {
+			t.Fatalf("decoded journal does not encode: %v", err)
+		}
+		j2, err := DecodeJournal(out)
+		if err != nil {
+			t.Fatalf("re-encoded journal does not decode: %v", err)
+		}
+		j2.Version = j.Version
+		if !reflect.DeepEqual(normalize(j), normalize(j2)) {
+			t.Fatalf("round trip changed the journal:\n%+v\n%+v", j, j2)
+		}
+	})
+}
+
+// normalize makes nil and empty slices compare equal (JSON does not keep
+// the difference).
+func normalize(j *Journal) *Journal {
+	c := *j
+	b, _ := json.Marshal(c)
+	var out Journal
+	_ = json.Unmarshal(b, &out)
+	return &out
+}

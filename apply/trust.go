@@ -1,0 +1,130 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// The state dir steers what root does: rollback writes every before-value
+// a journal names, files included. Like sshd's StrictModes for ~/.ssh,
+// rocectl reads nothing from it that another user could have written: the
+// state dir, its journal directories and every file read from them must
+// be owned by the user rocectl runs as (root) and not writable by group or
+// others. A forged journal in a world-writable state dir was a root file
+// write for any local user.
+
+// ErrUnsafe is a state path another user could have written; it is
+// refused (the error is an *UnsafePathError).
+var ErrUnsafe = errors.New("unsafe ownership or mode")
+
+// UnsafePathError names the refused path, what is wrong and the fix.
+type UnsafePathError struct {
+	Path string
+	UID  uint32
+	Mode fs.FileMode
+	Want uint32 // the owner it must have
+	Why  string // "is a symlink", ... when not ownership or mode
+}
+
+func (e *UnsafePathError) Error() string {
+	if e.Why != "" {
+		return fmt.Sprintf("refusing %s: it %s; rocectl reads only regular files and directories from its state dir (remove it, and check what changed it)", e.Path, e.Why)
+	}
+	return fmt.Sprintf("refusing %s: owned by uid %d with mode %04o, but it must be owned by uid %d and not writable by group or others (fix: chown %d %s && chmod go-w %s, after checking nobody else changed what it holds)",
+		e.Path, e.UID, e.Mode.Perm(), e.Want, e.Want, e.Path, e.Path)
+}
+
+func (e *UnsafePathError) Unwrap() error { return ErrUnsafe }
+
+// checkOwner checks a state path's owner and mode from its FileInfo
+// (Lstat, or Stat of an open file).
+func checkOwner(path string, fi fs.FileInfo) error {
+	want := uint32(os.Geteuid())
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &UnsafePathError{Path: path, Want: want, Why: "is a symlink"}
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return &UnsafePathError{Path: path, Want: want, Why: "is neither a regular file nor a directory"}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return &UnsafePathError{Path: path, Want: want, Why: "has no owner information"}
+	}
+	if st.Uid != want || fi.Mode().Perm()&0o022 != 0 {
+		return &UnsafePathError{Path: path, UID: st.Uid, Mode: fi.Mode(), Want: want}
+	}
+	return nil
+}
+
+// checkDir checks a directory of the state dir; one that does not exist
+// is fine (nothing is read from it). follow: the state dir itself may be
+// a symlink an administrator made; nothing under it may.
+func checkDir(path string, follow bool) error {
+	stat := os.Lstat
+	if follow {
+		stat = os.Stat
+	}
+	fi, err := stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkOwner(path, fi); err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is not a directory"}
+	}
+	return nil
+}
+
+// checkTree checks the state dir and the journal directories in it.
+func (s Store) checkTree() error {
+	if err := checkDir(s.Dir, true); err != nil {
+		return err
+	}
+	for _, d := range []string{s.journalDir(), s.doneDir(), s.abandonedDir()} {
+		if err := checkDir(d, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSafe reads a file of the state dir: no symlink followed, and the
+// checks made on the file opened, so it cannot be swapped in between.
+func readSafe(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is a symlink"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOwner(path, fi); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is not a regular file"}
+	}
+	const max = 64 << 20 // far beyond any journal; a bound on what we read
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes is not a journal", path, fi.Size())
+	}
+	buf := make([]byte, fi.Size())
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n != len(buf) {
+		return nil, err
+	}
+	return buf[:n], nil
+}

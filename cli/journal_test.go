@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+)
+
+// Defect 9: an expired, uncommitted confirm window whose watcher died was
+// invisible to audit ("No changes. Host matches profile.") until the next
+// change reverted it. Audit now says so, in text and JSON; apply reverts it.
+func TestAuditReportsAnExpiredConfirmWindow(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	prof := repo("profiles/connectx-lossless.toml")
+	g := []string{"--root", root, "--state-dir", state}
+	if code, out, errs := run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...); code != ExitOK {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	// The apply as a --confirm apply whose watcher was killed leaves it.
+	store := apply.Store{Dir: state}
+	j, err := store.LastCommitted()
+	if err != nil || j == nil {
+		t.Fatal(j, err)
+	}
+	deadline := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	j.State, j.Deadline = apply.StateConfirmPending, &deadline
+	if err := store.Save(j); err != nil {
+		t.Fatal(err)
+	}
+	want := "apply " + j.ID + "'s confirm window expired at " + deadline.Format(time.RFC3339)
+
+	code, out, errs := run(t, sim, append(g, "audit", "-p", prof)...)
+	if code != ExitOK || !strings.Contains(out, "No changes") || !strings.Contains(out, want) || !strings.Contains(out, "will be reverted by the next apply") {
+		t.Fatalf("audit: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = run(t, sim, append(g, "audit", "-o", "json", "-p", prof)...)
+	var rep Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
+		t.Fatalf("audit -o json: exit %d, %v\n%s", code, err, out)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("warnings %q do not report the expired window", rep.Warnings)
+	}
+	// The next apply reverts it first, then finds the host factory-fresh.
+	code, out, errs = run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...)
+	if code != ExitOK || !strings.Contains(errs, "was not committed before its deadline") || !strings.Contains(out, "Applied 46 change(s)") {
+		t.Fatalf("apply after expiry: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// A damaged open journal blocks apply, with the way out in the message;
+// `rollback --abandon ID` takes it, and the host is unblocked.
+func TestRollbackAbandonUnblocks(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	prof := repo("profiles/connectx-lossless.toml")
+	g := []string{"--root", root, "--state-dir", state}
+	if code, out, errs := run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...); code != ExitOK {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	store := apply.Store{Dir: state}
+	j, err := store.LastCommitted()
+	if err != nil || j == nil {
+		t.Fatal(j, err)
+	}
+	j.State = apply.StateApplying // as a crash mid-apply leaves it
+	if err := store.Save(j); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(state, "journal", j.ID+".json")
+	data, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), `"before":"1500"`, `"before":"1280"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...)
+	if code != ExitError || !strings.Contains(errs, "rocectl rollback --abandon "+j.ID) {
+		t.Fatalf("apply with a damaged journal: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = run(t, sim, append(g, "rollback", "--abandon", j.ID)...)
+	if code != ExitOK || !strings.Contains(out, "cannot be read") || !strings.Contains(out, filepath.Join(state, "journal", "abandoned", j.ID+".json")) {
+		t.Fatalf("rollback --abandon: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...)
+	if code != ExitOK || !strings.Contains(out, "No changes") {
+		t.Fatalf("apply after abandon: exit %d\n%s%s", code, out, errs)
+	}
+}
