@@ -324,3 +324,16 @@ func lineDiff(want, got string) string {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// One poll of the two-port fixture host: bench/agent-footprint.sh runs
+// four of them (8 ports) every 200 ms.
+func BenchmarkPoll(b *testing.B) {
+	root, sim := fixturehost.Copy(b, "cx6dx-ofed-factory")
+	ctrs := newCounters(&host.Host{FS: nic.NewFS(root, true), K: sim}, discardLog())
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Second)
+		ctrs.poll(simPorts, now)
+	}
+}
