@@ -10,8 +10,11 @@ BIN      := bin/rocectl
 # Debian packages the tests use: iproute2/ethtool only as cross-checks in
 # namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs),
 # util-linux's setpriv for the systemd unit test, ansible-core and PyYAML
-# for the Ansible role's tests.
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml
+# for the Ansible role's tests, prometheus for `promtool check metrics` on
+# the agent's exposition (no smaller Debian package ships promtool; without
+# recommends it adds ~100 MB; on a host booted with systemd its postinst
+# also enables prometheus.service, listening on :9090).
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml prometheus
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 .PHONY: help deps build build-verbs demo test test-all test-unit test-e2e fuzz bench lint clean

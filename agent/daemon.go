@@ -7,23 +7,28 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/verify"
 )
 
 // Config is what the daemon keeps, and how.
@@ -39,8 +44,12 @@ type Config struct {
 	// least time between two applies (a PFC change flaps mlx5 links).
 	Interval         time.Duration
 	MinApplyInterval time.Duration
-	// MetricsAddr, when set, serves /metrics there.
-	MetricsAddr string
+	// MetricsAddr, when set, serves /metrics there; NIC counters are
+	// then polled every CounterInterval (0: one second).
+	MetricsAddr     string
+	CounterInterval time.Duration
+	// Version is rocectl's version, for rocectl_build_info.
+	Version string
 	// Once runs one check (and apply), then returns.
 	Once bool
 	// Host is the host to keep. ReadOnly (a snapshot) leaves out what
@@ -57,10 +66,61 @@ type state struct {
 	profile     string
 	lastCheck   time.Time
 	lastOK      bool
-	drift       int
+	driftGroups []driftGroup
 	unsupported int
 	applies     map[string]int
-	ports       []string
+	// lastApply is the last apply's result ("" before the first),
+	// lastApplyAt when it ended.
+	lastApply   string
+	lastApplyAt time.Time
+	// guard is "idle", "soaking" or "tripped" (rocectl_guard_state);
+	// storms counts the guard's storms by netdev.
+	guard  string
+	storms map[string]int
+	ports  []portRef
+}
+
+// driftGroup is the drift of one setting kind on one port ("" device:
+// host settings).
+type driftGroup struct {
+	device, kind string
+	n            int
+}
+
+// portRefs returns the ports of the last good check.
+func (st *state) portRefs() []portRef {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return slices.Clone(st.ports)
+}
+
+// driftGroups counts the plan's changes per port and setting kind, with a
+// zero for every kind the profile sets and the host holds: an alert on
+// rocectl_drift_settings > 0 then has a series to watch from the start.
+func driftGroups(pr *apply.Prepared) []driftGroup {
+	type key struct{ device, kind string }
+	keyOf := func(s policy.Setting) key {
+		k := key{kind: s.Kind.String()}
+		if s.Port != nil {
+			k.device = s.Port.Netdev
+		}
+		return k
+	}
+	n := map[key]int{}
+	for _, s := range pr.Desired.All() {
+		n[keyOf(s)] += 0
+	}
+	for _, c := range pr.Plan.Changes {
+		n[keyOf(c.Setting)]++
+	}
+	out := make([]driftGroup, 0, len(n))
+	for k, v := range n {
+		out = append(out, driftGroup{k.device, k.kind, v})
+	}
+	slices.SortFunc(out, func(a, b driftGroup) int {
+		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.kind, b.kind))
+	})
+	return out
 }
 
 // loop is one running daemon.
@@ -81,7 +141,7 @@ type loop struct {
 // with Once). It returns an error only when it cannot start: the profile
 // does not load, or the metrics address cannot be listened on.
 func Run(ctx context.Context, cfg Config) error {
-	l := &loop{cfg: cfg, log: cfg.Log, st: &state{applies: map[string]int{}}, noticed: map[string]bool{}}
+	l := &loop{cfg: cfg, log: cfg.Log, st: &state{applies: map[string]int{}, storms: map[string]int{}}, noticed: map[string]bool{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -90,7 +150,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l.st.profile = p.Name
-	// Goroutines started here (watchdog, link events) end with Run.
+	// Goroutines started here end with Run: cancel stops them, and wg
+	// (deferred first, so it waits last) joins those that report to it.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h, store := cfg.Host, cfg.Store
@@ -99,13 +162,21 @@ func Run(ctx context.Context, cfg Config) error {
 			l.log.Error("recovering earlier applies", "err", err)
 		}
 	}
+	var ctrs *counters
 	if cfg.MetricsAddr != "" {
+		ctrs = newCounters(h, l.log)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			newCollector(l.st, ctrs, cfg.Version))
 		ln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
-		srv := &http.Server{Handler: metricsHandler(h, l.st), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(l.log.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		wg.Go(func() { _ = srv.Serve(ln) })
 		defer srv.Close()
 		l.log.Info("serving metrics", "addr", ln.Addr().String())
 	}
@@ -124,7 +195,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// blocks the loop for its whole soak window (the profile's, up to
 	// hours), which is work, not a hang.
 	if wd, _ := daemon.SdWatchdogEnabled(false); wd > 0 {
-		go func() {
+		wg.Go(func() {
 			t := time.NewTicker(wd / 2)
 			defer t.Stop()
 			for {
@@ -135,9 +206,19 @@ func Run(ctx context.Context, cfg Config) error {
 					_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
 				}
 			}
-		}()
+		})
 	}
 	l.check(ctx, "start")
+	if ctrs != nil && !cfg.Once {
+		// A first poll before READY, so that the first scrape has the
+		// counters; then one every CounterInterval.
+		ctrs.poll(l.st.portRefs(), time.Now())
+		interval := cfg.CounterInterval
+		if interval <= 0 {
+			interval = counterDefaultInterval
+		}
+		wg.Go(func() { ctrs.run(ctx, interval, l.st.portRefs) })
+	}
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
 	if cfg.Once {
 		return nil
@@ -196,10 +277,10 @@ func (l *loop) check(ctx context.Context, why string) {
 	st.mu.Lock()
 	st.lastCheck, st.lastOK = time.Now(), err == nil
 	if err == nil {
-		st.drift, st.unsupported = len(pr.Plan.Changes), len(pr.Plan.Unsupported)
+		st.driftGroups, st.unsupported = driftGroups(pr), len(pr.Plan.Unsupported)
 		st.ports = st.ports[:0]
 		for _, dp := range pr.Desired.Ports {
-			st.ports = append(st.ports, dp.Port.Netdev)
+			st.ports = append(st.ports, portRef{netdev: dp.Port.Netdev, rdmaDev: dp.Port.RDMADevice, port: dp.Port.PortNum})
 		}
 	}
 	st.mu.Unlock()
@@ -236,40 +317,56 @@ func (l *loop) check(ctx context.Context, why string) {
 		return
 	}
 	l.lastApply = time.Now()
-	result := l.apply(ctx)
+	result, storm := l.apply(ctx)
 	st.mu.Lock()
 	st.applies[result]++
+	st.lastApply, st.lastApplyAt = result, time.Now()
+	st.guard = "idle"
+	if storm != nil {
+		st.guard = "tripped"
+		st.storms[storm.Port]++
+	}
+	st.mu.Unlock()
+}
+
+// setGuard records the guard's state for rocectl_guard_state.
+func (st *state) setGuard(s string) {
+	st.mu.Lock()
+	st.guard = s
 	st.mu.Unlock()
 }
 
 // apply runs the profile's change as `rocectl apply` does (lock, recovery,
 // a fresh plan, apply.Run) and logs one line with its result; it returns
-// the metrics label of that result: applied, failed or rolled_back.
-func (l *loop) apply(ctx context.Context) string {
+// the metrics label of that result (applied, failed or rolled_back) and the
+// storm that tripped the guard, if one did.
+func (l *loop) apply(ctx context.Context) (string, *verify.Storm) {
 	lock, err := l.cfg.Store.Acquire("apply -p " + l.cfg.Profile)
 	if err != nil {
 		l.log.Error("apply", "result", "failed", "err", err)
-		return "failed"
+		return "failed", nil
 	}
 	defer lock.Release()
 	if err := l.recover(true); err != nil {
 		l.log.Error("apply", "result", "failed", "err", err)
-		return "failed"
+		return "failed", nil
 	}
 	p, err := l.loadProfile()
 	if err != nil {
 		l.log.Error("apply", "result", "failed", "err", err)
-		return "failed"
+		return "failed", nil
 	}
 	pr := apply.Prepare(l.cfg.Host, p, false)
 	if !pr.Plan.Changed() {
 		l.log.Info("apply", "result", "applied", "changes", 0, "note", "the host matched the profile again before the apply")
-		return "applied"
+		return "applied", nil
 	}
-	res, err := apply.Run(ctx, pr, apply.RunOptions{Store: l.cfg.Store, Command: "agent apply", Log: l.log})
+	// Written and read back: verification and the guard's soak follow.
+	soaking := func(*apply.Result) { l.st.setGuard("soaking") }
+	res, err := apply.Run(ctx, pr, apply.RunOptions{Store: l.cfg.Store, Command: "agent apply", Log: l.log, Applied: soaking})
 	if err != nil {
 		l.log.Error("apply", "result", "failed", "profile", p.Name, "changes", len(pr.Plan.Changes), "err", err)
-		return "failed"
+		return "failed", nil
 	}
 	result, level := "applied", slog.LevelInfo
 	switch {
@@ -284,7 +381,7 @@ func (l *loop) apply(ctx context.Context) string {
 		attrs = append(attrs, "err", strings.Join(errs, "; "))
 	}
 	l.log.Log(ctx, level, "apply", attrs...)
-	return result
+	return result, res.Storm
 }
 
 // recover restores what an earlier rocectl left unfinished (and expired
@@ -369,78 +466,4 @@ func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
 			}
 		}
 	}()
-}
-
-// metricsHandler serves the Prometheus text format by hand: a handful of
-// gauges and counters do not need a client library.
-func metricsHandler(h *host.Host, st *state) http.Handler {
-	var statsMu sync.Mutex
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		st.mu.Lock()
-		prof := st.profile
-		fmt.Fprintf(w, "# HELP rocectl_drift_settings Settings that differ from the profile at the last check.\n# TYPE rocectl_drift_settings gauge\nrocectl_drift_settings{profile=%q} %d\n", prof, st.drift)
-		fmt.Fprintf(w, "# HELP rocectl_unsupported_settings Profile settings this host cannot take.\n# TYPE rocectl_unsupported_settings gauge\nrocectl_unsupported_settings{profile=%q} %d\n", prof, st.unsupported)
-		ok := 0
-		if st.lastOK {
-			ok = 1
-		}
-		fmt.Fprintf(w, "# HELP rocectl_last_check_success Whether the last drift check could read the host.\n# TYPE rocectl_last_check_success gauge\nrocectl_last_check_success %d\n", ok)
-		fmt.Fprintf(w, "# HELP rocectl_last_check_timestamp_seconds Time of the last drift check.\n# TYPE rocectl_last_check_timestamp_seconds gauge\nrocectl_last_check_timestamp_seconds %d\n", st.lastCheck.Unix())
-		fmt.Fprintf(w, "# HELP rocectl_applies_total Applies by the agent, by result.\n# TYPE rocectl_applies_total counter\n")
-		for _, res := range []string{"applied", "failed", "rolled_back"} {
-			fmt.Fprintf(w, "rocectl_applies_total{result=%q} %d\n", res, st.applies[res])
-		}
-		ports := append([]string(nil), st.ports...)
-		st.mu.Unlock()
-
-		statsMu.Lock()
-		defer statsMu.Unlock()
-		fmt.Fprintf(w, "# HELP rdma_roce_pfc_pause_frames_total PFC pause frames per priority.\n# TYPE rdma_roce_pfc_pause_frames_total counter\n")
-		var dur, storms []string
-		for _, nd := range ports {
-			stats, err := h.K.Stats(nd)
-			if err != nil {
-				continue
-			}
-			for _, name := range sortedStatNames(stats) {
-				var dir string
-				var prio int
-				if n, _ := fmt.Sscanf(name, "%2s_prio%d_pause", &dir, &prio); n == 2 && (dir == "rx" || dir == "tx") {
-					lbl := fmt.Sprintf("{netdev=%q,direction=%q,priority=\"%d\"}", nd, dir, prio)
-					switch {
-					case name == fmt.Sprintf("%s_prio%d_pause", dir, prio):
-						fmt.Fprintf(w, "rdma_roce_pfc_pause_frames_total%s %d\n", lbl, stats[name])
-					case name == fmt.Sprintf("%s_prio%d_pause_duration", dir, prio):
-						dur = append(dur, fmt.Sprintf("rdma_roce_pfc_pause_duration_total%s %d", lbl, stats[name]))
-					}
-				}
-				if sev, ok := strings.CutPrefix(name, "tx_pause_storm_"); ok {
-					storms = append(storms, fmt.Sprintf("rdma_netdev_pause_storm_events_total{netdev=%q,severity=%q} %d", nd, strings.TrimSuffix(sev, "_events"), stats[name]))
-				}
-			}
-		}
-		fmt.Fprintf(w, "# HELP rdma_roce_pfc_pause_duration_total Time paused per priority, microseconds.\n# TYPE rdma_roce_pfc_pause_duration_total counter\n%s", lines(dur))
-		fmt.Fprintf(w, "# HELP rdma_netdev_pause_storm_events_total NIC pause-storm watchdog events.\n# TYPE rdma_netdev_pause_storm_events_total counter\n%s", lines(storms))
-	})
-}
-
-func lines(ss []string) string {
-	if len(ss) == 0 {
-		return ""
-	}
-	return strings.Join(ss, "\n") + "\n"
-}
-
-func sortedStatNames(m map[string]uint64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

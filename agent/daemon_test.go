@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +140,89 @@ func TestEnforceAppliesAndLogsOneLine(t *testing.T) {
 	if n, ok := len(again.records(t, "apply")), len(again.records(t, "host matches profile")); n != 0 || ok != 1 {
 		t.Errorf("second run: %d apply lines, %d in-sync lines, want 0 and 1", n, ok)
 	}
+}
+
+// The daemon serves the counters on /metrics, keeps polling them between
+// drift checks (an hour apart here), and stops polling and serving when
+// Run returns.
+func TestMetricsServesPolledCounters(t *testing.T) {
+	t.Setenv("NOTIFY_SOCKET", "")
+	h, sim, root := simHost(t)
+	sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 1_500_000)
+	setHWCounter(t, root, "mlx5_0", "rp_cnp_handled", 31)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, MetricsAddr: addr,
+			CounterInterval: 5 * time.Millisecond, Version: "v9.9.9", Host: h, ReadOnly: true,
+			Store: apply.Store{Dir: t.TempDir()}, Log: slog.New(slog.DiscardHandler)})
+	}()
+	// scrapeUntil scrapes until the body holds every line (the server
+	// starts before the first check and poll), or fails after 30 s.
+	scrapeUntil := func(lines ...string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			body, err := scrape("http://" + addr + "/metrics")
+			missing := ""
+			for _, l := range lines {
+				if !strings.Contains(body, l+"\n") {
+					missing = l
+					break
+				}
+			}
+			if err == nil && missing == "" {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/metrics never served %q (err %v):\n%s", missing, err, body)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	body := scrapeUntil(
+		`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 1.5`,
+		`rocectl_cnp_handled_total{device="ens1f0np0",port="1",rdma_device="mlx5_0"} 31`,
+		`rocectl_drift_settings{device="ens1f0np0",kind="pfc",profile="connectx-lossless"} 1`,
+		`rocectl_last_check_success 1`,
+		`rocectl_guard_state{state="idle"} 1`,
+	)
+	for _, want := range []string{`rocectl_build_info{goversion="go`, `version="v9.9.9"} 1`, "go_goroutines ", "process_resident_memory_bytes "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	// The poller, not the hourly drift check, picks up new counts.
+	sim.AddStat("ens1f0np0", "rx_prio3_pause_duration", 250_000)
+	scrapeUntil(`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 1.75`)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := scrape("http://" + addr + "/metrics"); err == nil {
+		t.Error("/metrics still served after Run returned")
+	}
+}
+
+func scrape(url string) (string, error) {
+	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return string(b), fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(b), err
 }

@@ -36,6 +36,10 @@ done
 summary "find open journals, 200 finished (every apply start)|$(ns2us "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=done ns/op)")|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=flat ns/op)") (all in journal/, as before)|-"
 
 echo
+echo "== agent memory and CPU, 8 ports polled every 200 ms (bench/agent-footprint.sh)"
+bench/agent-footprint.sh
+
+echo
 echo "== pause storm -> rollback (bench/storm-latency.sh)"
 bench/storm-latency.sh
 

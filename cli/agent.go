@@ -48,6 +48,7 @@ watchdog pings.`,
 			cfg.LoadOptions = policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile}
 			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
 			cfg.Store, cfg.Log = env.store(), env.Log
+			cfg.Version = Version
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
@@ -56,6 +57,7 @@ watchdog pings.`,
 	fl.StringVar(&mode, "mode", "audit", "enforce (apply on drift) or audit (report only)")
 	fl.DurationVar(&cfg.Interval, "interval", 5*time.Minute, "time between drift checks")
 	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9469")
+	fl.DurationVar(&cfg.CounterInterval, "counter-interval", time.Second, "with --metrics-addr: how often NIC counters are polled")
 	fl.DurationVar(&cfg.MinApplyInterval, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
 	fl.BoolVar(&cfg.Once, "once", false, "run one check (and apply in enforce mode), then exit")
 	_ = cmd.MarkFlagRequired("profile")

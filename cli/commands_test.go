@@ -124,9 +124,9 @@ func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`rocectl_drift_settings{profile="connectx-lossless"} 46`,
+		`rocectl_drift_settings{device="ens1f0np0",kind="ecn_enable",profile="connectx-lossless"} 14`,
 		`rocectl_last_check_success 1`,
-		`rdma_netdev_pause_storm_events_total{netdev="ens1f0np0",severity="error"} 0`,
+		`rocectl_pfc_storm_events_total{device="ens1f0np0",severity="error"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)

@@ -1,0 +1,465 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rocectl/rocectl/host"
+)
+
+// The daemon's /metrics, in Prometheus conventions: base units (seconds,
+// not the drivers' microseconds), _total on counters, one rocectl_ prefix,
+// and node_exporter's "device" label for the netdev so that a query can
+// join rocectl's series with node_network_*. docs/metrics.md lists every
+// series.
+//
+// NIC counters are not read at scrape time: a poller reads them every
+// Config.CounterInterval and keeps, per series, a running total built from
+// the deltas between polls. A scrape serves the last poll. Totals kept that
+// way stay monotonic where the raw counters are not: mlx5 removes a
+// priority's pause counters while PFC is off on it (and brings them back
+// later), and a driver reload or firmware reset starts every counter from
+// zero. Prometheus' rate() would read either as a reset and lose what was
+// counted between the last scrape and the reset; polling every second
+// keeps that loss to one poll.
+
+const (
+	counterDefaultInterval = time.Second
+	// hwCountersPath is a port's RDMA counters (reference §A4.2).
+	hwCountersPath = "/sys/class/infiniband/%s/ports/%d/hw_counters/%s"
+)
+
+// family is one metric name with its labels after "device" (and, for RDMA
+// counters, "rdma_device" and "port"). The driver's count divided by per is
+// the exposed value (µs → s). A division, not a multiplication by 1e-6:
+// 3700000/1e6 is 3.7, 3700000*1e-6 is 3.6999999999999997.
+type family struct {
+	desc *prometheus.Desc
+	per  float64
+}
+
+func newFamily(name, help string, rdma bool, per float64, labels ...string) *family {
+	l := []string{"device"}
+	if rdma {
+		l = append(l, "rdma_device", "port")
+	}
+	return &family{desc: prometheus.NewDesc(name, help, append(l, labels...), nil), per: per}
+}
+
+const microseconds = 1e6 // per second
+
+var (
+	famPFCPauseFrames = newFamily("rocectl_pfc_pause_frames_total",
+		"PFC pause frames per priority; direction rx: received from the link partner (it paused us), tx: sent.", false, 1, "priority", "direction")
+	famPFCPauseSeconds = newFamily("rocectl_pfc_pause_seconds_total",
+		"Time a priority was paused; rx: we were paused by the link partner, tx: we paused it.", false, microseconds, "priority", "direction")
+	famGlobalPauseFrames = newFamily("rocectl_global_pause_frames_total",
+		"IEEE 802.3x global pause frames (they stop every priority); a RoCE port with PFC should count none.", false, 1, "direction")
+	famGlobalPauseSeconds = newFamily("rocectl_global_pause_seconds_total",
+		"Time the port was paused by (rx) or pausing (tx) 802.3x global pause.", false, microseconds, "direction")
+	famStormEvents = newFamily("rocectl_pfc_storm_events_total",
+		"Events of the NIC's own PFC storm watchdog (mlx5 pfc_storm_prevention): warning, then error when it stops honouring pause.", false, 1, "severity")
+	famPortDiscards = newFamily("rocectl_port_discards_total",
+		"Packets the port discarded (mlx5 *_discards_phy, e.g. no receive buffer).", false, 1, "direction")
+	famPrioDiscards = newFamily("rocectl_priority_discards_total",
+		"Received packets of a priority the port discarded.", false, 1, "priority")
+	famPrioBufDiscards = newFamily("rocectl_priority_buffer_discards_total",
+		"Received packets of a priority dropped for lack of receive buffer; on a lossless (PFC) priority this means PFC headroom is too small.", false, 1, "priority")
+	famCNPSent = newFamily("rocectl_cnp_sent_total",
+		"Congestion notification packets sent by the notification point (ECN-marked RoCE packets received).", true, 1)
+	famCNPHandled = newFamily("rocectl_cnp_handled_total",
+		"Congestion notification packets the reaction point received and slowed down for.", true, 1)
+	famECNMarked = newFamily("rocectl_ecn_marked_packets_total",
+		"RoCE packets received with ECN congestion experienced (CE) marks.", true, 1)
+)
+
+// counterSeries is one series: a family, its label values after the port's,
+// and the counter's name in each driver that has it (mlx5 first).
+type counterSeries struct {
+	fam    *family
+	labels []string
+	names  []string
+	// rdma: names are files in the RDMA port's hw_counters directory, not
+	// ethtool -S names.
+	rdma bool
+}
+
+// counterTable is every series the poller reads, built once: its names are
+// looked up for every port at every poll.
+//
+// Driver names: mlx5 en_stats.c and counters.c, reference §A4.1/§A4.2;
+// bnxt_en ethtool -S (shared/fixtures/bnxt_en-showmax-ethtool-S.txt) and
+// bnxt_re hw_counters.c (tx_cnp_pkts, rx_cnp_pkts, rx_ecn_marked_pkts).
+// bnxt_en has no global pause duration, storm-watchdog events or
+// per-priority discards under these meanings: those series are mlx5 only.
+var counterTable = func() []counterSeries {
+	var t []counterSeries
+	add := func(fam *family, labels []string, names ...string) {
+		t = append(t, counterSeries{fam: fam, labels: labels, names: names})
+	}
+	for p := range 8 {
+		prio := strconv.Itoa(p)
+		for _, dir := range []string{"rx", "tx"} {
+			add(famPFCPauseFrames, []string{prio, dir}, fmt.Sprintf("%s_prio%d_pause", dir, p), fmt.Sprintf("%s_pfc_ena_frames_pri%d", dir, p))
+			add(famPFCPauseSeconds, []string{prio, dir}, fmt.Sprintf("%s_prio%d_pause_duration", dir, p), fmt.Sprintf("pfc_pri%d_%s_duration_us", p, dir))
+		}
+	}
+	for _, dir := range []string{"rx", "tx"} {
+		add(famGlobalPauseFrames, []string{dir}, dir+"_global_pause", dir+"_pause_frames")
+		add(famGlobalPauseSeconds, []string{dir}, dir+"_global_pause_duration")
+	}
+	for _, sev := range []string{"warning", "error"} {
+		add(famStormEvents, []string{sev}, "tx_pause_storm_"+sev+"_events")
+	}
+	for _, dir := range []string{"rx", "tx"} {
+		add(famPortDiscards, []string{dir}, dir+"_discards_phy")
+	}
+	for p := range 8 {
+		prio := strconv.Itoa(p)
+		add(famPrioDiscards, []string{prio}, fmt.Sprintf("rx_prio%d_discards", p))
+		add(famPrioBufDiscards, []string{prio}, fmt.Sprintf("rx_prio%d_buf_discard", p))
+	}
+	for _, c := range []struct {
+		fam   *family
+		names []string
+	}{
+		{famCNPSent, []string{"np_cnp_sent", "tx_cnp_pkts"}},
+		{famCNPHandled, []string{"rp_cnp_handled", "rx_cnp_pkts"}},
+		{famECNMarked, []string{"np_ecn_marked_roce_packets", "rx_ecn_marked_pkts"}},
+	} {
+		t = append(t, counterSeries{fam: c.fam, names: c.names, rdma: true})
+	}
+	return t
+}()
+
+// portRef is a RoCE port the poller reads: its netdev (ethtool -S) and its
+// RDMA device port (hw_counters).
+type portRef struct {
+	netdev  string
+	rdmaDev string
+	port    int
+}
+
+// counterKey is one series of one port: an index into counterTable.
+type counterKey struct {
+	series int
+	netdev string
+}
+
+// counterTotal is a running total and the raw value it last saw.
+type counterTotal struct {
+	last, total uint64
+}
+
+// counters is the poller and what it has counted; Collect reads it.
+type counters struct {
+	h   *host.Host
+	log *slog.Logger
+
+	mu       sync.Mutex
+	ports    []portRef
+	totals   map[counterKey]*counterTotal
+	lastPoll time.Time
+	// pollErrors counts failed reads per netdev (ethtool -S unanswered).
+	pollErrors map[string]uint64
+}
+
+func newCounters(h *host.Host, log *slog.Logger) *counters {
+	return &counters{h: h, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}}
+}
+
+// run polls every interval until ctx ends, reading the port list from
+// ports at each poll (drift checks keep it current).
+func (c *counters) run(ctx context.Context, interval time.Duration, ports func() []portRef) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.poll(ports(), time.Now())
+		}
+	}
+}
+
+// poll reads every series of every port once and adds the deltas since the
+// last poll to the totals. A port gone from the list loses its series (a
+// driver reload renamed it); a counter missing at this poll keeps its total
+// and continues from its last raw value when it returns (mlx5 per-priority
+// pause counters while PFC is off).
+func (c *counters) poll(ports []portRef, now time.Time) {
+	type sample struct {
+		key counterKey
+		v   uint64
+	}
+	var samples []sample
+	var failed []string
+	for _, p := range ports {
+		stats, err := c.h.K.Stats(p.netdev)
+		if err != nil {
+			c.log.Debug("counters unreadable", "device", p.netdev, "err", err)
+			failed = append(failed, p.netdev)
+		}
+		for i, s := range counterTable {
+			if v, ok := c.read(p, s, stats); ok {
+				samples = append(samples, sample{counterKey{i, p.netdev}, v})
+			}
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastPoll = now
+	for _, nd := range failed {
+		c.pollErrors[nd]++
+	}
+	if !samePorts(c.ports, ports) {
+		keep := make(map[string]bool, len(ports))
+		for _, p := range ports {
+			keep[p.netdev] = true
+		}
+		for k := range c.totals {
+			if !keep[k.netdev] {
+				delete(c.totals, k)
+			}
+		}
+		for nd := range c.pollErrors {
+			if !keep[nd] {
+				delete(c.pollErrors, nd)
+			}
+		}
+		c.ports = append(c.ports[:0], ports...)
+	}
+	for _, s := range samples {
+		t := c.totals[s.key]
+		if t == nil {
+			// First sight: start from the driver's count, so the series
+			// reads as ethtool -S does.
+			c.totals[s.key] = &counterTotal{last: s.v, total: s.v}
+			continue
+		}
+		if s.v >= t.last {
+			t.total += s.v - t.last
+		} else {
+			// Reset (driver reload, firmware reset): what it shows
+			// now was counted since. The counters read here are 64 bits
+			// wide in mlx5 and bnxt (PPCNT, congestion statistics), so
+			// a smaller value is no wrap.
+			t.total += s.v
+		}
+		t.last = s.v
+	}
+}
+
+// read returns the series' raw value on port p: from stats (ethtool -S)
+// or from the RDMA port's hw_counters, under the first name the driver has.
+func (c *counters) read(p portRef, s counterSeries, stats map[string]uint64) (uint64, bool) {
+	for _, n := range s.names {
+		if !s.rdma {
+			if v, ok := stats[n]; ok {
+				return v, true
+			}
+			continue
+		}
+		if p.rdmaDev == "" {
+			return 0, false
+		}
+		txt, err := c.h.FS.ReadTrimmed(fmt.Sprintf(hwCountersPath, p.rdmaDev, p.port, n))
+		if err != nil {
+			continue
+		}
+		v, err := strconv.ParseUint(txt, 10, 64)
+		if err != nil {
+			c.log.Debug("hw_counter not a number", "device", p.rdmaDev, "counter", n, "value", txt)
+			continue
+		}
+		return v, true
+	}
+	return 0, false
+}
+
+func samePorts(a, b []portRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Descriptions of the daemon's own state.
+var (
+	descBuildInfo = prometheus.NewDesc("rocectl_build_info",
+		"rocectl's version, VCS revision and Go version; always 1.", []string{"version", "revision", "goversion"}, nil)
+	descDrift = prometheus.NewDesc("rocectl_drift_settings",
+		"Settings that differ from the profile at the last check, per port (device; empty for host settings) and setting kind.",
+		[]string{"profile", "device", "kind"}, nil)
+	descUnsupported = prometheus.NewDesc("rocectl_unsupported_settings",
+		"Profile settings this host cannot take.", []string{"profile"}, nil)
+	descCheckSuccess = prometheus.NewDesc("rocectl_last_check_success",
+		"Whether the last drift check could load the profile and read the host.", nil, nil)
+	descCheckTime = prometheus.NewDesc("rocectl_last_check_timestamp_seconds",
+		"Time of the last drift check.", nil, nil)
+	descApplies = prometheus.NewDesc("rocectl_applies_total",
+		"Applies by the agent, by result.", []string{"result"}, nil)
+	descLastApply = prometheus.NewDesc("rocectl_last_apply_result",
+		"Result of the agent's last apply: 1 on that result, 0 on the others (all 0 before the first).", []string{"result"}, nil)
+	descLastApplyTime = prometheus.NewDesc("rocectl_last_apply_timestamp_seconds",
+		"Time the agent's last apply ended (absent before the first).", nil, nil)
+	descGuardState = prometheus.NewDesc("rocectl_guard_state",
+		"The pause-storm guard: 1 on its state, 0 on the others. soaking: an apply is being verified and watched; "+
+			"tripped: the last apply's guard found a storm and rolled back; idle otherwise.", []string{"state"}, nil)
+	descGuardStorms = prometheus.NewDesc("rocectl_guard_storms_total",
+		"Pause storms the guard found after an apply of the agent (each rolled the apply back).", []string{"device"}, nil)
+	descPollTime = prometheus.NewDesc("rocectl_stats_last_poll_timestamp_seconds",
+		"Time of the last poll of the NIC statistics the NIC series come from.", nil, nil)
+	descPollErrors = prometheus.NewDesc("rocectl_stats_read_errors_total",
+		"Polls that could not read the port's ethtool statistics.", []string{"device"}, nil)
+)
+
+var (
+	applyResults = []string{"applied", "failed", "rolled_back"}
+	guardStates  = []string{"idle", "soaking", "tripped"}
+)
+
+// collector serves the daemon's state and the last counter poll.
+type collector struct {
+	st    *state
+	ctrs  *counters
+	build [3]string
+}
+
+var _ prometheus.Collector = (*collector)(nil)
+
+func newCollector(st *state, ctrs *counters, version string) *collector {
+	return &collector{st: st, ctrs: ctrs, build: buildInfo(version)}
+}
+
+// buildInfo returns version, revision and Go version. The revision is the
+// VCS revision the go command stamped into the binary ("unknown" when it
+// built without VCS information, e.g. -buildvcs=false).
+func buildInfo(version string) [3]string {
+	if version == "" {
+		version = "dev"
+	}
+	rev := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		dirty := false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if dirty && rev != "unknown" {
+			rev += "-dirty"
+		}
+	}
+	return [3]string{version, rev, runtime.Version()}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnsupported, descCheckSuccess, descCheckTime,
+		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors} {
+		ch <- d
+	}
+	seen := map[*family]bool{}
+	for _, s := range counterTable {
+		if !seen[s.fam] {
+			seen[s.fam] = true
+			ch <- s.fam.desc
+		}
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	b := c.build
+	gauge(descBuildInfo, 1, b[0], b[1], b[2])
+	c.collectState(gauge, ch)
+	if c.ctrs != nil {
+		c.collectCounters(gauge, ch)
+	}
+}
+
+func (c *collector) collectState(gauge func(*prometheus.Desc, float64, ...string), ch chan<- prometheus.Metric) {
+	st := c.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, g := range st.driftGroups {
+		gauge(descDrift, float64(g.n), st.profile, g.device, g.kind)
+	}
+	gauge(descUnsupported, float64(st.unsupported), st.profile)
+	gauge(descCheckSuccess, boolFloat(st.lastOK))
+	if !st.lastCheck.IsZero() {
+		gauge(descCheckTime, unixSeconds(st.lastCheck))
+	}
+	for _, r := range applyResults {
+		ch <- prometheus.MustNewConstMetric(descApplies, prometheus.CounterValue, float64(st.applies[r]), r)
+		gauge(descLastApply, boolFloat(st.lastApply == r), r)
+	}
+	if !st.lastApplyAt.IsZero() {
+		gauge(descLastApplyTime, unixSeconds(st.lastApplyAt))
+	}
+	guard := st.guard
+	if guard == "" {
+		guard = "idle"
+	}
+	for _, s := range guardStates {
+		gauge(descGuardState, boolFloat(guard == s), s)
+	}
+	for _, p := range st.ports {
+		ch <- prometheus.MustNewConstMetric(descGuardStorms, prometheus.CounterValue, float64(st.storms[p.netdev]), p.netdev)
+	}
+}
+
+func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...string), ch chan<- prometheus.Metric) {
+	ct := c.ctrs
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.lastPoll.IsZero() {
+		return
+	}
+	gauge(descPollTime, unixSeconds(ct.lastPoll))
+	labels := make([]string, 0, 6)
+	for _, p := range ct.ports {
+		ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.netdev]), p.netdev)
+		for i, s := range counterTable {
+			t := ct.totals[counterKey{i, p.netdev}]
+			if t == nil {
+				continue
+			}
+			labels = append(labels[:0], p.netdev)
+			if s.rdma {
+				labels = append(labels, p.rdmaDev, strconv.Itoa(p.port))
+			}
+			labels = append(labels, s.labels...)
+			ch <- prometheus.MustNewConstMetric(s.fam.desc, prometheus.CounterValue, float64(t.total)/s.fam.per, labels...)
+		}
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

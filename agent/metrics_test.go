@@ -1,0 +1,339 @@
+package agent
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/metrics/*.prom from what the collector serves")
+
+// simHost is the captured ConnectX-6 Dx factory host (ens1f0np0/mlx5_0,
+// ens1f1np1/mlx5_1) on a simulated kernel, with its tree in a temporary
+// root.
+func simHost(t *testing.T) (*host.Host, *nictest.Sim, string) {
+	t.Helper()
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	return &host.Host{FS: nic.NewFS(root, false), K: sim}, sim, root
+}
+
+var simPorts = []portRef{{"ens1f0np0", "mlx5_0", 1}, {"ens1f1np1", "mlx5_1", 1}}
+
+// setHWCounter writes an RDMA port counter in the fixture root, as the
+// driver's sysfs attribute would show it.
+func setHWCounter(t *testing.T, root, dev, name string, v uint64) {
+	t.Helper()
+	p := filepath.Join(root, fmt.Sprintf(hwCountersPath, dev, 1, name))
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("%d\n", v)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exposition returns the text format of what c serves.
+func exposition(t *testing.T, cs ...prometheus.Collector) []byte {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cs...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.Bytes()
+}
+
+// The whole exposition of a scripted host, against a golden file: every
+// name, label and value, pause durations in seconds, global pause and the
+// RDMA congestion counters included. Build info varies with the toolchain
+// and is checked on its own.
+func TestExpositionGolden(t *testing.T) {
+	h, sim, root := simHost(t)
+	for name, v := range map[string]uint64{
+		"rx_prio3_pause": 120, "rx_prio3_pause_duration": 2_500_000, // 2.5 s
+		"tx_prio3_pause": 7, "tx_prio3_pause_duration": 250,
+		"tx_global_pause": 4, "tx_global_pause_duration": 1500,
+		"tx_pause_storm_warning_events": 2, "rx_discards_phy": 9, "rx_prio3_buf_discard": 5,
+	} {
+		sim.SetStat("ens1f0np0", name, v)
+	}
+	setHWCounter(t, root, "mlx5_0", "np_cnp_sent", 1000)
+	setHWCounter(t, root, "mlx5_0", "rp_cnp_handled", 900)
+	setHWCounter(t, root, "mlx5_0", "np_ecn_marked_roce_packets", 1100)
+
+	p, err := policy.Load(profile("connectx-lossless.toml"), policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := apply.Prepare(h, p, false)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := &state{profile: p.Name, lastCheck: at, lastOK: true, driftGroups: driftGroups(pr), unsupported: len(pr.Plan.Unsupported),
+		applies: map[string]int{"applied": 2, "rolled_back": 1}, lastApply: "rolled_back", lastApplyAt: at.Add(-time.Minute),
+		guard: "tripped", storms: map[string]int{"ens1f0np0": 1}, ports: simPorts}
+	ctrs := newCounters(h, discardLog())
+	ctrs.poll(simPorts, at.Add(time.Second))
+
+	got := exposition(t, newCollector(st, ctrs, "v1.2.3"))
+	got = dropFamily(got, "rocectl_build_info")
+	golden := filepath.Join("testdata", "metrics", "cx6dx-ofed-factory.prom")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("exposition differs from %s (go test -update rewrites it):\n%s", golden, lineDiff(string(want), string(got)))
+	}
+	for _, line := range []string{
+		`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 2.5`,
+		`rocectl_global_pause_seconds_total{device="ens1f0np0",direction="tx"} 0.0015`,
+		`rocectl_cnp_sent_total{device="ens1f0np0",port="1",rdma_device="mlx5_0"} 1000`,
+		`rocectl_drift_settings{device="ens1f0np0",kind="pfc",profile="connectx-lossless"} 1`,
+	} {
+		if !bytes.Contains(got, []byte(line+"\n")) {
+			t.Errorf("exposition lacks %s", line)
+		}
+	}
+
+	var bi bytes.Buffer
+	for _, l := range strings.Split(string(exposition(t, newCollector(st, ctrs, "v1.2.3"))), "\n") {
+		if strings.HasPrefix(l, "rocectl_build_info{") {
+			bi.WriteString(l)
+		}
+	}
+	if want := `goversion="go`; !strings.Contains(bi.String(), want) || !strings.Contains(bi.String(), `version="v1.2.3"`) ||
+		!strings.Contains(bi.String(), `revision="`) || !strings.HasSuffix(bi.String(), "} 1") {
+		t.Errorf("build info %q", bi.String())
+	}
+}
+
+// promlint (what `promtool check metrics` runs) finds nothing in the
+// daemon's metrics; promtool itself, where installed, checks the full
+// exposition with the Go and process collectors.
+func TestExpositionLint(t *testing.T) {
+	h, sim, _ := simHost(t)
+	sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 10)
+	st := &state{profile: "p", applies: map[string]int{}, storms: map[string]int{}, ports: simPorts,
+		driftGroups: []driftGroup{{"ens1f0np0", "pfc", 1}, {"", "nccl", 0}}}
+	ctrs := newCounters(h, discardLog())
+	ctrs.poll(simPorts, time.Now())
+	c := newCollector(st, ctrs, "dev")
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (Debian: apt-get install prometheus; `make deps` installs it): promlint checked the rocectl_ series only")
+	}
+	text := exposition(t, c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// The totals stay monotonic where the driver's counters are not: a
+// counter that vanishes while PFC is off on its priority keeps its total
+// and continues from its last raw value; a reset (driver reload) adds what
+// was counted since; a port gone from the list loses its series.
+func TestCounterTotals(t *testing.T) {
+	h, sim, root := simHost(t)
+	ctrs := newCounters(h, discardLog())
+	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev")
+	pause := map[string]string{"device": "ens1f0np0", "priority": "3", "direction": "rx"}
+	cnp := map[string]string{"device": "ens1f0np0", "rdma_device": "mlx5_0", "port": "1"}
+	steps := []struct {
+		what  string
+		do    func()
+		ports []portRef
+		pause float64 // seconds; -1: no series
+		cnp   float64
+	}{
+		{"first poll starts at the driver's count", func() {
+			sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 1_000_000)
+			setHWCounter(t, root, "mlx5_0", "np_cnp_sent", 10)
+		}, simPorts, 1, 10},
+		{"growth", func() {
+			sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 3_000_000)
+			setHWCounter(t, root, "mlx5_0", "np_cnp_sent", 25)
+		}, simPorts, 3, 25},
+		{"PFC off on priority 3: the counter is gone", func() { sim.DelStat("ens1f0np0", "rx_prio3_pause_duration") }, simPorts, 3, 25},
+		{"PFC back on: the counter continues", func() { sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 3_500_000) }, simPorts, 3.5, 25},
+		{"driver reload: counters restart", func() {
+			sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 200_000)
+			setHWCounter(t, root, "mlx5_0", "np_cnp_sent", 5)
+		}, simPorts, 3.7, 30},
+		{"port gone", func() {}, simPorts[1:], -1, -1},
+	}
+	at := time.Now()
+	for _, s := range steps {
+		s.do()
+		at = at.Add(time.Second)
+		ctrs.poll(s.ports, at)
+		if got := value(t, c, "rocectl_pfc_pause_seconds_total", pause); got != s.pause {
+			t.Errorf("%s: pause seconds %v, want %v", s.what, got, s.pause)
+		}
+		if got := value(t, c, "rocectl_cnp_sent_total", cnp); got != s.cnp {
+			t.Errorf("%s: CNPs sent %v, want %v", s.what, got, s.cnp)
+		}
+	}
+}
+
+// bnxt_en and bnxt_re name the same counters differently; the series are
+// the same.
+func TestCounterTotalsBnxt(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	p := h.PolicyPorts(h.Discover(), false)
+	if len(p) == 0 {
+		t.Fatal("no ports discovered on bnxt-re-factory")
+	}
+	port := portRef{p[0].Netdev, p[0].RDMADevice, p[0].PortNum}
+	sim.SetStat(port.netdev, "pfc_pri3_tx_duration_us", 750_000)
+	sim.SetStat(port.netdev, "tx_pfc_ena_frames_pri3", 42)
+	sim.SetStat(port.netdev, "rx_pause_frames", 3)
+	if err := os.WriteFile(filepath.Join(root, fmt.Sprintf(hwCountersPath, port.rdmaDev, port.port, "rx_cnp_pkts")), []byte("77\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctrs := newCounters(h, discardLog())
+	ctrs.poll([]portRef{port}, time.Now())
+	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev")
+	for _, w := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"rocectl_pfc_pause_seconds_total", map[string]string{"device": port.netdev, "priority": "3", "direction": "tx"}, 0.75},
+		{"rocectl_pfc_pause_frames_total", map[string]string{"device": port.netdev, "priority": "3", "direction": "tx"}, 42},
+		{"rocectl_global_pause_frames_total", map[string]string{"device": port.netdev, "direction": "rx"}, 3},
+		{"rocectl_cnp_handled_total", map[string]string{"device": port.netdev, "rdma_device": port.rdmaDev, "port": "1"}, 77},
+	} {
+		if got := value(t, c, w.name, w.labels); got != w.want {
+			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.want)
+		}
+	}
+}
+
+// value is the series' value, or -1 when c does not serve it.
+func value(t *testing.T, c prometheus.Collector, name string, labels map[string]string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue next
+				}
+			}
+			return metricValue(m)
+		}
+	}
+	return -1
+}
+
+func metricValue(m *dto.Metric) float64 {
+	if c := m.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return m.GetGauge().GetValue()
+}
+
+// dropFamily removes a metric family (HELP, TYPE, samples) from a text
+// exposition.
+func dropFamily(text []byte, name string) []byte {
+	var out []string
+	for _, l := range strings.SplitAfter(string(text), "\n") {
+		if strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+" ") ||
+			strings.HasPrefix(l, "# HELP "+name+" ") || strings.HasPrefix(l, "# TYPE "+name+" ") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return []byte(strings.Join(out, ""))
+}
+
+// lineDiff lists the lines only one side has.
+func lineDiff(want, got string) string {
+	w, g := map[string]bool{}, map[string]bool{}
+	for _, l := range strings.Split(want, "\n") {
+		w[l] = true
+	}
+	for _, l := range strings.Split(got, "\n") {
+		g[l] = true
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	return b.String()
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// One poll of the two-port fixture host: bench/agent-footprint.sh runs
+// four of them (8 ports) every 200 ms.
+func BenchmarkPoll(b *testing.B) {
+	root, sim := fixturehost.Copy(b, "cx6dx-ofed-factory")
+	ctrs := newCounters(&host.Host{FS: nic.NewFS(root, true), K: sim}, discardLog())
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Second)
+		ctrs.poll(simPorts, now)
+	}
+}
