@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -66,6 +67,19 @@ type stepV2 struct {
 	Group   string     `json:"group"`
 	Changes []changeV2 `json:"changes"`
 	Undo    *undoV2    `json:"undo,omitempty"`
+	// DSCPApps is the port's whole DSCP APP table before the step (trust
+	// and DSCP-map steps), restored exactly on undo.
+	DSCPApps *appTableV2 `json:"dscp_apps,omitempty"`
+}
+
+type appTableV2 struct {
+	Entries []appV2 `json:"entries"`
+}
+
+type appV2 struct {
+	Selector uint8  `json:"selector"`
+	Priority uint8  `json:"priority"`
+	Protocol uint16 `json:"protocol"`
 }
 
 type changeV2 struct {
@@ -147,6 +161,12 @@ func encodeJournal(j *Journal) ([]byte, error) {
 		}
 		if u := st.Undo; u != nil {
 			s.Undo = &undoV2{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode}
+		}
+		if t := st.DSCPApps; t != nil {
+			s.DSCPApps = &appTableV2{Entries: []appV2{}}
+			for _, a := range t.Entries {
+				s.DSCPApps.Entries = append(s.DSCPApps.Entries, appV2{Selector: a.Selector, Priority: a.Priority, Protocol: a.Protocol})
+			}
 		}
 		b.Steps = append(b.Steps, s)
 	}
@@ -242,6 +262,12 @@ func decodeV2(data []byte) (*Journal, error) {
 		}
 		if u := s.Undo; u != nil {
 			st.Undo = &host.UndoBlob{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode}
+		}
+		if t := s.DSCPApps; t != nil {
+			st.DSCPApps = &host.AppTable{Entries: []dcb.App{}}
+			for _, a := range t.Entries {
+				st.DSCPApps.Entries = append(st.DSCPApps.Entries, dcb.App{Selector: a.Selector, Priority: a.Priority, Protocol: a.Protocol})
+			}
 		}
 		j.Steps = append(j.Steps, st)
 	}

@@ -103,18 +103,35 @@ func TestRollbackOfTrustRestoresCustomDSCPMap(t *testing.T) {
 			}
 		}
 	}
-	r := driverRig(t, "cx7-upstream-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ntrust = \"pcp\"\n", custom)
-	nd := r.d.Ports[0].Port.Netdev
-	before, hwBefore := stateJSON(t, r.sim), r.sim.HardwareDSCP(nd)
-	if len(r.plan.Changes) == 0 {
-		t.Fatal("nothing planned")
-	}
-	r.applyAndRollBack(t)
-	if stateJSON(t, r.sim) != before {
-		t.Error("APP table not restored entry for entry")
-	}
-	if hw := r.sim.HardwareDSCP(nd); !maps.Equal(hw, hwBefore) {
-		t.Errorf("firmware dscp2prio after rollback: 26→%d 48→%d, want 26→5 48→7", hw[26], hw[48])
+	for _, fromDisk := range []bool{false, true} {
+		r := driverRig(t, "cx7-upstream-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ntrust = \"pcp\"\n", custom)
+		nd := r.d.Ports[0].Port.Netdev
+		before, hwBefore := stateJSON(t, r.sim), r.sim.HardwareDSCP(nd)
+		if len(r.plan.Changes) == 0 {
+			t.Fatal("nothing planned")
+		}
+		if fromDisk {
+			// Crash recovery and `rocectl rollback` read the journal
+			// back from the state dir: the saved table must survive it.
+			if err := r.apply(t); err != nil {
+				t.Fatal(err)
+			}
+			open, err := r.opts.Store.Open()
+			if err != nil || len(open) != 1 {
+				t.Fatalf("open journals %v, %v", open, err)
+			}
+			if err := Rollback(r.h, open[0], r.opts); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			r.applyAndRollBack(t)
+		}
+		if stateJSON(t, r.sim) != before {
+			t.Errorf("from disk %v: APP table not restored entry for entry", fromDisk)
+		}
+		if hw := r.sim.HardwareDSCP(nd); !maps.Equal(hw, hwBefore) {
+			t.Errorf("from disk %v: firmware dscp2prio after rollback: 26→%d 48→%d, want 26→5 48→7", fromDisk, hw[26], hw[48])
+		}
 	}
 }
 
