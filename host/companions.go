@@ -54,6 +54,9 @@ func (h *Host) Plan(d *policy.Desired) *policy.Plan {
 func (h *Host) orderForDriver(d *policy.Desired, plan *policy.Plan) {
 	for _, dp := range d.Ports {
 		p := dp.Port
+		if strings.HasPrefix(p.Driver, "mlx5") {
+			h.planMLX5Buffers(plan, &p, dp.Settings)
+		}
 		if p.Driver != "bnxt_en" {
 			continue
 		}

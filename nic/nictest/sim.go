@@ -41,6 +41,8 @@ import (
 //     tx_prio<p>_pause_duration, rx_prio<p>_pause_transition exist exactly
 //     for enabled priorities. bnxt_en needs DCBX HOST and VER_IEEE (EINVAL).
 //   - SetBuffer: EINVAL for prio2buffer >= 8 or sizes over TotalSize.
+//   - mlx5_core's port buffers, manual buffer mode, xoff and link toggles:
+//     sim_mlx5_buffer.go.
 //   - AddApps: mlx5_core takes only DSCP entries with protocol < 64
 //     (EINVAL) and a new entry replaces the DSCP's mapping; elsewhere an
 //     exact duplicate is EEXIST. Entries apply in order and the first
@@ -82,6 +84,11 @@ type Sim struct {
 	// etsSet records bnxt links whose driver holds an ETS configuration
 	// (bp->ieee_ets), which its PFC write needs.
 	etsSet map[string]bool
+	// The mlx5 port buffer model (sim_mlx5_buffer.go): link speeds in
+	// Mb/s, links in manual buffer mode, link toggles counted.
+	speed   map[string]int
+	manual  map[string]bool
+	toggles map[string]int
 }
 
 var _ nic.Kernel = (*Sim)(nil)
@@ -95,7 +102,8 @@ func NewSim(st *snapshot.KernelState) *Sim {
 	if c.Links == nil {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}}
+	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{},
+		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}}
 }
 
 // HardwareDSCP returns the DSCP → priority table the NIC itself classifies

@@ -110,20 +110,7 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 		}
 		switch driverOf(ls) {
 		case snapshot.DriverMLX5:
-			if pfc.Enable != d.PFC.Enable {
-				// The driver writes PFCC only on a change, and that write
-				// zeroes pptx/pprx: global pause goes off.
-				d.PFC.Enable = pfc.Enable
-				if ls.Pause != nil {
-					ls.Pause.Rx, ls.Pause.Tx = false, false
-				}
-			}
-			// ethtool -S names follow the port's pause configuration.
-			mlx5GlobalPauseCounters(ls)
-			mlx5PrioPauseCounters(ls, d.PFC.Enable)
-			if pfc.Delay > 0 && pfc.Delay < mlx5MaxCableLen {
-				d.PFC.Delay = pfc.Delay
-			}
+			return s.mlx5SetPFC(name, ls, d, pfc)
 		case snapshot.DriverBnxt:
 			if !bnxtHostIEEE(d) {
 				return syscall.EINVAL // bnxt_dcbnl_ieee_setpfc
@@ -148,6 +135,9 @@ func (s *Sim) SetBuffer(name string, buf dcb.Buffer) error {
 		}
 		if d.Buffer == nil {
 			return nil // dcbnl skips a driver without dcbnl_setbuffer
+		}
+		if driverOf(ls) == snapshot.DriverMLX5 {
+			return s.mlx5SetBuffer(name, ls, d, buf)
 		}
 		var total uint64
 		for _, sz := range buf.Size {
