@@ -19,7 +19,22 @@ var ErrNotSnapshot = errors.New("not a rocectl snapshot")
 type Snapshot struct {
 	Meta   Meta
 	dir    string
-	kernel *KernelState
+	kernel *KernelState // every LinkState.Stats nil: they are in stats
+	stats  map[string]rawCounters
+}
+
+// kernelFile is kernel.json as Open decodes it: a KernelState whose links
+// keep their counters undecoded (counters.go). The shadowing fields win
+// over the embedded ones of the same JSON name; all others decode into the
+// embedded structs, with the same strictness.
+type kernelFile struct {
+	*KernelState
+	Links map[string]*linkFile `json:"links"`
+}
+
+type linkFile struct {
+	*LinkState
+	Stats rawCounters `json:"stats,omitempty"`
 }
 
 // Open reads DIR/snapshot.json and DIR/kernel.json. It fails with an error
@@ -44,16 +59,29 @@ func Open(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot: %s: format %q, this rocectl reads %q", filepath.Join(dir, MetaFile), meta.Format, Format)
 	}
 	var ks KernelState
-	if err := readJSON(filepath.Join(dir, KernelFile), &ks); err != nil {
+	kf := kernelFile{KernelState: &ks}
+	if err := readJSON(filepath.Join(dir, KernelFile), &kf); err != nil {
 		return nil, err
 	}
-	if ks.Links == nil {
-		ks.Links = map[string]*LinkState{}
+	ks.Links = make(map[string]*LinkState, len(kf.Links))
+	stats := map[string]rawCounters{}
+	for name, lf := range kf.Links {
+		switch {
+		case lf == nil:
+			ks.Links[name] = nil // Validate names it
+			continue
+		case lf.LinkState == nil: // no member but (maybe) stats
+			lf.LinkState = &LinkState{}
+		}
+		ks.Links[name] = lf.LinkState
+		if lf.Stats != nil {
+			stats[name] = lf.Stats
+		}
 	}
 	if err := ks.Validate(); err != nil {
 		return nil, fmt.Errorf("snapshot: %s: %w", filepath.Join(dir, KernelFile), err)
 	}
-	return &Snapshot{Meta: meta, dir: dir, kernel: &ks}, nil
+	return &Snapshot{Meta: meta, dir: dir, kernel: &ks, stats: stats}, nil
 }
 
 // readJSON decodes one file strictly: unknown fields and trailing data are
@@ -84,7 +112,34 @@ func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true) }
 
 // Kernel answers from kernel.json; every write fails with an error wrapping
 // nic.ErrReadOnly.
-func (s *Snapshot) Kernel() nic.Kernel { return replay{reader{s.kernel}} }
+func (s *Snapshot) Kernel() nic.Kernel {
+	return snapshotKernel{replay{reader{s.kernel}}, s.stats}
+}
 
 // State returns a deep copy of kernel.json, e.g. to seed a Sim.
-func (s *Snapshot) State() *KernelState { return s.kernel.Clone() }
+func (s *Snapshot) State() *KernelState {
+	c := s.kernel.Clone()
+	for name, raw := range s.stats {
+		c.Links[name].Stats = raw.decode()
+	}
+	return c
+}
+
+// snapshotKernel is the replay kernel of an opened snapshot, whose
+// counters are decoded on each Stats call (a fresh map, as reader.Stats
+// returns a copy).
+type snapshotKernel struct {
+	replay
+	stats map[string]rawCounters
+}
+
+func (k snapshotKernel) Stats(name string) (map[string]uint64, error) {
+	raw, ok := k.stats[name]
+	if !ok { // no such link, or no counters: the reader's error
+		return k.replay.Stats(name)
+	}
+	if err := recorded(k.st.Links[name].Errors, OpStats, name); err != nil {
+		return nil, err
+	}
+	return raw.decode(), nil
+}
