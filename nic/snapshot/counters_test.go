@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -109,5 +110,109 @@ func TestCountersReplay(t *testing.T) {
 	}
 	if _, err := k.Link("a"); !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Errorf("a link: %v, want EOPNOTSUPP", err)
+	}
+}
+
+// decodeWhole is how Open read kernel.json before counters were split
+// off: the whole file into a KernelState.
+func decodeWhole(t *testing.T, kernel []byte) (*KernelState, error) {
+	t.Helper()
+	var ks KernelState
+	if err := decodeJSON(KernelFile, kernel, &ks); err != nil {
+		return nil, err
+	}
+	if ks.Links == nil {
+		ks.Links = map[string]*LinkState{}
+	}
+	return &ks, ks.Validate()
+}
+
+// TestSplitCountersFixtures: on every fixture host the counters are cut
+// off (not left to the slow path) and Open's state is what decoding the
+// whole file gives.
+func TestSplitCountersFixtures(t *testing.T) {
+	dirs, err := filepath.Glob("../../testdata/hosts/*/" + KernelFile)
+	if err != nil || len(dirs) < 3 {
+		t.Fatalf("fixture hosts: %v %v", dirs, err)
+	}
+	for _, path := range dirs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := decodeWhole(t, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, cut, ok := splitCounters(b)
+		withStats := 0
+		for _, ls := range want.Links {
+			if ls.Stats != nil {
+				withStats++
+			}
+		}
+		if !ok || len(cut) != withStats || withStats == 0 || bytes.Contains(rest, []byte(`"stats"`)) || !json.Valid(rest) {
+			t.Errorf("%s: split ok=%v, %d of %d counter sets cut, rest valid %v", path, ok, len(cut), withStats, json.Valid(rest))
+		}
+		s, err := Open(filepath.Dir(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.State(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Open's state differs from the whole file's", path)
+		}
+	}
+}
+
+// TestSplitCountersShapes: wherever "stats" stands in a link, however it
+// is spelt, Open reads what decoding the whole file reads, and rejects
+// what it rejects.
+func TestSplitCountersShapes(t *testing.T) {
+	const link = `"link":{"index":1,"mtu":1500,"min_mtu":68,"max_mtu":9000,"operstate":"up","admin_up":true,"mac":""}`
+	for name, tc := range map[string]struct {
+		kernel string
+		split  bool // the fast path takes it
+	}{
+		"first":             {`{"links":{"e":{"stats":{"a":1},` + link + `}}}`, true},
+		"last":              {`{"links":{"e":{` + link + `, "stats" : {"a":1} }}}`, true},
+		"only":              {`{"links":{"e":{"stats":{"a":1}}}}`, true},
+		"middle":            {`{"links":{"e":{"pause":{"autoneg":false,"rx":true,"tx":true},"stats":{"a":1},` + link + `}}}`, true},
+		"twice, merged":     {`{"links":{"e":{` + link + `,"stats":{"a":1},"stats":{"b":2}}}}`, true},
+		"twice apart":       {`{"links":{"e":{"stats":{"a":1},` + link + `,"stats":{"b":2}}}}`, true},
+		"capitalised":       {`{"links":{"e":{"Stats":{"a":1},` + link + `}}}`, true},
+		"escaped name":      {`{"links":{"e":{"st\u0061ts":{"a":1},` + link + `}}}`, false},
+		"null counters":     {`{"links":{"e":{` + link + `,"stats":null}}}`, true},
+		"repeated link":     {`{"links":{"e":{"stats":{"a":1}},"e":{` + link + `}}}`, true},
+		"two links members": {`{"links":{"e":{"stats":{"a":1}}},"links":{"f":{"stats":{"b":2}}}}`, true},
+		"string with brace": {`{"links":{"e":{"stats":{"}\"{":1},"errors":{"link":"EIO"}}}}`, true},
+		"null after":        {`{"links":{"e":{"stats":{"a":1},"stats":null,"Stats":{"b":2}}}}`, true},
+		"nested in errors":  {`{"links":{"e":{"errors":{"stats":"EBUSY"},"stats":{"a":1}}}}`, true},
+		"bad counter":       {`{"links":{"e":{"stats":{"a":-1}}}}`, true},
+		"leading zero":      {`{"links":{"e":{"stats":{"a":01}}}}`, true},
+		"trailing comma":    {`{"links":{"e":{"stats":{"a":1,}}}}`, true},
+		"bad rest":          {`{"links":{"e":{"stats":{"a":1},"mtu":1}}}`, true},
+		"trailing data":     {`{"links":{"e":{"stats":{"a":1}}}} {}`, true},
+		"truncated":         {`{"links":{"e":{"stats":{"a":1}`, false},
+		"null link":         {`{"links":{"e":null,"f":{"stats":{"a":1}}}}`, true},
+		"not an object":     {`[]`, false},
+	} {
+		if _, _, ok := splitCounters([]byte(tc.kernel)); ok != tc.split {
+			t.Errorf("%s: split %v, want %v", name, ok, tc.split)
+		}
+		want, wantErr := decodeWhole(t, []byte(tc.kernel))
+		s, err := openKernel(t, tc.kernel)
+		if (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: Open: %v, whole file: %v", name, err, wantErr)
+			continue
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), KernelFile) {
+				t.Errorf("%s: %v does not name %s", name, err, KernelFile)
+			}
+			continue
+		}
+		if got := s.State(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: state %+v, whole file %+v", name, got.Links, want.Links)
+		}
 	}
 }

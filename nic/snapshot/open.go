@@ -58,13 +58,30 @@ func Open(dir string) (*Snapshot, error) {
 	if meta.Format != Format {
 		return nil, fmt.Errorf("snapshot: %s: format %q, this rocectl reads %q", filepath.Join(dir, MetaFile), meta.Format, Format)
 	}
-	var ks KernelState
-	kf := kernelFile{KernelState: &ks}
-	if err := readJSON(filepath.Join(dir, KernelFile), &kf); err != nil {
+	ks, stats, err := readKernel(filepath.Join(dir, KernelFile))
+	if err != nil {
 		return nil, err
 	}
+	return &Snapshot{Meta: meta, dir: dir, kernel: ks, stats: stats}, nil
+}
+
+// readKernel reads kernel.json, keeping each link's counters undecoded.
+func readKernel(path string) (*KernelState, map[string]rawCounters, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	rest, cut, ok := splitCounters(b)
+	if !ok {
+		rest, cut = b, nil
+	}
+	var ks KernelState
+	kf := kernelFile{KernelState: &ks}
+	if err := decodeJSON(path, rest, &kf); err != nil {
+		return nil, nil, err
+	}
 	ks.Links = make(map[string]*LinkState, len(kf.Links))
-	stats := map[string]rawCounters{}
+	stats := make(map[string]rawCounters, len(kf.Links))
 	for name, lf := range kf.Links {
 		switch {
 		case lf == nil:
@@ -74,14 +91,19 @@ func Open(dir string) (*Snapshot, error) {
 			lf.LinkState = &LinkState{}
 		}
 		ks.Links[name] = lf.LinkState
+		for _, raw := range cut[name] {
+			if err := lf.Stats.add(raw); err != nil {
+				return nil, nil, fmt.Errorf("snapshot: %s: links[%q].stats: %w", path, name, err)
+			}
+		}
 		if lf.Stats != nil {
 			stats[name] = lf.Stats
 		}
 	}
 	if err := ks.Validate(); err != nil {
-		return nil, fmt.Errorf("snapshot: %s: %w", filepath.Join(dir, KernelFile), err)
+		return nil, nil, fmt.Errorf("snapshot: %s: %w", path, err)
 	}
-	return &Snapshot{Meta: meta, dir: dir, kernel: &ks, stats: stats}, nil
+	return &ks, stats, nil
 }
 
 // readJSON decodes one file strictly: unknown fields and trailing data are
@@ -92,6 +114,11 @@ func readJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	return decodeJSON(path, b, v)
+}
+
+// decodeJSON decodes b, the content of path, as readJSON does.
+func decodeJSON(path string, b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
