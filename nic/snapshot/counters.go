@@ -23,16 +23,24 @@ import (
 type rawCounters [][]byte
 
 func (c *rawCounters) UnmarshalJSON(b []byte) error {
-	return c.add(bytes.Clone(b)) // b belongs to the decoder
+	return c.add(counterText{b: bytes.Clone(b)}) // b belongs to the decoder
 }
 
-// add checks one occurrence and keeps it (b is not copied).
-func (c *rawCounters) add(b []byte) error {
+// counterText is one "stats" value as cut out of kernel.json; checked
+// when scanCounters has already taken it.
+type counterText struct {
+	b       []byte
+	checked bool
+}
+
+// add checks one occurrence and keeps it (the text is not copied).
+func (c *rawCounters) add(t counterText) error {
+	b := t.b
 	if string(b) == "null" { // as for a map: no data
 		*c = nil
 		return nil
 	}
-	if !scanCounters(b, nil) {
+	if !t.checked && !scanCounters(b, nil) {
 		// The fast scanner takes plain names and integer values only;
 		// whatever else (escapes, non-ASCII names, null values, floats,
 		// negatives) encoding/json accepts or rejects as it always has.
@@ -67,32 +75,38 @@ func (c rawCounters) decode() map[string]uint64 {
 // valid JSON it leaves to encoding/json. What it accepts is valid JSON:
 // splitCounters hands it text no decoder has checked.
 func scanCounters(b []byte, m map[string]uint64) bool {
-	i := skipSpace(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return false
+	end, ok := counterObject(b, skipSpace(b, 0), m)
+	return ok && skipSpace(b, end) == len(b)
+}
+
+// counterObject is scanCounters for the object starting at b[i]; it
+// returns the offset after the object.
+func counterObject(b []byte, i int, m map[string]uint64) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return 0, false
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
+		return i + 1, true
 	}
 	for {
 		if i == len(b) || b[i] != '"' {
-			return false
+			return 0, false
 		}
 		j := i + 1
 		for j < len(b) && b[j] != '"' {
 			if c := b[j]; c < 0x20 || c > 0x7e || c == '\\' {
-				return false
+				return 0, false
 			}
 			j++
 		}
 		if j == len(b) {
-			return false
+			return 0, false
 		}
 		name := b[i+1 : j]
 		i = skipSpace(b, j+1)
 		if i == len(b) || b[i] != ':' {
-			return false
+			return 0, false
 		}
 		i = skipSpace(b, i+1)
 		k := i
@@ -100,11 +114,11 @@ func scanCounters(b []byte, m map[string]uint64) bool {
 			k++
 		}
 		if k-i > 1 && b[i] == '0' { // not JSON; encoding/json says so
-			return false
+			return 0, false
 		}
 		v, err := strconv.ParseUint(string(b[i:k]), 10, 64)
 		if err != nil {
-			return false
+			return 0, false
 		}
 		if m != nil {
 			m[string(name)] = v
@@ -112,11 +126,11 @@ func scanCounters(b []byte, m map[string]uint64) bool {
 		i = skipSpace(b, k)
 		switch {
 		case i == len(b):
-			return false
+			return 0, false
 		case b[i] == '}':
-			return skipSpace(b, i+1) == len(b)
+			return i + 1, true
 		case b[i] != ',':
-			return false
+			return 0, false
 		}
 		i = skipSpace(b, i+1)
 	}

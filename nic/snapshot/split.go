@@ -14,8 +14,8 @@ import "bytes"
 // an escape in it: Open then decodes the whole file, which reports what is
 // wrong. Errors of the decoder name no offsets, so their text is the same
 // either way.
-func splitCounters(b []byte) (rest []byte, stats map[string][][]byte, ok bool) {
-	s := splitter{b: b, out: make([]byte, 0, len(b)/4), stats: map[string][][]byte{}}
+func splitCounters(b []byte) (rest []byte, stats map[string][]counterText, ok bool) {
+	s := splitter{b: b, out: make([]byte, 0, len(b)/4), stats: map[string][]counterText{}}
 	end, ok := s.object(skipSpace(b, 0), s.topMember)
 	if !ok {
 		return nil, nil, false
@@ -26,7 +26,7 @@ func splitCounters(b []byte) (rest []byte, stats map[string][][]byte, ok bool) {
 type splitter struct {
 	b     []byte
 	out   []byte
-	stats map[string][][]byte
+	stats map[string][]counterText
 }
 
 // memberFunc handles the value at b[v] of the member called name: it
@@ -115,9 +115,15 @@ func (s *splitter) link(name []byte, v int) (int, bool, bool) {
 			end, ok := s.value(v, true)
 			return end, false, ok
 		}
-		end, ok := s.value(v, false)
+		// Counters are checked here, as they are skipped; what the
+		// scanner does not take is skipped and left to add.
+		end, checked := counterObject(s.b, v, nil)
+		ok := checked
+		if !checked {
+			end, ok = s.value(v, false)
+		}
 		if ok {
-			s.stats[link] = append(s.stats[link], s.b[v:end])
+			s.stats[link] = append(s.stats[link], counterText{s.b[v:end], checked})
 		}
 		return end, true, ok
 	})
