@@ -223,3 +223,57 @@ func TestSplitCountersShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMetaAsEncodingJSON: snapshot.json with its unreadable list read
+// apart gives the Meta, or the failure, that decoding it whole gives.
+func TestReadMetaAsEncodingJSON(t *testing.T) {
+	fixtures, err := filepath.Glob("../../testdata/hosts/*/" + MetaFile)
+	if err != nil || len(fixtures) < 3 {
+		t.Fatalf("fixture hosts: %v %v", fixtures, err)
+	}
+	docs := map[string]string{}
+	for _, f := range fixtures {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[f] = string(b)
+	}
+	const head = `{"format":"rocectl-snapshot/1","captured_at":"","hostname":"h","kernel":"","rocectl_version":"","source":""`
+	for name, doc := range map[string]string{
+		"absent":        head + `}`,
+		"empty":         head + `, "unreadable": [ ]}`,
+		"null":          head + `,"unreadable":null}`,
+		"plain":         head + `,"unreadable":["/sys/a: EINVAL", "/sys/b: EIO"]}`,
+		"escaped":       head + `,"unreadable":["/sys/\"a\": EINVAL","\u00e9"]}`,
+		"non-ASCII":     head + `,"unreadable":["/sys/é: EIO"]}`,
+		"repeated":      head + `,"unreadable":["a"],"Unreadable":["b","c"]}`,
+		"not a string":  head + `,"unreadable":["a",1]}`,
+		"not a list":    head + `,"unreadable":"a"}`,
+		"unknown field": head + `,"unreadable":[],"x":1}`,
+		"trailing data": head + `,"unreadable":[]} []`,
+		"first member":  `{"unreadable":["a"],` + head[1:] + `}`,
+	} {
+		docs[name] = doc
+	}
+	for name, doc := range docs {
+		var want Meta
+		wantErr := decodeJSON(MetaFile, []byte(doc), &want)
+		path := filepath.Join(t.TempDir(), MetaFile)
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readMeta(path)
+		switch {
+		case (err == nil) != (wantErr == nil):
+			t.Errorf("%s: %v, whole file: %v", name, err, wantErr)
+		case err != nil && !strings.Contains(err.Error(), MetaFile):
+			t.Errorf("%s: %v does not name %s", name, err, MetaFile)
+		case err == nil && !reflect.DeepEqual(got, want):
+			t.Errorf("%s: %+v, whole file %+v", name, got, want)
+		}
+	}
+	if _, ok := plainStrings(docs["plain"][len(head)+len(`,"unreadable":`) : len(docs["plain"])-1]); !ok {
+		t.Error("a list of plain strings is left to encoding/json")
+	}
+}

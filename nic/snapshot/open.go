@@ -48,8 +48,8 @@ func Open(dir string) (*Snapshot, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("snapshot: %s is not a directory: %w", dir, ErrNotSnapshot)
 	}
-	var meta Meta
-	if err := readJSON(filepath.Join(dir, MetaFile), &meta); err != nil {
+	meta, err := readMeta(filepath.Join(dir, MetaFile))
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("snapshot: %s has no %s: %w", dir, MetaFile, ErrNotSnapshot)
 		}
@@ -63,6 +63,28 @@ func Open(dir string) (*Snapshot, error) {
 		return nil, err
 	}
 	return &Snapshot{Meta: meta, dir: dir, kernel: ks, stats: stats}, nil
+}
+
+// readMeta reads snapshot.json, its unreadable list apart (cutMember).
+func readMeta(path string) (Meta, error) {
+	var meta Meta
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return meta, fmt.Errorf("snapshot: %w", err)
+	}
+	rest, lists, ok := cutMember(b, "unreadable")
+	if !ok {
+		rest, lists = b, nil
+	}
+	if err := decodeJSON(path, rest, &meta); err != nil {
+		return meta, err
+	}
+	for _, l := range lists { // a repeated member replaces the list, as encoding/json does
+		if meta.Unreadable, err = stringList(l); err != nil {
+			return meta, fmt.Errorf("snapshot: %s: unreadable: %w", path, err)
+		}
+	}
+	return meta, nil
 }
 
 // readKernel reads kernel.json, keeping each link's counters undecoded.
@@ -106,18 +128,9 @@ func readKernel(path string) (*KernelState, map[string]rawCounters, error) {
 	return &ks, stats, nil
 }
 
-// readJSON decodes one file strictly: unknown fields and trailing data are
-// errors, because a snapshot that says more than rocectl understands should
-// not be read as if it said less.
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	return decodeJSON(path, b, v)
-}
-
-// decodeJSON decodes b, the content of path, as readJSON does.
+// decodeJSON decodes b, the content of path, strictly: unknown fields and
+// trailing data are errors, because a snapshot that says more than rocectl
+// understands should not be read as if it said less.
 func decodeJSON(path string, b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -1,6 +1,10 @@
 package snapshot
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
 
 // splitCounters prepares kernel.json for encoding/json, which scans every
 // byte twice at ~100 MB/s on the bench machine. In one pass it cuts the
@@ -222,4 +226,88 @@ func stringEnd(b []byte, i int) (int, bool) {
 		}
 		j = q + 1
 	}
+}
+
+// cutMember is splitCounters for snapshot.json: it cuts every top-level
+// member called name (matched as encoding/json matches it) out of the
+// object in b, and drops white space. The Meta of a 64-port host is 169 KB,
+// nearly all of it the unreadable list, which stringList reads ~10× faster
+// than encoding/json.
+func cutMember(b []byte, name string) (rest []byte, values [][]byte, ok bool) {
+	s := splitter{b: b, out: make([]byte, 0, 1024)}
+	end, ok := s.object(skipSpace(b, 0), func(n []byte, v int) (int, bool, bool) {
+		drop := bytes.EqualFold(n, []byte(name))
+		end, ok := s.value(v, !drop)
+		if ok && drop {
+			values = append(values, b[v:end])
+		}
+		return end, drop, ok
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	return append(s.out, b[skipSpace(b, end):]...), values, true
+}
+
+// stringList decodes a JSON array of strings as encoding/json does into a
+// []string (null is nil). Arrays of plain strings (printable ASCII, no
+// escapes) it reads itself, into one string the elements share; anything
+// else goes to encoding/json.
+func stringList(b []byte) ([]string, error) {
+	if string(b) == "null" {
+		return nil, nil
+	}
+	if list, ok := plainStrings(string(b)); ok {
+		return list, nil
+	}
+	var list []string
+	err := json.Unmarshal(b, &list)
+	return list, err
+}
+
+// plainStrings reads an array of plain strings; s is the array's text as
+// one string, which the elements share.
+func plainStrings(s string) ([]string, bool) {
+	i := skipSpaceString(s, 0)
+	if i == len(s) || s[i] != '[' {
+		return nil, false
+	}
+	list := make([]string, 0, strings.Count(s, ","))
+	i = skipSpaceString(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return list, skipSpaceString(s, i+1) == len(s)
+	}
+	for {
+		if i == len(s) || s[i] != '"' {
+			return nil, false
+		}
+		j := i + 1
+		for j < len(s) && s[j] != '"' {
+			if c := s[j]; c < 0x20 || c > 0x7e || c == '\\' {
+				return nil, false
+			}
+			j++
+		}
+		if j == len(s) {
+			return nil, false
+		}
+		list = append(list, s[i+1:j])
+		i = skipSpaceString(s, j+1)
+		switch {
+		case i == len(s):
+			return nil, false
+		case s[i] == ']':
+			return list, skipSpaceString(s, i+1) == len(s)
+		case s[i] != ',':
+			return nil, false
+		}
+		i = skipSpaceString(s, i+1)
+	}
+}
+
+func skipSpaceString(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r') {
+		i++
+	}
+	return i
 }
