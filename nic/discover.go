@@ -77,9 +77,11 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 }
 
 func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
-	base := "/sys/class/infiniband/" + dev
-	pbase := fmt.Sprintf("%s/ports/%d", base, pn)
-	ll, err := fs.ReadTrimmed(pbase + "/link_layer")
+	// The device's class entry is a symlink: resolve it once for the
+	// dozen reads below instead of once per open.
+	ib := fs.Dir("/sys/class/infiniband/" + dev)
+	pbase := fmt.Sprintf("ports/%d", pn)
+	ll, err := ib.ReadTrimmed(pbase + "/link_layer")
 	if err != nil {
 		return Port{}, fmt.Errorf("cannot read link_layer: %w", err)
 	}
@@ -87,20 +89,20 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 		return Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
 	}
 	p := Port{RDMADevice: dev, PortNum: pn, NUMANode: -1}
-	p.State = portState(fs, pbase+"/state")
-	p.Rate, _ = fs.ReadTrimmed(pbase + "/rate")
-	p.HCAType, _ = fs.ReadTrimmed(base + "/hca_type")
-	p.BoardID, _ = fs.ReadTrimmed(base + "/board_id")
+	p.State = portState(ib.ReadTrimmed(pbase + "/state"))
+	p.Rate, _ = ib.ReadTrimmed(pbase + "/rate")
+	p.HCAType, _ = ib.ReadTrimmed("hca_type")
+	p.BoardID, _ = ib.ReadTrimmed("board_id")
 
-	if real, err := fs.Resolve(base + "/device"); err == nil && IsPCIAddress(path.Base(real)) {
+	if real, err := fs.Resolve(ib.real + "/device"); err == nil && IsPCIAddress(path.Base(real)) {
 		p.PCI = path.Base(real)
-		if s, err := fs.ReadTrimmed(base + "/device/numa_node"); err == nil {
+		if s, err := ib.ReadTrimmed("device/numa_node"); err == nil {
 			if n, err := strconv.Atoi(s); err == nil {
 				p.NUMANode = n
 			}
 		}
 	}
-	p.Netdev = portNetdev(fs, dev, pn)
+	p.Netdev = portNetdev(ib, dev, pn)
 	if p.Netdev == "" {
 		return Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}
@@ -120,7 +122,7 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 		}
 	}
 	if p.Firmware == "" {
-		p.Firmware, _ = fs.ReadTrimmed(base + "/fw_ver")
+		p.Firmware, _ = ib.ReadTrimmed("fw_ver")
 	}
 	return p, nil
 }
@@ -141,9 +143,8 @@ func DevlinkHandle(fs FS, netdev string) string {
 	return path.Base(bus) + "/" + path.Base(real)
 }
 
-// portState turns "4: ACTIVE" into "ACTIVE".
-func portState(fs FS, p string) string {
-	s, err := fs.ReadTrimmed(p)
+// portState turns "4: ACTIVE", as read, into "ACTIVE".
+func portState(s string, err error) string {
 	if err != nil {
 		return "unknown"
 	}
@@ -157,15 +158,14 @@ func portState(fs FS, p string) string {
 // netdev (device/net/*, as doRoCE.sh does), the "parent" attribute of
 // software devices (rxe), or the netdev of the port's GID entries (mlx4's
 // two ports share one PCI function).
-func portNetdev(fs FS, dev string, pn int) string {
-	base := "/sys/class/infiniband/" + dev
-	if nets, err := fs.ReadDir(base + "/device/net"); err == nil && len(nets) == 1 {
+func portNetdev(ib Dir, dev string, pn int) string {
+	if nets, err := ib.fs.ReadDir(ib.real + "/device/net"); err == nil && len(nets) == 1 {
 		return nets[0]
 	}
-	if parent, err := fs.ReadTrimmed(base + "/parent"); err == nil && parent != "" {
+	if parent, err := ib.ReadTrimmed("parent"); err == nil && parent != "" {
 		return parent
 	}
-	gids, _ := ReadGIDs(fs, dev, pn)
+	gids, _ := ReadGIDs(ib.fs, dev, pn)
 	for _, g := range gids {
 		if g.Netdev != "" {
 			return g.Netdev

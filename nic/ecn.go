@@ -51,6 +51,14 @@ type ECN struct {
 	fs   FS
 	Kind ECNKind
 	base string // directory holding roce_rp/roce_np (OFED) or cc_params (upstream)
+	// rd reads below base through its resolved path: an audit reads ~20
+	// files per port here, and under /sys/class/net/<if>/ each open
+	// would walk the netdev's symlink again. Writes keep to base.
+	rd Dir
+}
+
+func newECN(fs FS, kind ECNKind, base string) *ECN {
+	return &ECN{fs: fs, Kind: kind, base: base, rd: fs.Dir(base)}
 }
 
 // OpenECN finds the ECN interface of a port. The error wraps ErrUnsupported
@@ -58,15 +66,15 @@ type ECN struct {
 func OpenECN(fs FS, p Port) (*ECN, error) {
 	ofed := "/sys/class/net/" + p.Netdev + "/ecn"
 	if fs.Exists(ofed + "/roce_np") {
-		return &ECN{fs: fs, Kind: ECNOFED, base: ofed}, nil
+		return newECN(fs, ECNOFED, ofed), nil
 	}
 	if bnxt := fmt.Sprintf("/sys/kernel/config/bnxt_re/%s/ports/%d/cc", p.RDMADevice, p.PortNum); fs.Exists(bnxt) {
-		return &ECN{fs: fs, Kind: ECNBnxt, base: bnxt}, nil
+		return newECN(fs, ECNBnxt, bnxt), nil
 	}
 	if p.PCI != "" && strings.HasPrefix(p.Driver, "mlx5") {
 		cc := "/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"
 		if fs.Exists(cc) {
-			return &ECN{fs: fs, Kind: ECNUpstreamMlx5, base: cc}, nil
+			return newECN(fs, ECNUpstreamMlx5, cc), nil
 		}
 		if !fs.Exists("/sys/kernel/debug/mlx5") {
 			return nil, Unsupportedf("no ECN interface: neither DOCA-OFED sysfs %s nor upstream mlx5 debugfs cc_params (is debugfs mounted at /sys/kernel/debug?)", ofed)
@@ -82,6 +90,7 @@ func OpenECN(fs FS, p Port) (*ECN, error) {
 func (e *ECN) On(fs FS) *ECN {
 	c := *e
 	c.fs = fs
+	c.rd.fs = fs
 	return &c
 }
 
@@ -92,6 +101,7 @@ func orUnknown(s string) string {
 	return s
 }
 
+// enablePath is the enable file of a priority, relative to e.base.
 func (e *ECN) enablePath(dir string, prio int) (string, error) {
 	switch e.Kind {
 	case ECNUpstreamMlx5:
@@ -99,7 +109,7 @@ func (e *ECN) enablePath(dir string, prio int) (string, error) {
 	case ECNBnxt:
 		return "", Unsupportedf("bnxt_re has one port-wide ecn_enable in configfs, not a per-priority enable")
 	}
-	return fmt.Sprintf("%s/roce_%s/enable/%d", e.base, dir, prio), nil
+	return fmt.Sprintf("roce_%s/enable/%d", dir, prio), nil
 }
 
 // Enabled reads roce_{rp,np}/enable/<prio>.
@@ -108,7 +118,7 @@ func (e *ECN) Enabled(dir string, prio int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s, err := e.fs.ReadTrimmed(p)
+	s, err := e.rd.ReadTrimmed(p)
 	if err != nil {
 		return false, err
 	}
@@ -127,10 +137,11 @@ func (e *ECN) SetEnabled(dir string, prio int, on bool) error {
 	if on {
 		v = "1"
 	}
-	return e.fs.WriteString(p, v)
+	return e.fs.WriteString(e.base+"/"+p, v)
 }
 
-// paramPaths are where a parameter may be, in the order to try; the error
+// paramPaths are where a parameter may be, relative to e.base, in the
+// order to try; the error
 // says when the interface has no such parameter at all. name is the OFED
 // name (rpg_ai_rate, cnp_dscp), upstream the debugfs one (rp_ai_rate,
 // np_cnp_dscp); "" when the parameter has no upstream equivalent. Callers
@@ -142,25 +153,26 @@ func (e *ECN) paramPaths(dir, name, upstream string) ([]string, error) {
 		// The driver creates parameters directly under roce_rp/; NVIDIA's
 		// docs show roce_rp/params/. Try both.
 		return []string{
-			fmt.Sprintf("%s/roce_%s/%s", e.base, dir, name),
-			fmt.Sprintf("%s/roce_%s/params/%s", e.base, dir, name),
+			fmt.Sprintf("roce_%s/%s", dir, name),
+			fmt.Sprintf("roce_%s/params/%s", dir, name),
 		}, nil
 	case ECNBnxt:
 		attr, ok := bnxtParams[name]
 		if !ok {
 			return nil, Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
 		}
-		return []string{e.base + "/" + attr}, nil
+		return []string{attr}, nil
 	case ECNUpstreamMlx5:
 		if upstream == "" {
 			return nil, Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
 		}
-		return []string{e.base + "/" + upstream}, nil
+		return []string{upstream}, nil
 	}
 	return nil, Unsupportedf("no ECN interface")
 }
 
-// onParam runs op on the first of the parameter's paths that exists.
+// onParam runs op on the first of the parameter's paths (relative to
+// e.base) that exists.
 func (e *ECN) onParam(dir, name, upstream string, op func(path string) error) error {
 	paths, err := e.paramPaths(dir, name, upstream)
 	if err != nil {
@@ -177,14 +189,14 @@ func (e *ECN) onParam(dir, name, upstream string, op func(path string) error) er
 	case ECNUpstreamMlx5:
 		return Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
 	}
-	return Unsupportedf("%s is absent", paths[0])
+	return Unsupportedf("%s/%s is absent", e.base, paths[0])
 }
 
 // Param reads a DCQCN parameter.
 func (e *ECN) Param(dir, name, upstream string) (int64, error) {
 	var s string
 	err := e.onParam(dir, name, upstream, func(p string) (err error) {
-		s, err = e.fs.ReadTrimmed(p)
+		s, err = e.rd.ReadTrimmed(p)
 		return err
 	})
 	if err != nil {
@@ -199,7 +211,7 @@ func (e *ECN) SetParam(dir, name, upstream string, v int64) error {
 	if e.Kind == ECNBnxt {
 		val = fmt.Sprintf("0x%x", v) // bnxt_setupcc.sh writes hex
 	}
-	if err := e.onParam(dir, name, upstream, func(p string) error { return e.fs.WriteString(p, val) }); err != nil {
+	if err := e.onParam(dir, name, upstream, func(p string) error { return e.fs.WriteString(e.base+"/"+p, val) }); err != nil {
 		return err
 	}
 	if e.Kind == ECNBnxt {

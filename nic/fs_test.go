@@ -2,6 +2,7 @@ package nic
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,5 +25,110 @@ func TestReadStringWholeFileAtAnySize(t *testing.T) {
 		if want := string(bytes.TrimSuffix(data, []byte("\n"))); err != nil || got != want {
 			t.Errorf("%d bytes: read %d bytes, %v", size, len(got), err)
 		}
+	}
+}
+
+// symlinkTree makes a root with sysfs-like relative links: a class entry
+// to a device directory, a link inside the device, a link chain, a link
+// that leaves the root and one that dangles. The root is reached through
+// a symlink itself, and given relative, as --root may be.
+func symlinkTree(t *testing.T) (root string) {
+	t.Helper()
+	top := t.TempDir()
+	real := filepath.Join(top, "real")
+	for p, target := range map[string]string{
+		"sys/class/net/eth0": "../../devices/pci0000:00/0000:00:01.0/net/eth0",
+		"sys/devices/pci0000:00/0000:00:01.0/net/eth0/device": "../../../0000:00:01.0",
+		"sys/class/chain":    "net/eth0",
+		"sys/class/out":      "../../..",
+		"sys/class/dangling": "../nowhere",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(real, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(real, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(real, "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu"), []byte("1500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "sys/devices/pci0000:00/0000:00:01.0/vendor"), []byte("0x15b3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(top, "root")); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, filepath.Join(top, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// TestResolve: the kernel's answer (realPath) is EvalSymlinks', mapped
+// under the root; links that leave the root or lead nowhere fail.
+func TestResolve(t *testing.T) {
+	root := symlinkTree(t)
+	for _, fs := range []FS{NewFS(root, true), NewFS(root+"/", false)} {
+		for p, want := range map[string]string{
+			"/sys/class/net/eth0":        "/sys/devices/pci0000:00/0000:00:01.0/net/eth0",
+			"/sys/class/chain":           "/sys/devices/pci0000:00/0000:00:01.0/net/eth0",
+			"/sys/class/net/eth0/device": "/sys/devices/pci0000:00/0000:00:01.0",
+			"/sys/class/net/eth0/mtu":    "/sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu",
+			"/sys/devices":               "/sys/devices",
+		} {
+			if got, err := fs.Resolve(p); err != nil || got != want {
+				t.Errorf("Resolve(%s) = %q, %v; want %q", p, got, err, want)
+			}
+		}
+		for _, p := range []string{"/sys/class/out", "/sys/class/dangling", "/sys/class/absent"} {
+			if got, err := fs.Resolve(p); err == nil {
+				t.Errorf("Resolve(%s) = %q, want an error", p, got)
+			}
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(filepath.Join(abs, "sys/class/net/eth0/device"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := realPath(filepath.Join(root, "sys/class/net/eth0/device")); err != nil || got != want {
+		t.Errorf("realPath = %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestDir: a Dir reads what the FS reads below the path it was made for,
+// through the resolved path, and its errors name the path as asked for.
+func TestDir(t *testing.T) {
+	fs := NewFS(symlinkTree(t), true)
+	d := fs.Dir("/sys/class/net/eth0")
+	if d.real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || d.Path() != "/sys/class/net/eth0" {
+		t.Errorf("Dir = %+v", d)
+	}
+	for _, rel := range []string{"mtu", "device/vendor"} {
+		want, err := fs.ReadTrimmed("/sys/class/net/eth0/" + rel)
+		if got, err2 := d.ReadTrimmed(rel); err != nil || err2 != nil || got != want {
+			t.Errorf("%s: Dir read %q %v, FS read %q %v", rel, got, err2, want, err)
+		}
+	}
+	_, err := d.ReadString("absent")
+	var pe *os.PathError
+	if !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
+		t.Errorf("missing file: %v, want ENOENT naming the path as asked", err)
+	}
+	// A path that does not resolve is read through as it is.
+	if d := fs.Dir("/sys/class/dangling"); d.real != d.Path() {
+		t.Errorf("dangling: %+v", d)
+	}
+	if _, err := fs.Dir("/sys/class/absent").ReadString("x"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("absent dir: %v", err)
 	}
 }

@@ -19,7 +19,22 @@ var ErrNotSnapshot = errors.New("not a rocectl snapshot")
 type Snapshot struct {
 	Meta   Meta
 	dir    string
-	kernel *KernelState
+	kernel *KernelState // every LinkState.Stats nil: they are in stats
+	stats  map[string]rawCounters
+}
+
+// kernelFile is kernel.json as Open decodes it: a KernelState whose links
+// keep their counters undecoded (counters.go). The shadowing fields win
+// over the embedded ones of the same JSON name; all others decode into the
+// embedded structs, with the same strictness.
+type kernelFile struct {
+	*KernelState
+	Links map[string]*linkFile `json:"links"`
+}
+
+type linkFile struct {
+	*LinkState
+	Stats rawCounters `json:"stats,omitempty"`
 }
 
 // Open reads DIR/snapshot.json and DIR/kernel.json. It fails with an error
@@ -33,8 +48,8 @@ func Open(dir string) (*Snapshot, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("snapshot: %s is not a directory: %w", dir, ErrNotSnapshot)
 	}
-	var meta Meta
-	if err := readJSON(filepath.Join(dir, MetaFile), &meta); err != nil {
+	meta, err := readMeta(filepath.Join(dir, MetaFile))
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("snapshot: %s has no %s: %w", dir, MetaFile, ErrNotSnapshot)
 		}
@@ -43,27 +58,80 @@ func Open(dir string) (*Snapshot, error) {
 	if meta.Format != Format {
 		return nil, fmt.Errorf("snapshot: %s: format %q, this rocectl reads %q", filepath.Join(dir, MetaFile), meta.Format, Format)
 	}
-	var ks KernelState
-	if err := readJSON(filepath.Join(dir, KernelFile), &ks); err != nil {
+	ks, stats, err := readKernel(filepath.Join(dir, KernelFile))
+	if err != nil {
 		return nil, err
 	}
-	if ks.Links == nil {
-		ks.Links = map[string]*LinkState{}
-	}
-	if err := ks.Validate(); err != nil {
-		return nil, fmt.Errorf("snapshot: %s: %w", filepath.Join(dir, KernelFile), err)
-	}
-	return &Snapshot{Meta: meta, dir: dir, kernel: &ks}, nil
+	return &Snapshot{Meta: meta, dir: dir, kernel: ks, stats: stats}, nil
 }
 
-// readJSON decodes one file strictly: unknown fields and trailing data are
-// errors, because a snapshot that says more than rocectl understands should
-// not be read as if it said less.
-func readJSON(path string, v any) error {
+// readMeta reads snapshot.json, its unreadable list apart (cutMember).
+func readMeta(path string) (Meta, error) {
+	var meta Meta
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return meta, fmt.Errorf("snapshot: %w", err)
 	}
+	rest, lists, ok := cutMember(b, "unreadable")
+	if !ok {
+		rest, lists = b, nil
+	}
+	if err := decodeJSON(path, rest, &meta); err != nil {
+		return meta, err
+	}
+	for _, l := range lists { // a repeated member replaces the list, as encoding/json does
+		if meta.Unreadable, err = stringList(l); err != nil {
+			return meta, fmt.Errorf("snapshot: %s: unreadable: %w", path, err)
+		}
+	}
+	return meta, nil
+}
+
+// readKernel reads kernel.json, keeping each link's counters undecoded.
+func readKernel(path string) (*KernelState, map[string]rawCounters, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	rest, cut, ok := splitCounters(b)
+	if !ok {
+		rest, cut = b, nil
+	}
+	var ks KernelState
+	kf := kernelFile{KernelState: &ks}
+	if err := decodeJSON(path, rest, &kf); err != nil {
+		return nil, nil, err
+	}
+	ks.Links = make(map[string]*LinkState, len(kf.Links))
+	stats := make(map[string]rawCounters, len(kf.Links))
+	for name, lf := range kf.Links {
+		switch {
+		case lf == nil:
+			ks.Links[name] = nil // Validate names it
+			continue
+		case lf.LinkState == nil: // no member but (maybe) stats
+			lf.LinkState = &LinkState{}
+		}
+		ks.Links[name] = lf.LinkState
+		for _, raw := range cut[name] {
+			if err := lf.Stats.add(raw); err != nil {
+				return nil, nil, fmt.Errorf("snapshot: %s: links[%q].stats: %w", path, name, err)
+			}
+		}
+		if lf.Stats != nil {
+			stats[name] = lf.Stats
+		}
+	}
+	if err := ks.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %s: %w", path, err)
+	}
+	return &ks, stats, nil
+}
+
+// decodeJSON decodes b, the content of path, strictly: unknown fields and
+// trailing data are errors, because a snapshot that says more than rocectl
+// understands should not be read as if it said less.
+func decodeJSON(path string, b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -84,7 +152,34 @@ func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true) }
 
 // Kernel answers from kernel.json; every write fails with an error wrapping
 // nic.ErrReadOnly.
-func (s *Snapshot) Kernel() nic.Kernel { return Replay(s.kernel) }
+func (s *Snapshot) Kernel() nic.Kernel {
+	return snapshotKernel{replay{reader{s.kernel}}, s.stats}
+}
 
-// State returns a deep copy of kernel.json, e.g. to seed a simulator.
-func (s *Snapshot) State() *KernelState { return s.kernel.Clone() }
+// State returns a deep copy of kernel.json, e.g. to seed a Sim.
+func (s *Snapshot) State() *KernelState {
+	c := s.kernel.Clone()
+	for name, raw := range s.stats {
+		c.Links[name].Stats = raw.decode()
+	}
+	return c
+}
+
+// snapshotKernel is the replay kernel of an opened snapshot, whose
+// counters are decoded on each Stats call (a fresh map, as reader.Stats
+// returns a copy).
+type snapshotKernel struct {
+	replay
+	stats map[string]rawCounters
+}
+
+func (k snapshotKernel) Stats(name string) (map[string]uint64, error) {
+	raw, ok := k.stats[name]
+	if !ok { // no such link, or no counters: the reader's error
+		return k.replay.Stats(name)
+	}
+	if err := recorded(k.st.Links[name].Errors, OpStats, name); err != nil {
+		return nil, err
+	}
+	return raw.decode(), nil
+}
