@@ -52,17 +52,22 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		errors      []policy.PlanError
 		refused     []policy.PlanError
 	}
+	disruptions := host.Disruptions(plan)
 	var order []string
 	sections := map[string]*section{}
 	get := func(p *policy.Port) *section {
-		id, header := policy.HostScope, "host"
+		id := policy.HostScope
 		if p != nil {
 			id = p.Netdev
-			header = fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))
 		}
 		s, ok := sections[id]
 		if !ok {
-			s = &section{header: header}
+			// The header is built once per section, not per change: a
+			// 64-port plan has about 1500 changes.
+			s = &section{header: "host"}
+			if p != nil {
+				s.header = fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))
+			}
 			sections[id] = s
 			order = append(order, id)
 		}
@@ -98,6 +103,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			mark = " "
 		}
 		fmt.Fprintf(w, "%s %s\n", mark, s.header)
+		for _, d := range disruptions[id] {
+			fmt.Fprintf(w, "    ! disrupts: %s\n", d)
+		}
 		for _, c := range s.changes {
 			if c.Absent {
 				fmt.Fprintf(w, "    + %s = %s\n", c.Key, c.Value)
@@ -142,15 +150,18 @@ type Report struct {
 	Unsupported []policy.Unsupported `json:"unsupported"`
 	Errors      []string             `json:"errors"`
 	Refused     []policy.PlanError   `json:"refused,omitempty"`
-	InSync      int                  `json:"in_sync"`
-	Ports       []nic.Port           `json:"ports"`
-	Applied     bool                 `json:"applied,omitempty"`
-	RolledBack  bool                 `json:"rolled_back"`
-	Restored    []string             `json:"restored,omitempty"`
-	JournalID   string               `json:"journal_id,omitempty"`
-	Confirm     string               `json:"confirm_deadline,omitempty"`
-	Message     string               `json:"message,omitempty"`
-	Warnings    []string             `json:"warnings,omitempty"`
+	// Disruptions lists, per netdev, what applying the plan disturbs
+	// (link toggles, channel resets, changes that cannot be undone).
+	Disruptions map[string][]string `json:"disruptions,omitempty"`
+	InSync      int                 `json:"in_sync"`
+	Ports       []nic.Port          `json:"ports"`
+	Applied     bool                `json:"applied,omitempty"`
+	RolledBack  bool                `json:"rolled_back"`
+	Restored    []string            `json:"restored,omitempty"`
+	JournalID   string              `json:"journal_id,omitempty"`
+	Confirm     string              `json:"confirm_deadline,omitempty"`
+	Message     string              `json:"message,omitempty"`
+	Warnings    []string            `json:"warnings,omitempty"`
 	// NotWatched: the ports the pause-storm guard cannot watch ("no
 	// pause counters on veth0"), from the plan, then from the soak.
 	NotWatched []string `json:"not_watched,omitempty"`
@@ -191,6 +202,9 @@ func newReport(pl *apply.Prepared) *Report {
 		r.Errors = append(r.Errors, e.Key+": "+e.Error)
 	}
 	r.Refused = append(r.Refused, pl.Plan.Refused...)
+	if d := host.Disruptions(pl.Plan); len(d) > 0 {
+		r.Disruptions = d
+	}
 	for _, w := range pl.Profile.Warnings {
 		r.Warnings = append(r.Warnings, w.String())
 	}
