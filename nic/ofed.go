@@ -48,22 +48,33 @@ func TrafficClassPath(dev string, port int) string {
 }
 
 // TrafficClass reads tc/<port>/traffic_class. ok is false when no traffic
-// class is forced (the file reads empty).
+// class is forced. OFED's traffic_class_show (mlx5 main_ext.c) prints
+// "Global tclass=N" only when one is forced, then one line per match rule
+// ("dst_ip=10.0.0.1,tclass=96"); rules are not the global class and are
+// not read as one. A bare number is what a tree standing in for sysfs
+// holds after a write.
 func TrafficClass(fs FS, dev string, port int) (tc int, ok bool, err error) {
 	p := TrafficClassPath(dev, port)
 	s, err := fs.ReadTrimmed(p)
 	if err != nil {
 		return 0, false, trafficClassErr(p, err)
 	}
-	m := firstInt(s)
-	if m == "" {
-		return 0, false, nil
+	tc, ok = parseTrafficClass(s)
+	return tc, ok, nil
+}
+
+func parseTrafficClass(s string) (int, bool) {
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		v, global := strings.CutPrefix(line, "Global tclass=")
+		if !global && strings.Contains(line, "=") {
+			continue // a match rule
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+			return n, true
+		}
 	}
-	n, err := strconv.Atoi(m)
-	if err != nil || n < 0 {
-		return 0, false, nil
-	}
-	return n, true, nil
+	return 0, false
 }
 
 // SetTrafficClass writes tc/<port>/traffic_class (plain decimal, as
@@ -88,24 +99,3 @@ func ClearTrafficClass(fs FS, dev string, port int) error {
 	return fs.WriteString(TrafficClassPath(dev, port), "-1")
 }
 
-// firstInt returns the first run of decimal digits in s with the minus
-// sign right before it, if any: what regexp `-?\d+` finds, without a
-// pattern compiled at every start.
-func firstInt(s string) string {
-	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
-			continue
-		}
-		j := i
-		for j < len(s) && isDigit(s[j]) {
-			j++
-		}
-		if i > 0 && s[i-1] == '-' {
-			i--
-		}
-		return s[i:j]
-	}
-	return ""
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
