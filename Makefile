@@ -14,6 +14,18 @@ BIN      := bin/rocectl
 DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
+# What `rocectl version` prints. From git when this is a checkout; without
+# git the binary falls back to what Go stamps (debug.ReadBuildInfo). The
+# revision is passed too because Go stamps nothing in a linked git worktree.
+# BUILD_DATE honours SOURCE_DATE_EPOCH (reproducible builds).
+GIT_VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE   := $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+CLI_PKG      := github.com/rocectl/rocectl/cli
+LDFLAGS      := -X $(CLI_PKG).BuildDate=$(BUILD_DATE) \
+                $(if $(GIT_VERSION),-X $(CLI_PKG).Version=$(GIT_VERSION)) \
+                $(if $(GIT_REVISION),-X $(CLI_PKG).Revision=$(GIT_REVISION))
+
 .PHONY: help deps build build-verbs demo test test-all test-unit test-e2e fuzz bench lint clean
 
 help:
@@ -28,11 +40,13 @@ deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; 	if [ -n "$$missing" ]; then 	  echo "deps: apt-get install$$missing"; 	  export DEBIAN_FRONTEND=noninteractive; 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; 	fi
 	$(GO) mod download
 
+# Static, no cgo: runs anywhere, but verify --loopback/--peer need verbs.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rocectl
 
+# With verbs traffic tests (links libibverbs.so.1; needs libibverbs-dev).
 build-verbs:
-	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rocectl
 
 # The main job on a laptop: a read-only audit of a shipped profile against a
 # shipped capture of a ConnectX-6 Dx host in factory defaults. Exit code 2

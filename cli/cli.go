@@ -10,9 +10,6 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// Version is set at build time (-ldflags "-X .../cli.Version=...").
-var Version = "dev"
-
 // NewRootCommand builds the rocectl command tree over env.
 func NewRootCommand(env *Env) *cobra.Command {
 	root := &cobra.Command{
@@ -22,7 +19,7 @@ func NewRootCommand(env *Env) *cobra.Command {
 buffers, RoCE TOS, NCCL defaults) to every RoCE NIC of a host through the
 kernel's own interfaces, verifies it, watches the pause counters and rolls
 back by itself when they spike.`,
-		Version:       Version,
+		Version:       currentVersionInfo().short(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -39,6 +36,7 @@ back by itself when they spike.`,
 			return nil
 		},
 	}
+	root.SetVersionTemplate("rocectl {{.Version}}\n")
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	pf := root.PersistentFlags()
@@ -62,6 +60,7 @@ back by itself when they spike.`,
 		newVerifyCmd(env),
 		newAgentCmd(env),
 		newConfirmWatchCmd(env),
+		newVersionCmd(env),
 	)
 	return root
 }
