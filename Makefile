@@ -10,19 +10,33 @@ BIN      := bin/rocectl
 # Debian packages the tests use: iproute2/ethtool only as cross-checks in
 # namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs),
 # util-linux's setpriv for the systemd unit test, ansible-core and PyYAML
-# for the Ansible role's tests, prometheus for `promtool check metrics` on
-# the agent's exposition (no smaller Debian package ships promtool; without
-# recommends it adds ~100 MB; on a host booted with systemd its postinst
-# also enables prometheus.service, listening on :9090).
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml prometheus
+# for the Ansible role's tests, lintian for the Debian package's test,
+# prometheus for `promtool check metrics` on the agent's exposition (no
+# smaller Debian package ships promtool; without recommends it adds ~100 MB;
+# on a host booted with systemd its postinst also enables
+# prometheus.service, listening on :9090).
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml lintian prometheus
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
-.PHONY: help deps build build-verbs demo test test-all test-unit test-e2e fuzz bench lint clean
+# What `rocectl version` prints. From git when this is a checkout; without
+# git the binary falls back to what Go stamps (debug.ReadBuildInfo). The
+# revision is passed too because Go stamps nothing in a linked git worktree.
+# BUILD_DATE honours SOURCE_DATE_EPOCH (reproducible builds).
+GIT_VERSION  := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE   := $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+CLI_PKG      := github.com/rocectl/rocectl/cli
+LDFLAGS      := -X $(CLI_PKG).BuildDate=$(BUILD_DATE) \
+                $(if $(GIT_VERSION),-X $(CLI_PKG).Version=$(GIT_VERSION)) \
+                $(if $(GIT_REVISION),-X $(CLI_PKG).Revision=$(GIT_REVISION))
+
+.PHONY: help deps build build-verbs deb demo test test-all test-unit test-e2e fuzz bench lint clean
 
 help:
 	@echo "make demo   - audit the shipped ConnectX recipe against a captured factory-default host (no RDMA NIC needed)"
 	@echo "make test   - the whole test suite: deps, vet, unit/fixture/namespace tests, end-to-end, Soft-RoCE lab (needs root)"
 	@echo "make build  - bin/rocectl (add verbs support with: make build-verbs)"
+	@echo "make deb    - bin/rocectl_<version>_<arch>.deb (verbs support; Depends: libibverbs1)"
 	@echo "make bench  - benchmarks, printed beside their baselines"
 	@echo "make lab    - the full Soft-RoCE lab (self-test + Go lab tests)"
 
@@ -31,11 +45,47 @@ deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; 	if [ -n "$$missing" ]; then 	  echo "deps: apt-get install$$missing"; 	  export DEBIAN_FRONTEND=noninteractive; 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; 	fi
 	$(GO) mod download
 
+# Static, no cgo: runs anywhere, but verify --loopback/--peer need verbs.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rocectl
 
+# With verbs traffic tests (links libibverbs.so.1; needs libibverbs-dev).
 build-verbs:
-	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rocectl
+
+# --- Debian package (packaging/nfpm.yaml, built with go tool nfpm) ---
+# Version: v1.2.3 tag -> 1.2.3, 4 commits later -> 1.2.3+git4.gabcdef0; no
+# tag -> 0.0~gitYYYYMMDD.abcdef0 (the commit's date); a dirty tree adds
+# .dirty. No "-": a native package. SOURCE_DATE_EPOCH defaults to the
+# commit's time, so the package's dates and the man pages' are the commit's.
+DEB_DIR     ?= bin
+DEB_STAGE   := $(DEB_DIR)/deb-stage
+DEB_EPOCH   := $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),0)
+DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty=.dirty 2>/dev/null) && \
+                 echo "$$v" | sed -e 's/^v//' -e 's/-\([0-9]*\)-g\([0-9a-f]*\)/+git\1.g\2/' || \
+                 { d=$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null) && \
+                   echo "0.0~git$$d.$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD 2>/dev/null || echo .dirty)"; } || \
+                 echo 0.0~unknown)
+DEB_ARCH    := $(shell $(GO) env GOARCH)
+DEB_LDFLAGS := -s -w -X $(CLI_PKG).Version=$(DEB_VERSION) \
+               -X $(CLI_PKG).BuildDate=$(shell date -u -d @$(DEB_EPOCH) +%Y-%m-%dT%H:%M:%SZ) \
+               $(if $(GIT_REVISION),-X $(CLI_PKG).Revision=$(GIT_REVISION))
+
+deb:
+	rm -rf $(DEB_STAGE) && mkdir -p $(DEB_STAGE)/units $(DEB_STAGE)/examples
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -tags verbs -ldflags "$(DEB_LDFLAGS)" -o $(DEB_STAGE)/rocectl ./cmd/rocectl
+	SOURCE_DATE_EPOCH=$(DEB_EPOCH) $(GO) run ./internal/cmd/gendocs -out $(DEB_STAGE) -version $(DEB_VERSION)
+	@# The units name /usr/local/sbin/rocectl (a hand install); the package's is /usr/sbin.
+	for u in systemd/rocectl*.service systemd/rocectl*.timer; do \
+	  sed 's|/usr/local/sbin/rocectl|/usr/sbin/rocectl|g' $$u > $(DEB_STAGE)/units/$$(basename $$u); done
+	install -m 0644 profiles/*.toml profiles/README.md $(DEB_STAGE)/examples/
+	{ printf 'rocectl (%s) unstable; urgency=medium\n\n  * Package built from revision %s.\n\n' \
+	    '$(DEB_VERSION)' '$(or $(GIT_REVISION),unknown)'; \
+	  printf ' -- rocectl maintainers <rocectl@users.noreply.github.com>  %s\n' \
+	    "$$(date -u -R -d @$(DEB_EPOCH))"; } | gzip -9n > $(DEB_STAGE)/changelog.gz
+	ROCECTL_STAGE=$(DEB_STAGE) ROCECTL_DEB_VERSION=$(DEB_VERSION) ROCECTL_ARCH=$(DEB_ARCH) \
+	  SOURCE_DATE_EPOCH=$(DEB_EPOCH) $(GO) tool nfpm package -f packaging/nfpm.yaml -p deb -t $(DEB_DIR)/
+	@echo "deb: $(DEB_DIR)/rocectl_$(DEB_VERSION)_$(DEB_ARCH).deb"
 
 # The main job on a laptop: a read-only audit of a shipped profile against a
 # shipped capture of a ConnectX-6 Dx host in factory defaults. Exit code 2

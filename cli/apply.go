@@ -21,6 +21,7 @@ type applyFlags struct {
 	noVerify bool
 	noGuard  bool
 	soak     time.Duration
+	soakSet  bool // --soak given: it overrides the profile's [guard] soak
 	wait     bool
 	require  bool
 	// skipUnreadable applies a plan with unreadable settings anyway.
@@ -49,6 +50,9 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 			if env.Snapshot != "" && !f.dryRun {
 				return errors.New("a snapshot is read-only: use audit, or apply --dry-run")
 			}
+			if f.soakSet = cmd.Flags().Changed("soak"); f.soakSet && f.soak < 0 {
+				return fmt.Errorf("--soak must not be negative, not %s", f.soak)
+			}
 			if !cmd.Flags().Changed("wait") {
 				// On a terminal, stay for the confirm window by default.
 				f.wait = f.output == "text" && env.progressWriter(true) != nil
@@ -63,7 +67,9 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 	fl.DurationVar(&f.confirm, "confirm", 0, "revert automatically unless rocectl commit arrives within this `DURATION` (e.g. 120s)")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verification after apply (read-back of every setting, verbs loopback)")
 	fl.BoolVar(&f.noGuard, "no-guard", false, "skip the pause-storm soak after apply")
-	fl.DurationVar(&f.soak, "soak", -1, "override the profile's guard soak window")
+	// Default 0 only so that the help shows no misleading "(default ...)":
+	// without --soak, the profile's [guard] soak applies (soakSet).
+	fl.DurationVar(&f.soak, "soak", 0, "watch the pause counters this long after apply, instead of the profile's [guard] soak (60s if the profile sets none); 0 does not watch")
 	fl.BoolVar(&f.skipUnreadable, "skip-unreadable", false, "apply even when some settings cannot be read, leaving those alone (without it such a plan changes nothing, exit 1)")
 	fl.BoolVar(&f.require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
 	fl.BoolVar(&f.wait, "wait", false, "with --confirm: stay until commit or the deadline, watching pause counters (default on a terminal)")
@@ -125,7 +131,7 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	opts := apply.RunOptions{Store: store, Command: "apply", NoVerify: f.noVerify, NoGuard: f.noGuard, SkipUnreadable: f.skipUnreadable,
 		Confirm: f.confirm, Progress: env.progressWriter(text), BeforeStep: beforeStep, Log: env.Log,
 		Arm: env.armConfirm}
-	if f.soak >= 0 {
+	if f.soakSet {
 		opts.Soak = &f.soak
 	}
 	if text {

@@ -12,9 +12,6 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// Version is set at build time (-ldflags "-X .../cli.Version=...").
-var Version = "dev"
-
 // NewRootCommand builds the rocectl command tree over env.
 func NewRootCommand(env *Env) *cobra.Command {
 	root := &cobra.Command{
@@ -24,7 +21,7 @@ func NewRootCommand(env *Env) *cobra.Command {
 buffers, RoCE TOS, NCCL defaults) to every RoCE NIC of a host through the
 kernel's own interfaces, verifies it, watches the pause counters and rolls
 back by itself when they spike.`,
-		Version:       Version,
+		Version:       currentVersionInfo().short(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +38,7 @@ back by itself when they spike.`,
 			return nil
 		},
 	}
+	root.SetVersionTemplate("rocectl {{.Version}}\n")
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	pf := root.PersistentFlags()
@@ -64,8 +62,58 @@ back by itself when they spike.`,
 		newVerifyCmd(env),
 		newAgentCmd(env),
 		newConfirmWatchCmd(env),
+		newVersionCmd(env),
 	)
+	registerCompletions(root)
 	return root
+}
+
+// flagValues are the fixed values of enumerated flags, per command ("" is
+// the root's persistent flags), for shell completion.
+var flagValues = map[string]map[string][]string{
+	"":         {"log-format": {"text", "json"}},
+	"audit":    {"output": {"text", "json"}},
+	"apply":    {"output": {"text", "json"}},
+	"verify":   {"output": {"text", "json"}},
+	"version":  {"output": {"text", "json"}},
+	"nccl-env": {"format": {"env", "shell", "json"}},
+	"agent":    {"mode": {"audit", "enforce"}},
+}
+
+// registerCompletions teaches `rocectl completion` the values of the
+// enumerated flags, and that profiles are .toml files and the path flags
+// directories. A flag in flagValues that a command lacks is a mistake in
+// the table, so it panics (every test builds the tree).
+func registerCompletions(root *cobra.Command) {
+	fixed := func(vals []string) cobra.CompletionFunc {
+		return cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp)
+	}
+	for name, flags := range flagValues {
+		cmd := root
+		if name != "" {
+			c, _, err := root.Find([]string{name})
+			if err != nil || c == root {
+				panic("flagValues: no command " + name)
+			}
+			cmd = c
+		}
+		for flag, vals := range flags {
+			if err := cmd.RegisterFlagCompletionFunc(flag, fixed(vals)); err != nil {
+				panic(fmt.Sprintf("flagValues: %s --%s: %v", name, flag, err))
+			}
+		}
+	}
+	for _, name := range []string{"root", "snapshot", "state-dir"} {
+		_ = root.MarkPersistentFlagDirname(name)
+	}
+	for _, cmd := range root.Commands() {
+		if cmd.Flags().Lookup("profile") != nil {
+			_ = cmd.MarkFlagFilename("profile", "toml")
+		}
+	}
+	if c, _, err := root.Find([]string{"capture"}); err == nil {
+		_ = c.MarkFlagDirname("output")
+	}
 }
 
 func newValidateCmd(env *Env) *cobra.Command {

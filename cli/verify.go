@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,14 +56,14 @@ Exit 0 when everything holds, 1 otherwise.`,
 			if peer != "" || listen != "" {
 				res, err := env.twoHost(cmd.Context(), pl, peer, listen)
 				if err != nil {
-					d.Errors = append(d.Errors, err.Error())
+					d.Errors = append(d.Errors, verbsErrorText(err))
 				} else {
 					d.Traffic = append(d.Traffic, res)
 				}
 			} else if loopback || pl.Profile.Verify.Loopback {
 				for _, o := range apply.Loopbacks(cmd.Context(), pl, env.Log) {
 					if o.Err != nil {
-						d.Errors = append(d.Errors, o.Port+": "+o.Err.Error())
+						d.Errors = append(d.Errors, o.Port+": "+verbsErrorText(o.Err))
 					}
 					if o.Result != nil {
 						d.Traffic = append(d.Traffic, o.Result)
@@ -139,4 +140,14 @@ func (env *Env) twoHost(ctx context.Context, pl *apply.Prepared, peer, listen st
 		return verify.Listen(ctx, listen, cfg)
 	}
 	return verify.Connect(ctx, peer, cfg)
+}
+
+// verbsErrorText is err's message; when it is the stub's "not built in",
+// it also says which build has verbs: `make build` makes a static binary
+// without them, and nothing else would tell the operator so.
+func verbsErrorText(err error) string {
+	if errors.Is(err, verify.ErrVerbsNotBuiltIn) {
+		return err.Error() + "; this rocectl was built without them: use " + verbsHint
+	}
+	return err.Error()
 }

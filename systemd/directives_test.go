@@ -2,7 +2,8 @@ package systemd
 
 // The directives the shipped units use, by section, each checked against
 // the systemd man pages (systemd.unit(5), systemd.service(5),
-// systemd.exec(5), systemd.kill(5), systemd.timer(5)). A unit using anything
+// systemd.exec(5), systemd.kill(5), systemd.timer(5),
+// systemd.resource-control(5)). A unit using anything
 // else fails TestUnitsUseKnownDirectives: add it here only after reading its
 // man page entry, with a note of what it does for rocectl. Every entry must
 // be used by some unit (TestDirectiveListIsUsed), so the list stays the list
@@ -43,6 +44,10 @@ var knownDirectives = map[string]map[string]string{
 		"StateDirectoryMode":      "systemd.exec(5): its mode",
 		"ReadWritePaths":          "systemd.exec(5): writable exceptions under ProtectSystem=strict",
 		"ProtectHome":             "systemd.exec(5): /home, /root, /run/user inaccessible",
+		"PrivateMounts":           "systemd.exec(5): own mount namespace, no propagation towards the host (host mounts still propagate in)",
+		"ProtectProc":             "systemd.exec(5): invisible = /proc shows only the unit user's processes (hidepid=)",
+		"IPAddressDeny":           "systemd.resource-control(5): cgroup BPF IP filter; any = deny all IP traffic but what IPAddressAllow= lets through",
+		"IPAddressAllow":          "systemd.resource-control(5): agent: localhost, for /metrics on 127.0.0.1 / ::1",
 		"PrivateTmp":              "systemd.exec(5): private /tmp and /var/tmp",
 		"ProtectKernelModules":    "systemd.exec(5): no module loading",
 		"ProtectKernelLogs":       "systemd.exec(5): no kernel log ring buffer access",

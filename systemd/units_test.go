@@ -590,3 +590,15 @@ func hasFlagValue(argv []string, flag, value string) bool {
 	}
 	return false
 }
+
+// TestUnitsRequireMatch: a host where no port matches the profile (NICs
+// gone, driver not loaded) must fail the boot apply and the audit, not pass
+// as "nothing to do" / "in sync".
+func TestUnitsRequireMatch(t *testing.T) {
+	for _, name := range []string{"rocectl-apply.service", "rocectl-audit.service"} {
+		u := loadUnit(t, name)
+		if argv := execStart(t, u, unitEnv(t, u, "")); !slices.Contains(argv, "--require-match") {
+			t.Errorf("%s: ExecStart %q lacks --require-match", name, argv)
+		}
+	}
+}
