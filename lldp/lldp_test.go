@@ -257,3 +257,44 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestCheck(t *testing.T) {
+	pfc3 := uint8(1 << 3)
+	want := Expect{PFC: &pfc3, Trust: "dscp", DSCP: []DSCPUse{{26, 3, "RoCE data"}, {48, 6, "CNP"}}}
+	cases := []struct {
+		name   string
+		change func(f *Frame)
+		e      *Expect
+		want   []Mismatch
+	}{
+		{"consistent", func(f *Frame) {}, nil, nil},
+		{"pfc on 4", func(f *Frame) { f.IEEE.PFC.Enable = 1 << 4 }, nil,
+			[]Mismatch{{"pfc", "priorities 4", "priorities 3"}}},
+		{"willing", func(f *Frame) { f.IEEE.PFC.Willing = true }, nil, []Mismatch{{"willing", "willing (PFC)", "the switch decides: not willing"}}},
+		{"dscp 26 to 4", func(f *Frame) { f.IEEE.App[0].Priority = 4 }, nil, []Mismatch{{"dscp 26 (RoCE data)", "priority 4", "priority 3"}}},
+		{"no dscp entries", func(f *Frame) { f.IEEE.App = nil }, nil, []Mismatch{{"trust", "pcp (no DSCP → priority entry)", "dscp"}}},
+		{"starved", func(f *Frame) { f.IEEE.ETS.TCBandwidth = [8]uint8{0: 100} }, nil,
+			[]Mismatch{{"ets priority 3", "ets 0% (starved)", "a bandwidth share for the lossless class"}}},
+		{"ets differs from profile", func(f *Frame) {}, &Expect{PFC: &pfc3, ETS: &ExpectETS{PrioTC: [8]int{3: 3}, TSA: [8]string{"ets", "ets", "ets", "ets", "strict", "strict", "strict", "strict"}, Bandwidth: [8]int{0: 30, 3: 70}}},
+			[]Mismatch{{"ets priority 3", "ets 50%", "ets 70%"}}},
+		{"CEE only", func(f *Frame) {
+			f.IEEE = nil
+			f.CEE = &CEE{PFC: &CEEPFC{CEEFeature: CEEFeature{Enabled: true}, Enable: 1 << 4}}
+		}, nil, []Mismatch{{"pfc", "priorities 4", "priorities 3"}}},
+		{"no DCBX", func(f *Frame) { f.IEEE = nil }, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := RoCEFrameForTest()
+			c.change(f)
+			e := want
+			if c.e != nil {
+				e = *c.e
+			}
+			got := Check(f, e)
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Check = %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
