@@ -64,6 +64,7 @@ back by itself when they spike.`,
 		newVerifyCmd(env),
 		newAgentCmd(env),
 		newConfirmWatchCmd(env),
+		newPeerCmd(env),
 	)
 	return root
 }
@@ -131,6 +132,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 				}
 			} else {
 				renderPlanText(env.Stdout, pl, "change")
+				env.renderPeerSection(env.Stdout)
 				for _, n := range notices {
 					fmt.Fprintf(env.Stdout, "Warning: %s\n", n)
 				}
