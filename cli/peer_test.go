@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/internal/netnstest"
 	"github.com/rocectl/rocectl/lldp"
 )
@@ -198,5 +199,36 @@ func TestPeerJSON(t *testing.T) {
 	if code != 2 || len(rep.Ports) != 1 || rep.Ports[0].Frame == nil || rep.Ports[0].Frame.SystemName != "leaf-a12" ||
 		len(rep.Ports[0].Mismatches) != 1 || rep.Ports[0].Mismatches[0] != (lldp.Mismatch{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}) {
 		t.Errorf("exit %d, report %+v", code, rep)
+	}
+}
+
+// Audit shows a "switch peer" section from the state dir's last peer
+// result while it is recent, and none once it is stale.
+func TestAuditShowsRecentSwitchPeer(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	heard := time.Now().Add(-90 * time.Second) // shown rounded to the second: 1m30s, or 1m31s on a slow run
+	f := lldp.RoCEFrameForTest()
+	rep := &agent.PeerReport{SchemaVersion: 1, Profile: "connectx-lossless", CheckedAt: time.Now(), Ports: []agent.PeerResult{{
+		Netdev: "ens1f0np0", Verdict: agent.PeerMismatch, HeardAt: &heard, Frame: f, DCBX: "ieee",
+		Mismatches: []lldp.Mismatch{{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}},
+	}}}
+	if err := agent.WritePeerState(state, rep); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml"))
+	for _, want := range []string{"Switch peer (LLDP, checked ",
+		"  ens1f0np0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: mismatch, frame 1m3",
+		"    pfc: switch says priorities 4, profile says priorities 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit lacks %q:\n%s", want, out)
+		}
+	}
+	rep.CheckedAt = time.Now().Add(-peerRecent - time.Minute)
+	if err := agent.WritePeerState(state, rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml")); strings.Contains(out, "Switch peer") {
+		t.Errorf("stale peer result shown:\n%s", out)
 	}
 }
