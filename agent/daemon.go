@@ -162,12 +162,20 @@ func Run(ctx context.Context, cfg Config) error {
 			l.log.Error("recovering earlier applies", "err", err)
 		}
 	}
+	var pw *peerWatch // the switch peer's LLDP, on the ports matched at start
+	if !cfg.ReadOnly && !cfg.Once {
+		pw = newPeerWatch(PeerExpect(p), p.Name, store.Dir, l.log)
+		pw.start(ctx, &wg, matchedNetdevs(h, p))
+	}
 	var ctrs *counters
 	if cfg.MetricsAddr != "" {
 		ctrs = newCounters(h, l.log)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 			newCollector(l.st, ctrs, cfg.Version))
+		if pw != nil {
+			reg.MustRegister(pw)
+		}
 		ln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)

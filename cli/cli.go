@@ -63,6 +63,7 @@ back by itself when they spike.`,
 		newAgentCmd(env),
 		newConfirmWatchCmd(env),
 		newVersionCmd(env),
+		newPeerCmd(env),
 	)
 	registerCompletions(root)
 	return root
@@ -179,6 +180,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 				}
 			} else {
 				renderPlanText(env.Stdout, pl, "change")
+				env.renderPeerSection(env.Stdout)
 				for _, n := range notices {
 					fmt.Fprintf(env.Stdout, "Warning: %s\n", n)
 				}

@@ -98,6 +98,12 @@ func TestPackageBoundaries(t *testing.T) {
 			t.Errorf("policy depends on %s: it may import only the standard library and go-toml", dep)
 		}
 	}
+	// lldp decodes and listens: the standard library and x/sys only.
+	for _, dep := range pkgs[mod+"/lldp"].Deps {
+		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
+			t.Errorf("lldp depends on %s: it may import only the standard library and x/sys", dep)
+		}
+	}
 	// Each package below imports only what DESIGN.md §2's table allows of
 	// this module (the standard library and third-party modules are not
 	// checked here): the layers never import upwards.

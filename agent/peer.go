@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// The switch-peer check: what the switch port announces in LLDP (DCBX)
+// against the profile. `rocectl peer` runs it once; the daemon keeps a
+// passive listener (peerwatch.go). Both leave the last result in the state
+// dir (PeerStateFile) for audit's "switch peer" section.
+
+// PeerStateFile is the last peer result, in the state dir.
+const PeerStateFile = "peer.json"
+
+// Peer verdicts.
+const (
+	PeerConsistent = "consistent"
+	PeerMismatch   = "mismatch"
+	PeerUnknown    = "unknown"
+	PeerError      = "error"
+)
+
+// PeerReport is `rocectl peer -o json` and the state file.
+type PeerReport struct {
+	SchemaVersion int          `json:"schema_version"`
+	Profile       string       `json:"profile"`
+	CheckedAt     time.Time    `json:"checked_at"`
+	Ports         []PeerResult `json:"ports"`
+}
+
+// PeerResult is one port's verdict.
+type PeerResult struct {
+	Netdev  string `json:"netdev"`
+	Driver  string `json:"driver,omitempty"`
+	Verdict string `json:"verdict"`
+	// Reason says why the verdict is unknown or error.
+	Reason string `json:"reason,omitempty"`
+	// FirmwareLLDP is set when the NIC's firmware consumes LLDP, so the
+	// host does not see the switch's frames.
+	FirmwareLLDP string          `json:"firmware_lldp,omitempty"`
+	HeardAt      *time.Time      `json:"heard_at,omitempty"`
+	DCBX         string          `json:"dcbx,omitempty"` // "ieee", "cee", "" none
+	Mismatches   []lldp.Mismatch `json:"mismatches,omitempty"`
+	Frame        *lldp.Frame     `json:"frame,omitempty"`
+}
+
+// Switch names the partner: "NAME (chassis ID) port ID".
+func (r PeerResult) Switch() string {
+	f := r.Frame
+	if f == nil {
+		return "-"
+	}
+	name := f.SystemName
+	if name == "" {
+		return fmt.Sprintf("chassis %s port %s", f.ChassisID, f.PortID)
+	}
+	return fmt.Sprintf("%s (%s) port %s", name, f.ChassisID, f.PortID)
+}
+
+// Judge turns a heard frame into a verdict.
+func Judge(r *PeerResult, rec lldp.Received, e lldp.Expect) {
+	at := rec.At
+	r.HeardAt, r.Frame = &at, rec.Frame
+	r.DCBX = rec.Frame.DCBX()
+	if r.DCBX == "" {
+		r.Verdict = PeerUnknown
+		r.Reason = "the switch sends LLDP without DCBX TLVs (DCBX is off on its port, or its LLDP does not select the DCBX TLVs)"
+		return
+	}
+	r.Mismatches = lldp.Check(rec.Frame, e)
+	r.Verdict = PeerConsistent
+	if len(r.Mismatches) > 0 {
+		r.Verdict = PeerMismatch
+	}
+}
+
+// PeerExpect derives from a profile what the switch must agree with: the
+// PFC set, the trust mode, the DSCPs the host marks (RoCE data from
+// roce.default_tos, else verbs_traffic_class, else NCCL IB_TC; CNPs from
+// ecn.cnp_dscp) with the priority each must land in, and [qos.ets].
+func PeerExpect(p *policy.Profile) lldp.Expect {
+	var e lldp.Expect
+	q := p.QoS
+	if q.PFCPriorities != nil {
+		b := uint8(*q.PFCPriorities)
+		e.PFC = &b
+	}
+	if q.Trust != nil {
+		e.Trust = *q.Trust
+	}
+	prioOf := func(dscp int) (int, bool) {
+		if q.DSCPToPriority != nil {
+			return q.DSCPToPriority.Priority(dscp)
+		}
+		return dscp >> 3, true // the default map
+	}
+	if e.Trust == "dscp" {
+		tos := -1
+		switch {
+		case p.RoCE.DefaultTOS != nil:
+			tos = *p.RoCE.DefaultTOS
+		case p.RoCE.VerbsTrafficClass != nil:
+			tos = *p.RoCE.VerbsTrafficClass
+		default:
+			if v, ok := p.NCCL.Var("IB_TC"); ok {
+				if n, err := strconv.Atoi(v); err == nil {
+					tos = n
+				}
+			}
+		}
+		if tos >= 0 {
+			if prio, ok := prioOf(tos >> 2); ok {
+				e.DSCP = append(e.DSCP, lldp.DSCPUse{DSCP: tos >> 2, Priority: prio, Role: "RoCE data"})
+			}
+		}
+		if p.ECN.CNPDSCP != nil {
+			prio, ok := prioOf(*p.ECN.CNPDSCP)
+			if p.ECN.CNPPriority != nil {
+				prio, ok = *p.ECN.CNPPriority, true
+			}
+			if ok {
+				e.DSCP = append(e.DSCP, lldp.DSCPUse{DSCP: *p.ECN.CNPDSCP, Priority: prio, Role: "CNP"})
+			}
+		}
+	}
+	if ets := q.ETS; ets != nil {
+		e.ETS = &lldp.ExpectETS{PrioTC: ets.PriorityToTC, TSA: ets.TCTSA, Bandwidth: ets.TCBandwidth}
+	}
+	return e
+}
+
+// WritePeerState stores rep as the state dir's last peer result (write to
+// a temporary file, then rename, so a reader never sees half of it).
+func WritePeerState(dir string, rep *PeerReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".peer-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, PeerStateFile))
+}
+
+// ReadPeerState reads the last peer result; (nil, nil) when there is none.
+func ReadPeerState(dir string) (*PeerReport, error) {
+	b, err := os.ReadFile(filepath.Join(dir, PeerStateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rep PeerReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", PeerStateFile, err)
+	}
+	return &rep, nil
+}

@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// peerWatch is the daemon's passive LLDP listener: one socket per matched
+// port, blocked in recv (a BPF filter passes only incoming LLDP), judging
+// every frame the switch sends against the profile. It keeps the last
+// verdict per port for /metrics and writes them to the state dir for audit.
+type peerWatch struct {
+	expect   lldp.Expect
+	profile  string
+	dir      string // state dir; "" writes nothing
+	log      *slog.Logger
+	onResult func(PeerResult) // tests: called after each verdict
+
+	mu      sync.Mutex
+	results map[string]PeerResult
+}
+
+var (
+	descPeerConsistent = prometheus.NewDesc("rocectl_peer_consistent",
+		"1 when the switch's DCBX (heard in LLDP) agrees with the profile, 0 on a mismatch; absent until the partner was heard with DCBX.", []string{"device"}, nil)
+	descPeerPFC = prometheus.NewDesc("rocectl_peer_pfc_enabled_bitmap",
+		"The PFC enable bitmap the switch announces (bit p = priority p).", []string{"device"}, nil)
+	descPeerHeard = prometheus.NewDesc("rocectl_peer_last_frame_timestamp_seconds",
+		"When the last LLDP frame of the switch was heard on the port.", []string{"device"}, nil)
+)
+
+func newPeerWatch(expect lldp.Expect, profile, dir string, log *slog.Logger) *peerWatch {
+	return &peerWatch{expect: expect, profile: profile, dir: dir, log: log, results: map[string]PeerResult{}}
+}
+
+// start listens on every netdev until ctx ends; the goroutines report to wg.
+// A port whose socket cannot be opened is logged and left out.
+func (w *peerWatch) start(ctx context.Context, wg *sync.WaitGroup, netdevs []string) {
+	for _, nd := range netdevs {
+		l, err := lldp.Listen(nd)
+		if err != nil {
+			w.log.Warn("switch peer: cannot listen for LLDP", "device", nd, "err", err)
+			continue
+		}
+		stop := context.AfterFunc(ctx, func() { l.Close() })
+		wg.Go(func() {
+			defer stop()
+			defer l.Close()
+			for {
+				rec, err := l.Read(time.Time{})
+				if err != nil {
+					if !errors.Is(err, os.ErrClosed) {
+						w.log.Warn("switch peer: LLDP listener stopped", "device", nd, "err", err)
+					}
+					return
+				}
+				if rec.Err != nil {
+					w.log.Debug("switch peer: malformed LLDP frame", "device", nd, "err", rec.Err)
+					continue
+				}
+				r := PeerResult{Netdev: nd}
+				Judge(&r, rec, w.expect)
+				w.record(r)
+			}
+		})
+	}
+}
+
+func (w *peerWatch) record(r PeerResult) {
+	w.mu.Lock()
+	prev, seen := w.results[r.Netdev]
+	w.results[r.Netdev] = r
+	rep := &PeerReport{SchemaVersion: 1, Profile: w.profile, CheckedAt: time.Now().UTC()}
+	for _, x := range w.results {
+		rep.Ports = append(rep.Ports, x)
+	}
+	w.mu.Unlock()
+	sort.Slice(rep.Ports, func(i, j int) bool { return rep.Ports[i].Netdev < rep.Ports[j].Netdev })
+	if !seen || prev.Verdict != r.Verdict {
+		w.log.Info("switch peer", "device", r.Netdev, "switch", r.Switch(), "verdict", r.Verdict, "mismatches", len(r.Mismatches))
+	}
+	if w.dir != "" {
+		if err := WritePeerState(w.dir, rep); err != nil {
+			w.log.Debug("switch peer: result not stored", "err", err)
+		}
+	}
+	if w.onResult != nil {
+		w.onResult(r)
+	}
+}
+
+func (w *peerWatch) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descPeerConsistent
+	ch <- descPeerPFC
+	ch <- descPeerHeard
+}
+
+func (w *peerWatch) Collect(ch chan<- prometheus.Metric) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for nd, r := range w.results {
+		if r.HeardAt != nil {
+			ch <- prometheus.MustNewConstMetric(descPeerHeard, prometheus.GaugeValue, float64(r.HeardAt.UnixNano())/1e9, nd)
+		}
+		if r.Verdict == PeerConsistent || r.Verdict == PeerMismatch {
+			v := 0.0
+			if r.Verdict == PeerConsistent {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descPeerConsistent, prometheus.GaugeValue, v, nd)
+		}
+		if r.Frame != nil {
+			if en, ok := r.Frame.PFCEnable(); ok {
+				ch <- prometheus.MustNewConstMetric(descPeerPFC, prometheus.GaugeValue, float64(en), nd)
+			}
+		}
+	}
+}
+
+// matchedNetdevs lists the netdevs of the ports p matches on h.
+func matchedNetdevs(h *host.Host, p *policy.Profile) []string {
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), false))
+	var out []string
+	for _, dp := range d.Ports {
+		out = append(out, dp.Port.Netdev)
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+)
+
+// peerRecent is how old a stored peer result may be for audit to show it.
+const peerRecent = 10 * time.Minute
+
+func newPeerCmd(env *Env) *cobra.Command {
+	var profile, output string
+	var wait time.Duration
+	var netdevs []string
+	cmd := &cobra.Command{
+		Use:   "peer -p PROFILE",
+		Short: "Compare the switch's DCBX (heard in LLDP) with the profile (exit 0 consistent, 2 mismatch, 1 error or unknown)",
+		Long: `peer listens on every matched port for the link partner's LLDP frames and
+compares the DCBX it announces (IEEE 802.1Qaz ETS/PFC/Application Priority,
+or CEE) with the profile: the PFC priorities, the switch's willing bit, the
+DSCP → priority entries of the RoCE data and CNP DSCPs, and the ETS class
+of each lossless priority. It returns as soon as every port has heard its
+partner. A port that heard nothing within --wait is "unknown", with the
+likely reason (a NIC whose firmware consumes LLDP, a link down, LLDP off).
+It coexists with lldpd/lldpad: every packet socket gets its own copy.
+
+--netdev checks the named netdevs instead of the profile's matched RoCE
+ports (repeatable), e.g. a port without an RDMA device.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if env.Snapshot != "" {
+				return errors.New("peer listens on the live links; it cannot read a snapshot")
+			}
+			if wait <= 0 {
+				return fmt.Errorf("--wait must be positive, not %s", wait)
+			}
+			p, err := env.loadProfile(profile)
+			if err != nil {
+				return err
+			}
+			h, done, err := env.host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			type port struct{ netdev, driver string }
+			var ports []port
+			if len(netdevs) > 0 {
+				for _, n := range netdevs {
+					di, _ := h.K.DriverInfo(n) // best effort: only the firmware check uses it
+					ports = append(ports, port{n, di.Driver})
+				}
+			} else {
+				pl := apply.Prepare(h, p, false)
+				if msg := pl.NoPortsMessage(); msg != "" {
+					return errors.New(msg)
+				}
+				for _, dp := range pl.Desired.Ports {
+					ports = append(ports, port{dp.Port.Netdev, dp.Port.Driver})
+				}
+			}
+			rep := &agent.PeerReport{SchemaVersion: 1, Profile: p.Name, Ports: make([]agent.PeerResult, len(ports))}
+			for i, pt := range ports {
+				rep.Ports[i] = agent.PeerResult{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: firmwareLLDP(h.K, pt.netdev, pt.driver)}
+			}
+			listenPeers(cmd.Context(), h.K, rep.Ports, agent.PeerExpect(p), time.Now().Add(wait), wait)
+			rep.CheckedAt = time.Now().UTC()
+			if err := agent.WritePeerState(env.StateDir, rep); err != nil {
+				env.Log.Debug("peer result not stored for audit", "err", err)
+			}
+			if output == "json" {
+				if err := writeJSON(env.Stdout, rep); err != nil {
+					return err
+				}
+			} else {
+				renderPeerText(env.Stdout, rep)
+			}
+			return silent(peerExit(rep))
+		},
+	}
+	cmd.Flags().StringVarP(&profile, "profile", "p", "", "profile file (required)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().DurationVar(&wait, "wait", 35*time.Second, "how long to listen for each port's partner (switches send LLDP every 30 s by default)")
+	cmd.Flags().StringArrayVar(&netdevs, "netdev", nil, "check this netdev instead of the profile's matched ports (repeatable)")
+	_ = cmd.MarkFlagRequired("profile")
+	return cmd
+}
+
+// listenPeers listens on every port at once until each has heard a valid
+// frame or the deadline passes, and fills in the verdicts.
+func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, e lldp.Expect, deadline time.Time, wait time.Duration) {
+	var wg sync.WaitGroup
+	for i := range ports {
+		r := &ports[i]
+		l, err := lldp.Listen(r.Netdev)
+		if err != nil {
+			r.Verdict, r.Reason = agent.PeerError, err.Error()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer l.Close()
+			stop := context.AfterFunc(ctx, func() { l.Close() })
+			defer stop()
+			var bad []error
+			for {
+				rec, err := l.Read(deadline)
+				switch {
+				case err != nil:
+					r.Verdict, r.Reason = agent.PeerUnknown, silentReason(k, r, bad, wait)
+					if !errors.Is(err, os.ErrDeadlineExceeded) {
+						r.Reason = err.Error()
+						if ctx.Err() != nil {
+							r.Reason = "interrupted: " + ctx.Err().Error()
+						}
+					}
+					return
+				case rec.Err != nil:
+					bad = append(bad, rec.Err)
+				default:
+					agent.Judge(r, rec, e)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// silentReason words the likely reason a port heard no usable frame.
+func silentReason(k nic.Kernel, r *agent.PeerResult, bad []error, wait time.Duration) string {
+	switch {
+	case len(bad) > 0:
+		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v", len(bad), bad[len(bad)-1])
+	case r.FirmwareLLDP != "":
+		return r.FirmwareLLDP
+	}
+	if li, err := k.Link(r.Netdev); err == nil && li.OperState != "up" && li.OperState != "unknown" {
+		return fmt.Sprintf("no LLDP frame in %s: the link is %s", wait, li.OperState)
+	}
+	return fmt.Sprintf("no LLDP frame in %s: LLDP is off on the switch port, its transmit interval is longer than --wait, or something on the way consumes it", wait)
+}
+
+// firmwareLLDP says when the NIC's firmware runs its own LLDP agent and
+// takes the switch's frames before the host sees them: mlx5 in firmware
+// DCBX mode (dcbnl DCBX mode without DCB_CAP_DCBX_HOST, audit's qos.dcbx
+// "firmware"), ice with the private flag fw-lldp-agent on, i40e with
+// disable-fw-lldp off. "" when not, or when it cannot be told.
+func firmwareLLDP(k nic.Kernel, netdev, driver string) string {
+	switch driver {
+	case "mlx5_core":
+		st, err := k.DCB(netdev)
+		if err == nil && st.DCBX != nil && *st.DCBX&dcb.DCBXHost == 0 {
+			return "mlx5 in firmware DCBX mode (qos.dcbx = firmware): the NIC's LLDP agent consumes the switch's LLDP and the host never sees it; read the peer with mlnx_qos or set qos.dcbx = \"host\""
+		}
+	case "ice", "i40e":
+		flags, err := k.PrivFlags(netdev)
+		if err != nil {
+			return ""
+		}
+		if on, ok := flags["fw-lldp-agent"]; ok && on {
+			return "ice firmware LLDP agent is on (ethtool private flag fw-lldp-agent): the firmware consumes the switch's LLDP; ethtool --set-priv-flags " + netdev + " fw-lldp-agent off lets the host hear it"
+		}
+		if off, ok := flags["disable-fw-lldp"]; ok && !off {
+			return "i40e firmware LLDP agent is on (ethtool private flag disable-fw-lldp off): the firmware consumes the switch's LLDP; ethtool --set-priv-flags " + netdev + " disable-fw-lldp on lets the host hear it"
+		}
+	}
+	return ""
+}
+
+// peerExit: 2 when any port mismatches, else 1 when any could not be
+// checked (error or unknown: consistency was not shown), else 0.
+func peerExit(rep *agent.PeerReport) int {
+	code := ExitOK
+	for _, r := range rep.Ports {
+		switch r.Verdict {
+		case agent.PeerMismatch:
+			return ExitDrift
+		case agent.PeerUnknown, agent.PeerError:
+			code = ExitError
+		}
+	}
+	return code
+}
+
+// renderPeerText prints one block per port; every mismatch is one line
+// naming the port, the switch and its port ID, what each side says.
+func renderPeerText(w io.Writer, rep *agent.PeerReport) {
+	n := map[string]int{}
+	for _, r := range rep.Ports {
+		n[r.Verdict]++
+		switch r.Verdict {
+		case agent.PeerConsistent:
+			fmt.Fprintf(w, "  %s <-> %s: consistent (%s DCBX)\n", r.Netdev, r.Switch(), strings.ToUpper(r.DCBX))
+		case agent.PeerMismatch:
+			fmt.Fprintf(w, "~ %s <-> %s: %d mismatch(es) (%s DCBX)\n", r.Netdev, r.Switch(), len(r.Mismatches), strings.ToUpper(r.DCBX))
+			for _, m := range r.Mismatches {
+				fmt.Fprintf(w, "    %s <-> %s: %s: switch says %s, profile says %s\n", r.Netdev, r.Switch(), m.Key, m.Switch, m.Profile)
+			}
+		default:
+			fmt.Fprintf(w, "? %s: %s: %s\n", r.Netdev, r.Verdict, r.Reason)
+		}
+		if r.FirmwareLLDP != "" && r.Verdict != agent.PeerUnknown {
+			fmt.Fprintf(w, "    note: %s\n", r.FirmwareLLDP)
+		}
+	}
+	fmt.Fprintf(w, "%d port(s): %d consistent, %d mismatch, %d unknown, %d error.\n", len(rep.Ports),
+		n[agent.PeerConsistent], n[agent.PeerMismatch], n[agent.PeerUnknown], n[agent.PeerError])
+}
+
+// renderPeerSection is audit's "switch peer" section: the last peer
+// result of `rocectl peer` or the agent, when recent.
+func (env *Env) renderPeerSection(w io.Writer) {
+	if env.Snapshot != "" {
+		return
+	}
+	rep, err := agent.ReadPeerState(env.StateDir)
+	if err != nil || rep == nil || time.Since(rep.CheckedAt) > peerRecent {
+		return
+	}
+	fmt.Fprintf(w, "\nSwitch peer (LLDP, checked %s ago):\n", time.Since(rep.CheckedAt).Round(time.Second))
+	for _, r := range rep.Ports {
+		age := ""
+		if r.HeardAt != nil {
+			age = fmt.Sprintf(", frame %s old", time.Since(*r.HeardAt).Round(time.Second))
+		}
+		fmt.Fprintf(w, "  %s <-> %s: %s%s\n", r.Netdev, r.Switch(), r.Verdict, age)
+		for _, m := range r.Mismatches {
+			fmt.Fprintf(w, "    %s: switch says %s, profile says %s\n", m.Key, m.Switch, m.Profile)
+		}
+		if r.Reason != "" {
+			fmt.Fprintf(w, "    %s\n", r.Reason)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/lldp/lldptest"
+)
+
+// switchPort plays the switch on one end of a veth pair: it sends frame
+// through an AF_PACKET socket every interval until stopped, as a switch
+// sends LLDP every 30 s (here much faster).
+type switchPort struct {
+	fd   int
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startSwitch(t *testing.T, ns *netnstest.NS, netdev string, frames ...[]byte) *switchPort {
+	t.Helper()
+	s := &switchPort{stop: make(chan struct{})}
+	var addr unix.SockaddrLinklayer
+	err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName(netdev)
+		if err != nil {
+			return err
+		}
+		addr = unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}
+		copy(addr.Addr[:], lldp.MulticastNearestBridge)
+		s.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, f := range frames {
+				if err := unix.Sendto(s.fd, f, 0, &addr); err != nil {
+					t.Errorf("switch send: %v", err)
+					return
+				}
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(s.stop)
+		s.wg.Wait()
+		unix.Close(s.fd)
+	})
+	return s
+}
+
+var switchMAC = net.HardwareAddr{0x0c, 0x42, 0xa1, 0, 0, 1}
+
+func frameOf(t *testing.T, change func(f *lldp.Frame)) []byte {
+	t.Helper()
+	f := lldptest.RoCEFrame()
+	change(f)
+	b, err := lldp.EncodeFrame(switchMAC, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func capture(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(repo("lldp/testdata/" + name + ".hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hex.DecodeString(strings.Join(strings.Fields(string(raw)), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The real kernel: a veth pair in a test-owned namespace; the switch end
+// sends real LLDP frames, `rocectl peer --netdev` listens on the other
+// end and reports exactly the expected verdict and exit code.
+func TestPeerOverVeth(t *testing.T) {
+	ns := netnstest.New(t)
+	profile := repo("profiles/connectx-lossless.toml") // PFC 3, DSCP 26 → 3, CNP 48 → 6
+	cases := []struct {
+		name    string
+		frames  [][]byte
+		wait    string
+		code    int
+		verdict string
+		lines   []string // each must appear in the text output
+	}{
+		{"consistent", [][]byte{frameOf(t, func(*lldp.Frame) {})}, "20s", 0, agent.PeerConsistent,
+			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: consistent (IEEE DCBX)"}},
+		{"pfc on another priority", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 })}, "20s", 2, agent.PeerMismatch,
+			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: pfc: switch says priorities 4, profile says priorities 3"}},
+		{"willing", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Willing = true })}, "20s", 2, agent.PeerMismatch,
+			[]string{"port swp7: willing: switch says willing (PFC), profile says the switch decides: not willing"}},
+		{"dscp map differs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.App[0].Priority = 4 })}, "20s", 2, agent.PeerMismatch,
+			[]string{"port swp7: dscp 26 (RoCE data): switch says priority 4, profile says priority 3"}},
+		{"CEE only", [][]byte{frameOf(t, func(f *lldp.Frame) {
+			f.IEEE = nil
+			f.CEE = &lldp.CEE{PFC: &lldp.CEEPFC{CEEFeature: lldp.CEEFeature{Enabled: true}, Enable: 1 << 3, NumTCs: 8}}
+		})}, "20s", 0, agent.PeerConsistent, []string{"consistent (CEE DCBX)"}},
+		{"no DCBX TLVs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE = nil })}, "20s", 1, agent.PeerUnknown,
+			[]string{"? host0: unknown: the switch sends LLDP without DCBX TLVs"}},
+		{"malformed", [][]byte{append(frameOf(t, func(*lldp.Frame) {})[:14], 0x02, 0x07, 0x04, 1)}, "1s", 1, agent.PeerUnknown,
+			[]string{"? host0: unknown: heard", "malformed LLDP frame(s) and no valid one; last: malformed LLDPDU: Chassis ID TLV at byte 0: length 7 runs past the end"}},
+		// Real captures (lldp/testdata/SOURCES.md), sent as they were heard.
+		{"captured Cisco Nexus 5K, CEE, 802.1Q tagged", [][]byte{capture(t, "cisco-nexus5k-cee")}, "20s", 0, agent.PeerConsistent,
+			[]string{"host0 <-> N5K-5-Lab3-3 (00:05:73:f3:4d:4a) port Eth1/3: consistent (CEE DCBX)"}},
+		{"captured Juniper QFX3500, IEEE", [][]byte{capture(t, "juniper-qfx3500-ieee")}, "20s", 2, agent.PeerMismatch,
+			[]string{"host0 <-> chassis 84:18:88:d6:39:48 port 526: pfc: switch says priorities none, profile says priorities 3",
+				"port 526: trust: switch says pcp (no DSCP → priority entry), profile says dscp"}},
+		{"silent switch", nil, "300ms", 1, agent.PeerUnknown,
+			[]string{"? host0: unknown: no LLDP frame in 300ms"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			host, sw := "host0", "sw"+string(rune('a'+i))
+			ns.AddVeth(host, sw)
+			ns.SetUp(host)
+			ns.SetUp(sw)
+			t.Cleanup(func() { _ = ns.Command("ip", "link", "del", host).Run() })
+			if c.frames != nil {
+				startSwitch(t, ns, sw, c.frames...)
+			}
+			state := t.TempDir()
+			var code int
+			var out, errs string
+			start := time.Now()
+			err := ns.Do(func() error {
+				code, out, errs = run(t, nil, "--state-dir", state, "peer", "-p", profile, "--netdev", host, "--wait", c.wait)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, out, errs)
+			}
+			for _, l := range c.lines {
+				if !strings.Contains(out, l) {
+					t.Errorf("output lacks %q:\n%s", l, out)
+				}
+			}
+			// It returns as soon as the partner was heard, not after --wait.
+			if c.wait == "20s" && time.Since(start) > 10*time.Second {
+				t.Errorf("peer took %s with a partner sending every 20ms", time.Since(start))
+			}
+			// The result is stored for audit, with the same verdict.
+			rep, err := agent.ReadPeerState(state)
+			if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Verdict != c.verdict {
+				t.Errorf("stored result %+v, %v; want verdict %s", rep, err, c.verdict)
+			}
+		})
+	}
+}
+
+// -o json is one document with each port's verdict, the switch's frame
+// and the mismatches.
+func TestPeerJSON(t *testing.T) {
+	ns := netnstest.New(t)
+	ns.AddVeth("host0", "sw0")
+	ns.SetUp("host0")
+	ns.SetUp("sw0")
+	startSwitch(t, ns, "sw0", frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 }))
+	var code int
+	var out string
+	_ = ns.Do(func() error {
+		code, out, _ = run(t, nil, "--state-dir", t.TempDir(), "peer", "-p", repo("profiles/connectx-lossless.toml"), "--netdev", "host0", "-o", "json")
+		return nil
+	})
+	var rep agent.PeerReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if code != 2 || len(rep.Ports) != 1 || rep.Ports[0].Frame == nil || rep.Ports[0].Frame.SystemName != "leaf-a12" ||
+		len(rep.Ports[0].Mismatches) != 1 || rep.Ports[0].Mismatches[0] != (lldp.Mismatch{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}) {
+		t.Errorf("exit %d, report %+v", code, rep)
+	}
+}
+
+// Audit shows a "switch peer" section from the state dir's last peer
+// result while it is recent, and none once it is stale.
+func TestAuditShowsRecentSwitchPeer(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	heard := time.Now().Add(-90 * time.Second) // shown rounded to the second: 1m30s, or 1m31s on a slow run
+	f := lldptest.RoCEFrame()
+	rep := &agent.PeerReport{SchemaVersion: 1, Profile: "connectx-lossless", CheckedAt: time.Now(), Ports: []agent.PeerResult{{
+		Netdev: "ens1f0np0", Verdict: agent.PeerMismatch, HeardAt: &heard, Frame: f, DCBX: "ieee",
+		Mismatches: []lldp.Mismatch{{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}},
+	}}}
+	if err := agent.WritePeerState(state, rep); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml"))
+	for _, want := range []string{"Switch peer (LLDP, checked ",
+		"  ens1f0np0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: mismatch, frame 1m3",
+		"    pfc: switch says priorities 4, profile says priorities 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit lacks %q:\n%s", want, out)
+		}
+	}
+	rep.CheckedAt = time.Now().Add(-peerRecent - time.Minute)
+	if err := agent.WritePeerState(state, rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml")); strings.Contains(out, "Switch peer") {
+		t.Errorf("stale peer result shown:\n%s", out)
+	}
+}
