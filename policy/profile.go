@@ -27,6 +27,9 @@ type Profile struct {
 	Warnings Diagnostics
 
 	pos map[string]Pos // dotted key -> where it was set, for later messages
+	// failed: the keys the decoder reported errors for, so that the
+	// cross-field rules skip a default standing in for a broken value.
+	failed []string
 }
 
 // NeedsGID reports whether resolving or verifying the profile needs each
