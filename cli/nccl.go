@@ -27,8 +27,10 @@ type NCCLEnvDoc struct {
 	// the profile does not ask for it.
 	GIDIndex *nccl.GIDChoice `json:"gid_index,omitempty"`
 	Errors   []string        `json:"errors"`
-	Message  string          `json:"message,omitempty"`
-	Written  string          `json:"written,omitempty"`
+	// Diagnostics: the profile's problems, structured.
+	Diagnostics []Diagnostic `json:"diagnostics"`
+	Message     string       `json:"message,omitempty"`
+	Written     string       `json:"written,omitempty"`
 }
 
 func newNCCLEnvCmd(env *Env) *cobra.Command {
@@ -54,17 +56,19 @@ printed on stdout or written, and the exit status is 1.`,
 			if write != "" && env.Snapshot != "" {
 				return fmt.Errorf("--write with --snapshot: a snapshot is read-only")
 			}
-			doc := &NCCLEnvDoc{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}}
+			doc := &NCCLEnvDoc{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
 			p, err := env.loadProfile(profile)
 			if err != nil {
 				if format != "json" {
 					return err
 				}
 				doc.Errors = append(doc.Errors, err.Error())
+				doc.Diagnostics = errorDiagnostics(err)
 				fmt.Fprintln(env.Stderr, err)
 				return env.finishNCCLEnv(format, doc)
 			}
 			doc.Profile, doc.ProfileHash = p.Name, p.Hash
+			doc.Diagnostics = diagnosticsOf(p.Warnings)
 			h, done, err := env.host(cmd.Context())
 			if err != nil {
 				return err
@@ -175,21 +179,74 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// TopoDoc is the JSON document of topo.
+type TopoDoc struct {
+	SchemaVersion int `json:"schema_version"`
+	*nccl.Topology
+	Errors []string `json:"errors"`
+}
+
 func newTopoCmd(env *Env) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "PCIe distances between GPUs and RDMA NICs, degraded links, and a GPU→NIC / NCCL_IB_HCA proposal",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			fs := nic.NewFS(env.Root, true)
 			if env.Snapshot != "" {
 				fs = nic.NewFS(env.Snapshot, true)
 			}
 			t, err := nccl.ReadTopology(fs)
+			if output == "json" {
+				doc := TopoDoc{SchemaVersion: SchemaVersion, Topology: nonNullTopology(t), Errors: []string{}}
+				if err != nil {
+					doc.Topology = nil // no half-read topology
+					doc.Errors = append(doc.Errors, err.Error())
+				}
+				if werr := writeJSON(env.Stdout, doc); werr != nil {
+					return werr
+				}
+				if err != nil {
+					fmt.Fprintln(env.Stderr, err)
+					return silent(ExitError)
+				}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
 			return RenderTopology(env.Stdout, t)
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// nonNullTopology is t with empty lists where t has none, so that JSON
+// readers see [] rather than null.
+func nonNullTopology(t *nccl.Topology) *nccl.Topology {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	if c.GPUs == nil {
+		c.GPUs = []nic.PCIDevice{}
+	}
+	if c.NICs == nil {
+		c.NICs = []nic.PCIDevice{}
+	}
+	if c.Pairs == nil {
+		c.Pairs = []nccl.TopoPair{}
+	}
+	if c.Degraded == nil {
+		c.Degraded = []nccl.Degradation{}
+	}
+	if c.Affinity == nil {
+		c.Affinity = []nccl.Affinity{}
+	}
+	return &c
 }
