@@ -231,6 +231,7 @@ func (env *Env) jsonOnError(output string, err error) error {
 	}
 	rep := newReport(nil)
 	rep.Errors = append(rep.Errors, err.Error())
+	rep.Diagnostics = errorDiagnostics(err)
 	_ = writeJSON(env.Stdout, rep)
 	fmt.Fprintln(env.Stderr, err)
 	return silent(ExitCode(err))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocectl/rocectl/policy"
 )
 
 func TestVerifyReadBackOnFixtureHosts(t *testing.T) {
@@ -32,13 +34,13 @@ func TestVerifyReadBackOnFixtureHosts(t *testing.T) {
 func TestNCCLEnvFormatsAndWrite(t *testing.T) {
 	snap := repo("testdata/hosts/cx6dx-ofed-lossless")
 	// This host's two ports have their IPv4 RoCE v2 GID at different
-	// indexes (as the captured GID tables do), so no single
-	// NCCL_IB_GID_INDEX fits: said, and exit 1, the rest still printed.
+	// indexes (as the captured GID tables do), so no single index fits:
+	// "auto" leaves the choice to NCCL's per-device selection and says so.
 	code, out, errs := run(t, nil, "nccl-env", "-p", repo("profiles/base.toml"), "--snapshot", snap)
-	if code != ExitError || !strings.Contains(errs, "NCCL_IB_GID_INDEX: cannot derive: ports disagree on the RoCE v2 IPv4 GID index (mlx5_0:1=5, mlx5_1:1=3)") {
+	if code != ExitOK || !strings.Contains(errs, "NCCL_IB_GID_INDEX: dynamic: ports disagree (mlx5_0:1=5, mlx5_1:1=3); NCCL ≥ 2.21 selects per device with ROCE_VERSION_NUM=2, ADDR_FAMILY=AF_INET\n") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
-	for _, want := range []string{"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n", "NCCL_IB_TC=106\n"} {
+	for _, want := range []string{"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n", "NCCL_IB_TC=106\n", "NCCL_IB_GID_INDEX=-1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("env output lacks %q:\n%s", want, out)
 		}
@@ -47,20 +49,77 @@ func TestNCCLEnvFormatsAndWrite(t *testing.T) {
 	if !strings.Contains(out, "export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'\n") && !strings.Contains(out, "export NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\n") {
 		t.Errorf("shell output:\n%s", out)
 	}
-	_, out, _ = run(t, nil, "nccl-env", "--format", "json", "-p", repo("profiles/base.toml"), "--snapshot", snap)
-	var m map[string]string
-	if err := json.Unmarshal([]byte(out), &m); err != nil || m["NCCL_IB_TC"] != "106" {
+	_, out, _ = run(t, nil, "nccl-env", "-o", "json", "-p", repo("profiles/base.toml"), "--snapshot", snap)
+	var doc NCCLEnvDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Variables["NCCL_IB_TC"] != "106" || !doc.Complete ||
+		doc.GIDIndex == nil || doc.GIDIndex.Mode != "dynamic" || doc.SchemaVersion != 1 {
 		t.Errorf("json output %q: %v", out, err)
 	}
-	// --write into a copy of the host's root: what can be derived is
-	// written, the GID index is not (exit 1 says the file is incomplete).
+
+	// --write into a copy of the host's root: the whole list.
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
 	os.Symlink(filepath.Join(snap, "sys"), filepath.Join(root, "sys"))
 	code, _, errs = run(t, nil, "--root", root, "nccl-env", "-p", repo("profiles/fat-tree-32gpu-100g.toml"), "--write", "/etc/nccl.conf")
 	data, err := os.ReadFile(filepath.Join(root, "etc/nccl.conf"))
-	if code != ExitError || err != nil || strings.Contains(string(data), "NCCL_IB_GID_INDEX") || !strings.Contains(string(data), "NCCL_IB_TIMEOUT=22\n") || !strings.HasPrefix(string(data), "# BEGIN rocectl managed block") {
+	if code != ExitOK || err != nil || !strings.Contains(string(data), "NCCL_IB_GID_INDEX=-1\n") || !strings.Contains(string(data), "NCCL_IB_TIMEOUT=22\n") || !strings.HasPrefix(string(data), "# BEGIN rocectl managed block") {
 		t.Fatalf("write: exit %d %v\n%s\n%s", code, err, errs, data)
+	}
+
+	// pre-2.21 NCCL cannot select per device: refused with the reason,
+	// and neither a partial list nor a partial file.
+	legacy := filepath.Join(t.TempDir(), "legacy.toml")
+	os.WriteFile(legacy, []byte("include = [\""+repo("profiles/fat-tree-32gpu-100g.toml")+"\"]\n[nccl]\ngeneration = \"pre-2.21\"\n"), 0o600)
+	os.Remove(filepath.Join(root, "etc/nccl.conf"))
+	code, out, errs = run(t, nil, "--root", root, "nccl-env", "-p", legacy, "--write", "/etc/nccl.conf")
+	if code != ExitError || out != "" || !strings.Contains(errs, "NCCL_IB_GID_INDEX: cannot derive: ports disagree (mlx5_0:1=5, mlx5_1:1=3); with generation = \"pre-2.21\"") {
+		t.Fatalf("pre-2.21: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/nccl.conf")); !os.IsNotExist(err) {
+		t.Errorf("pre-2.21: a file was written: %v", err)
+	}
+	code, out, _ = run(t, nil, "--root", root, "nccl-env", "-o", "json", "-p", legacy)
+	doc = NCCLEnvDoc{}
+	if err := json.Unmarshal([]byte(out), &doc); code != ExitError || err != nil || doc.Complete || len(doc.Variables) != 0 || len(doc.Errors) != 1 || doc.GIDIndex.Mode != "refused" {
+		t.Errorf("pre-2.21 json: exit %d %v\n%s", code, err, out)
+	}
+}
+
+// Every shipped host with the shipped profiles: a complete list and exit
+// 0, or (bnxt, which connectx-lossless does not match) nothing to derive,
+// exit 0, and exit 1 with --require-match.
+func TestNCCLEnvOnShippedHosts(t *testing.T) {
+	hosts, _ := filepath.Glob(repo("testdata/hosts/*"))
+	profiles, _ := filepath.Glob(repo("profiles/*.toml"))
+	if len(hosts) < 4 || len(profiles) < 4 {
+		t.Fatalf("hosts %v, profiles %v", hosts, profiles)
+	}
+	for _, h := range hosts {
+		for _, p := range profiles {
+			t.Run(filepath.Base(h)+"/"+filepath.Base(p), func(t *testing.T) {
+				code, out, errs := run(t, nil, "nccl-env", "-o", "json", "-p", p, "--snapshot", h)
+				var doc NCCLEnvDoc
+				if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || !doc.Complete || len(doc.Errors) != 0 {
+					t.Fatalf("exit %d %v\n%s%s", code, err, out, errs)
+				}
+				if doc.Message != "" {
+					if len(doc.Variables) != 0 {
+						t.Errorf("variables without a matched port: %v", doc.Variables)
+					}
+					if code, _, _ := run(t, nil, "nccl-env", "--require-match", "-p", p, "--snapshot", h); code != ExitError {
+						t.Errorf("--require-match without a matched port: exit %d", code)
+					}
+					return
+				}
+				prof, err := policy.Load(p, policy.LoadOptions{AllowInsecure: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := len(prof.NCCL.Vars) > 0; want != (len(doc.Variables) > 0) || len(doc.Order) != len(doc.Variables) {
+					t.Errorf("variables %v, order %v", doc.Variables, doc.Order)
+				}
+			})
+		}
 	}
 }
 

@@ -143,6 +143,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 // Report is the JSON document of audit and apply: the contract Ansible's
 // changed_when / failed_when read.
 type Report struct {
+	// SchemaVersion: see SchemaVersion; docs/schema/report.json.
+	SchemaVersion int `json:"schema_version"`
+	// The profile's name and the hash of its files as loaded.
 	Profile     string               `json:"profile"`
 	ProfileHash string               `json:"profile_hash,omitempty"`
 	Changed     bool                 `json:"changed"`
@@ -162,6 +165,10 @@ type Report struct {
 	Confirm     string              `json:"confirm_deadline,omitempty"`
 	Message     string              `json:"message,omitempty"`
 	Warnings    []string            `json:"warnings,omitempty"`
+	// Diagnostics: the profile's problems, structured (its warnings when
+	// it loaded; every diagnostic when it was refused), next to the
+	// rendered Errors and Warnings.
+	Diagnostics []Diagnostic `json:"diagnostics"`
 	// NotWatched: the ports the pause-storm guard cannot watch ("no
 	// pause counters on veth0"), from the plan, then from the soak.
 	NotWatched []string `json:"not_watched,omitempty"`
@@ -182,7 +189,8 @@ type ReportChange struct {
 }
 
 func newReport(pl *apply.Prepared) *Report {
-	r := &Report{Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{}, Ports: []nic.Port{}}
+	r := &Report{SchemaVersion: SchemaVersion, Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{},
+		Diagnostics: []Diagnostic{}, Ports: []nic.Port{}}
 	if pl == nil {
 		return r
 	}
@@ -208,6 +216,7 @@ func newReport(pl *apply.Prepared) *Report {
 	for _, w := range pl.Profile.Warnings {
 		r.Warnings = append(r.Warnings, w.String())
 	}
+	r.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
 	r.Message = pl.NoPortsMessage()
 	return r
 }

@@ -12,6 +12,18 @@ import (
 	"github.com/rocectl/rocectl/verify"
 )
 
+// VerifyDoc is the JSON document of verify.
+type VerifyDoc struct {
+	SchemaVersion int                      `json:"schema_version"`
+	Profile       string                   `json:"profile"`
+	ProfileHash   string                   `json:"profile_hash,omitempty"`
+	OK            bool                     `json:"ok"`
+	Mismatches    []verify.Mismatch        `json:"mismatches"`
+	Traffic       []*verify.LoopbackResult `json:"traffic,omitempty"`
+	Errors        []string                 `json:"errors"`
+	Diagnostics   []Diagnostic             `json:"diagnostics"`
+}
+
 func newVerifyCmd(env *Env) *cobra.Command {
 	var profile, output, peer, listen string
 	var loopback bool
@@ -30,26 +42,35 @@ Exit 0 when everything holds, 1 otherwise.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			d := VerifyDoc{SchemaVersion: SchemaVersion, Mismatches: []verify.Mismatch{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
+			// An early failure is still one document in JSON.
+			fail := func(err error) error {
+				if output != "json" {
+					return err
+				}
+				d.Errors = append(d.Errors, err.Error())
+				d.Diagnostics = errorDiagnostics(err)
+				if werr := writeJSON(env.Stdout, d); werr != nil {
+					return werr
+				}
+				fmt.Fprintln(env.Stderr, err)
+				return silent(ExitError)
+			}
 			h, done, err := env.host(cmd.Context())
 			if err != nil {
-				return err
+				return fail(err)
 			}
 			defer done()
 			pl, err := env.makePlan(profile, h, loopback || peer != "" || listen != "")
 			if err != nil {
-				return err
+				return fail(err)
 			}
 			if duration > 0 {
 				pl.Profile.Verify.Duration = duration
 			}
-			type doc struct {
-				Profile    string                   `json:"profile"`
-				OK         bool                     `json:"ok"`
-				Mismatches []verify.Mismatch        `json:"mismatches"`
-				Traffic    []*verify.LoopbackResult `json:"traffic,omitempty"`
-				Errors     []string                 `json:"errors"`
-			}
-			d := doc{Profile: pl.Profile.Name, Mismatches: verify.Readback(pl.Desired, h.Observe(pl.Desired)), Errors: []string{}}
+			d.Profile, d.ProfileHash = pl.Profile.Name, pl.Profile.Hash
+			d.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
+			d.Mismatches = verify.Readback(pl.Desired, h.Observe(pl.Desired))
 			if d.Mismatches == nil {
 				d.Mismatches = []verify.Mismatch{}
 			}

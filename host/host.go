@@ -78,7 +78,10 @@ func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
 		gid := -1
 		if withGID {
 			if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
-				if g, ok := nic.SelectGID(gids, nic.GIDQuery{Netdev: p.Netdev}); ok {
+				// Any netdev: the port's GID table holds its own GIDs and
+				// those of its upper devices (VLAN, bond, macvlan), and NCCL
+				// never reads gid_attrs/ndevs, so a VLAN's GID counts.
+				if g, ok := nic.SelectGID(gids, nic.GIDQuery{}); ok {
 					gid = g.Index
 				}
 			}

@@ -11,37 +11,85 @@ import (
 // Env derives the NCCL variables of a host from the profile and its
 // matched ports: "auto" values are resolved, IB_TC defaults to the RoCE TOS.
 // Names in the result carry the NCCL_ prefix. Variables that cannot be
-// derived yet are returned as unresolved, with the reason.
+// derived are returned as unresolved, with the reason; the variables are
+// then incomplete and must be neither printed as a result nor written.
 func Env(p *policy.Profile, ports []policy.Port) ([]Var, []policy.Unsupported) {
-	var out []Var
-	var unresolved []policy.Unsupported
+	d := Derive(p, ports)
+	return d.Vars, d.Unresolved
+}
+
+// Derivation is what Derive found: the variables, what could not be
+// derived, and how NCCL_IB_GID_INDEX = "auto" was decided.
+type Derivation struct {
+	Vars       []Var
+	Unresolved []policy.Unsupported
+	// GID is nil unless the profile sets IB_GID_INDEX = "auto".
+	GID *GIDChoice
+}
+
+// GIDChoice is how IB_GID_INDEX = "auto" was resolved.
+type GIDChoice struct {
+	// Mode is "pinned" (one index serves every port), "dynamic" (-1:
+	// NCCL selects per device) or "refused" (pre-2.21 NCCL, and no one
+	// index serves every port).
+	Mode   string `json:"mode"`
+	Index  *int   `json:"index,omitempty"` // the pinned index
+	Reason string `json:"reason"`
+}
+
+func (c GIDChoice) String() string { return c.Mode + ": " + c.Reason }
+
+// GID choice modes.
+const (
+	GIDPinned  = "pinned"
+	GIDDynamic = "dynamic"
+	GIDRefused = "refused"
+)
+
+// Derive is Env with the reasons for the GID index.
+func Derive(p *policy.Profile, ports []policy.Port) Derivation {
+	var d Derivation
 	c := &p.NCCL
 	seen := map[string]bool{}
 	for _, v := range c.Vars {
 		seen[v.Name] = true
+	}
+	for _, v := range c.Vars {
 		val := v.Value
+		var extra []Var
 		if val == "auto" {
 			var reason string
 			switch v.Name {
 			case "IB_HCA":
 				val, reason = hcaList(ports)
 			case "IB_GID_INDEX":
-				val, reason = gidIndex(ports)
+				var choice GIDChoice
+				choice, extra = gidIndex(c, ports, seen)
+				d.GID = &choice
+				switch choice.Mode {
+				case GIDPinned:
+					val = strconv.Itoa(*choice.Index)
+				case GIDDynamic:
+					val = "-1"
+				default:
+					reason = choice.Reason
+				}
 			}
 			if reason != "" {
-				unresolved = append(unresolved, policy.Unsupported{Key: policy.HostScope + ".nccl.NCCL_" + v.Name, Scope: policy.HostScope, Reason: reason})
+				d.Unresolved = append(d.Unresolved, policy.Unsupported{Key: policy.HostScope + ".nccl.NCCL_" + v.Name, Scope: policy.HostScope, Reason: reason})
 				continue
 			}
 		}
-		out = append(out, Var{"NCCL_" + v.Name, val})
+		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, val})
+		d.Vars = append(d.Vars, extra...)
 	}
 	if !seen["IB_TC"] && p.RoCE.DefaultTOS != nil && len(c.Vars)+len(c.Extra) > 0 {
-		out = append(out, Var{"NCCL_IB_TC", strconv.Itoa(*p.RoCE.DefaultTOS)})
+		d.Vars = append(d.Vars, Var{"NCCL_IB_TC", strconv.Itoa(*p.RoCE.DefaultTOS)})
 	}
 	for _, v := range c.Extra {
-		out = append(out, Var{"NCCL_" + v.Name, v.Value})
+		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, v.Value})
 	}
-	return out, unresolved
+	return d
 }
 
 // hcaList is NCCL_IB_HCA for the matched ports. The leading "=" makes NCCL
@@ -57,34 +105,95 @@ func hcaList(ports []policy.Port) (string, string) {
 	return "=" + strings.Join(parts, ","), ""
 }
 
-// gidIndex is NCCL_IB_GID_INDEX: one index must serve every port, since NCCL
-// takes one value per process.
-func gidIndex(ports []policy.Port) (string, string) {
+// gidFilters are the variables NCCL's dynamic GID selection applies
+// (ncclIbGetGidIndex in NVIDIA/nccl src/transport/net_ib/connect.cc; in
+// src/transport/net_ib.cc since 2.21.5-1, commit ab2b89c4). A pinned
+// NCCL_IB_GID_INDEX returns before any of them is read.
+var gidFilters = []string{"IB_ADDR_RANGE", "IB_ADDR_FAMILY", "IB_ROCE_VERSION_NUM"}
+
+// gidIndex decides NCCL_IB_GID_INDEX = "auto". NCCL takes one value per
+// process, so a pinned index must be right on every port:
+//   - pinned when every port has its RoCE v2 IPv4 GID (policy.Port's
+//     RoCEv2GID, which counts GIDs of VLAN upper devices as NCCL does) at
+//     the same index, and the profile sets no selection filter;
+//   - otherwise, with NCCL 2.21 or later, -1: NCCL runs ncclIbGetGidIndex
+//     per device, and extra holds the ROCE_VERSION_NUM and ADDR_FAMILY it
+//     should select by (unless the profile sets them);
+//   - pre-2.21 NCCL has no selection: NCCL_IB_GID_INDEX defaults to 0 there
+//     (a RoCE v1 link-local GID), so only a pinned index works, and where
+//     none serves every port the choice is refused with the reason.
+func gidIndex(c *policy.NCCL, ports []policy.Port, set map[string]bool) (GIDChoice, []Var) {
 	if len(ports) == 0 {
-		return "", "no RDMA port matched the profile"
+		return GIDChoice{Mode: GIDRefused, Reason: "no RDMA port matched the profile"}, nil
 	}
-	idx := -2
-	var where []string
+	var where, missing []string
+	idx, agree := ports[0].RoCEv2GID, true
 	for _, p := range ports {
 		if p.RoCEv2GID < 0 {
-			return "", fmt.Sprintf("%s port %d has no RoCE v2 IPv4 GID yet (is an IPv4 address configured on %s?)", p.RDMADevice, p.PortNum, p.Netdev)
+			missing = append(missing, fmt.Sprintf("%s:%d has no RoCE v2 IPv4 GID yet (no IPv4 address on %s or a VLAN above it)", p.RDMADevice, p.PortNum, p.Netdev))
+			agree = false
+			continue
 		}
 		where = append(where, fmt.Sprintf("%s:%d=%d", p.RDMADevice, p.PortNum, p.RoCEv2GID))
-		if idx == -2 {
-			idx = p.RoCEv2GID
-		} else if idx != p.RoCEv2GID {
-			idx = -3
+		if p.RoCEv2GID != idx {
+			agree = false
 		}
 	}
-	if idx == -3 {
-		return "", "ports disagree on the RoCE v2 IPv4 GID index (" + strings.Join(where, ", ") + "); set IB_GID_INDEX explicitly or align the addressing"
+	var filters []string
+	for _, f := range gidFilters {
+		if set[f] {
+			filters = append(filters, f)
+		}
 	}
-	return strconv.Itoa(idx), ""
+	if agree && (len(filters) == 0 || !c.DynamicGID()) {
+		reason := fmt.Sprintf("all ports agree on index %d (%s)", idx, strings.Join(where, ", "))
+		if len(filters) > 0 {
+			reason += fmt.Sprintf("; %s has no effect before NCCL 2.21", strings.Join(filters, " and "))
+		}
+		return GIDChoice{Mode: GIDPinned, Index: &idx, Reason: reason}, nil
+	}
+	var why []string
+	switch {
+	case len(missing) > 0:
+		why = missing
+	case !agree:
+		why = []string{"ports disagree (" + strings.Join(where, ", ") + ")"}
+	default:
+		why = []string{fmt.Sprintf("the profile sets %s, which NCCL applies only when it selects the GID itself", strings.Join(filters, " and "))}
+	}
+	if len(missing) > 0 && len(where) > 0 {
+		why = append(why, "the others: "+strings.Join(where, ", "))
+	}
+	if !c.DynamicGID() {
+		return GIDChoice{Mode: GIDRefused, Reason: strings.Join(why, "; ") +
+			"; with generation = \"pre-2.21\" NCCL cannot select per device (it would use index 0, a RoCE v1 link-local GID): align the addressing so one index serves every port, or set IB_GID_INDEX"}, nil
+	}
+	version, family := "2", "AF_INET"
+	var extra []Var
+	if v, ok := c.Var("IB_ROCE_VERSION_NUM"); ok {
+		version = v
+	} else {
+		extra = append(extra, Var{"NCCL_IB_ROCE_VERSION_NUM", version})
+	}
+	if v, ok := c.Var("IB_ADDR_FAMILY"); ok {
+		family = v
+	} else {
+		extra = append(extra, Var{"NCCL_IB_ADDR_FAMILY", family})
+	}
+	if len(missing) > 0 {
+		why = append(why, "NCCL uses index 0 there until such an address exists")
+	}
+	how := fmt.Sprintf("NCCL ≥ 2.21 selects per device with ROCE_VERSION_NUM=%s, ADDR_FAMILY=%s", version, family)
+	if r, ok := c.Var("IB_ADDR_RANGE"); ok {
+		how += ", ADDR_RANGE=" + r
+	}
+	return GIDChoice{Mode: GIDDynamic, Reason: strings.Join(why, "; ") + "; " + how}, extra
 }
 
 // Resolve adds to d the host settings of the NCCL config file, derived for
 // the ports d matched, when the profile asks rocectl to manage one ([nccl]
-// write); variables that cannot be derived yet go to d.Unresolved. A host
+// write). When a variable cannot be derived, it goes to d.Unresolved and
+// none of the file's settings are added: a partial file is never written. A host
 // none of whose ports the profile selects is not the profile's business:
 // its NCCL file is left alone.
 func Resolve(d *policy.Desired) {
@@ -97,9 +206,16 @@ func Resolve(d *policy.Desired) {
 		ports[i] = dp.Port
 	}
 	vars, unresolved := Env(p, ports)
+	if len(unresolved) > 0 {
+		// Part of the file is no file NCCL should read: leave it as it is.
+		for i := range unresolved {
+			unresolved[i].Reason += fmt.Sprintf("; %s is left as it is rather than written in part", *p.NCCL.Write)
+		}
+		d.Unresolved = append(d.Unresolved, unresolved...)
+		return
+	}
 	for _, v := range vars {
 		d.Host = append(d.Host, policy.Setting{Key: policy.HostScope + ".nccl." + v.Name, Scope: policy.HostScope, Name: "nccl." + v.Name,
 			Kind: policy.KindNCCL, Arg: v.Name, Value: v.Value, From: "nccl." + strings.TrimPrefix(v.Name, "NCCL_")})
 	}
-	d.Unresolved = append(d.Unresolved, unresolved...)
 }

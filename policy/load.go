@@ -43,6 +43,9 @@ func Load(path string, opts LoadOptions) (*Profile, error) {
 		p.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	p.pos = d.pos
+	for _, dg := range d.diags.Errors() {
+		p.failed = append(p.failed, dg.Key)
+	}
 	p.Hash = hex.EncodeToString(l.hash.Sum(nil))[:16]
 	l.diags = append(l.diags, d.diags...)
 	if !setsAnything(root) {

@@ -67,6 +67,11 @@ func (d *decoder) nccl(key string, n *node, c *NCCL) {
 				c.Write = &s
 			}
 		}},
+		{"generation", func(k string, v *node) {
+			if s, ok := d.enum(k, v, NCCLModern, NCCLPre221); ok {
+				c.Generation = s
+			}
+		}},
 		{"extra", func(k string, v *node) {
 			d.freeTable(k, v, "a table of NCCL_NAME = value", ncclExtraName, "NCCL_ followed by upper-case letters, digits and '_'", "an NCCL variable name",
 				func(ek, name string, el *node) {

@@ -27,6 +27,9 @@ type Profile struct {
 	Warnings Diagnostics
 
 	pos map[string]Pos // dotted key -> where it was set, for later messages
+	// failed: the keys the decoder reported errors for, so that the
+	// cross-field rules skip a default standing in for a broken value.
+	failed []string
 }
 
 // NeedsGID reports whether resolving or verifying the profile needs each
@@ -173,7 +176,22 @@ type NCCL struct {
 	// number as text) and resolved per host.
 	Vars  []NCCLVar
 	Extra []NCCLVar // [nccl.extra]: free NCCL_* variables
+	// Generation is the oldest NCCL the fleet runs, as far as rocectl
+	// cares: NCCLModern ("2.21+", the default) selects the GID per
+	// device when NCCL_IB_GID_INDEX is -1; NCCLPre221 ("pre-2.21") has
+	// no such selection and needs one pinned index.
+	Generation string
 }
+
+// NCCL generations ([nccl] generation).
+const (
+	NCCLModern = "2.21+"
+	NCCLPre221 = "pre-2.21"
+)
+
+// DynamicGID reports whether the fleet's NCCL selects the GID index per
+// device by itself (NCCL_IB_GID_INDEX = -1, NCCL 2.21 and later).
+func (c *NCCL) DynamicGID() bool { return c.Generation != NCCLPre221 }
 
 // NCCLVar is one NCCL variable.
 type NCCLVar struct {

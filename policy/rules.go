@@ -7,8 +7,11 @@ import (
 )
 
 // checkRules applies the cross-field rules: things that are each valid alone
-// but wrong together. It looks only at values that decoded cleanly (nil
-// otherwise), so it runs alongside the decoder's own errors.
+// but wrong together. It runs alongside the decoder's own errors, so one
+// validate run reports every problem: a rule is skipped only when an input
+// it needs failed to decode (p.failed). Where a rule's verdict cannot
+// depend on a broken element, it uses the elements that did decode: with
+// pfc_priorities = [3, 9], cnp_priority = 3 is wrong whatever 9 becomes.
 func checkRules(p *Profile, root *table) Diagnostics {
 	r := &decoder{pos: p.pos}
 	at := func(key string) *node { return lookup(root, key) }
@@ -22,23 +25,34 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		return n
 	}
 	q, e := &p.QoS, &p.ECN
+	// pfc is the set of PFC priorities that decoded: all of them, or, when
+	// an element is broken, the others; pfcSome says the list names at
+	// least one priority, broken or not.
+	pfc, pfcSome := q.PFCPriorities, q.PFCPriorities != nil && *q.PFCPriorities != 0
+	if pfc == nil {
+		if n := at("qos.pfc_priorities"); n != nil && n.kind == kArray {
+			pfc, pfcSome = cleanPrios("qos.pfc_priorities", n), len(n.arr) > 0
+		}
+	}
 
 	// PFC data priorities must not carry CNPs: a CNP paused behind the very
 	// congestion it reports arrives too late to help.
-	if e.CNPPriority != nil && q.PFCPriorities != nil && q.PFCPriorities.Has(*e.CNPPriority) {
-		r.errf(at("ecn.cnp_priority"), "ecn.cnp_priority", "a priority not in qos.pfc_priorities "+prioText(*q.PFCPriorities),
+	if e.CNPPriority != nil && pfc != nil && pfc.Has(*e.CNPPriority) {
+		r.errf(at("ecn.cnp_priority"), "ecn.cnp_priority", "a priority not in qos.pfc_priorities "+prioText(*pfc),
 			"CNP priority %d is also a PFC data priority", *e.CNPPriority)
 	}
 
-	if q.GlobalPause != nil && *q.GlobalPause && q.PFCPriorities != nil && *q.PFCPriorities != 0 {
+	if q.GlobalPause != nil && *q.GlobalPause && pfcSome {
 		r.errf(at("qos.global_pause"), "qos.global_pause", "false when qos.pfc_priorities is not empty",
 			"global 802.3x pause and PFC are mutually exclusive on a port")
 	}
 
 	// A trust value that failed to decode was already reported; saying the
 	// map has no effect would be a second error for the same typo.
+	// A map with a broken entry is still a map: whether it has an effect
+	// does not depend on its entries.
 	trustBroken := q.Trust == nil && at("qos.trust") != nil
-	if q.DSCPToPriority != nil && !trustBroken {
+	if (q.DSCPToPriority != nil || at("qos.dscp_to_priority") != nil) && !trustBroken {
 		if q.Trust == nil {
 			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
 		} else if *q.Trust == "pcp" {
@@ -50,11 +64,22 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		checkETS(r, q.ETS, func(tc int) *node { return elem("qos.ets.tc_bandwidth", tc) }, at("qos.ets.tc_bandwidth"))
 	}
 
-	b := &p.Buffers
-	if b.PriorityToBuffer != nil && b.BufferSize != nil && q.PFCPriorities != nil {
-		for _, prio := range q.PFCPriorities.List() {
-			buf := b.PriorityToBuffer[prio]
-			if b.BufferSize[buf] == 0 {
+	// Element by element: a broken buffer size elsewhere does not change
+	// that PFC priority 3 lands in a buffer of size 0.
+	p2b := cleanInts8("buffers.priority_to_buffer", at("buffers.priority_to_buffer"), p.Buffers.PriorityToBuffer, func(d *decoder, k string, el *node) (int, bool) {
+		v, ok := d.int(k, el, 0, 7)
+		return int(v), ok
+	})
+	sizes := cleanInts8("buffers.buffer_size", at("buffers.buffer_size"), p.Buffers.BufferSize, func(d *decoder, k string, el *node) (Size, bool) {
+		return d.size(k, el, maxBufferSize)
+	})
+	if p2b != nil && sizes != nil && pfc != nil {
+		for _, prio := range pfc.List() {
+			if p2b[prio] == nil {
+				continue
+			}
+			buf := *p2b[prio]
+			if s := sizes[buf]; s != nil && *s == 0 {
 				r.errf(elem("buffers.buffer_size", buf), fmt.Sprintf("buffers.buffer_size[%d]", buf), "a non-zero size for every buffer a PFC priority uses",
 					"PFC priority %d uses buffer %d, whose size is 0", prio, buf)
 			}
@@ -119,8 +144,10 @@ func checkRules(p *Profile, root *table) Diagnostics {
 			"NCCL traffic class %s differs from roce.default_tos %d", tc, *p.RoCE.DefaultTOS)
 	}
 
+	// A poll or detection time that failed to decode left its default in
+	// p.Guard: comparing that default would report a value nobody wrote.
 	g := &p.Guard
-	if g.Poll > g.DetectionTime {
+	if g.Poll > g.DetectionTime && !p.failedKey("guard.poll") && !p.failedKey("guard.detection_time") {
 		// Point at whichever of the two the profile wrote (poll first).
 		if at("guard.poll") == nil && at("guard.detection_time") != nil {
 			r.errf(at("guard.detection_time"), "guard.detection_time", fmt.Sprintf("at least guard.poll (%v, the default)", g.Poll),
@@ -131,6 +158,53 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		}
 	}
 	return r.diags
+}
+
+// failedKey reports whether key, or an element or sub-key of it, failed to
+// decode.
+func (p *Profile) failedKey(key string) bool {
+	for _, k := range p.failed {
+		if k == key || strings.HasPrefix(k, key+"[") || strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanPrios is the set of the elements of a priority array that decode on
+// their own (a scratch decoder: their errors were reported already).
+func cleanPrios(key string, n *node) *PrioSet {
+	var s PrioSet
+	scratch := &decoder{pos: map[string]Pos{}}
+	for i, el := range n.arr {
+		if v, ok := scratch.int(fmt.Sprintf("%s[%d]", key, i), el, 0, 7); ok {
+			s |= 1 << v
+		}
+	}
+	return &s
+}
+
+// cleanInts8 returns, per element of an eight-element array, its value
+// when it decodes (decoded, when the whole array did), nil otherwise; nil
+// when the array is absent or not eight elements long.
+func cleanInts8[T any](key string, n *node, decoded *[8]T, dec func(d *decoder, k string, el *node) (T, bool)) *[8]*T {
+	var out [8]*T
+	if decoded != nil {
+		for i := range decoded {
+			out[i] = &decoded[i]
+		}
+		return &out
+	}
+	if n == nil || n.kind != kArray || len(n.arr) != 8 {
+		return nil
+	}
+	scratch := &decoder{pos: map[string]Pos{}}
+	for i, el := range n.arr {
+		if v, ok := dec(scratch, fmt.Sprintf("%s[%d]", key, i), el); ok {
+			out[i] = &v
+		}
+	}
+	return &out
 }
 
 func checkETS(r *decoder, e *ETS, elem func(tc int) *node, n *node) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -500,5 +501,37 @@ func TestIncludeRuleAcrossFiles(t *testing.T) {
 	}
 	if !strings.Contains(ds[0].String(), "global_pause = true") {
 		t.Errorf("the quoted line is missing: %s", ds[0])
+	}
+}
+
+// TestRulesBesideRangeErrors: one Load reports the range errors and the
+// cross-field rules together (the issue's "one pass, all problems"); a
+// rule whose input failed to decode is skipped, not judged on a default.
+func TestRulesBesideRangeErrors(t *testing.T) {
+	_, err := Load("testdata/bad/multi-cross-rules-beside-range-errors.toml", corpusOpts)
+	var pe *ProfileError
+	if !errors.As(err, &pe) {
+		t.Fatalf("Load: %v, want a *ProfileError", err)
+	}
+	got := map[string]string{}
+	for _, d := range pe.Diags.Errors() {
+		got[d.Key] = d.Msg
+	}
+	for key, want := range map[string]string{
+		"qos.pfc_priorities[1]":   "9 is out of range",        // range
+		"buffers.buffer_size[7]":  "99GiB is too large",       // range
+		"qos.dscp_to_priority.99": `"99" is not a DSCP value`, // range
+		"guard.poll":              "10s is out of range",      // range, and no poll/detection rule on the default
+		"qos.global_pause":        "global 802.3x pause and PFC are mutually exclusive on a port",
+		"ecn.cnp_priority":        "CNP priority 3 is also a PFC data priority",
+		"buffers.buffer_size[1]":  "PFC priority 3 uses buffer 1, whose size is 0",
+		"qos.dscp_to_priority":    `a DSCP map has no effect with trust = "pcp"`,
+	} {
+		if got[key] != want {
+			t.Errorf("%s: got %q, want %q", key, got[key], want)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("got %d errors, want 8: %v", len(got), got)
 	}
 }

@@ -72,8 +72,9 @@ type Port struct {
 	PortNum    int
 	Driver     string
 	PCI        string
-	// RoCEv2GID is the RoCE v2 IPv4 GID index NCCL would pick on this port,
-	// or -1 when there is none (no IPv4 address yet).
+	// RoCEv2GID is the RoCE v2 IPv4 GID index NCCL would pick on this port
+	// (on the port's netdev or an upper device such as a VLAN), or -1 when
+	// there is none (no IPv4 address yet).
 	RoCEv2GID int
 }
 
