@@ -64,6 +64,7 @@ back by itself when they spike.`,
 		newVerifyCmd(env),
 		newAgentCmd(env),
 		newConfirmWatchCmd(env),
+		newReportCmd(env),
 	)
 	return root
 }
@@ -180,6 +181,7 @@ func (env *Env) jsonOnError(output string, err error) error {
 		return err
 	}
 	rep := newReport(nil)
+	rep.Host, rep.GeneratedAt = env.hostName(), time.Now().UTC().Format(time.RFC3339)
 	rep.Errors = append(rep.Errors, err.Error())
 	_ = writeJSON(env.Stdout, rep)
 	fmt.Fprintln(env.Stderr, err)
