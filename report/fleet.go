@@ -167,6 +167,9 @@ func (h *HostView) Cell(g string) State {
 	if s, ok := h.Groups[g]; ok {
 		return s
 	}
+	if h.State == Failed {
+		return NoData // the command failed: no word on this group
+	}
 	return InSync
 }
 

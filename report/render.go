@@ -164,7 +164,7 @@ func renderText(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintln(w, "\nErrors:")
 		for _, h := range errs {
 			for _, e := range h.Errors {
-				fmt.Fprintf(w, "  %s: %s\n", h.Host, e)
+				fmt.Fprintf(w, "  %s: %s\n", h.Host, strings.ReplaceAll(e, "\n", "\n    "))
 			}
 		}
 	}

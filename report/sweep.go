@@ -11,7 +11,7 @@ import (
 // Pair states of a sweep.
 const (
 	PairOK        = "ok"
-	PairSlow      = "slow"       // under half the median bandwidth of the sweep
+	PairSlow      = "slow"       // under half the best bandwidth of the sweep
 	PairFailed    = "failed"     // an end timed out, died, or saw completion errors
 	PairError     = "error"      // verify reported an error (no GID, connection refused ...)
 	PairNoTraffic = "no traffic" // this rocectl cannot send verbs traffic (built without verbs)
@@ -88,7 +88,6 @@ func buildSweep(docs []*Doc) *Sweep {
 		p.ends++
 		addEnd(p, d)
 	}
-	var gbps []float64
 	for _, p := range s.Pairs {
 		if p.ends < 2 && p.State == "" {
 			p.State = PairFailed
@@ -97,7 +96,6 @@ func buildSweep(docs []*Doc) *Sweep {
 		if p.State == "" {
 			if p.Gbps > 0 {
 				p.State = PairOK
-				gbps = append(gbps, p.Gbps)
 			} else {
 				p.State = PairNoTraffic
 			}
@@ -107,14 +105,13 @@ func buildSweep(docs []*Doc) *Sweep {
 			s.Rounds = p.Round
 		}
 	}
-	if len(gbps) > 0 {
-		sort.Float64s(gbps)
-		median := gbps[len(gbps)/2]
-		for _, p := range s.Pairs {
-			if p.State == PairOK && p.Gbps < median/2 {
-				p.State = PairSlow
-				p.Why = append(p.Why, fmt.Sprintf("%.1f Gb/s, under half the median %.1f", p.Gbps, median))
-			}
+	// The links of a rack are alike: a pair at under half the best
+	// pair's bandwidth is slow (a median would hide a host that is in half
+	// the pairs of a small rack).
+	for _, p := range s.Pairs {
+		if p.State == PairOK && p.Gbps < s.MaxGbps/2 {
+			p.State = PairSlow
+			p.Why = append(p.Why, fmt.Sprintf("%.1f Gb/s, under half the best %.1f", p.Gbps, s.MaxGbps))
 		}
 	}
 	for h := range hosts {
