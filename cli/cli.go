@@ -64,6 +64,7 @@ back by itself when they spike.`,
 		newConfirmWatchCmd(env),
 		newVersionCmd(env),
 		newPeerCmd(env),
+		newReportCmd(env),
 	)
 	registerCompletions(root)
 	return root
@@ -230,6 +231,7 @@ func (env *Env) jsonOnError(output string, err error) error {
 		return err
 	}
 	rep := newReport(nil)
+	rep.Host, rep.GeneratedAt = env.hostName(), time.Now().UTC().Format(time.RFC3339)
 	rep.Errors = append(rep.Errors, err.Error())
 	rep.Diagnostics = errorDiagnostics(err)
 	_ = writeJSON(env.Stdout, rep)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
@@ -175,6 +176,11 @@ type Report struct {
 	// Guard is the soak's report when it passed: per-port pause counters
 	// (global pause included), worst occupancy, discards.
 	Guard *verify.GuardReport `json:"guard,omitempty"`
+	// Host and GeneratedAt name the document in a fleet view (rocectl
+	// report): the hostname (a snapshot's recorded one) and when it was
+	// made, RFC 3339 UTC.
+	Host        string `json:"host"`
+	GeneratedAt string `json:"generated_at"`
 }
 
 // ReportChange is one change in JSON.
@@ -218,6 +224,7 @@ func newReport(pl *apply.Prepared) *Report {
 	}
 	r.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
 	r.Message = pl.NoPortsMessage()
+	r.Host, r.GeneratedAt = hostName(pl.Host.FS.Root()), time.Now().UTC().Format(time.RFC3339)
 	return r
 }
 

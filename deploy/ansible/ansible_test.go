@@ -132,6 +132,7 @@ var taskKeywords = map[string]bool{
 	"block": true, "rescue": true, "always": true, "retries": true, "delay": true,
 	"until": true, "become": true, "tags": true, "vars": true, "environment": true,
 	"ignore_errors": true, "no_log": true, "listen": true,
+	"run_once": true, "delegate_to": true, "async": true, "poll": true,
 }
 
 func TestYAMLParsesAndUsesBuiltinModules(t *testing.T) {
@@ -621,5 +622,71 @@ func TestApplyRolledBackFails(t *testing.T) {
 	}
 	if exists(filepath.Join(fx.config, "profile.toml")) {
 		t.Error("the profile of a rolled-back change was installed")
+	}
+}
+
+// The rack sweep against four local "hosts", each reading its own copy of
+// a snapshot host (verify there answers "verbs support not built in": the
+// traffic itself runs only in the Soft-RoCE lab). h3's rocectl works for
+// its first test and then dies without a document, mid-sweep: the sweep
+// completes, every pair is recorded, and the report names h3.
+func TestSweep(t *testing.T) {
+	fx := newFixture(t, "cx6dx-ofed-lossless")
+	results := filepath.Join(fx.dir, "results")
+	// h3's rocectl: the real one once, then "the NIC is gone".
+	broken := filepath.Join(fx.dir, "rocectl-h3")
+	write(t, broken, fmt.Sprintf("#!/bin/sh\nif [ -e %[1]q ]; then echo 'rocectl: mlx5_0: no such device' >&2; exit 1; fi\ntouch %[1]q\nexec %[2]q \"$@\"\n",
+		filepath.Join(fx.dir, "h3.used"), rocectlBin))
+	if err := os.Chmod(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inv := "all:\n  children:\n    roce:\n      hosts:\n"
+	for i := 1; i <= 4; i++ {
+		h := fmt.Sprintf("h%d", i)
+		bin := rocectlBin
+		if h == "h3" {
+			bin = broken
+		}
+		inv += fmt.Sprintf("        %s:\n          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n          rocectl_binary_path: %q\n          rocectl_sweep_address: 127.0.0.1\n          rocectl_sweep_port: %d\n          rocectl_global_args: [\"--snapshot\", %q, \"--state-dir\", %q]\n",
+			h, bin, 18600+i, abs(t, filepath.Join(repoRoot, "testdata/hosts/cx6dx-ofed-lossless")), filepath.Join(fx.dir, "state-"+h))
+	}
+	write(t, fx.inventory, inv)
+	vars := map[string]any{
+		"rocectl_results_dir":         results,
+		"rocectl_report_bin":          rocectlBin,
+		"rocectl_binary_src":          rocectlBin,
+		"rocectl_sweep_profile":       abs(t, filepath.Join(repoRoot, "profiles/connectx-lossless.toml")),
+		"rocectl_sweep_timeout":       20,
+		"rocectl_sweep_duration":      "1s",
+		"rocectl_sweep_connect_delay": 0,
+	}
+	v, _ := json.Marshal(vars)
+	write(t, fx.vfile, string(v))
+	cmd := exec.Command(needAnsible(t), "-i", fx.inventory, "sweep.yml", "-e", "@"+fx.vfile, "-f", "4")
+	cmd.Env = ansibleEnv(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sweep failed: %v\n%s", err, out)
+	}
+	recs, _ := filepath.Glob(filepath.Join(results, "sweep.r*.json"))
+	if len(recs) != 12 {
+		t.Errorf("%d sweep records, want 12 (6 pairs, both ends):\n%s", len(recs), out)
+	}
+	for r := 1; r <= 3; r++ {
+		if !regexp.MustCompile(fmt.Sprintf(`round %d: 2 pair\(s\) in parallel, [0-9.]+ s wall, slowest test [0-9.]+ s, playbook overhead [0-9.-]+ s`, r)).Match(out) {
+			t.Errorf("no timing line for round %d:\n%s", r, out)
+		}
+	}
+	rep, err := os.ReadFile(filepath.Join(results, "report.txt"))
+	if err != nil {
+		t.Fatalf("no report.txt: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Rack sweep: 4 hosts, 6 pairs in 3 rounds", "Hosts common to the bad pairs: h3 (2 pairs)", "h3: exit 1, no verify document: rocectl: mlx5_0: no such device"} {
+		if !strings.Contains(string(rep), want) {
+			t.Errorf("the report lacks %q:\n%s", want, rep)
+		}
+	}
+	if html, _ := os.ReadFile(filepath.Join(results, "report.html")); !strings.Contains(string(html), `<table id="sweep-bandwidth">`) {
+		t.Errorf("report.html has no heat map")
 	}
 }

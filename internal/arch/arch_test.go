@@ -112,6 +112,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"nccl":   {"policy", "nic"},
 		"verify": {"policy", "nic"},
 		"apply":  {"host", "verify", "policy", "nccl", "nic"},
+		"report": {"policy"},
 	}
 	for pkg, may := range allowed {
 		p, ok := pkgs[mod+"/"+pkg]

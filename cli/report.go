@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/report"
+)
+
+func newReportCmd(env *Env) *cobra.Command {
+	var output, expectFile string
+	var expect []string
+	var maxAge time.Duration
+	cmd := &cobra.Command{
+		Use:   "report [-o text|markdown|html|json] FILE|DIR...",
+		Short: "Fleet view over many hosts' JSON documents (audit, apply, verify, peer, rack sweep)",
+		Long: `report reads the -o json documents of audit, apply, verify and peer from many
+hosts (files; directories, walked for *.json and for Ansible fact cache files;
+the Ansible role's gathered results) and prints the fleet view: hosts × setting
+groups (in sync, drift, unsupported, unknown, stale), the drifted values grouped
+by "same drift on N hosts", and the hosts that did not report. Records of a rack
+sweep (deploy/ansible/sweep.yml) add the pair matrix as a heat map, the worst
+pairs and the hosts common to them.
+
+A host is named by the "host" of its document, else by its file name.
+-o html writes one self-contained page (no external assets).
+Exit 0; 1 when a named file cannot be read.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			docs, problems, err := report.Load(args)
+			if err != nil {
+				return err
+			}
+			if expectFile != "" {
+				data, err := os.ReadFile(expectFile)
+				if err != nil {
+					return err
+				}
+				expect = append(expect, strings.Fields(string(data))...)
+			}
+			f := report.Build(docs, problems, report.Options{Now: time.Now(), MaxAge: maxAge, Expected: expect})
+			return report.Render(env.Stdout, f, output)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(report.Formats, ", "))
+	fl.DurationVar(&maxAge, "max-age", 0, "mark hosts whose newest document is older than this stale (0: never)")
+	fl.StringSliceVar(&expect, "expect", nil, "hosts that should have reported (comma-separated); those without a document are listed")
+	fl.StringVar(&expectFile, "expect-file", "", "a file of expected hosts, whitespace-separated")
+	return cmd
+}
+
+// hostName names the host a document describes: the hostname a snapshot
+// recorded when root is one (snapshot.json), else this machine's.
+func hostName(root string) string {
+	if data, err := os.ReadFile(filepath.Join(root, snapshot.MetaFile)); err == nil {
+		var m snapshot.Meta
+		if json.Unmarshal(data, &m) == nil && m.Hostname != "" {
+			return m.Hostname
+		}
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// hostName is hostName of the host the command works on.
+func (e *Env) hostName() string {
+	if e.Snapshot != "" {
+		return hostName(e.Snapshot)
+	}
+	return hostName(e.Root)
+}

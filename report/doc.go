@@ -1,0 +1,324 @@
+// Package report is the fleet view over many hosts' JSON documents: the
+// -o json output of rocectl audit, apply, verify and peer, gathered from
+// files, directories, Ansible's fact cache or the role's fetched results,
+// and the records of a rack sweep (verify --listen/--peer between host
+// pairs). Build turns the documents into a Fleet (hosts × setting groups,
+// drift grouped by "same drift on N hosts", hosts that did not report, the
+// sweep's pair matrix); the Render* functions print it as text, Markdown,
+// one self-contained HTML file, or JSON for dashboards.
+//
+// The package reads documents, never a host: it imports policy only (for
+// the setting kinds' order), as DESIGN.md §2 says.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kind is what command wrote a document.
+type Kind string
+
+const (
+	KindAudit  Kind = "audit"
+	KindApply  Kind = "apply"
+	KindVerify Kind = "verify"
+	KindPeer   Kind = "peer"
+	KindSweep  Kind = "sweep" // one end of one pair test of a rack sweep
+)
+
+// Change is one entry of an audit/apply document's changes[].
+type Change struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// Unsupported is one entry of unsupported[].
+type Unsupported struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+}
+
+// Mismatch is one entry of a verify (or peer) document's mismatches[].
+type Mismatch struct {
+	Key    string `json:"key"`
+	Want   string `json:"want"`
+	Have   string `json:"have"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Traffic is the part of verify's traffic[] the fleet view shows.
+type Traffic struct {
+	WriteGbps     float64           `json:"write_gbps"`
+	LatP50        time.Duration     `json:"lat_p50"`
+	LatP99        time.Duration     `json:"lat_p99"`
+	CounterDeltas map[string]int64  `json:"counter_deltas,omitempty"`
+	Errors        []json.RawMessage `json:"errors,omitempty"`
+}
+
+// SweepEnd is what the sweep playbook records about one end of one test.
+type SweepEnd struct {
+	Round    int      `json:"round"`
+	Pair     []string `json:"pair"` // [listener, connector]
+	Host     string   `json:"host"`
+	Peer     string   `json:"peer"`
+	Role     string   `json:"role"` // "listen" or "peer"
+	RC       int      `json:"rc"`
+	TimedOut bool     `json:"timed_out"`
+	ElapsedS float64  `json:"elapsed_s"`
+	Stderr   string   `json:"stderr,omitempty"`
+	// PauseDeltas are counter deltas over the test (ethtool pause frames
+	// and durations, in the driver's names), when the end recorded them.
+	PauseDeltas map[string]int64 `json:"pause_deltas,omitempty"`
+}
+
+// Doc is one document, whichever command wrote it: the fields of all
+// kinds, each kind filling its own.
+type Doc struct {
+	Kind        Kind      `json:"kind"`
+	Host        string    `json:"host"`
+	Source      string    `json:"source"` // the file it came from
+	GeneratedAt time.Time `json:"generated_at"`
+
+	Profile     string        `json:"profile,omitempty"`
+	Changed     bool          `json:"changed,omitempty"`
+	Applied     bool          `json:"applied,omitempty"`
+	RolledBack  bool          `json:"rolled_back,omitempty"`
+	Changes     []Change      `json:"changes,omitempty"`
+	Unsupported []Unsupported `json:"unsupported,omitempty"`
+	// Errors are the document's errors[]; "KEY: message" where a setting
+	// could not be read.
+	Errors     []string   `json:"errors,omitempty"`
+	Refused    []Mismatch `json:"refused,omitempty"` // key + error as Reason
+	OK         *bool      `json:"ok,omitempty"`
+	Mismatches []Mismatch `json:"mismatches,omitempty"`
+	Traffic    []Traffic  `json:"traffic,omitempty"`
+	Sweep      *SweepEnd  `json:"sweep,omitempty"`
+}
+
+// raw is the union of the documents' JSON fields.
+type raw struct {
+	Command     string        `json:"command"`
+	Host        string        `json:"host"`
+	GeneratedAt string        `json:"generated_at"`
+	Profile     string        `json:"profile"`
+	Changed     *bool         `json:"changed"`
+	Applied     bool          `json:"applied"`
+	JournalID   string        `json:"journal_id"`
+	RolledBack  bool          `json:"rolled_back"`
+	InSync      *int          `json:"in_sync"`
+	Changes     []Change      `json:"changes"`
+	Unsupported []Unsupported `json:"unsupported"`
+	Errors      []string      `json:"errors"`
+	Refused     []struct {
+		Key   string `json:"key"`
+		Error string `json:"error"`
+	} `json:"refused"`
+	OK         *bool           `json:"ok"`
+	Mismatches []Mismatch      `json:"mismatches"`
+	Traffic    []Traffic       `json:"traffic"`
+	Sweep      *SweepEnd       `json:"sweep"`
+	Verify     json.RawMessage `json:"verify"`
+	// Peer documents (rocectl peer): the switch's DCBX against the profile.
+	DCBX json.RawMessage `json:"dcbx"`
+	LLDP json.RawMessage `json:"lldp"`
+}
+
+// ErrNotDocument marks a JSON file that is none of the documents report
+// reads (an unrelated file in a results directory).
+var ErrNotDocument = errors.New("not a rocectl document")
+
+// factKeys are the facts the role sets (cacheable) from each command's
+// document: Ansible's jsonfile fact cache holds one file per host with
+// them, named by the inventory hostname.
+var factKeys = map[string]Kind{
+	"rocectl_audit_doc":  KindAudit,
+	"rocectl_apply_doc":  KindApply,
+	"rocectl_verify_doc": KindVerify,
+	"rocectl_peer_doc":   KindPeer,
+}
+
+// Parse reads the document(s) in one file's bytes. name is the file's
+// path: a document without a host is named after the file (hostFromFile).
+// A fact cache
+// file yields one document per rocectl fact in it.
+func Parse(name string, data []byte) ([]Doc, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, fmt.Errorf("%s: %w", name, ErrNotDocument)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var docs []Doc
+	for key, kind := range factKeys {
+		if v, ok := top[key]; ok {
+			d, err := parseOne(name, v, kind)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", name, key, err)
+			}
+			docs = append(docs, d)
+		}
+	}
+	if len(docs) > 0 {
+		sort.Slice(docs, func(i, j int) bool { return docs[i].Kind < docs[j].Kind })
+		return docs, nil
+	}
+	d, err := parseOne(name, data, "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return []Doc{d}, nil
+}
+
+func parseOne(name string, data []byte, kind Kind) (Doc, error) {
+	var r raw
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Doc{}, err
+	}
+	if kind == "" {
+		kind = detect(&r)
+		if kind == "" {
+			return Doc{}, ErrNotDocument
+		}
+	}
+	d := Doc{Kind: kind, Host: r.Host, Source: name, Profile: r.Profile, Applied: r.Applied,
+		RolledBack: r.RolledBack, Changes: r.Changes, Unsupported: r.Unsupported, Errors: r.Errors,
+		OK: r.OK, Mismatches: r.Mismatches, Traffic: r.Traffic, Sweep: r.Sweep}
+	if r.Changed != nil {
+		d.Changed = *r.Changed
+	}
+	for _, rf := range r.Refused {
+		d.Refused = append(d.Refused, Mismatch{Key: rf.Key, Reason: rf.Error})
+	}
+	if r.GeneratedAt != "" {
+		t, err := time.Parse(time.RFC3339, r.GeneratedAt)
+		if err != nil {
+			return Doc{}, fmt.Errorf("generated_at: %w", err)
+		}
+		d.GeneratedAt = t
+	}
+	if kind == KindSweep {
+		// The verify document of this end, as the playbook recorded it
+		// (absent when the command timed out or printed no JSON).
+		if len(r.Verify) > 0 && string(r.Verify) != "null" {
+			var v raw
+			if err := json.Unmarshal(r.Verify, &v); err != nil {
+				return Doc{}, fmt.Errorf("verify: %w", err)
+			}
+			d.OK, d.Mismatches, d.Traffic, d.Errors, d.Profile = v.OK, v.Mismatches, v.Traffic, v.Errors, v.Profile
+		}
+		if d.Host == "" {
+			d.Host = r.Sweep.Host
+		}
+	}
+	if d.Host == "" {
+		d.Host = hostFromFile(name)
+	}
+	return d, nil
+}
+
+// detect tells the command from the document's shape (or its "command"
+// field, where a newer rocectl writes one).
+func detect(r *raw) Kind {
+	switch Kind(r.Command) {
+	case KindAudit, KindApply, KindVerify, KindPeer:
+		return Kind(r.Command)
+	}
+	switch {
+	case r.Sweep != nil:
+		return KindSweep
+	case len(r.DCBX) > 0 || len(r.LLDP) > 0:
+		return KindPeer
+	case r.Changes != nil && (r.InSync != nil || r.Changed != nil):
+		if r.Applied || r.JournalID != "" || r.RolledBack {
+			return KindApply
+		}
+		return KindAudit
+	case r.OK != nil && r.Mismatches != nil:
+		return KindVerify
+	}
+	return ""
+}
+
+// hostFromFile names a document without a host after its file: the base
+// name less ".json" and a trailing command name, so that the role's
+// "gpu-001.example.net.audit.json" and the fact cache's
+// "gpu-001.example.net" are both gpu-001.example.net.
+func hostFromFile(name string) string {
+	b := strings.TrimSuffix(filepath.Base(name), ".json")
+	for _, k := range []Kind{KindAudit, KindApply, KindVerify, KindPeer} {
+		b = strings.TrimSuffix(b, "."+string(k))
+	}
+	return b
+}
+
+// Problem is a file Load could not use, and why.
+type Problem struct {
+	Path string `json:"path"`
+	Err  string `json:"error"`
+}
+
+// Load reads every document in paths: files, and directories walked for
+// *.json files and for extension-less files (Ansible's jsonfile fact
+// cache names its files after the hosts). A file that is not a rocectl
+// document is skipped without a problem when it was found by walking a
+// directory, and is a problem when named on the command line.
+func Load(paths []string) ([]Doc, []Problem, error) {
+	var docs []Doc
+	var problems []Problem
+	read := func(p string, named bool) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			problems = append(problems, Problem{Path: p, Err: err.Error()})
+			return
+		}
+		ds, err := Parse(p, data)
+		if err != nil {
+			if !named && errors.Is(err, ErrNotDocument) {
+				return
+			}
+			problems = append(problems, Problem{Path: p, Err: err.Error()})
+			return
+		}
+		docs = append(docs, ds...)
+	}
+	for _, root := range paths {
+		st, err := os.Stat(root)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !st.IsDir() {
+			read(root, true)
+			continue
+		}
+		err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if de.IsDir() || strings.HasPrefix(de.Name(), ".") {
+				return nil
+			}
+			if ext := filepath.Ext(de.Name()); ext == ".json" || ext == "" {
+				read(p, false)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return docs, problems, nil
+}

@@ -1,0 +1,462 @@
+package report
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// State is a host's state, or the state of one setting group on a host.
+type State string
+
+const (
+	InSync       State = "in sync"
+	Drift        State = "drift"
+	NotSupported State = "unsupported"
+	Unknown      State = "unknown" // a setting could not be read
+	Stale        State = "stale"   // the newest document is older than Options.MaxAge
+	Failed       State = "error"   // the command itself failed (errors[] without a setting)
+	Missing      State = "missing" // expected, but no document
+	NoData       State = "-"       // no document of that kind
+)
+
+// Options steer Build.
+type Options struct {
+	// Now is the time staleness is measured from.
+	Now time.Time
+	// MaxAge marks a host whose newest audit/apply document is older than
+	// this stale (0: never).
+	MaxAge time.Duration
+	// Expected are the hosts that should have reported; those without a
+	// document are listed as missing.
+	Expected []string
+}
+
+// group is a column of the fleet view: settings of related kinds.
+type group struct {
+	name     string
+	kind     policy.Kind // the first kind in it: the column order is the apply order
+	exact    []string    // setting names (key less scope)
+	prefixes []string    // or names under these
+}
+
+// groups are the setting groups, in policy's apply order of their kinds.
+var groups = []group{
+	{name: "link", kind: policy.KindMTU, prefixes: []string{"link."}},
+	{name: "global pause", kind: policy.KindGlobalPause, exact: []string{"qos.global_pause"}},
+	{name: "dcbx", kind: policy.KindDCBX, exact: []string{"qos.dcbx"}},
+	{name: "trust/dscp", kind: policy.KindTrust, exact: []string{"qos.trust", "qos.dscp2prio"}},
+	{name: "ets", kind: policy.KindETSPrioTC, prefixes: []string{"qos.ets."}},
+	{name: "pfc", kind: policy.KindPFC, exact: []string{"qos.pfc"}},
+	{name: "cable length", kind: policy.KindCableLength, exact: []string{"qos.cable_length_m"}},
+	{name: "buffers", kind: policy.KindPrioBuffer, prefixes: []string{"buffers."}},
+	{name: "storm prevention", kind: policy.KindStormPrevention, exact: []string{"qos.pfc_storm_prevention"}},
+	{name: "ecn", kind: policy.KindECNEnable, prefixes: []string{"ecn."}},
+	{name: "roce", kind: policy.KindRoCEMode, prefixes: []string{"roce."}},
+	{name: "devlink", kind: policy.KindDevlink, prefixes: []string{"devlink."}},
+	{name: "nccl", kind: policy.KindNCCL, prefixes: []string{"nccl."}},
+}
+
+const otherGroup = "other"
+
+func init() {
+	// The table is written in apply order; keep it so if kinds move.
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i].kind < groups[j].kind })
+}
+
+func (g *group) has(name string) bool {
+	for _, e := range g.exact {
+		if name == e {
+			return true
+		}
+	}
+	for _, p := range g.prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// classify splits a setting key into its group and its name less the
+// scope ("ens1f0np0.qos.pfc" → "pfc", "qos.pfc"). scope may be empty (an
+// errors[] entry carries only the key): then the name starts at the first
+// dot after which a group's name begins, which also copes with a netdev
+// named "eth0.100".
+func classify(key, scope string) (grp, name string, ok bool) {
+	if scope != "" && strings.HasPrefix(key, scope+".") {
+		name = key[len(scope)+1:]
+		for i := range groups {
+			if groups[i].has(name) {
+				return groups[i].name, name, true
+			}
+		}
+		return otherGroup, name, true
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] != '.' {
+			continue
+		}
+		name = key[i+1:]
+		for j := range groups {
+			if groups[j].has(name) {
+				return groups[j].name, name, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// Fleet is the fleet view.
+type Fleet struct {
+	GeneratedAt time.Time `json:"generated_at"`
+	MaxAge      string    `json:"max_age,omitempty"`
+	// Groups are the setting groups seen in any document, in apply order:
+	// the columns of the host matrix.
+	Groups  []string    `json:"groups"`
+	Hosts   []*HostView `json:"hosts"`
+	Summary Summary     `json:"summary"`
+	// Drift is every drifted value, grouped: one line per setting and
+	// value pair, with the hosts that share it, most hosts first.
+	Drift    []*DriftLine `json:"drift"`
+	Missing  []string     `json:"missing"`
+	Problems []Problem    `json:"problems"`
+	Sweep    *Sweep       `json:"sweep,omitempty"`
+}
+
+// Summary counts hosts per state.
+type Summary struct {
+	Hosts       int `json:"hosts"`
+	InSync      int `json:"in_sync"`
+	Drift       int `json:"drift"`
+	Unknown     int `json:"unknown"`
+	Stale       int `json:"stale"`
+	Error       int `json:"error"`
+	Missing     int `json:"missing"`
+	Unsupported int `json:"with_unsupported"`
+}
+
+// HostView is one host's row.
+type HostView struct {
+	Host        string    `json:"host"`
+	State       State     `json:"state"`
+	Profile     string    `json:"profile,omitempty"`
+	GeneratedAt time.Time `json:"generated_at,omitzero"`
+	From        Kind      `json:"from,omitempty"` // the document the row is read from
+	// Groups maps a group to its state on this host; a group without an
+	// entry had no change, unsupported or unreadable setting: in sync.
+	Groups  map[string]State `json:"groups"`
+	Verify  State            `json:"verify"`
+	Peer    State            `json:"peer"`
+	Drifted int              `json:"drifted"`
+	Applied int              `json:"applied,omitempty"` // changes an apply made
+	Errors  []string         `json:"errors,omitempty"`
+	Sources []string         `json:"sources"`
+}
+
+// Cell is the state of group g on the host (in sync when not listed).
+func (h *HostView) Cell(g string) State {
+	if h.State == Missing {
+		return Missing
+	}
+	if h.From == "" {
+		return NoData
+	}
+	if s, ok := h.Groups[g]; ok {
+		return s
+	}
+	if h.State == Failed {
+		return NoData // the command failed: no word on this group
+	}
+	return InSync
+}
+
+// DriftLine is one drifted value shared by Hosts.
+type DriftLine struct {
+	Group   string   `json:"group"`
+	Setting string   `json:"setting"` // key less scope: "qos.cable_length_m"
+	Have    string   `json:"have"`
+	Want    string   `json:"want"`
+	From    Kind     `json:"from"` // audit/apply changes, verify or peer mismatches
+	Ports   int      `json:"ports"`
+	Hosts   []string `json:"hosts"`
+}
+
+// cellRank orders a group's states when a host has several settings in
+// it: the worst one shows.
+var cellRank = map[State]int{NotSupported: 1, Unknown: 2, Drift: 3}
+
+// Build makes the fleet view of docs.
+func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
+	f := &Fleet{GeneratedAt: opt.Now.UTC(), Problems: problems, Missing: []string{}, Drift: []*DriftLine{}}
+	if f.Problems == nil {
+		f.Problems = []Problem{}
+	}
+	if opt.MaxAge > 0 {
+		f.MaxAge = opt.MaxAge.String()
+	}
+	// The newest document of each kind per host.
+	type latest struct{ plan, verify, peer *Doc }
+	byHost := map[string]*latest{}
+	sources := map[string][]string{}
+	var sweep []*Doc
+	newer := func(cur, d *Doc) bool { return cur == nil || !d.GeneratedAt.Before(cur.GeneratedAt) }
+	for i := range docs {
+		d := &docs[i]
+		if d.Kind == KindSweep {
+			sweep = append(sweep, d)
+			continue
+		}
+		l := byHost[d.Host]
+		if l == nil {
+			l = &latest{}
+			byHost[d.Host] = l
+		}
+		sources[d.Host] = append(sources[d.Host], d.Source)
+		switch d.Kind {
+		case KindAudit, KindApply:
+			if newer(l.plan, d) {
+				l.plan = d
+			}
+		case KindVerify:
+			if newer(l.verify, d) {
+				l.verify = d
+			}
+		case KindPeer:
+			if newer(l.peer, d) {
+				l.peer = d
+			}
+		}
+	}
+
+	seenGroups := map[string]bool{}
+	drift := map[driftKey]*driftAcc{}
+	for host, l := range byHost {
+		h := &HostView{Host: host, Groups: map[string]State{}, Verify: NoData, Peer: NoData, Sources: sources[host]}
+		sort.Strings(h.Sources)
+		set := func(g string, s State) {
+			seenGroups[g] = true
+			if cellRank[s] > cellRank[h.Groups[g]] {
+				h.Groups[g] = s
+			}
+		}
+		addDrift := func(from Kind, key, scope, have, want string) {
+			g, name, ok := classify(key, scope)
+			if !ok {
+				g, name = otherGroup, key
+			}
+			set(g, Drift)
+			h.Drifted++
+			k := driftKey{group: g, setting: name, have: have, want: want, from: from}
+			a := drift[k]
+			if a == nil {
+				a = &driftAcc{hosts: map[string]bool{}}
+				drift[k] = a
+			}
+			a.ports++
+			a.hosts[host] = true
+		}
+		d := l.plan
+		if d == nil {
+			d = l.verify // read the groups from verify when there is no audit
+		}
+		if d != nil {
+			h.From, h.Profile, h.GeneratedAt = d.Kind, d.Profile, d.GeneratedAt
+			// A successful apply made its changes: they are not drift.
+			applied := d.Kind == KindApply && d.Applied && !d.RolledBack && len(d.Errors) == 0
+			for _, c := range d.Changes {
+				if applied {
+					h.Applied++
+					continue
+				}
+				addDrift(d.Kind, c.Key, c.Scope, c.Before, c.After)
+			}
+			for _, u := range d.Unsupported {
+				g, _, ok := classify(u.Key, u.Scope)
+				if !ok {
+					g = otherGroup
+				}
+				set(g, NotSupported)
+			}
+			if d.Kind == KindVerify {
+				for _, m := range d.Mismatches {
+					if m.Reason != "" {
+						markUnknown(set, m.Key)
+						continue
+					}
+					addDrift(KindVerify, m.Key, "", m.Have, m.Want)
+				}
+			}
+			for _, e := range d.Errors {
+				key, _, found := strings.Cut(e, ": ")
+				if found && markUnknown(set, key) {
+					continue
+				}
+				h.Errors = append(h.Errors, e)
+			}
+			for _, r := range d.Refused {
+				if !markUnknown(set, r.Key) {
+					h.Errors = append(h.Errors, r.Key+": "+r.Reason)
+				}
+			}
+		}
+		if v := l.verify; v != nil {
+			h.Verify = verifyState(v)
+		}
+		if p := l.peer; p != nil {
+			h.Peer = InSync
+			for _, m := range p.Mismatches {
+				addDrift(KindPeer, m.Key, "", m.Have, m.Want)
+				h.Peer = Drift
+			}
+			for _, c := range p.Changes {
+				addDrift(KindPeer, c.Key, c.Scope, c.Before, c.After)
+				h.Peer = Drift
+			}
+			if len(p.Errors) > 0 {
+				h.Peer = Failed
+			}
+		}
+		h.State = hostState(h, opt)
+		f.Hosts = append(f.Hosts, h)
+	}
+	for _, e := range opt.Expected {
+		if _, ok := byHost[e]; !ok {
+			f.Missing = append(f.Missing, e)
+			byHost[e] = nil
+			f.Hosts = append(f.Hosts, &HostView{Host: e, State: Missing, Groups: map[string]State{}, Verify: NoData, Peer: NoData, Sources: []string{}})
+		}
+	}
+	sort.Strings(f.Missing)
+	sort.Slice(f.Hosts, func(i, j int) bool { return f.Hosts[i].Host < f.Hosts[j].Host })
+	for _, h := range f.Hosts {
+		f.Summary.count(h)
+	}
+	for _, g := range groups {
+		if seenGroups[g.name] {
+			f.Groups = append(f.Groups, g.name)
+		}
+	}
+	if seenGroups[otherGroup] {
+		f.Groups = append(f.Groups, otherGroup)
+	}
+	if f.Groups == nil {
+		f.Groups = []string{}
+	}
+	f.Drift = driftLines(drift)
+	if len(sweep) > 0 {
+		f.Sweep = buildSweep(sweep)
+	}
+	return f
+}
+
+// markUnknown marks the group of a setting that could not be read; false
+// when key is no setting key.
+func markUnknown(set func(string, State), key string) bool {
+	g, _, ok := classify(key, "")
+	if ok {
+		set(g, Unknown)
+	}
+	return ok
+}
+
+func verifyState(v *Doc) State {
+	switch {
+	case len(v.Errors) > 0:
+		return Failed
+	case len(v.Mismatches) > 0:
+		return Drift
+	case v.OK != nil && !*v.OK:
+		return Failed
+	}
+	return InSync
+}
+
+func hostState(h *HostView, opt Options) State {
+	switch {
+	case h.From == "" && h.Peer == NoData:
+		return NoData
+	case len(h.Errors) > 0:
+		return Failed
+	case opt.MaxAge > 0 && !h.GeneratedAt.IsZero() && opt.Now.Sub(h.GeneratedAt) > opt.MaxAge:
+		return Stale
+	case h.Drifted > 0:
+		return Drift
+	}
+	for _, s := range h.Groups {
+		if s == Unknown {
+			return Unknown
+		}
+	}
+	return InSync
+}
+
+func (s *Summary) count(h *HostView) {
+	s.Hosts++
+	switch h.State {
+	case InSync:
+		s.InSync++
+	case Drift:
+		s.Drift++
+	case Unknown:
+		s.Unknown++
+	case Stale:
+		s.Stale++
+	case Failed:
+		s.Error++
+	case Missing:
+		s.Missing++
+	}
+	for _, st := range h.Groups {
+		if st == NotSupported {
+			s.Unsupported++
+			break
+		}
+	}
+}
+
+type driftKey struct {
+	group, setting, have, want string
+	from                       Kind
+}
+
+type driftAcc struct {
+	ports int
+	hosts map[string]bool
+}
+
+func driftLines(m map[driftKey]*driftAcc) []*DriftLine {
+	order := map[string]int{}
+	for i, g := range groups {
+		order[g.name] = i
+	}
+	order[otherGroup] = len(groups)
+	out := make([]*DriftLine, 0, len(m))
+	for k, a := range m {
+		l := &DriftLine{Group: k.group, Setting: k.setting, Have: k.have, Want: k.want, From: k.from, Ports: a.ports}
+		for h := range a.hosts {
+			l.Hosts = append(l.Hosts, h)
+		}
+		sort.Strings(l.Hosts)
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case len(a.Hosts) != len(b.Hosts):
+			return len(a.Hosts) > len(b.Hosts)
+		case a.Group != b.Group:
+			return order[a.Group] < order[b.Group]
+		case a.Setting != b.Setting:
+			return a.Setting < b.Setting
+		case a.From != b.From:
+			return a.From < b.From
+		case a.Have != b.Have:
+			return a.Have < b.Have
+		}
+		return a.Want < b.Want
+	})
+	return out
+}

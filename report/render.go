@@ -1,0 +1,509 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+	"time"
+)
+
+// Formats Render accepts.
+var Formats = []string{"text", "markdown", "html", "json"}
+
+// maxListed bounds the hosts named on one drift line in text, Markdown and
+// HTML (JSON lists them all).
+const maxListed = 8
+
+// Render writes f in one of Formats.
+func Render(w io.Writer, f *Fleet, format string) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	switch format {
+	case "text":
+		renderText(bw, f)
+	case "markdown":
+		renderMarkdown(bw, f)
+	case "html":
+		renderHTML(bw, f)
+	case "json":
+		enc := json.NewEncoder(bw)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("-o must be one of %s, not %q", strings.Join(Formats, ", "), format)
+	}
+	return bw.Flush()
+}
+
+// short is the text matrix's cell.
+func short(s State) string {
+	switch s {
+	case InSync:
+		return "ok"
+	case Drift:
+		return "DRIFT"
+	case NotSupported:
+		return "unsup"
+	case Unknown:
+		return "?"
+	case Missing:
+		return "missing"
+	}
+	return string(s)
+}
+
+func listHosts(hs []string) string {
+	if len(hs) <= maxListed {
+		return strings.Join(hs, " ")
+	}
+	return strings.Join(hs[:maxListed], " ") + fmt.Sprintf(" … and %d more", len(hs)-maxListed)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func (f *Fleet) headline() string {
+	s := f.Summary
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(s.InSync, "in sync")
+	add(s.Drift, "drift")
+	add(s.Unknown, "unknown")
+	add(s.Stale, "stale")
+	add(s.Error, "error")
+	add(s.Missing, "did not report")
+	line := plural(s.Hosts, "host", "hosts")
+	if len(parts) > 0 {
+		line += ": " + strings.Join(parts, ", ")
+	}
+	if s.Unsupported > 0 {
+		line += fmt.Sprintf("; %d with unsupported settings", s.Unsupported)
+	}
+	return line
+}
+
+func (f *Fleet) stamp() string {
+	s := "generated " + f.GeneratedAt.Format(time.RFC3339)
+	if f.MaxAge != "" {
+		s += ", stale after " + f.MaxAge
+	}
+	return s
+}
+
+func (l *DriftLine) text() string {
+	return fmt.Sprintf("%s = %s, want %s", l.Setting, orEmpty(l.Have), orEmpty(l.Want))
+}
+
+func orEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+func (l *DriftLine) where() string {
+	return fmt.Sprintf("%s (%s, %s)", plural(len(l.Hosts), "host", "hosts"), plural(l.Ports, "setting", "settings"), l.From)
+}
+
+func pad(s string, n int) string {
+	if w := len([]rune(s)); w < n {
+		return s + strings.Repeat(" ", n-w)
+	}
+	return s
+}
+
+func renderText(w *bufio.Writer, f *Fleet) {
+	fmt.Fprintf(w, "rocectl fleet report (%s)\n%s\n\n", f.stamp(), f.headline())
+	hw := len("HOST")
+	for _, h := range f.Hosts {
+		hw = max(hw, len(h.Host))
+	}
+	fmt.Fprintf(w, "%s  %-14s", pad("HOST", hw), "STATE")
+	for _, c := range f.Groups {
+		fmt.Fprintf(w, "  %s", pad(c, max(len(c), 5)))
+	}
+	fmt.Fprintln(w, "  verify  peer")
+	for _, h := range f.Hosts {
+		if h.State == Missing {
+			fmt.Fprintf(w, "%s  %s\n", pad(h.Host, hw), h.State)
+			continue
+		}
+		fmt.Fprintf(w, "%s  %-14s", pad(h.Host, hw), h.State)
+		for _, g := range f.Groups {
+			fmt.Fprintf(w, "  %s", pad(short(h.Cell(g)), max(len(g), 5)))
+		}
+		fmt.Fprintf(w, "  %s  %s\n", pad(short(h.Verify), 6), short(h.Peer))
+	}
+	fmt.Fprintln(w, "\n(ok: in sync, DRIFT: differs from the profile, unsup: unsupported here, ?: could not be read, -: no document)")
+
+	if len(f.Drift) > 0 {
+		fmt.Fprintf(w, "\nDrift, same value on N hosts (%s):\n", plural(len(f.Drift), "line", "lines"))
+		for _, l := range f.Drift {
+			fmt.Fprintf(w, "  [%s] %s\n      on %s: %s\n", l.Group, l.text(), l.where(), listHosts(l.Hosts))
+		}
+	}
+	var errs []*HostView
+	for _, h := range f.Hosts {
+		if len(h.Errors) > 0 {
+			errs = append(errs, h)
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintln(w, "\nErrors:")
+		for _, h := range errs {
+			for _, e := range h.Errors {
+				fmt.Fprintf(w, "  %s: %s\n", h.Host, strings.ReplaceAll(e, "\n", "\n    "))
+			}
+		}
+	}
+	if len(f.Missing) > 0 {
+		fmt.Fprintf(w, "\nDid not report (%d): %s\n", len(f.Missing), strings.Join(f.Missing, " "))
+	}
+	if len(f.Problems) > 0 {
+		fmt.Fprintln(w, "\nUnreadable files:")
+		for _, p := range f.Problems {
+			fmt.Fprintf(w, "  %s\n", p.Err)
+		}
+	}
+	if s := f.Sweep; s != nil {
+		renderSweepText(w, s)
+	}
+}
+
+func gbpsCell(p *Pair) string {
+	switch {
+	case p == nil:
+		return "."
+	case p.State == PairFailed:
+		return "FAIL"
+	case p.State == PairError:
+		return "ERR"
+	case p.State == PairNoTraffic:
+		return "n/t"
+	}
+	return fmt.Sprintf("%.1f", p.Gbps)
+}
+
+func pauseCell(p *Pair) string {
+	switch {
+	case p == nil:
+		return "."
+	case p.State == PairFailed || p.State == PairError || p.State == PairNoTraffic:
+		return gbpsCell(p)
+	}
+	return fmt.Sprintf("%.0f%%", 100*p.PauseOccupancy)
+}
+
+func (s *Sweep) headline() string {
+	return fmt.Sprintf("Rack sweep: %s, %s in %s", plural(len(s.Hosts), "host", "hosts"), plural(len(s.Pairs), "pair", "pairs"), plural(s.Rounds, "round", "rounds"))
+}
+
+func (p *Pair) line() string {
+	s := fmt.Sprintf("%s <-> %s (round %d): %s", p.A, p.B, p.Round, p.State)
+	if p.State == PairOK || p.State == PairSlow {
+		s += fmt.Sprintf(", %.1f Gb/s, p99 %v, pause %.0f%%, %d CNP", p.Gbps, p.LatP99, 100*p.PauseOccupancy, p.CNP)
+	}
+	if len(p.Why) > 0 {
+		s += "; " + strings.Join(p.Why, "; ")
+	}
+	return s
+}
+
+func renderSweepText(w *bufio.Writer, s *Sweep) {
+	fmt.Fprintf(w, "\n%s\n", s.headline())
+	hw := 4
+	for _, h := range s.Hosts {
+		hw = max(hw, len(h))
+	}
+	matrix := func(title string, cell func(*Pair) string) {
+		fmt.Fprintf(w, "\n%s\n%s", title, pad("", hw))
+		for i := range s.Hosts {
+			fmt.Fprintf(w, "  %6s", fmt.Sprintf("#%d", i+1))
+		}
+		fmt.Fprintln(w)
+		for i, a := range s.Hosts {
+			fmt.Fprintf(w, "%s", pad(a, hw))
+			for _, b := range s.Hosts {
+				c := "-"
+				if a != b {
+					c = cell(s.Cell(a, b))
+				}
+				fmt.Fprintf(w, "  %6s", c)
+			}
+			fmt.Fprintf(w, "  #%d\n", i+1)
+		}
+	}
+	matrix("Bandwidth, Gb/s (FAIL: test failed, ERR: verify error, n/t: no verbs traffic, .: not tested):", gbpsCell)
+	matrix("Pause occupancy, worst priority of either end:", pauseCell)
+	if len(s.Worst) > 0 {
+		fmt.Fprintln(w, "\nWorst pairs:")
+		for _, p := range s.Worst {
+			fmt.Fprintf(w, "  %s\n", p.line())
+		}
+	} else {
+		fmt.Fprintln(w, "\nNo failed or slow pair.")
+	}
+	if len(s.Common) > 0 {
+		var parts []string
+		for _, c := range s.Common {
+			parts = append(parts, fmt.Sprintf("%s (%d pairs)", c.Host, c.Pairs))
+		}
+		fmt.Fprintf(w, "Hosts common to the bad pairs: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func renderMarkdown(w *bufio.Writer, f *Fleet) {
+	fmt.Fprintf(w, "# rocectl fleet report\n\n%s. %s.\n\n", f.stamp(), f.headline())
+	cols := append(append([]string{}, f.Groups...), "verify", "peer")
+	fmt.Fprintf(w, "| host | state | profile | %s |\n|---|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	for _, h := range f.Hosts {
+		fmt.Fprintf(w, "| %s | %s | %s |", mdEscape(h.Host), h.State, mdEscape(h.Profile))
+		for _, g := range f.Groups {
+			fmt.Fprintf(w, " %s |", short(h.Cell(g)))
+		}
+		fmt.Fprintf(w, " %s | %s |\n", short(h.Verify), short(h.Peer))
+	}
+	if len(f.Drift) > 0 {
+		fmt.Fprintf(w, "\n## Drift, same value on N hosts\n\n| group | setting | have | want | hosts | where |\n|---|---|---|---|---|---|\n")
+		for _, l := range f.Drift {
+			fmt.Fprintf(w, "| %s | `%s` | `%s` | `%s` | %d | %s |\n", l.Group, l.Setting, l.Have, l.Want, len(l.Hosts), mdEscape(listHosts(l.Hosts)))
+		}
+	}
+	var errs []string
+	for _, h := range f.Hosts {
+		for _, e := range h.Errors {
+			errs = append(errs, fmt.Sprintf("- **%s**: %s", mdEscape(h.Host), mdEscape(e)))
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "\n## Errors\n\n%s\n", strings.Join(errs, "\n"))
+	}
+	if len(f.Missing) > 0 {
+		fmt.Fprintf(w, "\n## Did not report (%d)\n\n%s\n", len(f.Missing), mdEscape(strings.Join(f.Missing, ", ")))
+	}
+	if len(f.Problems) > 0 {
+		fmt.Fprintln(w, "\n## Unreadable files")
+		fmt.Fprintln(w)
+		for _, p := range f.Problems {
+			fmt.Fprintf(w, "- %s\n", mdEscape(p.Err))
+		}
+	}
+	if s := f.Sweep; s != nil {
+		fmt.Fprintf(w, "\n## %s\n", s.headline())
+		matrix := func(title string, cell func(*Pair) string) {
+			fmt.Fprintf(w, "\n%s\n\n| |", title)
+			for _, h := range s.Hosts {
+				fmt.Fprintf(w, " %s |", mdEscape(h))
+			}
+			fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(s.Hosts)))
+			for _, a := range s.Hosts {
+				fmt.Fprintf(w, "| **%s** |", mdEscape(a))
+				for _, b := range s.Hosts {
+					c := "-"
+					if a != b {
+						c = cell(s.Cell(a, b))
+					}
+					fmt.Fprintf(w, " %s |", c)
+				}
+				fmt.Fprintln(w)
+			}
+		}
+		matrix("Bandwidth, Gb/s:", gbpsCell)
+		matrix("Pause occupancy:", pauseCell)
+		if len(s.Worst) > 0 {
+			fmt.Fprintln(w, "\nWorst pairs:")
+			fmt.Fprintln(w)
+			for _, p := range s.Worst {
+				fmt.Fprintf(w, "- %s\n", mdEscape(p.line()))
+			}
+		}
+		if len(s.Common) > 0 {
+			var parts []string
+			for _, c := range s.Common {
+				parts = append(parts, fmt.Sprintf("**%s** (%d pairs)", mdEscape(c.Host), c.Pairs))
+			}
+			fmt.Fprintf(w, "\nHosts common to the bad pairs: %s\n", strings.Join(parts, ", "))
+		}
+	}
+}
+
+// The HTML page is one file: inline CSS, no script, no external asset,
+// every element closed so that an XML parser reads it too.
+const htmlStyle = `body{font-family:sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:center;font-size:13px}
+th{background:#f0f0f0}td.h{text-align:left;font-family:monospace}
+.s-ok{background:#d8f0d8}.s-drift{background:#f7b0a8}.s-unsupported{background:#e6e6e6}
+.s-unknown{background:#f5e08c}.s-stale{background:#c9d7ee}.s-error{background:#e57373}
+.s-missing{background:#999;color:#fff}.s-none{color:#999}
+code{background:#f4f4f4;padding:0 3px}`
+
+func stateClass(s State) string {
+	switch s {
+	case InSync:
+		return "s-ok"
+	case Drift:
+		return "s-drift"
+	case NotSupported:
+		return "s-unsupported"
+	case Unknown:
+		return "s-unknown"
+	case Stale:
+		return "s-stale"
+	case Failed:
+		return "s-error"
+	case Missing:
+		return "s-missing"
+	}
+	return "s-none"
+}
+
+var esc = html.EscapeString
+
+// heat colours a heat-map cell: white at 0, red at 1 (good=false) or
+// green at 1 (good=true).
+func heat(v float64, good bool) string {
+	v = min(max(v, 0), 1)
+	if good {
+		// low bandwidth red, high green
+		r := int(230 - 130*v)
+		g := int(110 + 110*v)
+		return fmt.Sprintf("background:rgb(%d,%d,120)", r, g)
+	}
+	c := int(255 - 140*v)
+	return fmt.Sprintf("background:rgb(255,%d,%d)", c, c)
+}
+
+func renderHTML(w *bufio.Writer, f *Fleet) {
+	fmt.Fprintf(w, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>rocectl fleet report</title><style>%s</style></head><body>\n", htmlStyle)
+	fmt.Fprintf(w, "<h1>rocectl fleet report</h1>\n<p>%s. <b>%s</b>.</p>\n", esc(f.stamp()), esc(f.headline()))
+	cols := append(append([]string{}, f.Groups...), "verify", "peer")
+	fmt.Fprintf(w, "<table id=\"matrix\"><thead><tr><th>host</th><th>state</th><th>profile</th>")
+	for _, c := range cols {
+		fmt.Fprintf(w, "<th>%s</th>", esc(c))
+	}
+	fmt.Fprintln(w, "</tr></thead><tbody>")
+	cell := func(s State) {
+		fmt.Fprintf(w, "<td class=\"%s\">%s</td>", stateClass(s), esc(string(s)))
+	}
+	for _, h := range f.Hosts {
+		fmt.Fprintf(w, "<tr><td class=\"h\">%s</td>", esc(h.Host))
+		cell(h.State)
+		fmt.Fprintf(w, "<td>%s</td>", esc(h.Profile))
+		for _, g := range f.Groups {
+			cell(h.Cell(g))
+		}
+		cell(h.Verify)
+		cell(h.Peer)
+		fmt.Fprintln(w, "</tr>")
+	}
+	fmt.Fprintln(w, "</tbody></table>")
+	if len(f.Drift) > 0 {
+		fmt.Fprintln(w, "<h2>Drift, same value on N hosts</h2>\n<table id=\"drift\"><thead><tr><th>group</th><th>setting</th><th>have</th><th>want</th><th>hosts</th><th>which</th></tr></thead><tbody>")
+		for _, l := range f.Drift {
+			fmt.Fprintf(w, "<tr><td>%s</td><td><code>%s</code></td><td><code>%s</code></td><td><code>%s</code></td><td>%d</td><td class=\"h\">%s</td></tr>\n",
+				esc(l.Group), esc(l.Setting), esc(l.Have), esc(l.Want), len(l.Hosts), esc(listHosts(l.Hosts)))
+		}
+		fmt.Fprintln(w, "</tbody></table>")
+	}
+	var errs []string
+	for _, h := range f.Hosts {
+		for _, e := range h.Errors {
+			errs = append(errs, fmt.Sprintf("<li><b>%s</b>: %s</li>", esc(h.Host), esc(e)))
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "<h2>Errors</h2>\n<ul>%s</ul>\n", strings.Join(errs, ""))
+	}
+	if len(f.Missing) > 0 {
+		fmt.Fprintf(w, "<h2>Did not report (%d)</h2>\n<p id=\"missing\">%s</p>\n", len(f.Missing), esc(strings.Join(f.Missing, ", ")))
+	}
+	if len(f.Problems) > 0 {
+		fmt.Fprint(w, "<h2>Unreadable files</h2>\n<ul>")
+		for _, p := range f.Problems {
+			fmt.Fprintf(w, "<li>%s</li>", esc(p.Err))
+		}
+		fmt.Fprintln(w, "</ul>")
+	}
+	if s := f.Sweep; s != nil {
+		renderSweepHTML(w, s)
+	}
+	fmt.Fprintln(w, "</body></html>")
+}
+
+func renderSweepHTML(w *bufio.Writer, s *Sweep) {
+	fmt.Fprintf(w, "<h2>%s</h2>\n", esc(s.headline()))
+	matrix := func(id, title string, cell func(*Pair) (string, string)) {
+		fmt.Fprintf(w, "<h3>%s</h3>\n<table id=\"%s\"><thead><tr><th></th>", esc(title), id)
+		for _, h := range s.Hosts {
+			fmt.Fprintf(w, "<th>%s</th>", esc(h))
+		}
+		fmt.Fprintln(w, "</tr></thead><tbody>")
+		for _, a := range s.Hosts {
+			fmt.Fprintf(w, "<tr><th>%s</th>", esc(a))
+			for _, b := range s.Hosts {
+				if a == b {
+					fmt.Fprint(w, "<td class=\"s-none\">-</td>")
+					continue
+				}
+				text, style := cell(s.Cell(a, b))
+				fmt.Fprintf(w, "<td style=\"%s\">%s</td>", style, esc(text))
+			}
+			fmt.Fprintln(w, "</tr>")
+		}
+		fmt.Fprintln(w, "</tbody></table>")
+	}
+	failStyle := "background:#e57373;color:#fff"
+	matrix("sweep-bandwidth", "Bandwidth, Gb/s", func(p *Pair) (string, string) {
+		switch {
+		case p == nil || p.State == PairNoTraffic:
+			return gbpsCell(p), "color:#999"
+		case p.State == PairFailed || p.State == PairError:
+			return gbpsCell(p), failStyle
+		}
+		v := 0.0
+		if s.MaxGbps > 0 {
+			v = p.Gbps / s.MaxGbps
+		}
+		return gbpsCell(p), heat(v, true)
+	})
+	matrix("sweep-pause", "Pause occupancy, worst priority of either end", func(p *Pair) (string, string) {
+		switch {
+		case p == nil || p.State == PairNoTraffic:
+			return pauseCell(p), "color:#999"
+		case p.State == PairFailed || p.State == PairError:
+			return pauseCell(p), failStyle
+		}
+		return pauseCell(p), heat(p.PauseOccupancy, false)
+	})
+	if len(s.Worst) > 0 {
+		fmt.Fprint(w, "<h3>Worst pairs</h3>\n<ol id=\"worst\">")
+		for _, p := range s.Worst {
+			fmt.Fprintf(w, "<li>%s</li>", esc(p.line()))
+		}
+		fmt.Fprintln(w, "</ol>")
+	}
+	if len(s.Common) > 0 {
+		var parts []string
+		for _, c := range s.Common {
+			parts = append(parts, fmt.Sprintf("<b>%s</b> (%d pairs)", esc(c.Host), c.Pairs))
+		}
+		fmt.Fprintf(w, "<p id=\"common\">Hosts common to the bad pairs: %s</p>\n", strings.Join(parts, ", "))
+	}
+}

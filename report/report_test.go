@@ -1,0 +1,188 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden")
+
+// corpusFleet builds the fleet view of testdata/corpus as of a fixed time,
+// with rack-b-04 expected but silent.
+func corpusFleet(t *testing.T) *Fleet {
+	t.Helper()
+	docs, problems, err := Load([]string{filepath.Join("testdata", "corpus")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 0 {
+		t.Fatalf("corpus problems: %v", problems)
+	}
+	now := time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)
+	expected := []string{"rack-a-01", "rack-a-02", "rack-a-03", "rack-a-04", "rack-a-05", "rack-b-01", "rack-b-02", "rack-b-03", "rack-b-04"}
+	return Build(docs, problems, Options{Now: now, MaxAge: 24 * time.Hour, Expected: expected})
+}
+
+func TestGolden(t *testing.T) {
+	f := corpusFleet(t)
+	for _, format := range Formats {
+		var buf bytes.Buffer
+		if err := Render(&buf, f, format); err != nil {
+			t.Fatal(err)
+		}
+		ext := map[string]string{"text": "txt", "markdown": "md", "html": "html", "json": "json"}[format]
+		golden := filepath.Join("testdata", "golden", "corpus."+ext)
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", golden, buf.String())
+		}
+	}
+}
+
+// The facts the golden files encode, checked on their own so that an
+// -update cannot bless a wrong view.
+func TestCorpusFacts(t *testing.T) {
+	f := corpusFleet(t)
+	state := map[string]State{}
+	for _, h := range f.Hosts {
+		state[h.Host] = h.State
+	}
+	want := map[string]State{
+		"rack-a-01": InSync, "rack-a-04": InSync, "rack-a-05": Stale,
+		"rack-b-01": Drift, "rack-b-03": Drift, "rack-b-04": Missing,
+		"rack-c-01": Drift, "rack-c-03": Failed, "rack-d-03": InSync,
+	}
+	for h, s := range want {
+		if state[h] != s {
+			t.Errorf("%s: %q, want %q", h, state[h], s)
+		}
+	}
+	// The rack with the wrong cable length is one line, three hosts.
+	var cable *DriftLine
+	for _, l := range f.Drift {
+		if l.Setting == "qos.cable_length_m" && l.Want == "30" {
+			cable = l
+		}
+	}
+	if cable == nil || strings.Join(cable.Hosts, " ") != "rack-b-01 rack-b-02 rack-b-03" || cable.Have != "7" || cable.Ports != 6 {
+		t.Errorf("cable drift line: %+v", cable)
+	}
+	if strings.Join(f.Missing, " ") != "rack-b-04" {
+		t.Errorf("missing %v", f.Missing)
+	}
+	if f.Sweep == nil || len(f.Sweep.Pairs) != 6 || f.Sweep.Rounds != 3 {
+		t.Fatalf("sweep: %+v", f.Sweep)
+	}
+	if p := f.Sweep.Cell("rack-a-04", "rack-a-02"); p == nil || p.State != PairFailed {
+		t.Errorf("the timed-out pair: %+v", p)
+	}
+	if c := f.Sweep.Common; len(c) == 0 || c[0].Host != "rack-a-03" || c[0].Pairs != 3 {
+		t.Errorf("common hosts %+v, want rack-a-03 first (3 slow pairs)", c)
+	}
+	if p := f.Sweep.Cell("rack-a-01", "rack-a-03"); p == nil || p.State != PairSlow || p.PauseOccupancy != 0.6 {
+		t.Errorf("rack-a-01 <-> rack-a-03: %+v, want slow with 60%% pause occupancy", p)
+	}
+}
+
+// renderHTML checks the page: well-formed (an XML parser reads it), no
+// reference to anything outside the file.
+func TestHTMLSelfContained(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Render(&buf, corpusFleet(t), "html"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if strings.Contains(strings.ToLower(page), "http") {
+		t.Error("the page references http(s): it must open offline")
+	}
+	for _, ref := range []string{"<script", "<link", "src=", "url("} {
+		if strings.Contains(page, ref) {
+			t.Errorf("the page has %q: no external or scripted assets", ref)
+		}
+	}
+	d := xml.NewDecoder(strings.NewReader(page))
+	d.Strict = true
+	var stack []string
+	ids := map[string]bool{}
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, el.Name.Local)
+			for _, a := range el.Attr {
+				if a.Name.Local == "id" {
+					ids[a.Value] = true
+				}
+			}
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) != 0 {
+		t.Errorf("unclosed elements %v", stack)
+	}
+	for _, id := range []string{"matrix", "drift", "missing", "sweep-bandwidth", "sweep-pause", "worst", "common"} {
+		if !ids[id] {
+			t.Errorf("no element with id %q", id)
+		}
+	}
+}
+
+// A real browser engine renders the page: the host matrix and the sweep's
+// heat map are in the DOM it builds.
+func TestHTMLInBrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (apt-get install -y --no-install-recommends chromium): the page is not opened in a browser")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "fleet.html")
+	var buf bytes.Buffer
+	if err := Render(&buf, corpusFleet(t), "html"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"),
+		"--dump-dom", "file://"+page)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{`<table id="matrix">`, `<td class="h">rack-b-02</td>`, `<table id="sweep-bandwidth">`, "Hosts common to the bad pairs: <b>rack-a-03</b>"} {
+		if !strings.Contains(string(dom), want) {
+			t.Errorf("the rendered DOM lacks %s:\n%s", want, dom)
+		}
+	}
+}
