@@ -64,6 +64,7 @@ back by itself when they spike.`,
 		newVerifyCmd(env),
 		newAgentCmd(env),
 		newConfirmWatchCmd(env),
+		newWatchCmd(env),
 	)
 	return root
 }
