@@ -452,7 +452,7 @@ func colHeads() []string {
 
 func widePort(p watchPort) []string {
 	if p.Error != "" {
-		return []string{wideRow(p.Netdev, p.Link) + "  " + p.Error}
+		return []string{wideRow(p.Netdev, p.Link, p.Error)}
 	}
 	out := []string{wideRow(p.Netdev, p.Link, "port", "", "", "", "",
 		fmtRate(sumRates(p.RXDiscardsPerS, p.TXDiscardsPerS)),
