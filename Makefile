@@ -14,7 +14,7 @@ BIN      := bin/rocectl
 # the agent's exposition (no smaller Debian package ships promtool; without
 # recommends it adds ~100 MB; on a host booted with systemd its postinst
 # also enables prometheus.service, listening on :9090).
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml prometheus
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml prometheus tmux
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 .PHONY: help deps build build-verbs demo test test-all test-unit test-e2e fuzz bench lint clean
