@@ -11,11 +11,12 @@ BIN      := bin/rocectl
 # namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs),
 # util-linux's setpriv for the systemd unit test, ansible-core and PyYAML
 # for the Ansible role's tests, lintian for the Debian package's test,
+# tmux for rocectl watch's real-terminal test,
 # prometheus for `promtool check metrics` on the agent's exposition (no
 # smaller Debian package ships promtool; without recommends it adds ~100 MB;
 # on a host booted with systemd its postinst also enables
 # prometheus.service, listening on :9090).
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml lintian prometheus
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml lintian prometheus tmux
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 # What `rocectl version` prints. From git when this is a checkout; without

@@ -65,6 +65,7 @@ back by itself when they spike.`,
 		newVersionCmd(env),
 		newPeerCmd(env),
 		newReportCmd(env),
+		newWatchCmd(env),
 	)
 	registerCompletions(root)
 	return root

@@ -1,0 +1,336 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/nictest"
+)
+
+// watchT0 is the scripted clock's start; UTC, so that the head line's
+// clock time does not depend on the machine's zone.
+var watchT0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// watchSim is the configured ConnectX-6 Dx host (PFC on priority 3) on a
+// simulated kernel, its tree in a temporary root, with a sampler whose
+// clock the test sets.
+type watchSim struct {
+	t    *testing.T
+	sim  *nictest.Sim
+	root string
+	s    *watchSampler
+	now  time.Time
+}
+
+func newWatchSim(t *testing.T) *watchSim {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-lossless")
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	w := &watchSim{t: t, sim: sim, root: root, now: watchT0}
+	w.s = &watchSampler{h: h, ports: h.Discover().Ports, now: func() time.Time { return w.now }}
+	if len(w.s.ports) != 2 {
+		t.Fatalf("fixture ports: %+v", w.s.ports)
+	}
+	return w
+}
+
+// hw adds to an RDMA port counter as the driver's sysfs file shows it.
+func (w *watchSim) hw(dev, name string, delta uint64) {
+	w.t.Helper()
+	p := filepath.Join(w.root, "sys/class/infiniband", dev, "ports/1/hw_counters", name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var v uint64
+	if _, err := fmt.Sscan(string(b), &v); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(fmt.Sprintf("%d\n", v+delta)), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// busyInterval is half a second of a congested port 0: the partner
+// paused priority 3 for 250 ms (50 %), it paused the partner longer than
+// the interval (the counter ran ahead of the sample: capped at 100 %),
+// and CNPs, ECN marks, discards and one storm error came in. Port 1's
+// priority 3 rx frames went backwards: a driver reload, counted from 0.
+func (w *watchSim) busyInterval() {
+	w.now = w.now.Add(500 * time.Millisecond)
+	const p0, p1 = "ens1f0np0", "ens1f1np1"
+	w.sim.AddStat(p0, "rx_prio3_pause", 2000)
+	w.sim.AddStat(p0, "rx_prio3_pause_duration", 250_000)
+	w.sim.AddStat(p0, "tx_prio3_pause", 10)
+	w.sim.AddStat(p0, "tx_prio3_pause_duration", 600_000)
+	w.sim.AddStat(p0, "tx_pause_ctrl_phy", 3)
+	w.sim.AddStat(p0, "rx_discards_phy", 5)
+	w.sim.AddStat(p0, "rx_prio3_discards", 1)
+	w.sim.AddStat(p0, "tx_pause_storm_error_events", 1)
+	w.hw("mlx5_0", "np_cnp_sent", 1500)
+	w.hw("mlx5_0", "rp_cnp_handled", 12_000_000)
+	w.hw("mlx5_0", "np_ecn_marked_roce_packets", 1600)
+	w.sim.SetStat(p1, "rx_prio3_pause", 7)
+}
+
+func f(v float64) *float64 { return &v }
+
+func fv(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// The rates of one interval, checked value by value against what the
+// script put in: occupancy = duration delta / elapsed, frames/s, the
+// reset, the cap, and "absent" where a counter is missing.
+func TestWatchRates(t *testing.T) {
+	w := newWatchSim(t)
+	w.sim.SetStat("ens1f1np1", "rx_prio3_pause", 100)
+	prev := w.s.sample()
+	w.busyInterval()
+	rep := watchRates(prev, w.s.sample())
+
+	if rep.IntervalS != 0.5 || !rep.Time.Equal(watchT0.Add(500*time.Millisecond)) || rep.SchemaVersion != 1 {
+		t.Fatalf("report head: %+v", rep)
+	}
+	p0, p1 := rep.Ports[0], rep.Ports[1]
+	if p0.Netdev != "ens1f0np0" || p0.Link != "up" || p0.RDMADevice != "mlx5_0" || p0.Port != 1 {
+		t.Fatalf("port 0: %+v", p0)
+	}
+	if len(p0.Priorities) != 1 || p0.Priorities[0].Priority != 3 {
+		t.Fatalf("priorities: mlx5 has counters for its PFC priority 3 only: %+v", p0.Priorities)
+	}
+	pr := p0.Priorities[0]
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"rx pause %", fv(pr.RX.PausePct), 50.0},
+		{"rx pause frames/s", fv(pr.RX.FramesPerS), 4000.0},
+		{"rx pause frames", pr.RX.Frames, uint64(2000)},
+		{"tx pause % (1.2 s in 0.5 s: capped)", fv(pr.TX.PausePct), 100.0},
+		{"tx pause frames/s", fv(pr.TX.FramesPerS), 20.0},
+		{"prio 3 rx discards/s", fv(pr.RXDiscardsPerS), 2.0},
+		{"prio 3 buffer discards/s (no such counter here)", fv(pr.RXBufferDiscardsPerS), nil},
+		{"global tx: 802.3 frames only, no %", fv(p0.GlobalPause.TX.PausePct), nil},
+		{"global tx frames/s", fv(p0.GlobalPause.TX.FramesPerS), 6.0},
+		{"cnp sent/s", fv(p0.CNPSentPerS), 3000.0},
+		{"cnp handled/s", fv(p0.CNPHandledPerS), 24e6},
+		{"ecn marked/s", fv(p0.ECNMarkedPerS), 3200.0},
+		{"rx discards/s", fv(p0.RXDiscardsPerS), 10.0},
+		{"tx discards/s", fv(p0.TXDiscardsPerS), 0.0},
+		{"storm events new", *p0.StormEventsNew, uint64(1)},
+		{"storm error total", *p0.StormErrorEvents, uint64(1)},
+		{"port 1: reset counts what came since (7 in 0.5 s)", fv(p1.Priorities[0].RX.FramesPerS), 14.0},
+		{"port 1 rx pause %", fv(p1.Priorities[0].RX.PausePct), 0.0},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+
+	// A counter only the second sample has (mlx5 creates priority 4's
+	// when PFC goes on there) shows its total, without a rate yet.
+	prev = w.s.sample()
+	w.now = w.now.Add(time.Second)
+	w.sim.SetStat("ens1f0np0", "rx_prio4_pause", 9)
+	rep = watchRates(prev, w.s.sample())
+	pr4 := rep.Ports[0].Priorities[1]
+	if pr4.Priority != 4 || pr4.RX.Frames != 9 || pr4.RX.FramesPerS != nil || pr4.RX.PausePct != nil || pr4.TX != nil {
+		t.Errorf("new priority 4: %+v rx %+v", pr4, pr4.RX)
+	}
+}
+
+// statsFailing is a kernel whose ethtool -S fails on one netdev.
+type statsFailing struct {
+	nic.Kernel
+	bad string
+}
+
+func (k statsFailing) Stats(ifname string) (map[string]uint64, error) {
+	if ifname == k.bad {
+		return nil, errors.New("ethtool -S: no such device")
+	}
+	return k.Kernel.Stats(ifname)
+}
+
+// A port whose counters cannot be read says why, with no rates.
+func TestWatchRatesUnreadablePort(t *testing.T) {
+	w := newWatchSim(t)
+	prev := w.s.sample()
+	w.s.h = &host.Host{FS: w.s.h.FS, K: statsFailing{w.sim, "ens1f1np1"}}
+	w.now = w.now.Add(time.Second)
+	rep := watchRates(prev, w.s.sample())
+	if p := rep.Ports[1]; p.Error == "" || len(p.Priorities) != 0 || p.CNPSentPerS != nil {
+		t.Fatalf("unreadable port: %+v", p)
+	}
+	lines := strings.Join(watchLines(watchHead{interval: time.Second, scope: "all RoCE ports"}, rep, 0), "\n")
+	if !strings.Contains(lines, "ens1f1np1       up    ethtool -S: no such device") {
+		t.Errorf("the error is not on the port's row:\n%s", lines)
+	}
+}
+
+// The layout at fixed widths: the wide table on a 130-column terminal
+// (and piped), the narrow one on 70 columns, against golden text.
+func TestWatchLayoutGolden(t *testing.T) {
+	w := newWatchSim(t)
+	prev := w.s.sample()
+	w.busyInterval()
+	rep := watchRates(prev, w.s.sample())
+	head := watchHead{interval: 500 * time.Millisecond, scope: "all RoCE ports", keys: true}
+	wide := strings.Join(watchLines(head, rep, 130), "\n") + "\n"
+	golden(t, "watch/wide.txt", wide)
+	if piped := strings.Join(watchLines(head, rep, 0), "\n") + "\n"; piped != wide {
+		t.Errorf("piped output differs from the wide table:\n%s", piped)
+	}
+	golden(t, "watch/narrow.txt", strings.Join(watchLines(head, rep, 70), "\n")+"\n")
+	if watchWideWidth > 120 {
+		t.Errorf("the wide table needs %d columns: more than a 120-column terminal", watchWideWidth)
+	}
+}
+
+// scriptedLoop runs watchLoop over the simulated host with one tick per
+// step; each sample first applies that step's changes to the counters:
+// a scripted counter source, driven without timers.
+func scriptedLoop(t *testing.T, w *watchSim, out *bytes.Buffer, json, once bool, steps ...func()) error {
+	ticks := make(chan time.Time, len(steps))
+	for range steps {
+		ticks <- time.Time{}
+	}
+	close(ticks)
+	n := 0
+	sample := func() *watchSample {
+		if n > 0 {
+			steps[n-1]()
+		}
+		n++
+		return w.s.sample()
+	}
+	l := &watchLoop{sample: sample, ticks: ticks, out: out, json: json, once: once,
+		head: watchHead{interval: time.Second, scope: "all RoCE ports"}}
+	return l.run(context.Background())
+}
+
+// -o json: one object per line per interval, with stable field names
+// (docs/watch.md), the values of each interval its own.
+func TestWatchJSONLines(t *testing.T) {
+	w := newWatchSim(t)
+	var out bytes.Buffer
+	step := func(frames uint64) func() {
+		return func() {
+			w.now = w.now.Add(time.Second)
+			w.sim.AddStat("ens1f0np0", "rx_prio3_pause", frames)
+		}
+	}
+	if err := scriptedLoop(t, w, &out, true, false, step(1000), step(0), step(250)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want one per interval:\n%s", len(lines), out.String())
+	}
+	for i, want := range []float64{1000, 0, 250} {
+		var rep watchReport
+		if err := json.Unmarshal([]byte(lines[i]), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if got := fv(rep.Ports[0].Priorities[0].RX.FramesPerS); got != want {
+			t.Errorf("interval %d: rx prio 3 pause frames/s %v, want %v", i, got, want)
+		}
+	}
+	golden(t, "watch/interval.json", lines[2]+"\n")
+}
+
+// Piped text: plain snapshots, one per interval, no escape sequences.
+// --once: one interval, then the loop returns; interrupted before it
+// ends, it says so.
+func TestWatchPlainAndOnce(t *testing.T) {
+	w := newWatchSim(t)
+	var out bytes.Buffer
+	next := func() { w.now = w.now.Add(time.Second) }
+	if err := scriptedLoop(t, w, &out, false, false, next, next); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Errorf("escape sequences in piped output: %q", out.String())
+	}
+	if n := strings.Count(out.String(), "rocectl watch  05:06:0"); n != 2 {
+		t.Errorf("%d snapshots, want 2:\n%s", n, out.String())
+	}
+
+	out.Reset()
+	if err := scriptedLoop(t, w, &out, false, true, next, next, next); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "PORT "); n != 1 {
+		t.Errorf("--once printed %d snapshots:\n%s", n, out.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l := &watchLoop{sample: w.s.sample, ticks: make(chan time.Time), out: &out, once: true}
+	if err := l.run(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("--once interrupted: %v", err)
+	}
+}
+
+// A frame on the terminal: from home, every line cut to the width and
+// cleared to its end, lines beyond the height replaced by a note, the
+// rest of the screen cleared, no newline after the last row.
+func TestWatchTTYDraw(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "screen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tty := &watchTTY{out: f, w: 10, h: 4}
+	tty.draw([]string{"0123456789abc", "b", "c", "d", "e", "f"})
+	got, _ := os.ReadFile(f.Name())
+	want := "\x1b[H0123456789\x1b[K\r\nb\x1b[K\r\nc\x1b[K\r\n... 3 more\x1b[K\x1b[J"
+	if string(got) != want {
+		t.Errorf("frame\n got %q\nwant %q", got, want)
+	}
+}
+
+// The command: the snapshot host once as JSON, a profile that selects
+// one port, one that selects none, a bad interval.
+func TestWatchCommand(t *testing.T) {
+	snap := repo("testdata/hosts/cx6dx-ofed-lossless")
+	code, out, errs := run(t, nil, "--snapshot", snap, "watch", "--once", "-o", "json", "--interval", "10ms")
+	var rep watchReport
+	if code != ExitOK || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Ports) != 2 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	prof := filepath.Join(t.TempDir(), "p.toml")
+	write := func(match string) {
+		if err := os.WriteFile(prof, []byte("name = \"one\"\n[match]\nnetdevs = [\""+match+"\"]\n[link]\nmtu = 9000\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ens1f1*")
+	code, out, errs = run(t, nil, "--snapshot", snap, "watch", "--once", "-p", prof, "--interval", "10ms")
+	if code != ExitOK || !strings.Contains(out, "every 10ms  profile one, snapshot ") || strings.Contains(out, "ens1f0np0") ||
+		!strings.Contains(out, "ens1f1np1       up    port") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	write("eth*")
+	if code, _, errs = run(t, nil, "--snapshot", snap, "watch", "--once", "-p", prof); code != ExitError ||
+		!strings.Contains(errs, `no RoCE port matches profile "one"`) {
+		t.Errorf("no match: exit %d %s", code, errs)
+	}
+	if code, _, errs = run(t, nil, "--snapshot", snap, "watch", "--interval", "0s"); code != ExitError || !strings.Contains(errs, "--interval must be positive") {
+		t.Errorf("--interval 0: exit %d %s", code, errs)
+	}
+}
