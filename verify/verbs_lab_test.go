@@ -423,8 +423,8 @@ func TestLabLoopbackCancel(t *testing.T) {
 	}
 }
 
-// portState reads /sys/class/infiniband/<dev>/ports/1/state ("4: ACTIVE").
-func portState(t *testing.T, dev string) string {
+// rdmaPortState reads /sys/class/infiniband/<dev>/ports/1/state ("4: ACTIVE").
+func rdmaPortState(t *testing.T, dev string) string {
 	b, err := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
 	if err != nil {
 		t.Fatal(err)
@@ -452,17 +452,17 @@ func TestLabPortDown(t *testing.T) {
 		if err := netlink.LinkSetUp(link); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 100 && (portState(t, e.rxe0) != "4: ACTIVE" || gid1() != wantGID); i++ {
+		for i := 0; i < 100 && (rdmaPortState(t, e.rxe0) != "4: ACTIVE" || gid1() != wantGID); i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
-		if s, g := portState(t, e.rxe0), gid1(); s != "4: ACTIVE" || g != wantGID {
+		if s, g := rdmaPortState(t, e.rxe0), gid1(); s != "4: ACTIVE" || g != wantGID {
 			t.Fatalf("%s did not come back: state %q, gid[1] %q (want %q)", e.rxe0, s, g, wantGID)
 		}
 	})
-	for i := 0; i < 50 && portState(t, e.rxe0) == "4: ACTIVE"; i++ {
+	for i := 0; i < 50 && rdmaPortState(t, e.rxe0) == "4: ACTIVE"; i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("%s with %s down: %s", e.rxe0, e.if0, portState(t, e.rxe0))
+	t.Logf("%s with %s down: %s", e.rxe0, e.if0, rdmaPortState(t, e.rxe0))
 	_, err = Loopback(verbsLabCtx(t), LoopbackConfig{Device: e.rxe0, GIDIndex: 1, Iterations: 1, Log: verbsLabLog(t)})
 	t.Logf("err: %v", err)
 	if !errors.Is(err, ErrPortNotActive) || !strings.Contains(err.Error(), `port state is "down"`) {
