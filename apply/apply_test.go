@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -65,22 +64,6 @@ func (r *rig) apply(t *testing.T) error {
 		t.Fatal(err)
 	}
 	return txn.Run(context.Background())
-}
-
-// stateJSON is the simulated kernel's configuration. Counters are left out:
-// they are not settings, and a NIC resets some when PFC or pause changes
-// (mlx5 drops and recreates the per-priority pause counters).
-func stateJSON(t *testing.T, s *nictest.Sim) string {
-	t.Helper()
-	st := s.State()
-	for _, l := range st.Links {
-		l.Stats = nil
-	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestApplyRecipeOnFactoryHostReachesProfile(t *testing.T) {
@@ -192,7 +175,7 @@ func TestFaultMatrixRestoresHostExactly(t *testing.T) {
 	// check runs the apply with one fault in place and checks the host.
 	check := func(t *testing.T, r *rig, errno syscall.Errno, what func() string) {
 		t.Helper()
-		beforeK := stateJSON(t, r.sim)
+		beforeK := r.sim.Config()
 		beforeF := fixturehost.Files(t, r.root)
 		err := r.apply(t)
 		var ae *ApplyError
@@ -202,7 +185,7 @@ func TestFaultMatrixRestoresHostExactly(t *testing.T) {
 		if ae.RestoreErr != nil {
 			t.Fatalf("%s: rollback failed: %v", what(), ae.RestoreErr)
 		}
-		if got := stateJSON(t, r.sim); got != beforeK {
+		if got := r.sim.Config(); got != beforeK {
 			t.Errorf("%s: kernel state differs after rollback", what())
 		}
 		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
@@ -252,7 +235,7 @@ func TestWriteErrorNamesPortSettingValueAndReason(t *testing.T) {
 
 func TestRollbackOfCommittedApply(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-	before := stateJSON(t, r.sim)
+	before := r.sim.Config()
 	beforeF := fixturehost.Files(t, r.root)
 	txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
 	if err != nil {
@@ -271,7 +254,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 	if err := Rollback(r.h, j, r.opts); err != nil {
 		t.Fatal(err)
 	}
-	if stateJSON(t, r.sim) != before {
+	if r.sim.Config() != before {
 		t.Error("kernel state not restored")
 	}
 	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
@@ -288,7 +271,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 	for _, k := range []int{0, 1, 5, 9, 20} {
 		r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-		before := stateJSON(t, r.sim)
+		before := r.sim.Config()
 		beforeF := fixturehost.Files(t, r.root)
 		crash := errors.New("crash")
 		r.opts.BeforeStep = func(i int, st host.Step) error {
@@ -316,7 +299,7 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if stateJSON(t, r.sim) != before {
+		if r.sim.Config() != before {
 			t.Errorf("k=%d: kernel state not restored", k)
 		}
 		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
@@ -425,7 +408,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 // line naming port, setting and value, and nothing stays changed.
 func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
-	before := stateJSON(t, sim)
+	before := sim.Config()
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	prof := filepath.Join(t.TempDir(), "bnxt.toml")
 	os.WriteFile(prof, []byte("[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\n"), 0o600)
@@ -440,7 +423,7 @@ func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "enp202s0f1np1.qos.pfc = [3]: ") || !strings.Contains(err.Error(), "EINVAL") {
 		t.Fatalf("error: %v", err)
 	}
-	if stateJSON(t, sim) != before {
+	if sim.Config() != before {
 		t.Error("MTU change not rolled back")
 	}
 }

@@ -64,12 +64,12 @@ func TestBufferSizesRefusedAtPlanTime(t *testing.T) {
 			if len(r.plan.Refused) == 0 || !strings.Contains(r.plan.Refused[0].Error, tc.want) {
 				t.Fatalf("refused: %+v, want %q", r.plan.Refused, tc.want)
 			}
-			before := stateJSON(t, r.sim)
+			before := r.sim.Config()
 			pr := &Prepared{Profile: r.d.Profile, Host: r.h, Desired: r.d, Plan: r.plan}
 			if _, err := Run(context.Background(), pr, RunOptions{Store: r.opts.Store}); err == nil {
 				t.Fatal("a refused plan ran")
 			}
-			if stateJSON(t, r.sim) != before {
+			if r.sim.Config() != before {
 				t.Fatal("a refused plan changed the host")
 			}
 		})

@@ -77,12 +77,12 @@ func TestRollbackOfPFCRestoresGlobalPauseOnMLX5(t *testing.T) {
 	if companion == nil || companion.Before != "on" || companion.Value != "off" || !strings.Contains(companion.Note, "mlx5_set_port_pfc") {
 		t.Fatalf("plan has no global pause companion of PFC: %+v", companion)
 	}
-	before := stateJSON(t, r.sim)
+	before := r.sim.Config()
 	r.applyAndRollBack(t)
 	if got := r.sim.State().Links["ens1f0np0"].Pause; !got.Rx || !got.Tx {
 		t.Errorf("global pause after rollback: %+v, want rx and tx on as before", *got)
 	}
-	if stateJSON(t, r.sim) != before {
+	if r.sim.Config() != before {
 		t.Error("host not byte-identical after rollback")
 	}
 }
@@ -106,7 +106,7 @@ func TestRollbackOfTrustRestoresCustomDSCPMap(t *testing.T) {
 	for _, fromDisk := range []bool{false, true} {
 		r := driverRig(t, "cx7-upstream-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ntrust = \"pcp\"\n", custom)
 		nd := r.d.Ports[0].Port.Netdev
-		before, hwBefore := stateJSON(t, r.sim), r.sim.HardwareDSCP(nd)
+		before, hwBefore := r.sim.Config(), r.sim.HardwareDSCP(nd)
 		if len(r.plan.Changes) == 0 {
 			t.Fatal("nothing planned")
 		}
@@ -126,7 +126,7 @@ func TestRollbackOfTrustRestoresCustomDSCPMap(t *testing.T) {
 		} else {
 			r.applyAndRollBack(t)
 		}
-		if stateJSON(t, r.sim) != before {
+		if r.sim.Config() != before {
 			t.Errorf("from disk %v: APP table not restored entry for entry", fromDisk)
 		}
 		if hw := r.sim.HardwareDSCP(nd); !maps.Equal(hw, hwBefore) {
@@ -175,12 +175,12 @@ func TestBnxtPFCNeedsETS(t *testing.T) {
 	if len(r.plan.Refused) != 1 || !strings.Contains(r.plan.Refused[0].Error, "[qos.ets]") {
 		t.Fatalf("refused: %+v", r.plan.Refused)
 	}
-	before := stateJSON(t, r.sim)
+	before := r.sim.Config()
 	pr := &Prepared{Profile: r.d.Profile, Host: r.h, Desired: r.d, Plan: r.plan}
 	if _, err := Run(context.Background(), pr, RunOptions{Store: r.opts.Store}); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("Run of a refused plan: %v", err)
 	}
-	if stateJSON(t, r.sim) != before {
+	if r.sim.Config() != before {
 		t.Fatal("a refused plan changed the host")
 	}
 

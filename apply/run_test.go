@@ -80,7 +80,7 @@ func TestRunOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pr, sim := prepared(t, tc.kernel)
-			before := stateJSON(t, sim)
+			before := sim.Config()
 			store := Store{Dir: t.TempDir()}
 			opts := tc.opts
 			opts.Store, opts.Soak, opts.Now = store, &noSoak, func() time.Time { return clock }
@@ -124,7 +124,7 @@ func TestRunOutcomes(t *testing.T) {
 				if res.RollbackErr != nil || len(res.Restored) == 0 {
 					t.Errorf("rollback: %v, restored %d", res.RollbackErr, len(res.Restored))
 				}
-				if stateJSON(t, sim) != before {
+				if sim.Config() != before {
 					t.Error("the host is not as it was")
 				}
 			}
@@ -143,7 +143,7 @@ func TestRunOutcomes(t *testing.T) {
 func TestConfirmDeadlineIsHonouredOnlyWhenPassed(t *testing.T) {
 	clock := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	pr, sim := prepared(t, nil)
-	before := stateJSON(t, sim)
+	before := sim.Config()
 	store := Store{Dir: t.TempDir()}
 	noSoak := time.Duration(0)
 	res, err := Run(context.Background(), pr, RunOptions{Store: store, Soak: &noSoak, Confirm: time.Minute, Now: func() time.Time { return clock }})
@@ -170,7 +170,7 @@ func TestConfirmDeadlineIsHonouredOnlyWhenPassed(t *testing.T) {
 	if err != nil || !reverted || j.State != StateRolledBack {
 		t.Fatalf("revert after the deadline: reverted %v, %v, %v", reverted, err, j)
 	}
-	if stateJSON(t, sim) != before {
+	if sim.Config() != before {
 		t.Error("the host is not as it was after the revert")
 	}
 	// Settled: a second revert (the timer and the agent both fire) does
@@ -184,7 +184,7 @@ func TestConfirmDeadlineIsHonouredOnlyWhenPassed(t *testing.T) {
 // back by the next Recover, and reported as not expired.
 func TestRecoverRestoresAnUnfinishedApply(t *testing.T) {
 	pr, sim := prepared(t, nil)
-	before := stateJSON(t, sim)
+	before := sim.Config()
 	store := Store{Dir: t.TempDir()}
 	txn, err := Begin(pr.Host, pr.Desired, pr.Plan, pr.Profile.Hash, Options{Store: store, Retries: 1})
 	if err != nil {
@@ -195,14 +195,14 @@ func TestRecoverRestoresAnUnfinishedApply(t *testing.T) {
 	if err := txn.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if stateJSON(t, sim) == before {
+	if sim.Config() == before {
 		t.Fatal("the partial apply changed nothing")
 	}
 	got, err := Recover(pr.Host, store, false, time.Now())
 	if err != nil || len(got) != 1 || got[0].Expired || got[0].Journal.ID != txn.J.ID || got[0].Journal.State != StateRolledBack {
 		t.Fatalf("Recover: %v, %+v", err, got)
 	}
-	if stateJSON(t, sim) != before {
+	if sim.Config() != before {
 		t.Error("the host is not as it was")
 	}
 }

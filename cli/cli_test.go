@@ -218,7 +218,7 @@ func TestKeepJournalsPrunesFinishedApplies(t *testing.T) {
 // A pause storm during the soak rolls the change back: exit 3, the host as it was.
 func TestApplyStormRollsBackExit3(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
-	before := configOf(t, sim)
+	before := sim.Config()
 	prof := filepath.Join(t.TempDir(), "p.toml")
 	os.WriteFile(prof, []byte(`include = ["`+repo("profiles/connectx-lossless.toml")+`"]
 [guard]
@@ -247,18 +247,9 @@ detection_time = "200ms"
 		t.Errorf("stderr should name the storm and the restore:\n%s", errs)
 	}
 	stop.Store(true)
-	if got := configOf(t, sim); got != before {
+	if got := sim.Config(); got != before {
 		t.Errorf("kernel configuration not restored after the storm")
 	}
-}
-
-func configOf(t *testing.T, sim *nictest.Sim) string {
-	st := sim.State()
-	for _, l := range st.Links {
-		l.Stats = nil
-	}
-	b, _ := json.Marshal(st)
-	return string(b)
 }
 
 // resettingKernel is a driver that silently puts the MTU back when PFC
@@ -277,7 +268,7 @@ func (k resettingKernel) SetPFC(ifname string, p dcb.PFC) error {
 
 func TestApplyVerificationFailureRollsBackExit3(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
-	before := configOf(t, sim)
+	before := sim.Config()
 	code, out, errs := run(t, resettingKernel{sim}, "--root", root, "--state-dir", t.TempDir(), "apply", "--soak", "0", "-p", repo("profiles/connectx-lossless.toml"))
 	if code != ExitRolledBack {
 		t.Fatalf("exit %d, want 3\n%s%s", code, out, errs)
@@ -285,7 +276,7 @@ func TestApplyVerificationFailureRollsBackExit3(t *testing.T) {
 	if !strings.Contains(errs, "verify: ens1f0np0.link.mtu: want 9000, have 1500") || !strings.Contains(errs, "host restored") {
 		t.Errorf("stderr:\n%s", errs)
 	}
-	if configOf(t, sim) != before {
+	if sim.Config() != before {
 		t.Error("host not restored")
 	}
 	// --no-verify skips that check (the operator's call): applied, exit 0.

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/median"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
@@ -63,10 +63,10 @@ func BenchmarkStormRollback(b *testing.B) {
 					total, detect, pfc = append(total, r.total), append(detect, r.detect), append(pfc, r.pfc)
 				}
 			}
-			b.ReportMetric(msOf(medianOf(total)), "rollback-median-ms")
+			b.ReportMetric(msOf(median.Mean(total)), "rollback-median-ms")
 			b.ReportMetric(msOf(slices.Max(total)), "rollback-worst-ms")
-			b.ReportMetric(msOf(medianOf(detect)), "detect-median-ms")
-			b.ReportMetric(msOf(medianOf(pfc)), "pfc-median-ms")
+			b.ReportMetric(msOf(median.Mean(detect)), "detect-median-ms")
+			b.ReportMetric(msOf(median.Mean(pfc)), "pfc-median-ms")
 			b.ReportMetric(float64(len(total)), "storms")
 		})
 	}
@@ -78,7 +78,7 @@ type stormResult struct{ total, detect, pfc time.Duration }
 func stormOnce(b *testing.B, prof string) stormResult {
 	b.Helper()
 	root, sim := fixturehost.Copy(b, "cx6dx-ofed-factory")
-	before, beforeFiles := kernelConfig(b, sim), fixturehost.Files(b, root)
+	before, beforeFiles := sim.Config(), fixturehost.Files(b, root)
 	k := &stormKernel{Sim: sim, port: "ens1f0np0", counter: "rx_prio3_pause_duration"}
 
 	// Every write after the onset is the rollback's: note when the first
@@ -137,7 +137,7 @@ func stormOnce(b *testing.B, prof string) stormResult {
 	if !strings.Contains(stderr.String(), "pause storm on ens1f0np0 priority 3 (rx)") {
 		b.Fatalf("rolled back for another reason:\n%s", stderr.String())
 	}
-	if got := kernelConfig(b, sim); got != before {
+	if got := sim.Config(); got != before {
 		b.Fatal("the simulated kernel is not back to its before-values after the rollback")
 	}
 	if d := fixturehost.DiffTrees(beforeFiles, fixturehost.Files(b, root)); len(d) > 0 {
@@ -204,29 +204,6 @@ func (w *signalWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
-}
-
-// kernelConfig is the simulated kernel's configuration without counters
-// (mlx5 drops and recreates the per-priority ones with PFC).
-func kernelConfig(tb testing.TB, sim *nictest.Sim) string {
-	st := sim.State()
-	for _, l := range st.Links {
-		l.Stats = nil
-	}
-	data, err := json.Marshal(st)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(data)
-}
-
-func medianOf(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rocectl/rocectl/internal/median"
 )
 
 var stormLab = flag.Bool("storm.lab", false, "run TestLabStormLatency (bench/storm-latency.sh with STORM_LAB=1)")
@@ -100,5 +102,5 @@ func TestLabStormLatency(t *testing.T) {
 		lat = append(lat, end.Sub(time.Unix(0, on)))
 		t.Logf("storm-latency: run %d: %.1f ms", i, msOf(lat[len(lat)-1]))
 	}
-	t.Logf("storm-latency: lab median %.1f ms worst %.1f ms runs %d", msOf(medianOf(lat)), msOf(slices.Max(lat)), len(lat))
+	t.Logf("storm-latency: lab median %.1f ms worst %.1f ms runs %d", msOf(median.Mean(lat)), msOf(slices.Max(lat)), len(lat))
 }

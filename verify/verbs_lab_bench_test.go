@@ -13,13 +13,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rocectl/rocectl/internal/median"
 	"github.com/rocectl/rocectl/nic"
 )
 
@@ -112,15 +112,6 @@ func retries(b *testing.B, dev string, fn func()) int64 {
 	return hwCounterDeltas(before, after)["completer_retry_err"]
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
-
 func BenchmarkLabVerbsVsPerftest(b *testing.B) {
 	e := verbsLabEnv{os.Getenv("LAB_RXE0"), os.Getenv("LAB_RXE1"), os.Getenv("LAB_IF0"), os.Getenv("LAB_IF1"),
 		os.Getenv("LAB_IP0"), os.Getenv("LAB_IP1")}
@@ -204,7 +195,7 @@ func BenchmarkLabVerbsVsPerftest(b *testing.B) {
 			fmt.Fprintf(&log, "round %d: write Gb/s perftest %.4f (%v retries) rocectl %.4f (%v retries) loopback %.4f\n", round+1,
 				m["p.bw"][round], m["p.bw.retries"][round], m["r.bw"][round], m["r.bw.retries"][round], m["l.bw"][round])
 		}
-		med := func(k string) float64 { return median(m[k]) }
+		med := func(k string) float64 { return median.Mean(m[k]) }
 		var t strings.Builder
 		fmt.Fprintf(&t, "\nmedians of %d rounds; perftest and rocectl two-host both run rxe0 -> rxe1 (%s -> %s), loopback is rxe0 -> rxe0\n%s",
 			rounds, e.ip0, e.ip1, log.String())

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/internal/dirtree"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
@@ -80,29 +81,7 @@ func Tree(t testing.TB, root string) map[string]string {
 
 // ReadTree is Tree for programs (benchmarks) that have no testing.TB.
 // Links are recorded, not followed: sysfs trees loop.
-func ReadTree(root string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			out[rel] = "-> " + target
-			return err
-		case d.IsDir():
-			out[rel+"/"] = ""
-		default:
-			data, err := os.ReadFile(p)
-			out[rel] = string(data)
-			return err
-		}
-		return nil
-	})
-	return out, err
-}
+func ReadTree(root string) (map[string]string, error) { return dirtree.Read(root) }
 
 // DiffTrees lists the paths whose content differs, sorted.
 func DiffTrees(a, b map[string]string) []string {

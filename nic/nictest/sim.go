@@ -6,6 +6,7 @@
 package nictest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -459,4 +460,21 @@ func errnoOf(err error) error {
 
 func opErr(op, name string, err error) error {
 	return &snapshot.OpError{Op: op, Name: name, Err: err}
+}
+
+// Config is the simulated kernel's configuration as JSON, counters left
+// out: they are not settings, and a NIC resets some when PFC or pause
+// changes (mlx5 drops and recreates the per-priority pause counters). Two
+// Configs are equal exactly when every setting is; tests compare them to
+// check that a rollback restored the host byte for byte.
+func (s *Sim) Config() string {
+	st := s.State()
+	for _, l := range st.Links {
+		l.Stats = nil
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		panic(err) // KernelState holds only JSON-encodable values
+	}
+	return string(b)
 }

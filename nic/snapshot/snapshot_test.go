@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rocectl/rocectl/internal/dirtree"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 )
@@ -163,28 +164,11 @@ func TestWriteDeterministic(t *testing.T) {
 
 func readTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	m := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			m[rel] = "-> " + target
-			return err
-		case !d.IsDir():
-			b, err := os.ReadFile(p)
-			m[rel] = string(b)
-			return err
-		}
-		return nil
-	})
+	tree, err := dirtree.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return tree
 }
 
 // TestWriteRealSysfs copies from the live /sys, read-only: a class symlink

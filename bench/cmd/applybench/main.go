@@ -30,6 +30,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/median"
 )
 
 type config struct {
@@ -160,9 +161,9 @@ func run(c config) error {
 	fmt.Printf("  %-32s %10s %10s %10s\n", "", "median", "min", "max")
 	row("rocectl apply", roce)
 	row("bash baseline (ip/ethtool/dcb)", shell)
-	ratio := float64(median(shell)) / float64(median(roce))
+	ratio := float64(median.Mean(shell)) / float64(median.Mean(roce))
 	fmt.Printf("  rocectl is %.1f× faster (medians; target ≥ 20×)\n", ratio)
-	b.summary(fmt.Sprintf("apply %d ports (live veth, binary)|%s|%s (bash)|>= 20x faster: %.1fx", c.ports, ms(median(roce)), ms(median(shell)), ratio))
+	b.summary(fmt.Sprintf("apply %d ports (live veth, binary)|%s|%s (bash)|>= 20x faster: %.1fx", c.ports, ms(median.Mean(roce)), ms(median.Mean(shell)), ratio))
 
 	// The floor: what starting the binary costs before it does any work.
 	// The baseline's time is ~50 process starts, so this bounds the ratio
@@ -172,14 +173,14 @@ func run(c config) error {
 		return err
 	}
 	row("rocectl --version (start only)", start)
-	fmt.Printf("  (with zero apply work the ratio could be at most %.1f×)\n", float64(median(shell))/float64(median(start)))
+	fmt.Printf("  (with zero apply work the ratio could be at most %.1f×)\n", float64(median.Mean(shell))/float64(median.Mean(start)))
 	saves, err := b.journalSaves(prof)
 	if err != nil {
 		return err
 	}
 	row("the apply's 2 journal saves", saves)
-	floor := median(start) + median(saves)
-	bound := float64(median(shell)) / float64(floor)
+	floor := median.Mean(start) + median.Mean(saves)
+	bound := float64(median.Mean(shell)) / float64(floor)
 	fmt.Printf("  (start-up and the durable journal alone, no host access: %s, so at most %.1f×)\n", ms(floor), bound)
 	b.summary(fmt.Sprintf("apply floor: start-up + its 2 journal saves|%s|-|bounds the ratio at %.1fx", ms(floor), bound))
 
@@ -208,15 +209,15 @@ func run(c config) error {
 			if n == auditTargetPorts {
 				target = fmt.Sprintf("≤ %s (issue \"One table per setting kind\", Performance)", ms(auditTarget))
 				met = "no"
-				if median(ds) <= auditTarget {
+				if median.Mean(ds) <= auditTarget {
 					met = "yes"
 				}
 			}
-			fmt.Printf("  %-32s %10s %10s %10s   %s\n", fmt.Sprintf("rocectl audit, %d ports", n), ms(median(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)), target)
+			fmt.Printf("  %-32s %10s %10s %10s   %s\n", fmt.Sprintf("rocectl audit, %d ports", n), ms(median.Mean(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)), target)
 			if met != "" {
 				target = fmt.Sprintf("≤ %s: %s", ms(auditTarget), met)
 			}
-			b.summary(fmt.Sprintf("audit --snapshot %d ports (process, median / min)|%s / %s|-|%s", n, ms(median(ds)), ms(slices.Min(ds)), target))
+			b.summary(fmt.Sprintf("audit --snapshot %d ports (process, median / min)|%s / %s|-|%s", n, ms(median.Mean(ds)), ms(slices.Min(ds)), target))
 		}
 	}
 	return nil
@@ -378,19 +379,10 @@ func (b *bench) summary(line string) {
 	fmt.Fprintln(f, line)
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
 
 func row(name string, ds []time.Duration) {
-	fmt.Printf("  %-32s %10s %10s %10s\n", name, ms(median(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)))
+	fmt.Printf("  %-32s %10s %10s %10s\n", name, ms(median.Mean(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)))
 }
 
 // hostRootDir makes the directory the host root is copied into: under dir,

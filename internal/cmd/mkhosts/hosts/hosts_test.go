@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -43,7 +44,7 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range Specs() {
-		got, want := listTree(t, filepath.Join(tmp, s.Name)), listTree(t, filepath.Join(hostsDir, s.Name))
+		got, want := fixturehost.Tree(t, filepath.Join(tmp, s.Name)), fixturehost.Tree(t, filepath.Join(hostsDir, s.Name))
 		for _, p := range slices.Sorted(maps.Keys(got)) {
 			if w, ok := want[p]; !ok {
 				t.Errorf("%s/%s: generated but not committed (run go test -update)", s.Name, p)
@@ -57,36 +58,6 @@ func TestGolden(t *testing.T) {
 			}
 		}
 	}
-}
-
-// listTree maps every entry under dir to "file:<content>", "link:<target>"
-// or "dir".
-func listTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			m[rel] = "link:" + target
-			return err
-		case d.IsDir():
-			m[rel] = "dir"
-		default:
-			b, err := os.ReadFile(p)
-			m[rel] = "file:" + string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 func openHost(t *testing.T, name string) *snapshot.Snapshot {
