@@ -191,7 +191,8 @@ func roceModeName(mode string) string {
 	return mode
 }
 
-var tsaNames = map[uint8]string{dcb.TSAStrict: "strict", dcb.TSACBShaper: "cbs", dcb.TSAETS: "ets", dcb.TSAVendor: "vendor"}
+// tsaNames maps the kernel's TSA values to the profile's names.
+var tsaNames = map[uint8]string{dcb.TSAStrict: policy.TSAStrict, dcb.TSACBShaper: policy.TSACBS, dcb.TSAETS: policy.TSAETS, dcb.TSAVendor: policy.TSAVendor}
 
 func tsaValue(name string) uint8 {
 	for v, n := range tsaNames {

@@ -450,7 +450,16 @@ func (d *decoder) link(key string, n *node, l *Link) {
 }
 
 // TSA names as iproute2's dcb prints them.
-var tsaNames = []string{"strict", "ets", "vendor", "cbs"}
+// Transmission selection algorithms, as a profile's qos.ets.tc_tsa names
+// them (IEEE 802.1Qaz; the kernel's IEEE_8021QAZ_TSA_* values are nic/dcb's).
+const (
+	TSAStrict = "strict"
+	TSAETS    = "ets"
+	TSAVendor = "vendor"
+	TSACBS    = "cbs"
+)
+
+var tsaNames = []string{TSAStrict, TSAETS, TSAVendor, TSACBS}
 
 func (d *decoder) qos(key string, n *node, q *QoS) {
 	d.fields(key, n, []field{
