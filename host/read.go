@@ -28,6 +28,20 @@ type portReader struct {
 	dcbDone bool
 	dcb     *dcb.State
 	dcbErr  error
+
+	// The port's ECN interface, looked up once per reader rather than
+	// once for each of its thirty-odd ECN settings.
+	ecnDone bool
+	ecn     *nic.ECN
+	ecnErr  error
+}
+
+func (r *portReader) ecnOf() (*nic.ECN, error) {
+	if !r.ecnDone {
+		r.ecnDone = true
+		r.ecn, r.ecnErr = r.h.ecnOf(r.port)
+	}
+	return r.ecn, r.ecnErr
 }
 
 func (h *Host) newPortReader(p *policy.Port, ncclFile string) *portReader {
@@ -396,7 +410,7 @@ func formatETS(e *dcb.ETS, k policy.Kind) string {
 }
 
 func readECN(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
-	e, err := r.h.ecnOf(r.port)
+	e, err := r.ecnOf()
 	if err != nil {
 		return "", false, err
 	}
