@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,10 @@ rocectl audit -p PROFILE --snapshot DIR. Nothing on the host is changed.`,
 				return err
 			}
 			defer done()
-			host, _ := os.Hostname()
+			// The name audit reports for this host (the recorded name
+			// when the root is a copy of a host's tree), so that the
+			// capture audits as the host itself does.
+			host := env.hostName()
 			var uts unix.Utsname
 			_ = unix.Uname(&uts)
 			if source == "" {
