@@ -197,3 +197,41 @@ func TestBnxtPFCNeedsETS(t *testing.T) {
 		t.Errorf("pfc %#x after apply", st.DCB.PFC.Enable)
 	}
 }
+
+// Upstream mlx5 in np_cnp_prio_mode 1 ignores np_cnp_prio (CNPs follow the
+// data priority): managing the CNP priority brings mode 0, journalled and
+// restored like any change.
+func TestCNPPriorityBringsPrioModeZeroOnUpstreamMLX5(t *testing.T) {
+	modeFiles := func(root string) []string {
+		m, _ := filepath.Glob(filepath.Join(root, "sys/kernel/debug/mlx5/*/cc_params/np_cnp_prio_mode"))
+		return m
+	}
+	var root string
+	r := driverRig(t, "cx7-upstream-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[ecn]\ncnp_priority = 6\n", func(s *nictest.Sim) {})
+	root = r.root
+	files := modeFiles(root)
+	if len(files) != 2 {
+		t.Fatalf("fixture has %d np_cnp_prio_mode files", len(files))
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f, []byte("1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.plan = r.h.Plan(r.d)
+	var modes []string
+	for _, c := range r.plan.Changes {
+		if strings.HasSuffix(c.Key, ".ecn.np.cnp_prio_mode") {
+			modes = append(modes, c.Key+" "+c.Before+"->"+c.Value)
+		}
+	}
+	if len(modes) != 2 {
+		t.Fatalf("plan's np_cnp_prio_mode changes: %v (plan %d changes)", modes, len(r.plan.Changes))
+	}
+	r.applyAndRollBack(t)
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.TrimSpace(string(b)) != "1" {
+			t.Errorf("%s = %q after rollback, want 1", f, b)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package host
 import (
 	"strings"
 
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -13,7 +14,8 @@ import (
 type companion struct {
 	kind  policy.Kind
 	name  string // the setting's name, as policy names it
-	value string // what the driver leaves it at
+	arg   string // the setting's kind-specific argument, as policy.Setting.Arg
+	value string // what the setting must hold (what the driver leaves it at)
 	note  string // why, citing the driver function
 }
 
@@ -31,6 +33,23 @@ func pfcCompanions(r *portReader, _ policy.Change) []companion {
 		note: "mlx5 turns global pause off whenever it sets PFC (mlx5_set_port_pfc); journalled so that rollback restores it"}}
 }
 
+// cnpPrioCompanions: upstream mlx5's np_cnp_prio_mode (hw/mlx5/cong.c,
+// MLX5_IB_DBG_CC_NP_CNP_PRIO_MODE) decides where CNPs go: in mode 1 the
+// CNP priority follows the data packet's, and np_cnp_prio is ignored, so
+// an np_cnp_prio that reads "in sync" would not keep CNPs off the PFC
+// priority. A managed CNP priority brings mode 0 with it. DOCA-OFED's
+// sysfs has no such mode.
+func cnpPrioCompanions(r *portReader, c policy.Setting) []companion {
+	if c.Arg != "np/cnp_802p_prio" {
+		return nil
+	}
+	if e, err := r.ecnOf(); err != nil || e.Kind != nic.ECNUpstreamMlx5 {
+		return nil
+	}
+	return []companion{{kind: policy.KindECNParam, name: "ecn.np.cnp_prio_mode", arg: "np/cnp_prio_mode", value: "0",
+		note: "upstream mlx5 ignores np_cnp_prio in mode 1 (CNPs follow the data priority; hw/mlx5/cong.c): mode 0 makes the CNP priority the one set here"}}
+}
+
 // Plan compares the host with d (policy.Diff) and adds the companions of
 // the planned changes: settings the driver will change by itself, which
 // the transaction must journal and restore.
@@ -38,6 +57,7 @@ func (h *Host) Plan(d *policy.Desired) *policy.Plan {
 	o := h.Observe(d)
 	plan := policy.Diff(d, o)
 	h.addCompanions(plan)
+	h.addImplied(d, plan)
 	h.orderForDriver(d, plan)
 	return plan
 }
@@ -113,8 +133,8 @@ func (h *Host) addCompanions(plan *policy.Plan) {
 			readers[c.Port.Netdev] = r
 		}
 		for _, cp := range k.companions(r, c) {
-			s := policy.Setting{Key: c.Port.Netdev + "." + cp.name, Scope: c.Port.Netdev, Name: cp.name,
-				Kind: cp.kind, Value: cp.value, From: "companion of " + c.Name, Port: c.Port}
+			s := policy.Setting{Key: c.Scope + "." + cp.name, Scope: c.Scope, Name: cp.name,
+				Kind: cp.kind, Arg: cp.arg, Value: cp.value, From: "companion of " + c.Name, Port: c.Port}
 			if planned[s.Key] {
 				continue // the profile manages it: already journalled
 			}
@@ -131,6 +151,38 @@ func (h *Host) addCompanions(plan *policy.Plan) {
 	}
 	for _, c := range added {
 		plan.Changes = insertInOrder(plan.Changes, c)
+	}
+}
+
+// addImplied adds the settings that managing a setting implies on this
+// driver (cnpPrioCompanions), whenever the profile manages it, changed or
+// not: the implied setting is what makes the managed one mean what it says.
+func (h *Host) addImplied(d *policy.Desired, plan *policy.Plan) {
+	planned := map[string]bool{}
+	for _, c := range plan.Changes {
+		planned[c.Key] = true
+	}
+	for _, dp := range d.Ports {
+		r := h.newPortReader(&dp.Port, "")
+		for _, s := range dp.Settings {
+			k, err := kindOf(s.Kind)
+			if err != nil || k.implied == nil {
+				continue
+			}
+			for _, cp := range k.implied(r, s) {
+				is := policy.Setting{Key: s.Scope + "." + cp.name, Scope: s.Scope, Name: cp.name,
+					Kind: cp.kind, Arg: cp.arg, Value: cp.value, From: "implied by " + s.Name, Port: s.Port}
+				if planned[is.Key] {
+					continue
+				}
+				before, present, err := r.read(is, nil)
+				if err != nil || (present && before == cp.value) {
+					continue
+				}
+				planned[is.Key] = true
+				plan.Changes = insertInOrder(plan.Changes, policy.Change{Setting: is, Before: before, Absent: !present, Note: cp.note})
+			}
+		}
 	}
 }
 

@@ -23,6 +23,10 @@ type kind struct {
 	// companions lists the settings the driver changes by itself when a
 	// setting of this kind is written (companions.go).
 	companions func(r *portReader, c policy.Change) []companion
+	// implied lists the settings that must hold a value for a managed
+	// setting of this kind to mean what it says on this driver, changed
+	// or not (companions.go).
+	implied func(r *portReader, s policy.Setting) []companion
 }
 
 // object is one kernel object that settings are written through. Settings
@@ -97,7 +101,7 @@ func registry() map[policy.Kind]kind {
 		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer},
 		policy.KindStormPrevention: {read: readStorm, obj: objStorm},
 		policy.KindECNEnable:       {read: readECN, obj: objECNEnable},
-		policy.KindECNParam:        {read: readECN, obj: objECNParam},
+		policy.KindECNParam:        {read: readECN, obj: objECNParam, implied: cnpPrioCompanions},
 		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode},
 		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS},
 		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl},

@@ -805,6 +805,8 @@ func ECNUpstreamName(name string) string {
 		return "np_cnp_dscp"
 	case "cnp_802p_prio":
 		return "np_cnp_prio"
+	case "cnp_prio_mode": // no profile key: the planner manages it with cnp_priority
+		return "np_cnp_prio_mode"
 	}
 	if s, ok := DCQCNSpecByName(name); ok {
 		return s.Upstream
