@@ -40,6 +40,11 @@ type Meta struct {
 	// "PATH: ERRNO" (e.g. "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/7: EINVAL"),
 	// sorted. Such files are absent from sys/.
 	Unreadable []string `json:"unreadable"`
+	// NotCaptured lists host paths (e.g. "/sys/class/net/eth0/ecn") under
+	// which the snapshot holds no files because nobody captured them,
+	// as a snapshot imported from text dumps says: a setting read there
+	// is unknown, not unsupported. Sorted.
+	NotCaptured []string `json:"not_captured,omitempty"`
 }
 
 // KernelState is kernel.json: what came from netlink and ioctls.
