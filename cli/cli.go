@@ -57,6 +57,7 @@ back by itself when they spike.`,
 		newCommitCmd(env),
 		newRollbackCmd(env),
 		newCaptureCmd(env),
+		newImportCmd(env),
 		newNCCLEnvCmd(env),
 		newTopoCmd(env),
 		newVerifyCmd(env),
@@ -152,7 +153,7 @@ func newValidateCmd(env *Env) *cobra.Command {
 
 func newAuditCmd(env *Env) *cobra.Command {
 	var profile, output string
-	var require bool
+	var require, requireKnown bool
 	cmd := &cobra.Command{
 		Use:   "audit -p PROFILE",
 		Short: "Compare the host with a profile, read-only (exit 0 in sync, 2 drift, 1 error)",
@@ -190,6 +191,11 @@ func newAuditCmd(env *Env) *cobra.Command {
 			switch {
 			case len(pl.Plan.Errors) > 0 || len(pl.Plan.Refused) > 0:
 				return silent(ExitError)
+			case requireKnown && len(pl.Plan.Unknown) > 0:
+				if output != "json" {
+					fmt.Fprintf(env.Stdout, "Error: %d setting(s) unknown (not in the snapshot) and --require-known is set\n", len(pl.Plan.Unknown))
+				}
+				return silent(ExitError)
 			case pl.Plan.Changed():
 				return silent(ExitDrift)
 			}
@@ -199,6 +205,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 	cmd.Flags().StringVarP(&profile, "profile", "p", "", "profile file (required)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
+	cmd.Flags().BoolVar(&requireKnown, "require-known", false, "fail (exit 1) when a setting's value is unknown (not in the snapshot), for CI gates")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }

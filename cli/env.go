@@ -120,7 +120,7 @@ func (e *Env) host(ctx context.Context) (*host.Host, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return &host.Host{FS: s.FS(), K: s.Kernel(), Log: e.Log}, func() {}, nil
+		return &host.Host{FS: s.FS(), K: s.Kernel(), Log: e.Log, NotCaptured: s.Meta.NotCaptured}, func() {}, nil
 	}
 	k, closeFn, err := e.NewKernel(e.Log)
 	if err != nil {

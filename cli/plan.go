@@ -52,6 +52,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		unsupported []policy.Unsupported
 		errors      []policy.PlanError
 		refused     []policy.PlanError
+		unknown     []policy.Unknown
 	}
 	disruptions := host.Disruptions(plan)
 	var order []string
@@ -93,9 +94,13 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		s := get(e.Port)
 		s.refused = append(s.refused, e)
 	}
+	for _, u := range plan.Unknown {
+		s := get(u.Port)
+		s.unknown = append(s.unknown, u)
+	}
 	for _, id := range order {
 		s := sections[id]
-		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused) == 0 {
+		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused)+len(s.unknown) == 0 {
 			fmt.Fprintf(w, "  %s: in sync\n", s.header)
 			continue
 		}
@@ -124,10 +129,17 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		for _, e := range s.refused {
 			fmt.Fprintf(w, "    x %s: refused: %s\n", e.Key, e.Error)
 		}
+		for _, u := range s.unknown {
+			fmt.Fprintf(w, "    ? %s = unknown (%s), profile wants %s\n", u.Key, u.Reason, showWant(u.Want))
+		}
 		fmt.Fprintln(w)
 	}
 	if !plan.Changed() {
 		fmt.Fprintf(w, "No changes. Host matches profile.")
+		if n := len(plan.Unknown); n > 0 {
+			// Exit 0 must not hide what could not be compared.
+			fmt.Fprintf(w, " But %d setting(s) are unknown (not in the snapshot), listed above.", n)
+		}
 		if n := len(plan.Unsupported); n > 0 {
 			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)
 		}
@@ -135,6 +147,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		return
 	}
 	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable", len(plan.Changes), verb, plan.InSync, len(plan.Unsupported), len(plan.Errors))
+	if n := len(plan.Unknown); n > 0 {
+		fmt.Fprintf(w, ", %d unknown (not in the snapshot)", n)
+	}
 	if n := len(plan.Refused); n > 0 {
 		fmt.Fprintf(w, ", %d refused (nothing will be applied)", n)
 	}
@@ -154,6 +169,9 @@ type Report struct {
 	Unsupported []policy.Unsupported `json:"unsupported"`
 	Errors      []string             `json:"errors"`
 	Refused     []policy.PlanError   `json:"refused,omitempty"`
+	// Unknown lists the settings whose value the source does not hold
+	// (a snapshot imported from text dumps): neither in sync nor drift.
+	Unknown []policy.Unknown `json:"unknown"`
 	// Disruptions lists, per netdev, what applying the plan disturbs
 	// (link toggles, channel resets, changes that cannot be undone).
 	Disruptions map[string][]string `json:"disruptions,omitempty"`
@@ -195,7 +213,7 @@ type ReportChange struct {
 }
 
 func newReport(pl *apply.Prepared) *Report {
-	r := &Report{SchemaVersion: SchemaVersion, Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{},
+	r := &Report{SchemaVersion: SchemaVersion, Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{}, Unknown: []policy.Unknown{},
 		Diagnostics: []Diagnostic{}, Ports: []nic.Port{}}
 	if pl == nil {
 		return r
@@ -216,6 +234,7 @@ func newReport(pl *apply.Prepared) *Report {
 		r.Errors = append(r.Errors, e.Key+": "+e.Error)
 	}
 	r.Refused = append(r.Refused, pl.Plan.Refused...)
+	r.Unknown = append(r.Unknown, pl.Plan.Unknown...)
 	if d := host.Disruptions(pl.Plan); len(d) > 0 {
 		r.Disruptions = d
 	}
@@ -226,6 +245,14 @@ func newReport(pl *apply.Prepared) *Report {
 	r.Message = pl.NoPortsMessage()
 	r.Host, r.GeneratedAt = hostName(pl.Host.FS.Root()), time.Now().UTC().Format(time.RFC3339)
 	return r
+}
+
+// showWant is a desired value as shown: "(none)" for no value.
+func showWant(v string) string {
+	if v == policy.NoValue {
+		return "(none)"
+	}
+	return v
 }
 
 func writeJSON(w io.Writer, v any) error {

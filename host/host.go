@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +26,10 @@ type Host struct {
 	FS  nic.FS
 	K   nic.Kernel
 	Log *slog.Logger
+	// NotCaptured lists host path prefixes the source holds no files
+	// under because nobody captured them (snapshot.Meta.NotCaptured): a
+	// setting read from there is unknown rather than unsupported.
+	NotCaptured []string
 
 	// ecn is, per netdev, the interface that reaches its ECN knobs (or
 	// why there is none): probed once per discovery, not before each of a
@@ -123,6 +129,7 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 		maps.Copy(o.Unsupported, p.Unsupported)
 		maps.Copy(o.Notes, p.Notes)
 		maps.Copy(o.Errors, p.Errors)
+		maps.Copy(o.Unknown, p.Unknown)
 	}
 	return o
 }
@@ -136,6 +143,12 @@ func (h *Host) observe(r *portReader, settings []policy.Setting) *policy.Observe
 		case err == nil && present:
 			o.Values[s.Key] = v
 		case err == nil:
+		case errors.Is(err, nic.ErrNotCaptured):
+			// Checked before "unsupported": a snapshot that does not
+			// hold a value says nothing about the driver.
+			o.Unknown[s.Key] = unknownReason(err)
+		case (isUnsupported(err) || errors.Is(err, os.ErrNotExist)) && h.filesNotCaptured(s) != "":
+			o.Unknown[s.Key] = fmt.Sprintf("%s (%s)", policy.UnknownReason, h.filesNotCaptured(s))
 		case isUnsupported(err):
 			o.Unsupported[s.Key] = unsupportedReason(err, r)
 		default:
@@ -143,6 +156,49 @@ func (h *Host) observe(r *portReader, settings []policy.Setting) *policy.Observe
 		}
 	}
 	return o
+}
+
+// filesNotCaptured returns the NotCaptured prefix that holds the files a
+// sysfs/configfs/debugfs setting of s's port is read from, or "".
+func (h *Host) filesNotCaptured(s policy.Setting) string {
+	if len(h.NotCaptured) == 0 || s.Port == nil {
+		return ""
+	}
+	p := s.Port
+	var paths []string
+	switch s.Kind {
+	case policy.KindECNEnable, policy.KindECNParam:
+		paths = []string{"/sys/class/net/" + p.Netdev + "/ecn", "/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"}
+		if p.RDMADevice != "" {
+			paths = append(paths, "/sys/class/infiniband/"+p.RDMADevice)
+		}
+	case policy.KindRoCEMode, policy.KindRoCETOS:
+		paths = []string{"/sys/kernel/config/rdma_cm/" + p.RDMADevice}
+	case policy.KindTrafficClass:
+		paths = []string{"/sys/class/infiniband/" + p.RDMADevice}
+	}
+	for _, prefix := range h.NotCaptured {
+		for _, path := range paths {
+			if path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/") {
+				return prefix + " not captured"
+			}
+		}
+	}
+	return ""
+}
+
+// unknownReason words a value a snapshot does not hold: "unknown (not in
+// the snapshot)" with what was missing, e.g. "pause eth0".
+func unknownReason(err error) string {
+	var nc *nic.NotCapturedError
+	if errors.As(err, &nc) && nc.Op != "" {
+		what := nc.Op
+		if len(nc.Parts) > 0 {
+			what += "." + strings.Join(nc.Parts, ",")
+		}
+		return fmt.Sprintf("%s (%s of %s)", policy.UnknownReason, what, nc.Name)
+	}
+	return policy.UnknownReason
 }
 
 // isUnsupported says whether err means "this NIC/driver cannot do that" as

@@ -61,11 +61,25 @@ func (r *portReader) read(s policy.Setting, notes map[string]string) (string, bo
 	return k.read(r, s, notes)
 }
 
-func (r *portReader) dcbState() (*dcb.State, error) {
+// dcbPart is dcbState for a reader that needs one member of it (ets,
+// pfc, apps, buffer, dcbx: the JSON names of dcb.State's members, as a
+// snapshot's not_captured names them): a snapshot that holds the others but not this
+// one answers nic.ErrNotCaptured for it and the state for the rest.
+func (r *portReader) dcbPart(part string) (*dcb.State, error) {
 	if !r.dcbDone {
 		r.dcbDone = true
 		r.dcb, r.dcbErr = r.h.K.DCB(r.port.Netdev)
 		r.dcbErr = r.unsupportedAs(r.dcbErr, "DCB")
+	}
+	var nc *nic.NotCapturedError
+	if errors.As(r.dcbErr, &nc) && len(nc.Parts) > 0 && r.dcb != nil {
+		switch {
+		case part == "":
+			return nil, r.dcbErr
+		case nc.Missing(part):
+			return nil, &nic.NotCapturedError{Op: nc.Op, Name: nc.Name, Parts: []string{part}}
+		}
+		return r.dcb, nil
 	}
 	return r.dcb, r.dcbErr
 }
@@ -225,7 +239,7 @@ func readTrust(r *portReader, _ policy.Setting, _ map[string]string) (string, bo
 		t, err := nic.OFEDTrust(r.h.FS, r.port.Netdev)
 		return t, err == nil, err
 	}
-	st, err := r.dcbState()
+	st, err := r.dcbPart("apps")
 	if err != nil {
 		return "", false, err
 	}
@@ -238,7 +252,7 @@ func readTrust(r *portReader, _ policy.Setting, _ map[string]string) (string, bo
 }
 
 func readDCBX(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
-	st, err := r.dcbState()
+	st, err := r.dcbPart("dcbx")
 	if err != nil {
 		return "", false, err
 	}
@@ -252,7 +266,7 @@ func readDCBX(r *portReader, _ policy.Setting, _ map[string]string) (string, boo
 }
 
 func readDSCPMap(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
-	st, err := r.dcbState()
+	st, err := r.dcbPart("apps")
 	if err != nil {
 		return "", false, err
 	}
@@ -264,7 +278,7 @@ func readDSCPMap(r *portReader, s policy.Setting, _ map[string]string) (string, 
 }
 
 func readETS(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
-	st, err := r.dcbState()
+	st, err := r.dcbPart("ets")
 	if err != nil {
 		return "", false, err
 	}
@@ -276,7 +290,7 @@ func readETS(r *portReader, s policy.Setting, _ map[string]string) (string, bool
 
 // pfcState is the port's ieee_pfc, or why there is none.
 func (r *portReader) pfcState() (*dcb.PFC, error) {
-	st, err := r.dcbState()
+	st, err := r.dcbPart("pfc")
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +323,7 @@ func readCableLength(r *portReader, _ policy.Setting, _ map[string]string) (stri
 
 // bufferState is the port's DCB_ATTR_DCB_BUFFER, or why there is none.
 func (r *portReader) bufferState() (*dcb.Buffer, error) {
-	st, err := r.dcbState()
+	st, err := r.dcbPart("buffer")
 	if err != nil {
 		return nil, err
 	}

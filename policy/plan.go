@@ -14,11 +14,15 @@ type Observed struct {
 	Notes map[string]string
 	// Errors are keys whose read failed for another reason (EPERM, ...).
 	Errors map[string]string
+	// Unknown are keys whose value the source does not hold (a snapshot
+	// imported from text dumps that did not contain it), with what is
+	// missing: neither a value nor a claim about support.
+	Unknown map[string]string
 }
 
 // NewObserved returns an empty Observed.
 func NewObserved() *Observed {
-	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}}
+	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}}
 }
 
 // Change is one planned change.
@@ -37,6 +41,20 @@ type Unsupported struct {
 	Port   *Port  `json:"-"`
 }
 
+// Unknown is a setting whose value the source does not hold: a snapshot
+// that did not capture it. It is neither in sync, nor drift, nor
+// unsupported.
+type Unknown struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+	Want   string `json:"want"`
+	Port   *Port  `json:"-"`
+}
+
+// UnknownReason is how an unknown value is shown.
+const UnknownReason = "not in the snapshot"
+
 // PlanError is a setting whose state could not be read.
 type PlanError struct {
 	Key   string `json:"key"`
@@ -51,6 +69,8 @@ type Plan struct {
 	Changes     []Change
 	Unsupported []Unsupported
 	Errors      []PlanError
+	// Unknown are settings whose value the source does not hold.
+	Unknown []Unknown
 	// Refused are changes the planner will not make on this host, with
 	// why: the driver would refuse them, or they need a setting the
 	// profile does not give. A plan with refusals is not applied at all.
@@ -92,6 +112,10 @@ func DiffSettings(ss []Setting, o *Observed) *Plan {
 	for _, s := range ss {
 		if reason, ok := o.Unsupported[s.Key]; ok {
 			plan.Unsupported = append(plan.Unsupported, Unsupported{Key: s.Key, Scope: s.Scope, Reason: reason, Port: s.Port})
+			continue
+		}
+		if why, ok := o.Unknown[s.Key]; ok {
+			plan.Unknown = append(plan.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value, Port: s.Port})
 			continue
 		}
 		if e, ok := o.Errors[s.Key]; ok {

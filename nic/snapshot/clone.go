@@ -25,8 +25,9 @@ func (st *KernelState) Clone() *KernelState {
 		return nil
 	}
 	c := &KernelState{
-		Links:  make(map[string]*LinkState, len(st.Links)),
-		Errors: maps.Clone(st.Errors),
+		Links:       make(map[string]*LinkState, len(st.Links)),
+		Errors:      maps.Clone(st.Errors),
+		NotCaptured: slices.Clone(st.NotCaptured),
 	}
 	for name, ls := range st.Links {
 		c.Links[name] = ls.Clone()
@@ -55,6 +56,7 @@ func (ls *LinkState) Clone() *LinkState {
 		PFCPreventionTimeout: ptrCopy(ls.PFCPreventionTimeout),
 		DCB:                  cloneDCB(ls.DCB),
 		Errors:               maps.Clone(ls.Errors),
+		NotCaptured:          slices.Clone(ls.NotCaptured),
 	}
 }
 

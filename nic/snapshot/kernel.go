@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/rocectl/rocectl/nic"
@@ -40,6 +41,15 @@ func unsupported(errs map[string]string, op, name string) error {
 	return opErr(op, name, errno)
 }
 
+// missing is the error of an op a link has no data for: nic.ErrNotCaptured
+// when the snapshot says nobody captured it, else what unsupported says.
+func missing(ls *LinkState, op, name string) error {
+	if slices.Contains(ls.NotCaptured, op) {
+		return &nic.NotCapturedError{Op: op, Name: name}
+	}
+	return unsupported(ls.Errors, op, name)
+}
+
 // recorded returns the error recorded for op even when data is present:
 // a capture that has both is contradictory, and the error wins so that a
 // hand-made snapshot can force a failure without deleting data.
@@ -59,7 +69,7 @@ func (r reader) Link(name string) (nic.LinkInfo, error) {
 		return nic.LinkInfo{}, err
 	}
 	if ls.Link == nil {
-		return nic.LinkInfo{}, unsupported(ls.Errors, OpLink, name)
+		return nic.LinkInfo{}, missing(ls, OpLink, name)
 	}
 	return *ls.Link, nil
 }
@@ -73,7 +83,7 @@ func (r reader) DriverInfo(name string) (nic.DriverInfo, error) {
 		return nic.DriverInfo{}, err
 	}
 	if ls.Driver == nil {
-		return nic.DriverInfo{}, unsupported(ls.Errors, OpDriver, name)
+		return nic.DriverInfo{}, missing(ls, OpDriver, name)
 	}
 	return *ls.Driver, nil
 }
@@ -87,7 +97,7 @@ func (r reader) Pause(name string) (nic.Pause, error) {
 		return nic.Pause{}, err
 	}
 	if ls.Pause == nil {
-		return nic.Pause{}, unsupported(ls.Errors, OpPause, name)
+		return nic.Pause{}, missing(ls, OpPause, name)
 	}
 	return *ls.Pause, nil
 }
@@ -101,7 +111,7 @@ func (r reader) Rings(name string) (nic.Rings, error) {
 		return nic.Rings{}, err
 	}
 	if ls.Rings == nil {
-		return nic.Rings{}, unsupported(ls.Errors, OpRings, name)
+		return nic.Rings{}, missing(ls, OpRings, name)
 	}
 	return *ls.Rings, nil
 }
@@ -115,7 +125,7 @@ func (r reader) PrivFlags(name string) (map[string]bool, error) {
 		return nil, err
 	}
 	if ls.PrivFlags == nil {
-		return nil, unsupported(ls.Errors, OpPrivFlags, name)
+		return nil, missing(ls, OpPrivFlags, name)
 	}
 	return maps.Clone(ls.PrivFlags), nil
 }
@@ -129,7 +139,7 @@ func (r reader) Stats(name string) (map[string]uint64, error) {
 		return nil, err
 	}
 	if ls.Stats == nil {
-		return nil, unsupported(ls.Errors, OpStats, name)
+		return nil, missing(ls, OpStats, name)
 	}
 	return maps.Clone(ls.Stats), nil
 }
@@ -143,7 +153,7 @@ func (r reader) PFCPreventionTimeout(name string) (uint16, error) {
 		return 0, err
 	}
 	if ls.PFCPreventionTimeout == nil {
-		return 0, unsupported(ls.Errors, OpTunable, name)
+		return 0, missing(ls, OpTunable, name)
 	}
 	return *ls.PFCPreventionTimeout, nil
 }
@@ -157,7 +167,18 @@ func (r reader) DCB(name string) (*dcb.State, error) {
 		return nil, err
 	}
 	if ls.DCB == nil {
-		return nil, unsupported(ls.Errors, OpDCB, name)
+		return nil, missing(ls, OpDCB, name)
+	}
+	// Members nobody captured (an import from `dcb pfc show` alone) come
+	// with the members that are known: the caller uses what it can.
+	var parts []string
+	for _, p := range DCBParts {
+		if slices.Contains(ls.NotCaptured, OpDCB+"."+p) {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) > 0 {
+		return cloneDCB(ls.DCB), &nic.NotCapturedError{Op: OpDCB, Name: name, Parts: parts}
 	}
 	return cloneDCB(ls.DCB), nil
 }
@@ -165,6 +186,9 @@ func (r reader) DCB(name string) (*dcb.State, error) {
 func (r reader) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
 	if ps, ok := r.st.Devlink[dev]; ok {
 		return cloneParams(ps), nil
+	}
+	if _, ok := r.st.Errors[OpDevlink]; !ok && slices.Contains(r.st.NotCaptured, OpDevlink) {
+		return nil, &nic.NotCapturedError{Op: OpDevlink, Name: dev}
 	}
 	if _, ok := r.st.Errors[OpDevlink]; ok || len(r.st.Devlink) == 0 {
 		// No devlink data at all: the host had no devlink family or the
@@ -223,6 +247,11 @@ func (st *KernelState) Validate() error {
 		}
 	}
 	check("kernel", st.Errors)
+	for _, op := range st.NotCaptured {
+		if op != OpDevlink {
+			errs = append(errs, fmt.Errorf("kernel not_captured: unknown op %q", op))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(st.Links)) {
 		ls := st.Links[name]
 		if ls == nil {
@@ -230,6 +259,12 @@ func (st *KernelState) Validate() error {
 			continue
 		}
 		check(fmt.Sprintf("links[%q]", name), ls.Errors)
+		for _, op := range ls.NotCaptured {
+			part, isPart := strings.CutPrefix(op, OpDCB+".")
+			if !slices.Contains(ReadOps, op) && !(isPart && slices.Contains(DCBParts, part)) {
+				errs = append(errs, fmt.Errorf("links[%q] not_captured: unknown op %q", name, op))
+			}
+		}
 	}
 	for _, dev := range slices.Sorted(maps.Keys(st.Devlink)) {
 		for i := range st.Devlink[dev] {

@@ -368,3 +368,45 @@ func TestErrnoNames(t *testing.T) {
 		}
 	}
 }
+
+// TestNotCapturedIsUnknown: an op the snapshot lists as not captured
+// answers nic.ErrNotCaptured, never EOPNOTSUPP; a recorded errno still
+// wins; DCB members not captured come with the members that are.
+func TestNotCapturedIsUnknown(t *testing.T) {
+	pfc := &dcb.PFC{Enable: 1 << 3}
+	k := Replay(&KernelState{
+		Links: map[string]*LinkState{
+			"a": {Link: &nic.LinkInfo{MTU: 1500}, DCB: &dcb.State{PFC: pfc},
+				NotCaptured: []string{OpPause, OpRings, OpDCB + "." + DCBPartApps, OpDCB + "." + DCBPartETS}},
+			"b": {NotCaptured: []string{OpPause}, Errors: map[string]string{OpPause: "EOPNOTSUPP"}},
+		},
+		NotCaptured: []string{OpDevlink},
+	})
+	for name, err := range map[string]error{
+		"pause":   func() error { _, err := k.Pause("a"); return err }(),
+		"rings":   func() error { _, err := k.Rings("a"); return err }(),
+		"devlink": func() error { _, err := k.DevlinkParams("pci/0000:3b:00.0"); return err }(),
+	} {
+		if !errors.Is(err, nic.ErrNotCaptured) || errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Errorf("%s: %v, want ErrNotCaptured", name, err)
+		}
+	}
+	if _, err := k.PrivFlags("a"); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("privflags (absent, not listed): %v, want EOPNOTSUPP", err)
+	}
+	if _, err := k.Pause("b"); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("recorded errno: %v", err)
+	}
+	st, err := k.DCB("a")
+	var nc *nic.NotCapturedError
+	if !errors.As(err, &nc) || !slices.Equal(nc.Parts, []string{DCBPartETS, DCBPartApps}) {
+		t.Fatalf("DCB: %v, want parts ets, apps", err)
+	}
+	if st == nil || st.PFC == nil || st.PFC.Enable != pfc.Enable {
+		t.Errorf("DCB state with missing parts = %+v, want the PFC that was captured", st)
+	}
+	bad := &KernelState{Links: map[string]*LinkState{"a": {NotCaptured: []string{"dcb.colour"}}}, NotCaptured: []string{"pause"}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "dcb.colour") || !strings.Contains(err.Error(), `"pause"`) {
+		t.Errorf("Validate: %v", err)
+	}
+}

@@ -40,6 +40,11 @@ type Meta struct {
 	// "PATH: ERRNO" (e.g. "/sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/7: EINVAL"),
 	// sorted. Such files are absent from sys/.
 	Unreadable []string `json:"unreadable"`
+	// NotCaptured lists host paths (e.g. "/sys/class/net/eth0/ecn") under
+	// which the snapshot holds no files because nobody captured them,
+	// as a snapshot imported from text dumps says: a setting read there
+	// is unknown, not unsupported. Sorted.
+	NotCaptured []string `json:"not_captured,omitempty"`
 }
 
 // KernelState is kernel.json: what came from netlink and ioctls.
@@ -49,11 +54,15 @@ type KernelState struct {
 	// Errors records failures that are not tied to one link, by op
 	// ("devlink"), as errno names ("EOPNOTSUPP").
 	Errors map[string]string `json:"errors,omitempty"`
+	// NotCaptured lists the ops not tied to one link ("devlink") that
+	// nobody asked the host about: unknown, not refused.
+	NotCaptured []string `json:"not_captured,omitempty"`
 }
 
 // LinkState is one netdev in kernel.json. A nil member means "no data";
-// the op then fails with the errno in Errors, or EOPNOTSUPP when Errors has
-// none.
+// the op then fails with the errno in Errors, with nic.ErrNotCaptured when
+// NotCaptured lists it, or EOPNOTSUPP when neither does (what a full
+// capture means by a missing member).
 type LinkState struct {
 	Link                 *nic.LinkInfo     `json:"link,omitempty"`
 	Driver               *nic.DriverInfo   `json:"driver,omitempty"`
@@ -66,6 +75,11 @@ type LinkState struct {
 	// Errors maps an op (OpLink, OpPause, ...) to the errno name it failed
 	// with at capture time.
 	Errors map[string]string `json:"errors,omitempty"`
+	// NotCaptured lists the ops (and DCB members, "dcb.apps", ...) whose
+	// data the snapshot does not have because nobody captured it, e.g.
+	// a snapshot imported from a few text dumps. Reading them answers
+	// nic.ErrNotCaptured: the value is unknown, not unsupported.
+	NotCaptured []string `json:"not_captured,omitempty"`
 }
 
 // Read operations: the keys of LinkState.Errors and KernelState.Errors.
@@ -80,6 +94,24 @@ const (
 	OpDCB       = "dcb"
 	OpDevlink   = "devlink"
 )
+
+// DCB members a snapshot may hold without the others: "dcb." + the
+// member's JSON name is a NotCaptured entry.
+const (
+	DCBPartETS      = "ets"
+	DCBPartPFC      = "pfc"
+	DCBPartApps     = "apps"
+	DCBPartBuffer   = "buffer"
+	DCBPartMaxrate  = "maxrate"
+	DCBPartAppTrust = "app_trust"
+	DCBPartDCBX     = "dcbx"
+)
+
+// DCBParts lists every DCB member, in dcb.State order.
+var DCBParts = []string{DCBPartETS, DCBPartPFC, DCBPartApps, DCBPartBuffer, DCBPartMaxrate, DCBPartAppTrust, DCBPartDCBX}
+
+// ReadOps lists the per-link read ops, in kernel.json order.
+var ReadOps = []string{OpLink, OpDriver, OpPause, OpRings, OpPrivFlags, OpStats, OpTunable, OpDCB}
 
 // Write operations, as kernel.json names them: the Op of a refused write's
 // *OpError (ErrReadOnly from a snapshot), and the ops the test simulator

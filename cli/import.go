@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dump"
+	"github.com/rocectl/rocectl/nic/snapshot"
+)
+
+func newImportCmd(env *Env) *cobra.Command {
+	var out, netdev, hostname string
+	cmd := &cobra.Command{
+		Use:   "import -o DIR FILE... (- for stdin)",
+		Short: "Build a snapshot from pasted tool output (mlnx_qos, ethtool -S/-a/-i, show_gids, ip -d -s link, dcb)",
+		Long: `import reads the text output of mlnx_qos, ethtool -S/-a/-i, show_gids,
+ip -d -s link and iproute2's dcb, recognising each by its content (several
+commands per file, with or without prompt lines), and writes a snapshot to DIR
+for rocectl audit --snapshot DIR. It prints where each fact came from
+(file:line) and warns about what it recognised but could not use. Everything
+the dumps do not contain is recorded as not captured: audit shows it as
+unknown (not in the snapshot), never as supported or unsupported.
+Dumps that do not name their interface (mlnx_qos, ethtool -S without the
+command line) are tied to --netdev.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var blocks []dump.Block
+			var warns []dump.Warning
+			for _, f := range args {
+				var b []byte
+				var err error
+				name := f
+				if f == "-" {
+					name = "stdin"
+					b, err = io.ReadAll(cmd.InOrStdin())
+				} else {
+					b, err = os.ReadFile(f)
+					name = filepath.Base(f)
+				}
+				if err != nil {
+					return err
+				}
+				bs, ws := dump.Parse(name, b)
+				blocks = append(blocks, bs...)
+				warns = append(warns, ws...)
+			}
+			im, err := dump.Build(blocks, netdev)
+			if err != nil {
+				return err
+			}
+			warns = append(warns, im.Warnings...)
+			if len(im.State.Links) == 0 {
+				for _, w := range warns {
+					fmt.Fprintf(env.Stderr, "warning: %s\n", w)
+				}
+				return fmt.Errorf("import: nothing usable in %d file(s)", len(args))
+			}
+			meta := snapshot.Meta{CapturedAt: time.Now().UTC().Format(time.RFC3339), Hostname: hostname,
+				RocectlVersion: Version, Source: fmt.Sprintf("rocectl import of %d file(s)", len(args)),
+				// No sysfs/configfs/debugfs file came from the dumps.
+				NotCaptured: []string{"/sys"}}
+			if err := snapshot.Write(out, meta, im.State, nic.NewFS("/", true), nil); err != nil {
+				return err
+			}
+			for _, f := range im.Facts {
+				fmt.Fprintf(env.Stdout, "  %s\n", f)
+			}
+			for _, w := range warns {
+				fmt.Fprintf(env.Stdout, "  warning: %s\n", w)
+			}
+			fmt.Fprintf(env.Stdout, "Snapshot written to %s: %d netdev(s), %d fact(s), %d warning(s); everything else is recorded as not captured.\n",
+				out, len(im.State.Links), len(im.Facts), len(warns))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to write (must be empty or absent)")
+	cmd.Flags().StringVar(&netdev, "netdev", "", "interface of the dumps that do not name one (mlnx_qos, ethtool -S without its command line)")
+	cmd.Flags().StringVar(&hostname, "hostname", "", "hostname recorded in the snapshot")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rocectl/rocectl/nic/snapshot"
+)
+
+// partialSnapshot is the cx6dx factory host with ens1f0np0's pause and
+// DSCP APP table and its ECN files marked as not captured.
+func partialSnapshot(t *testing.T) string {
+	t.Helper()
+	s, err := snapshot.Open(repo("testdata/hosts/cx6dx-ofed-factory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.State()
+	ls := st.Links["ens1f0np0"]
+	ls.Pause, ls.DCB.Apps = nil, nil
+	ls.NotCaptured = []string{snapshot.OpPause, snapshot.OpDCB + "." + snapshot.DCBPartApps}
+	meta := s.Meta
+	meta.NotCaptured = []string{"/sys/class/net/ens1f0np0/ecn"}
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := snapshot.Write(dir, meta, st, s.FS(), []string{"/sys"}); err != nil {
+		t.Fatal(err)
+	}
+	ecn, err := filepath.EvalSymlinks(filepath.Join(dir, "sys/class/net/ens1f0np0/ecn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(ecn); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestAuditUnknownIsNotUnsupported: what a snapshot did not capture reads
+// as unknown, in text, JSON (valid under the schema) and the summary; exit
+// 0 unless --require-known.
+func TestAuditUnknownIsNotUnsupported(t *testing.T) {
+	dir := partialSnapshot(t)
+	prof := repo("profiles/connectx-lossless.toml")
+	code, out, errs := run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	if code != ExitDrift {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	for _, want := range []string{
+		"? ens1f0np0.qos.global_pause = unknown (not in the snapshot (pause of ens1f0np0)), profile wants off",
+		"? ens1f0np0.qos.trust = unknown (not in the snapshot (dcb.apps of ens1f0np0))",
+		"not in the snapshot (/sys/class/net/ens1f0np0/ecn not captured)",
+		"unknown (not in the snapshot).\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "global pause (ethtool -A) not supported") {
+		t.Errorf("claims no driver support for what was not captured:\n%s", out)
+	}
+	_, js, _ := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", dir)
+	doc := validDoc(t, compileSchema(t, "report"), js)
+	var keys []string
+	for _, u := range doc["unknown"].([]any) {
+		keys = append(keys, u.(map[string]any)["key"].(string))
+	}
+	if !slices.Contains(keys, "ens1f0np0.qos.global_pause") || slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "ens1f1np1.") }) {
+		t.Errorf("unknown[] = %v", keys)
+	}
+	if code, _, _ := run(t, nil, "audit", "--require-known", "-p", prof, "--snapshot", dir); code != ExitError {
+		t.Errorf("--require-known: exit %d, want %d", code, ExitError)
+	}
+}
+
+// TestImportDumps: mlnx_qos and ethtool -S, tied to --netdev, become a
+// snapshot whose kernel.json holds exactly what they said and lists the
+// rest as not captured; facts name their file:line; the pause frames the
+// counters show are an inference, not a pause setting.
+func TestImportDumps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	corpus := repo("nic/dump/testdata/corpus")
+	code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt"), filepath.Join(corpus, "mlx5-cx6dx-ethtool-S-k5.15-txpause.txt"))
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	for _, want := range []string{
+		"eth4: dcb.pfc from mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt:15",
+		"eth4: trust dscp (DSCP APP table populated): inferred from mlnx_qos dscp2prio table (mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt:4)",
+		"inferred from ethtool -S tx_pause_ctrl_phy = 5745055 (mlx5-cx6dx-ethtool-S-k5.15-txpause.txt:37)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("import output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, snapshot.KernelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks snapshot.KernelState
+	if err := json.Unmarshal(b, &ks); err != nil {
+		t.Fatal(err)
+	}
+	ls := ks.Links["eth4"]
+	if ls == nil || ls.Pause != nil || ls.DCB == nil || ls.DCB.PFC == nil || ls.DCB.PFC.Enable != 1<<3 || ls.DCB.PFC.Delay != 7 || len(ls.DCB.Apps) != 64 || ls.Stats["tx_global_pause"] != 5745042 {
+		t.Fatalf("eth4 = %+v", ls)
+	}
+	wantNC := []string{"link", "driver", "pause", "rings", "privflags", "tunable", "dcb.buffer", "dcb.maxrate", "dcb.app_trust"}
+	if !slices.Equal(ls.NotCaptured, wantNC) || !slices.Equal(ks.NotCaptured, []string{"devlink"}) {
+		t.Errorf("not_captured = %v / %v, want %v / [devlink]", ls.NotCaptured, ks.NotCaptured, wantNC)
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Kernel().Pause("eth4"); err == nil || !strings.Contains(err.Error(), "not in the snapshot") {
+		t.Errorf("Pause on the import: %v", err)
+	}
+	if code, _, errs := run(t, nil, "import", "-o", filepath.Join(t.TempDir(), "x"), filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")); code != ExitError || !strings.Contains(errs, "--netdev") {
+		t.Errorf("without --netdev: exit %d, %s", code, errs)
+	}
+}

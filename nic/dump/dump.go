@@ -1,0 +1,238 @@
+// Package dump reads the text output of the tools RoCE troubleshooting
+// starts from — mlnx_qos, ethtool -S/-a/-i, show_gids, ip -d -s link and
+// iproute2's dcb — as pasted into a ticket: several commands in one file,
+// with or without their prompt lines, from different tool versions. Each
+// block is recognised by its content, never by the file's name; every
+// value carries the file and line it came from, and a line that is
+// recognised but cannot be used is a warning, never a default.
+//
+// `rocectl import` (Build) turns the blocks into a snapshot whose
+// not_captured lists everything the dumps did not contain.
+package dump
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Kind names a dump format.
+type Kind string
+
+// The formats Parse recognises.
+const (
+	KindMlnxQos    Kind = "mlnx_qos"
+	KindEthtoolS   Kind = "ethtool -S"
+	KindEthtoolA   Kind = "ethtool -a"
+	KindEthtoolI   Kind = "ethtool -i"
+	KindShowGids   Kind = "show_gids"
+	KindIPLink     Kind = "ip -d -s link"
+	KindDCBPFC     Kind = "dcb pfc show"
+	KindDCBApp     Kind = "dcb app show"
+	KindUnknownCmd Kind = "" // text Parse did not recognise
+)
+
+// Source is where a value came from.
+type Source struct {
+	File string
+	Line int // 1-based
+}
+
+func (s Source) String() string { return fmt.Sprintf("%s:%d", s.File, s.Line) }
+
+// Warning is something recognised but not usable.
+type Warning struct {
+	At  Source
+	Msg string
+}
+
+func (w Warning) String() string { return w.At.String() + ": " + w.Msg }
+
+// Block is one command's output.
+type Block struct {
+	Kind Kind
+	// Netdev is the interface the block is about when the dump or its
+	// command line names it; "" for dumps that do not (mlnx_qos, ethtool
+	// -S without its command line).
+	Netdev string
+	At     Source // first line of the output
+
+	Qos     *MlnxQos
+	Stats   *Stats
+	Pause   *Pause
+	Driver  *DriverInfo
+	GIDs    []GID
+	Links   []Link // ip link prints every interface; other kinds leave it empty
+	DCBPFC  *DCBPFC
+	DCBApps []DCBApp
+}
+
+// line is one input line and where it is.
+type line struct {
+	text string
+	at   Source
+}
+
+// promptRE matches a shell prompt with a command: "$ cmd", "# cmd",
+// "[root@h ~]# cmd", "user@h:~$ cmd", "+ cmd" (set -x).
+var promptRE = regexp.MustCompile(`^(?:\[[^\]]*\]\s*[#$]|[\w.-]+@[\w.-]+:[^$#]*[#$]|[#$>+])\s+(\S.*)$`)
+
+// commandNetdev returns the kind a command line asks for and the
+// interface it names, if the line is one of the commands this package
+// reads.
+func commandNetdev(cmd string) (Kind, string, bool) {
+	f := strings.Fields(cmd)
+	if len(f) > 0 && f[0] == "sudo" {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return "", "", false
+	}
+	last := func() string {
+		for i := len(f) - 1; i > 0; i-- {
+			if !strings.HasPrefix(f[i], "-") && f[i] != "|" {
+				return f[i]
+			}
+		}
+		return ""
+	}
+	// Only the command before a pipe names the interface.
+	for i, x := range f {
+		if x == "|" {
+			f = f[:i]
+			break
+		}
+	}
+	switch base := f[0][strings.LastIndex(f[0], "/")+1:]; base {
+	case "mlnx_qos":
+		for i := 1; i+1 < len(f); i++ {
+			if f[i] == "-i" || f[i] == "--interface" {
+				return KindMlnxQos, f[i+1], true
+			}
+		}
+		return KindMlnxQos, "", true
+	case "ethtool":
+		if len(f) >= 3 {
+			switch f[1] {
+			case "-S", "--statistics":
+				return KindEthtoolS, last(), true
+			case "-a", "--show-pause":
+				return KindEthtoolA, last(), true
+			case "-i", "--driver":
+				return KindEthtoolI, last(), true
+			}
+		}
+	case "show_gids":
+		return KindShowGids, "", true
+	case "ip":
+		return KindIPLink, "", true
+	case "dcb":
+		for i := 1; i+1 < len(f); i++ {
+			if f[i] == "dev" {
+				if f[1] == "app" {
+					return KindDCBApp, f[i+1], true
+				}
+				return KindDCBPFC, f[i+1], true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// Parse splits text into command outputs and parses each one it
+// recognises. Text it does not recognise at all is a warning, as is
+// every line of a recognised block that it could not use.
+func Parse(file string, text []byte) ([]Block, []Warning) {
+	var lines []line
+	for i, t := range strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n") {
+		lines = append(lines, line{text: strings.TrimRight(t, " \t\r"), at: Source{file, i + 1}})
+	}
+	// Split at prompt lines; each segment has the netdev its command named.
+	type segment struct {
+		netdev string
+		lines  []line
+	}
+	var segs []segment
+	cur := segment{}
+	for _, l := range lines {
+		if m := promptRE.FindStringSubmatch(strings.TrimSpace(l.text)); m != nil {
+			// Any command ends the previous output; one of ours may
+			// name the interface of the output that follows.
+			_, nd, _ := commandNetdev(m[1])
+			segs = append(segs, cur)
+			cur = segment{netdev: nd}
+			continue
+		}
+		cur.lines = append(cur.lines, l)
+	}
+	segs = append(segs, cur)
+
+	var blocks []Block
+	var warns []Warning
+	for _, s := range segs {
+		bs, ws := parseSegment(s.lines, s.netdev)
+		blocks = append(blocks, bs...)
+		warns = append(warns, ws...)
+	}
+	return blocks, warns
+}
+
+// parseSegment parses the lines of one command's output (or of a file
+// without prompts), which may still hold several outputs one after the
+// other: each parser takes the lines it recognises and hands back the
+// rest.
+func parseSegment(ls []line, netdev string) ([]Block, []Warning) {
+	var blocks []Block
+	var warns []Warning
+	for len(ls) > 0 {
+		if strings.TrimSpace(ls[0].text) == "" {
+			ls = ls[1:]
+			continue
+		}
+		var b *Block
+		var rest []line
+		var ws []Warning
+		for _, p := range parsers {
+			if b, rest, ws = p(ls); b != nil {
+				break
+			}
+		}
+		if b == nil {
+			warns = append(warns, Warning{ls[0].at, fmt.Sprintf("not a dump this version reads: %q", clip(ls[0].text))})
+			ls = skipUnknown(ls[1:])
+			continue
+		}
+		if b.Netdev == "" {
+			b.Netdev = netdev
+		}
+		blocks = append(blocks, *b)
+		warns = append(warns, ws...)
+		ls = rest
+	}
+	return blocks, warns
+}
+
+// skipUnknown drops lines until one a parser could start at.
+func skipUnknown(ls []line) []line {
+	for len(ls) > 0 {
+		for _, p := range parsers {
+			if b, _, _ := p(ls); b != nil {
+				return ls
+			}
+		}
+		ls = ls[1:]
+	}
+	return nil
+}
+
+// parsers each recognise the start of one format; nil Block: not theirs.
+var parsers = []func([]line) (*Block, []line, []Warning){
+	parseMlnxQos, parseEthtoolS, parseEthtoolA, parseEthtoolI, parseShowGids, parseIPLink, parseDCBPFC, parseDCBApp,
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
