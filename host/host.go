@@ -86,14 +86,25 @@ func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
 				}
 			}
 		}
-		out = append(out, policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
-			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gid})
+		pp := policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
+			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gid, Role: p.Role, PF: p.PF}
+		if p.Bond != nil {
+			pp.BondMode = p.Bond.Mode
+			for _, s := range p.Bond.Slaves {
+				pp.Slaves = append(pp.Slaves, policy.Member{Netdev: s.Netdev, PCI: s.PCI, Driver: s.Driver})
+			}
+		}
+		out = append(out, pp)
 	}
 	return out
 }
 
 // Observe reads the host's current value of every desired setting.
+// It first places d's settings where they live on this host's topology
+// (Place), so every comparison sees a bond's slaves and skips what a VF
+// cannot take.
 func (h *Host) Observe(d *policy.Desired) *policy.Observed {
+	Place(d)
 	o := policy.NewObserved()
 	ncclFile := ""
 	if d.Profile != nil && d.Profile.NCCL.Write != nil {
@@ -101,6 +112,8 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 	}
 	hostReader := h.newPortReader(nil, ncclFile)
 	readers := map[string]*portReader{}
+	lag := lagValues{}
+	defer lag.noteDifferences(o)
 	for _, s := range d.All() {
 		r := hostReader
 		if s.Port != nil {
@@ -111,6 +124,9 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 			}
 		}
 		v, present, err := r.read(s, o.Notes)
+		if s.Port != nil && s.Port.Bond != "" && err == nil {
+			lag.add(s, v, present)
+		}
 		switch {
 		case err == nil && present:
 			o.Values[s.Key] = v
