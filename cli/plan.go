@@ -68,7 +68,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			// 64-port plan has about 1500 changes.
 			s = &section{header: "host"}
 			if p != nil {
-				s.header = fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))
+				s.header = portHeader(p)
 			}
 			sections[id] = s
 			order = append(order, id)
@@ -308,4 +308,27 @@ func renderNotWatched(w io.Writer, notWatched []string) {
 	for _, why := range notWatched {
 		fmt.Fprintf(w, "  guard: not watched: %s\n", why)
 	}
+}
+
+// portHeader names a port's section of the plan, with its place in the
+// topology: a RoCE LAG as "mlx5_bond_0 (bond0: ens1f0np0 + ens1f1np1,
+// 802.3ad) port 1, mlx5_core", a slave with its bond, a VF with its PF.
+func portHeader(p *policy.Port) string {
+	switch {
+	case len(p.Slaves) > 0:
+		names := make([]string, len(p.Slaves))
+		for i, m := range p.Slaves {
+			names[i] = m.Netdev
+		}
+		topo := p.Netdev + ": " + strings.Join(names, " + ")
+		if p.BondMode != "" {
+			topo += ", " + p.BondMode
+		}
+		return fmt.Sprintf("%s (%s) port %d, %s", p.RDMADevice, topo, p.PortNum, orDash(p.Driver))
+	case p.Bond != "":
+		return fmt.Sprintf("%s (slave of %s, %s port %d, %s)", p.Netdev, p.Bond, p.RDMADevice, p.PortNum, orDash(p.Driver))
+	case p.Role == policy.RoleVF:
+		return fmt.Sprintf("%s (%s port %d, VF of %s, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.PF), orDash(p.Driver))
+	}
+	return fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))
 }

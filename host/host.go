@@ -95,26 +95,36 @@ func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
 				}
 			}
 		}
-		out = append(out, policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
-			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gid})
+		pp := policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
+			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gid, Role: p.Role, PF: p.PF}
+		if p.Bond != nil {
+			pp.BondMode = p.Bond.Mode
+			for _, s := range p.Bond.Slaves {
+				pp.Slaves = append(pp.Slaves, policy.Member{Netdev: s.Netdev, PCI: s.PCI, Driver: s.Driver})
+			}
+		}
+		out = append(out, pp)
 	}
 	return out
 }
 
-// Observe reads the host's current value of every desired setting. Ports
-// are read concurrently, a few at a time (GOMAXPROCS): each port's reads
-// are independent, and on a 64-port host the audit's time is mostly these
-// reads. The kernel interfaces serialise what must be serialised (one
-// netlink request at a time per socket).
+// Observe reads the host's current value of every desired setting. It
+// first places d's settings where they live on this host's topology
+// (Place), so every comparison sees a bond's slaves and skips what a VF
+// cannot take. Ports are then read concurrently, a few at a time
+// (GOMAXPROCS): each port's reads are independent (a bond's slaves stay
+// in their bond's port), and on a 64-port host the audit's time is mostly
+// these reads. The kernel interfaces serialise what must be serialised
+// (one netlink request at a time per socket).
 func (h *Host) Observe(d *policy.Desired) *policy.Observed {
+	Place(d)
 	parts := make([]*policy.Observed, len(d.Ports))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(d.Ports)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(d.Ports); i = int(next.Add(1) - 1) {
-				dp := &d.Ports[i]
-				parts[i] = h.observe(h.newPortReader(&dp.Port, ""), dp.Settings)
+				parts[i] = h.observe(nil, d.Ports[i].Settings)
 			}
 		})
 	}
@@ -134,11 +144,27 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 	return o
 }
 
-// observe reads settings through one reader (one port, or the host).
-func (h *Host) observe(r *portReader, settings []policy.Setting) *policy.Observed {
+// observe reads settings, each through its port's reader (one reader per
+// netdev: a bond's slaves each have their own), or through hostReader for
+// host settings. A LAG whose slaves hold different values gets a note.
+func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *policy.Observed {
 	o := policy.NewObserved()
+	readers := map[string]*portReader{}
+	lag := lagValues{}
+	defer lag.noteDifferences(o)
 	for _, s := range settings {
+		r := hostReader
+		if s.Port != nil {
+			r = readers[s.Port.Netdev]
+			if r == nil {
+				r = h.newPortReader(s.Port, "")
+				readers[s.Port.Netdev] = r
+			}
+		}
 		v, present, err := r.read(s, o.Notes)
+		if s.Port != nil && s.Port.Bond != "" && err == nil {
+			lag.add(s, v, present)
+		}
 		switch {
 		case err == nil && present:
 			o.Values[s.Key] = v

@@ -27,6 +27,14 @@ type kind struct {
 	// setting of this kind to mean what it says on this driver, changed
 	// or not (companions.go).
 	implied func(r *portReader, s policy.Setting) []companion
+	// where says where on the host's topology the setting lives
+	// (place.go): the netdev, every physical port (each slave of a
+	// bond), the RDMA device port, or the host.
+	where place
+	// pfOnly: only the PF can set it (mlx5 needs the vport group manager
+	// for the port's QoS); a VF's setting of this kind is skipped with a
+	// line naming its PF.
+	pfOnly bool
 }
 
 // object is one kernel object that settings are written through. Settings
@@ -85,28 +93,28 @@ func init() { kinds = registry() }
 func registry() map[policy.Kind]kind {
 	return map[policy.Kind]kind{
 		policy.KindMTU:             {read: readMTU, obj: objMTU},
-		policy.KindRxRing:          {read: readRing, obj: objRings},
-		policy.KindTxRing:          {read: readRing, obj: objRings},
-		policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag},
-		policy.KindGlobalPause:     {read: readPause, obj: objPause},
-		policy.KindDCBX:            {read: readDCBX, obj: objDCBX},
-		policy.KindTrust:           {read: readTrust, obj: objApp},
-		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp},
-		policy.KindETSPrioTC:       {read: readETS, obj: objETS},
-		policy.KindETSTSA:          {read: readETS, obj: objETS},
-		policy.KindETSBandwidth:    {read: readETS, obj: objETS},
-		policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions},
-		policy.KindCableLength:     {read: readCableLength, obj: objPFC},
-		policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer},
-		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer},
-		policy.KindStormPrevention: {read: readStorm, obj: objStorm},
-		policy.KindECNEnable:       {read: readECN, obj: objECNEnable},
-		policy.KindECNParam:        {read: readECN, obj: objECNParam, implied: cnpPrioCompanions},
-		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode},
-		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS},
-		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl},
-		policy.KindDevlink:         {read: readDevlink, obj: objDevlink},
-		policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile},
+		policy.KindRxRing:          {read: readRing, obj: objRings, where: onPhysical},
+		policy.KindTxRing:          {read: readRing, obj: objRings, where: onPhysical},
+		policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag, where: onPhysical},
+		policy.KindGlobalPause:     {read: readPause, obj: objPause, where: onPhysical, pfOnly: true},
+		policy.KindDCBX:            {read: readDCBX, obj: objDCBX, where: onPhysical, pfOnly: true},
+		policy.KindTrust:           {read: readTrust, obj: objApp, where: onPhysical, pfOnly: true},
+		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp, where: onPhysical, pfOnly: true},
+		policy.KindETSPrioTC:       {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
+		policy.KindETSTSA:          {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
+		policy.KindETSBandwidth:    {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
+		policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions, where: onPhysical, pfOnly: true},
+		policy.KindCableLength:     {read: readCableLength, obj: objPFC, where: onPhysical, pfOnly: true},
+		policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer, where: onPhysical, pfOnly: true},
+		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer, where: onPhysical, pfOnly: true},
+		policy.KindStormPrevention: {read: readStorm, obj: objStorm, where: onPhysical, pfOnly: true},
+		policy.KindECNEnable:       {read: readECN, obj: objECNEnable, where: onPhysical},
+		policy.KindECNParam:        {read: readECN, obj: objECNParam, implied: cnpPrioCompanions, where: onPhysical},
+		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode, where: onRDMAPort},
+		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS, where: onRDMAPort},
+		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl, where: onRDMAPort},
+		policy.KindDevlink:         {read: readDevlink, obj: objDevlink, where: onPhysical, pfOnly: true},
+		policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile, where: onHost},
 	}
 }
 

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,7 +62,7 @@ func Derive(p *policy.Profile, ports []policy.Port) Derivation {
 			var reason string
 			switch v.Name {
 			case "IB_HCA":
-				val, reason = hcaList(ports)
+				val, reason = hcaList(hcaPorts(p, ports))
 			case "IB_GID_INDEX":
 				var choice GIDChoice
 				choice, extra = gidIndex(c, ports, seen)
@@ -90,6 +91,25 @@ func Derive(p *policy.Profile, ports []policy.Port) Derivation {
 		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, v.Value})
 	}
 	return d
+}
+
+// hcaPorts are the ports NCCL_IB_HCA = "auto" lists: each RDMA device
+// port once (a RoCE LAG is one device, mlx5_bond_0, never its slaves,
+// which discovery does not list as ports), and VFs only when the profile
+// targets them by role: a VF is usually a pod's, not the host's.
+func hcaPorts(p *policy.Profile, ports []policy.Port) []policy.Port {
+	vfs := slices.Contains(p.Match.Roles, policy.RoleVF)
+	seen := map[string]bool{}
+	var out []policy.Port
+	for _, pt := range ports {
+		id := fmt.Sprintf("%s:%d", pt.RDMADevice, pt.PortNum)
+		if seen[id] || pt.Role == policy.RoleVF && !vfs {
+			continue
+		}
+		seen[id] = true
+		out = append(out, pt)
+	}
+	return out
 }
 
 // hcaList is NCCL_IB_HCA for the matched ports. The leading "=" makes NCCL

@@ -24,8 +24,8 @@ func loadProfile(t *testing.T, text string) *policy.Profile {
 }
 
 var twoPorts = []policy.Port{
-	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3},
-	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3},
+	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3, Role: policy.RolePF},
+	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3, Role: policy.RolePF},
 }
 
 func TestEnvDerivesAutoValues(t *testing.T) {
@@ -160,5 +160,23 @@ func TestReadmeDocumentsNCCLSettings(t *testing.T) {
 	}
 	if !strings.Contains(string(readme), "`host.nccl.NCCL_<NAME>`") && !strings.Contains(string(readme), "host.nccl.") {
 		t.Errorf("profiles/README.md does not document the host.nccl.* settings")
+	}
+}
+
+// IB_HCA = "auto" names a RoCE LAG device once and leaves VFs out unless
+// the profile targets them by role.
+func TestHCAListLAGAndVFs(t *testing.T) {
+	ports := []policy.Port{
+		{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Role: policy.RoleBond, Slaves: []policy.Member{{Netdev: "ens1f0np0"}, {Netdev: "ens1f1np1"}}},
+		{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Role: policy.RoleBond},
+		{Netdev: "enp7s2f2", RDMADevice: "mlx5_4", PortNum: 1, Role: policy.RoleVF, PF: "enp7s0f0np0"},
+	}
+	p := &policy.Profile{}
+	if got, _ := hcaList(hcaPorts(p, ports)); got != "=mlx5_bond_0:1" {
+		t.Errorf("IB_HCA %q, want =mlx5_bond_0:1", got)
+	}
+	p.Match.Roles = []string{policy.RoleBond, policy.RoleVF}
+	if got, _ := hcaList(hcaPorts(p, ports)); got != "=mlx5_bond_0:1,mlx5_4:1" {
+		t.Errorf("IB_HCA with roles vf: %q", got)
 	}
 }

@@ -26,6 +26,17 @@ type Port struct {
 	Rate       string `json:"rate,omitempty"` // e.g. "100 Gb/sec (4X EDR)"
 	OperState  string `json:"operstate,omitempty"`
 	SpeedMbps  int    `json:"speed_mbps,omitempty"`
+
+	// Role is the port's place in the host's topology (RolePF, RoleVF,
+	// RoleBond, RoleVirtual); topo.go.
+	Role string `json:"role,omitempty"`
+	// Bond is the bond whose master is Netdev (RoCE LAG: mlx5_bond_0 on
+	// bond0), with its slaves; nil otherwise.
+	Bond *Bond `json:"bond,omitempty"`
+	// PF is, for a VF, the netdev of the PF that owns the port's QoS.
+	PF string `json:"pf,omitempty"`
+	// VFs is, for a PF, how many SR-IOV VFs it has enabled.
+	VFs int `json:"vfs,omitempty"`
 }
 
 // SkippedDevice is an RDMA device discovery left out, and why. One odd
@@ -106,6 +117,12 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 	if p.Netdev == "" {
 		return Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}
+	// A RoCE LAG device sits on the PCI function of its first slave: its
+	// netdev is the bond.
+	if bond := lagNetdev(fs, dev, pn, p.Netdev); bond != "" {
+		p.Netdev = bond
+	}
+	topology(fs, &p)
 	netBase := "/sys/class/net/" + p.Netdev
 	p.OperState, _ = fs.ReadTrimmed(netBase + "/operstate")
 	if s, err := fs.ReadTrimmed(netBase + "/speed"); err == nil {
@@ -113,11 +130,17 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 			p.SpeedMbps = n
 		}
 	}
-	if di, err := k.DriverInfo(p.Netdev); err == nil {
+	// A bond's driver is "bonding": the port's driver, what a profile
+	// matches and what decides driver behaviour, is its slaves'.
+	drvNetdev := p.Netdev
+	if p.Bond != nil && len(p.Bond.Slaves) > 0 {
+		drvNetdev = p.Bond.Slaves[0].Netdev
+	}
+	if di, err := k.DriverInfo(drvNetdev); err == nil {
 		p.Driver, p.Firmware = di.Driver, di.Firmware
 	}
 	if p.Driver == "" {
-		if l, err := fs.Readlink(netBase + "/device/driver"); err == nil {
+		if l, err := fs.Readlink("/sys/class/net/" + drvNetdev + "/device/driver"); err == nil {
 			p.Driver = path.Base(l)
 		}
 	}

@@ -426,7 +426,25 @@ func (d *decoder) match(key string, n *node, m *Match) {
 		{"netdevs", func(k string, v *node) { m.Netdevs = d.globs(k, v) }},
 		{"rdma_devices", func(k string, v *node) { m.RDMADevices = d.globs(k, v) }},
 		{"pci", func(k string, v *node) { m.PCI = d.globs(k, v) }},
+		{"roles", func(k string, v *node) { m.Roles = d.roles(k, v) }},
 	})
+}
+
+// roles decodes [match] roles: a non-empty list of port roles.
+func (d *decoder) roles(key string, n *node) []string {
+	if !d.want(key, n, kArray, "an array of roles") {
+		return nil
+	}
+	out := make([]string, 0, len(n.arr))
+	for i, el := range n.arr {
+		if r, ok := d.enum(fmt.Sprintf("%s[%d]", key, i), el, RolePF, RoleVF, RoleBond, RoleVirtual); ok {
+			out = append(out, r)
+		}
+	}
+	if len(n.arr) == 0 {
+		d.errf(n, key, "at least one of \"pf\", \"vf\", \"bond\", \"virtual\"", "an empty list matches no port")
+	}
+	return out
 }
 
 var privFlagName = nameRule{chars: lowerDigits + upperDigits + "_.-", max: 32}

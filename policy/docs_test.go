@@ -251,9 +251,9 @@ func contains(ss []string, s string) bool {
 // testPorts is a small synthetic host: two ports of one dual-port ConnectX
 // and a second, single-port NIC.
 var testPorts = []Port{
-	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3},
-	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3},
-	{Netdev: "ens3f0np0", RDMADevice: "mlx5_2", PortNum: 2, Driver: "mlx5_core", PCI: "0000:5e:00.0", RoCEv2GID: -1},
+	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3, Role: RolePF},
+	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3, Role: RolePF},
+	{Netdev: "ens3f0np0", RDMADevice: "mlx5_2", PortNum: 2, Driver: "mlx5_core", PCI: "0000:5e:00.0", RoCEv2GID: -1, Role: RolePF},
 }
 
 // valueRange is what the decoder announced for a leaf.

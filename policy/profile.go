@@ -56,6 +56,10 @@ type Match struct {
 	Netdevs     []string
 	RDMADevices []string
 	PCI         []string
+	// Roles selects by the port's place in the topology: "pf", "vf",
+	// "bond" (a RoCE LAG), "virtual" (rxe on a veth). Naming "vf" is also
+	// what lets a profile configure VFs at all (host.Place).
+	Roles []string
 }
 
 // Link holds netdev-level settings.

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -43,7 +44,8 @@ func (d *Desired) All() []Setting {
 // Matches reports whether the profile's [match] selects port.
 func (m Match) Matches(p Port) bool {
 	return globAny(m.Drivers, p.Driver) && globAny(m.Netdevs, p.Netdev) &&
-		globAny(m.RDMADevices, p.RDMADevice) && globAny(m.PCI, p.PCI)
+		globAny(m.RDMADevices, p.RDMADevice) && globAny(m.PCI, p.PCI) &&
+		(len(m.Roles) == 0 || slices.Contains(m.Roles, p.Role))
 }
 
 func globAny(globs []string, s string) bool {

@@ -535,3 +535,27 @@ func TestRulesBesideRangeErrors(t *testing.T) {
 		t.Errorf("got %d errors, want 8: %v", len(got), got)
 	}
 }
+
+// [match] roles selects by the port's place in the topology; without it
+// every role matches.
+func TestMatchRoles(t *testing.T) {
+	pf := Port{Netdev: "ens1f0np0", Role: RolePF}
+	vf := Port{Netdev: "enp7s2f2", Role: RoleVF, PF: "ens1f0np0"}
+	bond := Port{Netdev: "bond0", Role: RoleBond}
+	for _, c := range []struct {
+		roles []string
+		port  Port
+		want  bool
+	}{
+		{nil, vf, true},
+		{[]string{RolePF, RoleBond}, pf, true},
+		{[]string{RolePF, RoleBond}, bond, true},
+		{[]string{RolePF, RoleBond}, vf, false},
+		{[]string{RoleVF}, vf, true},
+		{[]string{RoleVF}, pf, false},
+	} {
+		if got := (Match{Roles: c.roles}).Matches(c.port); got != c.want {
+			t.Errorf("roles %v on %s: %v, want %v", c.roles, c.port.Role, got, c.want)
+		}
+	}
+}

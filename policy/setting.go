@@ -76,6 +76,33 @@ type Port struct {
 	// (on the port's netdev or an upper device such as a VLAN), or -1 when
 	// there is none (no IPv4 address yet).
 	RoCEv2GID int
+
+	// Role is the port's place in the host's topology: RolePF, RoleVF,
+	// RoleBond or RoleVirtual ("" when unknown: matched by no roles list).
+	Role string
+	// Slaves are, for a bond (RoCE LAG), the physical ports under it, where
+	// per-physical-port settings are written; BondMode is its mode.
+	Slaves   []Member
+	BondMode string
+	// Bond is, for a slave of a LAG's bond, the bond's netdev.
+	Bond string
+	// PF is, for a VF, the netdev of the PF that owns the port's QoS.
+	PF string
+}
+
+// Port roles, as nic discovers them and [match] roles names them.
+const (
+	RolePF      = "pf"
+	RoleVF      = "vf"
+	RoleBond    = "bond"
+	RoleVirtual = "virtual"
+)
+
+// Member is one physical port under a bond.
+type Member struct {
+	Netdev string
+	PCI    string
+	Driver string
 }
 
 // RDMAScope is the key prefix of settings that belong to the RDMA device

@@ -30,6 +30,8 @@ const (
 	capDoc2933BufSize  = "mlx5-sysfs-qos-buffer_size-default-mellanox-community-doc2933.txt"
 	capDoc2933P2B      = "mlx5-sysfs-qos-prio2buffer-mellanox-community-doc2933.txt"
 	capCentosMultiGids = "mlx5-show_gids-centos12-multidev.txt"
+	capCX5Bond         = "mlx5-cx5-ibv_devinfo-bond.txt"
+	capCX5TwoPort      = "mlx5-cx5-ibv_devinfo-2port-eth.txt"
 )
 
 // Captures holds the parsed captures the hosts are built from.
@@ -48,6 +50,8 @@ type Captures struct {
 	SpareBuffer  uint32   // qos/buffer_size "Spare buffer size", DOC-2933
 	CentosGids   []GidRow // show_gids, 8 devices
 	Prio2BufDoc  map[int]int
+	CX5Bond      map[string]Devinfo // ibv_devinfo after bonding: mlx5_bond_0
+	CX5TwoPort   map[string]Devinfo // ibv_devinfo before bonding: mlx5_0, mlx5_1
 	procfsPrefix string
 }
 
@@ -126,6 +130,8 @@ func LoadCaptures(dir string) (*Captures, error) {
 	parse(capIBMShowGids, func(s string) (e error) { c.IBMGids, e = parseShowGids(s); return })
 	parse(capCentosMultiGids, func(s string) (e error) { c.CentosGids, e = parseShowGids(s); return })
 	parse(capCX6Devinfo, func(s string) (e error) { c.CX6Devinfo, e = parseDevinfo(s); return })
+	parse(capCX5Bond, func(s string) (e error) { c.CX5Bond, e = parseDevinfoDevs(s); return })
+	parse(capCX5TwoPort, func(s string) (e error) { c.CX5TwoPort, e = parseDevinfoDevs(s); return })
 	parse(capOptionalCC, func(s string) (e error) { c.OptionalCC, e = parseRdmaStatistic(s); return })
 	parse(capQosPCPDefault, func(s string) (e error) { c.QosDefault, e = parseMlnxQos(s); return })
 	parse(capQosNetarbiter, func(s string) (e error) { c.QosLossless, e = parseMlnxQos(s); return })
@@ -291,6 +297,44 @@ func parseDevinfo(s string) (Devinfo, error) {
 		return d, fmt.Errorf("fw_ver, node_guid or GIDs missing")
 	}
 	return d, nil
+}
+
+// parseDevinfoDevs reads plain ibv_devinfo output (no GIDs) of several
+// devices, by hca_id.
+func parseDevinfoDevs(s string) (map[string]Devinfo, error) {
+	out := map[string]Devinfo{}
+	for _, block := range strings.Split(s, "hca_id:")[1:] {
+		name, rest, _ := strings.Cut(block, "\n")
+		name = strings.TrimSpace(name)
+		var d Devinfo
+		for _, line := range strings.Split(rest, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch strings.TrimSpace(k) {
+			case "fw_ver":
+				d.FwVer = v
+			case "node_guid":
+				d.NodeGUID = v
+			case "sys_image_guid":
+				d.SysImageGUID = v
+			case "board_id":
+				d.BoardID = v
+			case "vendor_part_id":
+				d.VendorPartID = v
+			}
+		}
+		if d.FwVer == "" || d.NodeGUID == "" {
+			return nil, fmt.Errorf("%s: fw_ver or node_guid missing", name)
+		}
+		out[name] = d
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no hca_id")
+	}
+	return out, nil
 }
 
 // parseRdmaStatistic reads `rdma statistic show link DEV/PORT`: after the

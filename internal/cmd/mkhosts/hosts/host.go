@@ -54,6 +54,8 @@ func Specs() []Spec {
 		{Name: "cx6dx-ofed-lossless", Build: CX6DxOFEDLossless},
 		{Name: "cx7-upstream-factory", Build: CX7UpstreamFactory},
 		{Name: "bnxt-re-factory", Build: BnxtREFactory},
+		{Name: "cx5-roce-lag", Build: CX5RoCELAG},
+		{Name: "cx4lx-sriov", Build: CX4LxSRIOV},
 	}
 }
 

@@ -84,11 +84,15 @@ func TestHostsConsistent(t *testing.T) {
 			if !slices.Equal(ifnames, slices.Sorted(maps.Keys(st.Links))) {
 				t.Fatalf("class/net %v, kernel.json links %v", ifnames, slices.Sorted(maps.Keys(st.Links)))
 			}
+			withRDMA := 0 // netdevs whose PCI function has an RDMA device
 			for _, ifname := range ifnames {
 				checkNetdev(t, fsys, k, ifname)
+				if fsys.Exists("/sys/class/net/" + ifname + "/device/infiniband") {
+					withRDMA++
+				}
 			}
 			ibdevs, err := fsys.ReadDir("/sys/class/infiniband")
-			if err != nil || len(ibdevs) != len(ifnames) {
+			if err != nil || len(ibdevs) != withRDMA {
 				t.Fatalf("class/infiniband %v %v", ibdevs, err)
 			}
 			for _, ibdev := range ibdevs {
@@ -112,7 +116,8 @@ func checkNetdev(t *testing.T, fsys nic.FS, k nic.Kernel, ifname string) {
 		t.Fatalf("%s is not a symlink (%v)", cls, err)
 	}
 	real, err := fsys.Resolve(cls)
-	if err != nil || !strings.HasPrefix(real, "/sys/devices/pci0000:") {
+	virtual := strings.HasPrefix(real, "/sys/devices/virtual/net/") // a bond
+	if err != nil || !strings.HasPrefix(real, "/sys/devices/pci0000:") && !virtual {
 		t.Fatalf("%s resolves to %q (%v)", cls, real, err)
 	}
 	link, err := k.Link(ifname)
@@ -131,6 +136,12 @@ func checkNetdev(t *testing.T, fsys nic.FS, k nic.Kernel, ifname string) {
 	drv, err := k.DriverInfo(ifname)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if virtual {
+		if fsys.Exists(cls + "/device") {
+			t.Errorf("%s: a virtual netdev has a device link", ifname)
+		}
+		return
 	}
 	dev, err := fsys.Resolve(cls + "/device")
 	if err != nil || filepath.Base(dev) != drv.BusInfo {
@@ -175,8 +186,13 @@ func checkIBDev(t *testing.T, fsys nic.FS, ibdev string) {
 			continue
 		}
 		populated++
-		if terr != nil || nerr != nil || (typ != "IB/RoCE v1" && typ != "RoCE v2") || ndev != nets[0] {
-			t.Errorf("%s gid %d: type %q (%v), ndev %q (%v), want netdev %s", ibdev, i, typ, terr, ndev, nerr, nets[0])
+		// A RoCE LAG device's GIDs live on the bond its netdev is a slave of.
+		want := nets[0]
+		if m, err := fsys.Resolve("/sys/class/net/" + nets[0] + "/master"); err == nil {
+			want = filepath.Base(m)
+		}
+		if terr != nil || nerr != nil || (typ != "IB/RoCE v1" && typ != "RoCE v2") || ndev != want {
+			t.Errorf("%s gid %d: type %q (%v), ndev %q (%v), want netdev %s", ibdev, i, typ, terr, ndev, nerr, want)
 		}
 	}
 	if populated < 2 {

@@ -224,6 +224,13 @@ func (h *Host) addMLX5Port(c *Captures, card mlx5Card, p mlx5Port) error {
 		addUpstreamCC(t, p.pci)
 	}
 
+	return h.addMLX5Kernel(c, card, p)
+}
+
+// addMLX5Kernel adds the kernel.json state of one mlx5 port at factory
+// defaults: link, driver info, pause, rings, flags, counters, tunable, DCB,
+// and its PCI function's devlink parameters.
+func (h *Host) addMLX5Kernel(c *Captures, card mlx5Card, p mlx5Port) error {
 	d, err := mlx5FactoryDCB(c)
 	if err != nil {
 		return err

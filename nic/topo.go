@@ -1,0 +1,205 @@
+package nic
+
+import (
+	"path"
+	"slices"
+	"strings"
+)
+
+// Roles of a RoCE port in the host's topology. A port's role says where
+// the settings that live on a physical port are written: on the port
+// itself (a PF), on every slave of its bond (an RDMA LAG device), or
+// nowhere (a VF: its PF owns the port's QoS).
+const (
+	RolePF      = "pf"      // a physical function (with or without SR-IOV VFs)
+	RoleVF      = "vf"      // an SR-IOV virtual function (device/physfn exists)
+	RoleBond    = "bond"    // the port's netdev is a bond master (RoCE LAG, or rxe on a bond)
+	RoleVirtual = "virtual" // a software device on a netdev without a PCI function (rxe on a veth)
+)
+
+// Roles lists every role, for validation and help text.
+func Roles() []string { return []string{RolePF, RoleVF, RoleBond, RoleVirtual} }
+
+// Bond is the bond a LAG port's netdev is the master of.
+type Bond struct {
+	Name string `json:"name"`
+	// Mode is the bonding mode's name, "802.3ad" or "active-backup"
+	// (/sys/class/net/<bond>/bonding/mode reads "802.3ad 4").
+	Mode   string  `json:"mode,omitempty"`
+	Slaves []Slave `json:"slaves"`
+}
+
+// Slave is one physical port under a bond: the netdev and the PCI function
+// that carries it. Per-physical-port settings (DCB, pause, buffers, ECN,
+// the storm tunable) are written here, and must agree on every slave:
+// mlx5 activates RoCE LAG only when they match.
+type Slave struct {
+	Netdev string `json:"netdev"`
+	PCI    string `json:"pci,omitempty"`
+	Driver string `json:"driver,omitempty"`
+}
+
+// topology fills in p's role and its relations: the bond and its slaves
+// for a bond master, the owning PF for a VF. It reads only sysfs links the
+// kernel maintains (master, bonding/, lower_*, device/physfn), never names.
+func topology(fs FS, p *Port) {
+	nd := "/sys/class/net/" + p.Netdev
+	switch {
+	case fs.Exists(nd + "/bonding"):
+		p.Role = RoleBond
+		p.Bond = readBond(fs, p.Netdev)
+	case fs.Exists(nd + "/device/physfn"):
+		p.Role = RoleVF
+		p.PF = pciNetdev(fs, nd+"/device/physfn")
+	case p.PCI != "":
+		p.Role = RolePF
+		p.VFs = countVFs(fs, nd+"/device")
+	default:
+		p.Role = RoleVirtual
+	}
+}
+
+// readBond reads a bond's mode and slaves. Slaves come from bonding/slaves
+// (in enslave order, which is the order mlx5 numbers the LAG's ports),
+// falling back to the lower_* links every upper device has.
+func readBond(fs FS, name string) *Bond {
+	base := "/sys/class/net/" + name
+	b := &Bond{Name: name}
+	if m, err := fs.ReadTrimmed(base + "/bonding/mode"); err == nil {
+		b.Mode, _, _ = strings.Cut(m, " ")
+	}
+	var names []string
+	if s, err := fs.ReadTrimmed(base + "/bonding/slaves"); err == nil {
+		names = strings.Fields(s)
+	} else if ents, err := fs.ReadDir(base); err == nil {
+		for _, e := range ents {
+			if n, ok := strings.CutPrefix(e, "lower_"); ok {
+				names = append(names, n)
+			}
+		}
+	}
+	for _, n := range names {
+		s := Slave{Netdev: n}
+		dev := "/sys/class/net/" + n + "/device"
+		if real, err := fs.Resolve(dev); err == nil && IsPCIAddress(path.Base(real)) {
+			s.PCI = path.Base(real)
+		}
+		if l, err := fs.Readlink(dev + "/driver"); err == nil {
+			s.Driver = path.Base(l)
+		}
+		b.Slaves = append(b.Slaves, s)
+	}
+	return b
+}
+
+// bondMaster returns the bond a netdev is enslaved to, or "" (the
+// netdev's "master" link, present for every upper device; only a bonding
+// master counts).
+func bondMaster(fs FS, netdev string) string {
+	real, err := fs.Resolve("/sys/class/net/" + netdev + "/master")
+	if err != nil {
+		return ""
+	}
+	m := path.Base(real)
+	if !fs.Exists("/sys/class/net/" + m + "/bonding") {
+		return ""
+	}
+	return m
+}
+
+// lagNetdev says whether an RDMA device whose PCI function carries netdev
+// is the RoCE LAG device of netdev's bond, and returns the bond. It is when
+// the port's GIDs live on the bond (the RoCE GID cache puts a LAG device's
+// addresses on the bond master) and no other slave of the bond has an RDMA
+// device of its own (mlx5 removes the PFs' devices while LAG is active; a
+// bond over two HCAs keeps both, and is not a LAG).
+func lagNetdev(fs FS, dev string, pn int, netdev string) string {
+	master := bondMaster(fs, netdev)
+	if master == "" {
+		return ""
+	}
+	gids, _ := ReadGIDs(fs, dev, pn)
+	onBond := slices.ContainsFunc(gids, func(g GID) bool { return g.Netdev == master })
+	if !onBond {
+		return ""
+	}
+	for _, s := range readBond(fs, master).Slaves {
+		if s.Netdev == netdev {
+			continue
+		}
+		if ents, err := fs.ReadDir("/sys/class/net/" + s.Netdev + "/device/infiniband"); err == nil && len(ents) > 0 {
+			return ""
+		}
+	}
+	return master
+}
+
+// pciNetdev is the single netdev of the PCI function at dev (a
+// device/physfn link), or "".
+func pciNetdev(fs FS, dev string) string {
+	if nets, err := fs.ReadDir(dev + "/net"); err == nil && len(nets) > 0 {
+		return nets[0]
+	}
+	return ""
+}
+
+// countVFs counts a PF's virtfn* links (the VFs enabled through
+// sriov_numvfs).
+func countVFs(fs FS, dev string) int {
+	ents, err := fs.ReadDir(dev)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e, "virtfn") {
+			n++
+		}
+	}
+	return n
+}
+
+// VFsOf lists the netdevs of a PF's VFs (device/virtfn*/net/*), in VF
+// order, for the topology view.
+func VFsOf(fs FS, pfNetdev string) []string {
+	dev := "/sys/class/net/" + pfNetdev + "/device"
+	ents, err := fs.ReadDir(dev)
+	if err != nil {
+		return nil
+	}
+	var fns []string
+	for _, e := range ents {
+		if strings.HasPrefix(e, "virtfn") {
+			fns = append(fns, e)
+		}
+	}
+	slices.SortFunc(fns, func(a, b string) int { return trailingNumber(a) - trailingNumber(b) })
+	var out []string
+	for _, f := range fns {
+		if n := pciNetdev(fs, dev+"/"+f); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Describe is the port's place in the topology in one line, for headers:
+// "mlx5_bond_0 (bond0: ens1f0np0 + ens1f1np1, 802.3ad)", "mlx5_2 (VF of
+// ens1f0np0)", or the RDMA device alone.
+func (p Port) Describe() string {
+	switch {
+	case p.Bond != nil:
+		names := make([]string, len(p.Bond.Slaves))
+		for i, s := range p.Bond.Slaves {
+			names[i] = s.Netdev
+		}
+		d := p.Bond.Name + ": " + strings.Join(names, " + ")
+		if p.Bond.Mode != "" {
+			d += ", " + p.Bond.Mode
+		}
+		return p.RDMADevice + " (" + d + ")"
+	case p.Role == RoleVF && p.PF != "":
+		return p.RDMADevice + " (VF of " + p.PF + ")"
+	}
+	return p.RDMADevice
+}
