@@ -40,6 +40,10 @@ type Config struct {
 	// Enforce applies the profile on drift; otherwise drift is only
 	// reported.
 	Enforce bool
+	// RequireMatch makes a check that finds no RoCE port the profile
+	// matches (NICs gone, driver not loaded) a failed check, and Run fail
+	// when the first one does (ErrNoMatch): not "in sync".
+	RequireMatch bool
 	// Interval is the time between drift checks; MinApplyInterval the
 	// least time between two applies (a PFC change flaps mlx5 links).
 	Interval         time.Duration
@@ -145,10 +149,8 @@ type loop struct {
 	noticed map[string]bool
 }
 
-// Run keeps the host on its profile until ctx ends (or after one check
-// with Once). It returns an error only when it cannot start: the profile
-// does not load, or the metrics address cannot be listened on.
-func Run(ctx context.Context, cfg Config) error {
+// newLoop fills in the defaults of cfg.
+func newLoop(cfg Config) *loop {
 	l := &loop{cfg: cfg, log: cfg.Log, notify: cfg.Notify, st: &state{applies: map[string]int{}, storms: map[string]int{}}, noticed: map[string]bool{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -160,6 +162,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if l.wd.every == 0 {
 		l.wd.every, _ = daemon.SdWatchdogEnabled(false)
 	}
+	return l
+}
+
+// ErrNoMatch is a check under Config.RequireMatch that found no RoCE port
+// the profile matches.
+var ErrNoMatch = errors.New("no RoCE port matches the profile (--require-match)")
+
+// Run keeps the host on its profile until ctx ends (or after one check
+// with Once). It returns an error only when it cannot start: the profile
+// does not load, the metrics address cannot be listened on, or, with
+// RequireMatch, the first check matches no port (ErrNoMatch).
+func Run(ctx context.Context, cfg Config) error {
+	l := newLoop(cfg)
 	p, err := l.loadProfile()
 	if err != nil {
 		return err
@@ -214,7 +229,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cfg.ReadOnly && !cfg.Once {
 		watchHost(ctx, l.log, poke)
 	}
-	l.check(ctx, "start")
+	if err := l.check(ctx, "start"); errors.Is(err, ErrNoMatch) {
+		return err
+	}
 	if ctrs != nil && !cfg.Once {
 		// A first poll before READY, so that the first scrape has the
 		// counters; then one every CounterInterval.
@@ -317,13 +334,17 @@ func (l *loop) loadProfile() (*policy.Profile, error) {
 }
 
 // check compares the host with the profile, logs drift when the drifted
-// set changed, and applies in enforce mode.
-func (l *loop) check(ctx context.Context, why string) {
+// set changed, and applies in enforce mode. It returns why the check
+// failed, if it did (the failure is logged and reported already).
+func (l *loop) check(ctx context.Context, why string) error {
 	l.log.Debug("drift check", "why", why)
 	p, err := l.loadProfile()
 	var pr *apply.Prepared
 	if err == nil {
 		pr = apply.Prepare(l.cfg.Host, p, false)
+		if msg := pr.NoPortsMessage(); l.cfg.RequireMatch && msg != "" {
+			err = fmt.Errorf("%w: %s", ErrNoMatch, msg)
+		}
 	}
 	st := l.st
 	st.mu.Lock()
@@ -340,7 +361,8 @@ func (l *loop) check(ctx context.Context, why string) {
 		// The next good check reports the drift afresh.
 		l.drift.Reset()
 		l.log.Error("drift check failed", "err", err)
-		return
+		l.notify("STATUS=drift check failed: " + err.Error())
+		return err
 	}
 	keys := pr.DriftedKeys()
 	change := l.drift.Observe(keys)
@@ -354,11 +376,11 @@ func (l *loop) check(ctx context.Context, why string) {
 	}
 	if len(keys) == 0 {
 		l.notify("STATUS=in sync with " + p.Name)
-		return
+		return nil
 	}
 	l.notify(fmt.Sprintf("STATUS=%d setting(s) drifted from %s", len(keys), p.Name))
 	if !l.cfg.Enforce {
-		return
+		return nil
 	}
 	if !l.lastApply.IsZero() && time.Since(l.lastApply) < l.cfg.MinApplyInterval {
 		level := slog.LevelInfo
@@ -366,7 +388,7 @@ func (l *loop) check(ctx context.Context, why string) {
 			level = slog.LevelDebug
 		}
 		l.log.Log(ctx, level, "drift: next apply allowed later", "at", l.lastApply.Add(l.cfg.MinApplyInterval).Format(time.RFC3339))
-		return
+		return nil
 	}
 	l.lastApply = time.Now()
 	result, storm := l.apply(ctx)
@@ -379,6 +401,7 @@ func (l *loop) check(ctx context.Context, why string) {
 		st.storms[storm.Port]++
 	}
 	st.mu.Unlock()
+	return nil
 }
 
 // setGuard records the guard's state for rocectl_guard_state.
