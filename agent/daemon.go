@@ -227,7 +227,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if !cfg.ReadOnly && !cfg.Once {
-		watchHost(ctx, l.log, poke)
+		watchHost(ctx, &wg, l.log, poke)
 	}
 	if err := l.check(ctx, "start"); errors.Is(err, ErrNoMatch) {
 		return err
@@ -515,8 +515,10 @@ func withLock(store apply.Store, who string, fn func() error) error {
 }
 
 // watchHost pokes the loop when a netdev appears, changes MTU or state, or
-// gets an address (a new RoCE v2 GID).
-func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
+// gets an address (a new RoCE v2 GID), until ctx ends. Its goroutine
+// reports to wg; it ends once both watchers have closed their channels,
+// which they do only after their own goroutines are gone.
+func watchHost(ctx context.Context, wg *sync.WaitGroup, log *slog.Logger, poke func(string)) {
 	links, err := nic.WatchLinks(ctx, log, nic.WatchOptions{})
 	if err != nil {
 		log.Warn("no link events; relying on the interval", "err", err)
@@ -525,7 +527,7 @@ func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
 	if err != nil {
 		log.Warn("no address events; relying on the interval", "err", err)
 	}
-	go func() {
+	wg.Go(func() {
 		for links != nil || addrs != nil {
 			select {
 			case ev, ok := <-links:
@@ -542,5 +544,5 @@ func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
 				poke(fmt.Sprintf("address %s on %s %s", ev.Prefix, ev.Name, ev.Kind))
 			}
 		}
-	}()
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/netnstest"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
@@ -170,5 +173,85 @@ func TestWatchdogPingsDuringTheSoak(t *testing.T) {
 	// about 10. Without the soak's pings there would be none.
 	if _, beforeReady := n.pings(); beforeReady < 3 {
 		t.Errorf("%d watchdog pings during a 1 s soak, want about 10", beforeReady)
+	}
+}
+
+// TestMain fails the package when a goroutine of rocectl's outlives the
+// tests: every Run joins what it started before it returns, so nothing of
+// package agent or nic may still run once the last test is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if left := rocectlGoroutines(); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "goroutines outlived the tests:\n\n%s\n", strings.Join(left, "\n\n"))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// rocectlGoroutines returns the stacks of the goroutines, other than the
+// caller's and the test binary's main one, that run code of this module.
+func rocectlGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i > 0 && strings.Contains(g, "github.com/rocectl/rocectl/") && !strings.Contains(g, "\nmain.main()") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// A live agent (link and address watchers, LLDP listeners, the loop) in a
+// namespace of its own: when Run returns, every goroutine it started is
+// gone, the host watcher's included.
+func TestRunJoinsItsGoroutines(t *testing.T) {
+	ns := netnstest.New(t)
+	h, _, _ := simHost(t)
+	n := newNotifier()
+	ready := make(chan struct{})
+	notify := func(s string) {
+		n.notify(s)
+		if s == daemon.SdNotifyReady {
+			close(ready)
+		}
+	}
+	var logs logBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- ns.Do(func() error {
+			return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, Host: h,
+				Store: apply.Store{Dir: t.TempDir()}, Log: logs.logger(), Notify: notify})
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run returned before READY=1: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no READY=1 in 30 s")
+	}
+	for _, bad := range []string{"no link events; relying on the interval", "no address events; relying on the interval"} {
+		if r := logs.records(t, bad); len(r) > 0 {
+			t.Fatalf("the host watcher did not start: %v", r)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if left := rocectlGoroutines(); len(left) > 0 {
+		t.Errorf("goroutines still running after Run returned:\n\n%s", strings.Join(left, "\n\n"))
 	}
 }
