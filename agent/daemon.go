@@ -40,6 +40,10 @@ type Config struct {
 	// Enforce applies the profile on drift; otherwise drift is only
 	// reported.
 	Enforce bool
+	// RequireMatch makes a check that finds no RoCE port the profile
+	// matches (NICs gone, driver not loaded) a failed check, and Run fail
+	// when the first one does (ErrNoMatch): not "in sync".
+	RequireMatch bool
 	// Interval is the time between drift checks; MinApplyInterval the
 	// least time between two applies (a PFC change flaps mlx5 links).
 	Interval         time.Duration
@@ -58,6 +62,12 @@ type Config struct {
 	ReadOnly bool
 	Store    apply.Store
 	Log      *slog.Logger
+	// Notify sends one sd_notify(3) state (READY=1, STATUS=..., WATCHDOG=1);
+	// nil sends it to $NOTIFY_SOCKET, and nowhere without one.
+	Notify func(state string)
+	// Watchdog is systemd's WatchdogSec: 0 takes it from $WATCHDOG_USEC
+	// (none: no pings).
+	Watchdog time.Duration
 }
 
 // state is what the loop shares with the metrics endpoint.
@@ -127,6 +137,8 @@ func driftGroups(pr *apply.Prepared) []driftGroup {
 type loop struct {
 	cfg       Config
 	log       *slog.Logger
+	notify    func(state string)
+	wd        *watchdog
 	st        *state
 	drift     DriftTracker
 	lastApply time.Time
@@ -137,14 +149,32 @@ type loop struct {
 	noticed map[string]bool
 }
 
-// Run keeps the host on its profile until ctx ends (or after one check
-// with Once). It returns an error only when it cannot start: the profile
-// does not load, or the metrics address cannot be listened on.
-func Run(ctx context.Context, cfg Config) error {
-	l := &loop{cfg: cfg, log: cfg.Log, st: &state{applies: map[string]int{}, storms: map[string]int{}}, noticed: map[string]bool{}}
+// newLoop fills in the defaults of cfg.
+func newLoop(cfg Config) *loop {
+	l := &loop{cfg: cfg, log: cfg.Log, notify: cfg.Notify, st: &state{applies: map[string]int{}, storms: map[string]int{}}, noticed: map[string]bool{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
+	if l.notify == nil {
+		l.notify = func(state string) { _, _ = daemon.SdNotify(false, state) }
+	}
+	l.wd = &watchdog{every: cfg.Watchdog, notify: l.notify}
+	if l.wd.every == 0 {
+		l.wd.every, _ = daemon.SdWatchdogEnabled(false)
+	}
+	return l
+}
+
+// ErrNoMatch is a check under Config.RequireMatch that found no RoCE port
+// the profile matches.
+var ErrNoMatch = errors.New("no RoCE port matches the profile (--require-match)")
+
+// Run keeps the host on its profile until ctx ends (or after one check
+// with Once). It returns an error only when it cannot start: the profile
+// does not load, the metrics address cannot be listened on, or, with
+// RequireMatch, the first check matches no port (ErrNoMatch).
+func Run(ctx context.Context, cfg Config) error {
+	l := newLoop(cfg)
 	p, err := l.loadProfile()
 	if err != nil {
 		return err
@@ -197,26 +227,11 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if !cfg.ReadOnly && !cfg.Once {
-		watchHost(ctx, l.log, poke)
+		watchHost(ctx, &wg, l.log, poke)
 	}
-	// Watchdog pings come from their own goroutine: an enforce-mode apply
-	// blocks the loop for its whole soak window (the profile's, up to
-	// hours), which is work, not a hang.
-	if wd, _ := daemon.SdWatchdogEnabled(false); wd > 0 {
-		wg.Go(func() {
-			t := time.NewTicker(wd / 2)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
-				}
-			}
-		})
+	if err := l.check(ctx, "start"); errors.Is(err, ErrNoMatch) {
+		return err
 	}
-	l.check(ctx, "start")
 	if ctrs != nil && !cfg.Once {
 		// A first poll before READY, so that the first scrape has the
 		// counters; then one every CounterInterval.
@@ -227,7 +242,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		wg.Go(func() { ctrs.run(ctx, interval, l.st.portRefs) })
 	}
-	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+	l.notify(daemon.SdNotifyReady)
 	if cfg.Once {
 		return nil
 	}
@@ -235,25 +250,71 @@ func Run(ctx context.Context, cfg Config) error {
 	defer ticker.Stop()
 	deadlines := time.NewTicker(time.Second)
 	defer deadlines.Stop()
+	// The loop pings the watchdog itself, at each wake-up, so a check that
+	// hangs stops the pings; wdTick wakes it often enough when nothing else
+	// does. Nothing in the loop blocks but a check (whose apply pings from
+	// its soak): events settle on a timer of the select, not in a sleep.
+	var wdTick <-chan time.Time
+	if l.wd.every > 0 {
+		t := time.NewTicker(l.wd.every / 2)
+		defer t.Stop()
+		wdTick = t.C
+	}
+	var settle <-chan time.Time // a check after a burst of events
+	var settleWhy string
 	for {
+		l.wd.ping()
 		select {
 		case <-ctx.Done():
-			_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+			l.notify(daemon.SdNotifyStopping)
 			return nil
 		case <-ticker.C:
 			l.check(ctx, "interval")
 		case why := <-trigger:
-			// Let a burst of events (driver reload) settle first.
-			select {
-			case <-ctx.Done():
-				continue
-			case <-time.After(2 * time.Second):
+			// Let a burst of events (driver reload) settle first; those
+			// that come meanwhile are seen by the same check.
+			if settle == nil {
+				settle, settleWhy = time.After(2*time.Second), why
 			}
-			l.check(ctx, why)
+		case <-settle:
+			settle = nil
+			l.check(ctx, settleWhy)
 		case <-deadlines.C:
 			l.revertExpired()
+		case <-wdTick:
 		}
 	}
+}
+
+// watchdog sends systemd's WATCHDOG=1 for the loop. Only the loop's
+// goroutine pings: at each wake-up of the loop and, while the loop runs an
+// enforce-mode apply, at each poll of the guard's soak (as its Progress),
+// for the soak is work, not a hang (the profile's window, up to hours). So
+// a check or an apply that stops making progress stops the pings and
+// systemd restarts the agent. Pings closer together than a quarter of
+// WatchdogSec are dropped: the loop wakes every second.
+type watchdog struct {
+	every  time.Duration // WatchdogSec; 0: no watchdog
+	notify func(string)
+	last   time.Time
+}
+
+func (w *watchdog) ping() {
+	if w.every <= 0 {
+		return
+	}
+	now := time.Now()
+	if !w.last.IsZero() && now.Sub(w.last) < w.every/4 {
+		return
+	}
+	w.last = now
+	w.notify(daemon.SdNotifyWatchdog)
+}
+
+// Write takes the guard's progress line: one poll of the soak, one ping.
+func (w *watchdog) Write(p []byte) (int, error) {
+	w.ping()
+	return len(p), nil
 }
 
 // loadProfile loads the profile and logs its warnings when it is new or
@@ -273,13 +334,17 @@ func (l *loop) loadProfile() (*policy.Profile, error) {
 }
 
 // check compares the host with the profile, logs drift when the drifted
-// set changed, and applies in enforce mode.
-func (l *loop) check(ctx context.Context, why string) {
+// set changed, and applies in enforce mode. It returns why the check
+// failed, if it did (the failure is logged and reported already).
+func (l *loop) check(ctx context.Context, why string) error {
 	l.log.Debug("drift check", "why", why)
 	p, err := l.loadProfile()
 	var pr *apply.Prepared
 	if err == nil {
 		pr = apply.Prepare(l.cfg.Host, p, false)
+		if msg := pr.NoPortsMessage(); l.cfg.RequireMatch && msg != "" {
+			err = fmt.Errorf("%w: %s", ErrNoMatch, msg)
+		}
 	}
 	st := l.st
 	st.mu.Lock()
@@ -296,7 +361,8 @@ func (l *loop) check(ctx context.Context, why string) {
 		// The next good check reports the drift afresh.
 		l.drift.Reset()
 		l.log.Error("drift check failed", "err", err)
-		return
+		l.notify("STATUS=drift check failed: " + err.Error())
+		return err
 	}
 	keys := pr.DriftedKeys()
 	change := l.drift.Observe(keys)
@@ -309,12 +375,12 @@ func (l *loop) check(ctx context.Context, why string) {
 		l.log.Debug("drift unchanged", "profile", p.Name, "settings", len(keys))
 	}
 	if len(keys) == 0 {
-		_, _ = daemon.SdNotify(false, "STATUS=in sync with "+p.Name)
-		return
+		l.notify("STATUS=in sync with " + p.Name)
+		return nil
 	}
-	_, _ = daemon.SdNotify(false, fmt.Sprintf("STATUS=%d setting(s) drifted from %s", len(keys), p.Name))
+	l.notify(fmt.Sprintf("STATUS=%d setting(s) drifted from %s", len(keys), p.Name))
 	if !l.cfg.Enforce {
-		return
+		return nil
 	}
 	if !l.lastApply.IsZero() && time.Since(l.lastApply) < l.cfg.MinApplyInterval {
 		level := slog.LevelInfo
@@ -322,7 +388,7 @@ func (l *loop) check(ctx context.Context, why string) {
 			level = slog.LevelDebug
 		}
 		l.log.Log(ctx, level, "drift: next apply allowed later", "at", l.lastApply.Add(l.cfg.MinApplyInterval).Format(time.RFC3339))
-		return
+		return nil
 	}
 	l.lastApply = time.Now()
 	result, storm := l.apply(ctx)
@@ -335,6 +401,7 @@ func (l *loop) check(ctx context.Context, why string) {
 		st.storms[storm.Port]++
 	}
 	st.mu.Unlock()
+	return nil
 }
 
 // setGuard records the guard's state for rocectl_guard_state.
@@ -371,7 +438,9 @@ func (l *loop) apply(ctx context.Context) (string, *verify.Storm) {
 	}
 	// Written and read back: verification and the guard's soak follow.
 	soaking := func(*apply.Result) { l.st.setGuard("soaking") }
-	res, err := apply.Run(ctx, pr, apply.RunOptions{Store: l.cfg.Store, Command: "agent apply", Log: l.log, Applied: soaking})
+	// The soak's progress lines are the watchdog's pings (see watchdog).
+	res, err := apply.Run(ctx, pr, apply.RunOptions{Store: l.cfg.Store, Command: "agent apply", Log: l.log,
+		Applied: soaking, Progress: l.wd})
 	if err != nil {
 		l.log.Error("apply", "result", "failed", "profile", p.Name, "changes", len(pr.Plan.Changes), "err", err)
 		return "failed", nil
@@ -446,8 +515,10 @@ func withLock(store apply.Store, who string, fn func() error) error {
 }
 
 // watchHost pokes the loop when a netdev appears, changes MTU or state, or
-// gets an address (a new RoCE v2 GID).
-func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
+// gets an address (a new RoCE v2 GID), until ctx ends. Its goroutine
+// reports to wg; it ends once both watchers have closed their channels,
+// which they do only after their own goroutines are gone.
+func watchHost(ctx context.Context, wg *sync.WaitGroup, log *slog.Logger, poke func(string)) {
 	links, err := nic.WatchLinks(ctx, log, nic.WatchOptions{})
 	if err != nil {
 		log.Warn("no link events; relying on the interval", "err", err)
@@ -456,7 +527,7 @@ func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
 	if err != nil {
 		log.Warn("no address events; relying on the interval", "err", err)
 	}
-	go func() {
+	wg.Go(func() {
 		for links != nil || addrs != nil {
 			select {
 			case ev, ok := <-links:
@@ -473,5 +544,5 @@ func watchHost(ctx context.Context, log *slog.Logger, poke func(string)) {
 				poke(fmt.Sprintf("address %s on %s %s", ev.Prefix, ev.Name, ev.Kind))
 			}
 		}
-	}()
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -225,4 +226,36 @@ func scrape(url string) (string, error) {
 		return string(b), fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return string(b), err
+}
+
+// With RequireMatch, a host where no port matches the profile (a Broadcom
+// host, an mlx5 profile) fails the agent's start; without it the agent
+// runs, in sync with nothing. A later check that matches nothing is a
+// failed check (rocectl_last_check_success 0), not "in sync".
+func TestRequireMatch(t *testing.T) {
+	t.Setenv("NOTIFY_SOCKET", "")
+	s, err := snapshot.Open(fixturehost.Dir("bnxt-re-factory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Profile: profile("lossy-ecn-only.toml"), Once: true, Host: &host.Host{FS: s.FS(), K: s.Kernel()},
+		ReadOnly: true, Store: apply.Store{Dir: t.TempDir()}}
+	if err := Run(context.Background(), cfg); err != nil {
+		t.Fatalf("without RequireMatch: %v", err)
+	}
+	cfg.RequireMatch = true
+	var status []string
+	cfg.Notify = func(s string) { status = append(status, s) }
+	if err := Run(context.Background(), cfg); !errors.Is(err, ErrNoMatch) {
+		t.Fatalf("with RequireMatch: %v, want ErrNoMatch", err)
+	}
+	if len(status) != 1 || !strings.HasPrefix(status[0], "STATUS=drift check failed: no RoCE port matches") {
+		t.Errorf("sd_notify %q, want one STATUS= naming the failure (and no READY=1)", status)
+	}
+
+	l := newLoop(cfg)
+	l.st.lastOK = true
+	if err := l.check(context.Background(), "interval"); !errors.Is(err, ErrNoMatch) || l.st.lastOK {
+		t.Errorf("a later check: %v, last check ok %v; want ErrNoMatch, false", err, l.st.lastOK)
+	}
 }

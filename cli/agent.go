@@ -60,6 +60,7 @@ watchdog pings.`,
 	fl.DurationVar(&cfg.CounterInterval, "counter-interval", time.Second, "with --metrics-addr: how often NIC counters are polled")
 	fl.DurationVar(&cfg.MinApplyInterval, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
 	fl.BoolVar(&cfg.Once, "once", false, "run one check (and apply in enforce mode), then exit")
+	fl.BoolVar(&cfg.RequireMatch, "require-match", false, "fail (exit 1) when the first check finds no RoCE port matching the profile; later such checks count as failed (rocectl_last_check_success 0), not in sync")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }

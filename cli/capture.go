@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,8 +18,10 @@ func newCaptureCmd(env *Env) *cobra.Command {
 		Short: "Snapshot everything rocectl reads from this host (read-only; a support bundle)",
 		Long: `capture writes the sysfs/configfs/debugfs files rocectl reads (with their real
 symlinks) and what rtnetlink, dcbnl, ethtool and devlink report, into DIR, in
-the format of docs/snapshot-format.md. Audit it anywhere with
-rocectl audit -p PROFILE --snapshot DIR. Nothing on the host is changed.`,
+the format of docs/snapshot-format.md, with the NCCL config files
+($NCCL_CONF_FILE or ~/.nccl.conf, and /etc/nccl.conf) at their paths. Audit
+it anywhere with rocectl audit -p PROFILE --snapshot DIR. Nothing on the host
+is changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := env.host(cmd.Context())
@@ -37,7 +40,8 @@ rocectl audit -p PROFILE --snapshot DIR. Nothing on the host is changed.`,
 			}
 			meta := snapshot.Meta{CapturedAt: time.Now().UTC().Format(time.RFC3339), Hostname: host,
 				Kernel: unix.ByteSliceToString(uts.Release[:]), RocectlVersion: Version, Source: source}
-			inv, err := snapshot.Capture(h.FS, h.K, out, meta, env.Log)
+			home, _ := os.UserHomeDir()
+			inv, err := snapshot.Capture(h.FS, h.K, out, meta, snapshot.NCCLConfFiles(os.Getenv, home), env.Log)
 			if err != nil {
 				return err
 			}

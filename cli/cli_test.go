@@ -299,3 +299,46 @@ func withoutHostAndTime(t *testing.T, doc string) string {
 	b, _ := json.MarshalIndent(m, "", "  ")
 	return string(b)
 }
+
+// A capture keeps the NCCL config files at their paths: auditing the capture
+// of a host that an apply with [nccl] write configured reports no NCCL
+// drift, and $NCCL_CONF_FILE is taken too.
+func TestCaptureKeepsNCCLConfFiles(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	prof := repo("profiles/fat-tree-32gpu-100g.toml")
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, sim, "--root", root, "--state-dir", t.TempDir(), "apply", "--soak", "0", "-p", prof)
+	if code != ExitOK {
+		t.Fatalf("apply exit %d\n%s%s", code, out, errs)
+	}
+	site := []byte("NCCL_DEBUG=WARN\n")
+	if err := os.MkdirAll(filepath.Join(root, "opt/nccl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "opt/nccl/site.conf"), site, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NCCL_CONF_FILE", "/opt/nccl/site.conf")
+	snap := filepath.Join(t.TempDir(), "capture")
+	if code, out, errs := run(t, sim, "--root", root, "capture", "-o", snap); code != ExitOK {
+		t.Fatalf("capture exit %d\n%s%s", code, out, errs)
+	}
+	for p, want := range map[string][]byte{"etc/nccl.conf": nil, "opt/nccl/site.conf": site} {
+		got, err := os.ReadFile(filepath.Join(snap, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == nil {
+			want, _ = os.ReadFile(filepath.Join(root, p))
+		}
+		if !bytes.Equal(got, want) || len(got) == 0 {
+			t.Errorf("%s in the capture: %q, want %q", p, got, want)
+		}
+	}
+	code, out, errs = run(t, nil, "audit", "-p", prof, "--snapshot", snap)
+	if code != ExitOK || strings.Contains(out, "nccl") {
+		t.Fatalf("audit of the capture: exit %d\n%s%s", code, out, errs)
+	}
+}

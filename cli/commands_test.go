@@ -218,4 +218,14 @@ func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
 	if code != ExitError || !strings.Contains(errs, "No RoCE port matches the profile's [match]") {
 		t.Fatalf("--require-match: exit %d\n%s", code, errs)
 	}
+	// The agent likewise (its unit passes the flag).
+	t.Setenv("NOTIFY_SOCKET", "")
+	agent := []string{"agent", "--once", "-p", repo("profiles/lossy-ecn-only.toml"), "--snapshot", repo("testdata/hosts/bnxt-re-factory")}
+	if code, out, errs := run(t, nil, agent...); code != ExitOK {
+		t.Fatalf("agent, no match: exit %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = run(t, nil, append(agent, "--require-match")...)
+	if code != ExitError || !strings.Contains(errs, "No RoCE port matches the profile's [match]") {
+		t.Fatalf("agent --require-match: exit %d\n%s", code, errs)
+	}
 }

@@ -21,8 +21,8 @@ import (
 //
 // The agent runs live (no --snapshot, which turns the watchers off) but in
 // audit mode, which writes nothing, in a network namespace of its own with
-// only lo, with --root at an empty directory (no sysfs of this host) and a
-// temporary state dir.
+// only lo, with --root at an empty directory (no sysfs of this host, so
+// without the unit's --require-match) and a temporary state dir.
 func TestAgentWatchersUnderUnitCapabilities(t *testing.T) {
 	needBinary(t)
 	if os.Geteuid() != 0 {
@@ -47,7 +47,10 @@ func TestAgentWatchersUnderUnitCapabilities(t *testing.T) {
 			bounding += ",+" + strings.ToLower(strings.TrimPrefix(c, "CAP_"))
 		}
 		sock, msgs := notifyListener(t)
-		args := append(slices.Clone(argv[1:]), "--root", t.TempDir(), "--state-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0", "--interval", "1h")
+		// The empty root has no RoCE port: the unit's --require-match
+		// is turned off, as ROCECTL_ARGS may.
+		args := append(slices.Clone(argv[1:]), "--root", t.TempDir(), "--state-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0", "--interval", "1h",
+			"--require-match=false")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, setpriv, append([]string{"--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs", "--", rocectlBin}, args...)...)

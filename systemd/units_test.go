@@ -592,10 +592,10 @@ func hasFlagValue(argv []string, flag, value string) bool {
 }
 
 // TestUnitsRequireMatch: a host where no port matches the profile (NICs
-// gone, driver not loaded) must fail the boot apply and the audit, not pass
-// as "nothing to do" / "in sync".
+// gone, driver not loaded) must fail the boot apply, the audit and the
+// agent, not pass as "nothing to do" / "in sync".
 func TestUnitsRequireMatch(t *testing.T) {
-	for _, name := range []string{"rocectl-apply.service", "rocectl-audit.service"} {
+	for _, name := range []string{"rocectl-apply.service", "rocectl-audit.service", "rocectl-agent.service"} {
 		u := loadUnit(t, name)
 		if argv := execStart(t, u, unitEnv(t, u, "")); !slices.Contains(argv, "--require-match") {
 			t.Errorf("%s: ExecStart %q lacks --require-match", name, argv)

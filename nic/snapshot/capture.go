@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -20,7 +22,12 @@ import (
 // cma_roce_tos shares: rdma_cm's configfs directory of a device must exist
 // to be read, so a missing one is created and removed again (values are
 // kept by the kernel either way).
-func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, log *slog.Logger) (*nic.Inventory, error) {
+//
+// files are further host paths outside /sys to keep at the same path in the
+// snapshot: the NCCL config files (NCCLConfFiles), so that auditing the
+// capture against a profile with [nccl] write reads the file the host has.
+// Absent ones are skipped; unreadable ones are listed in Meta.Unreadable.
+func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log *slog.Logger) (*nic.Inventory, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -95,10 +102,88 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, log *slog.Logger) (
 		st.Devlink = nil
 	}
 	sort.Strings(paths)
+	// Write copies only /sys; the config files are read first, so that an
+	// unreadable one is listed in snapshot.json, and written after it.
+	conf := readFiles(fs, files, &meta)
 	if err := Write(dir, meta, st, fs, paths); err != nil {
 		return inv, err
 	}
-	return inv, nil
+	return inv, writeFiles(dir, conf)
+}
+
+// NCCLConfFiles lists the files NCCL reads its settings from (see
+// nccl/conf.go): $NCCL_CONF_FILE, or ~/.nccl.conf when that is unset or
+// empty, then /etc/nccl.conf. The profile that names the file rocectl
+// manages is not known at capture time, so capture takes all of them.
+// getenv and home describe the process NCCL would run as.
+func NCCLConfFiles(getenv func(string) string, home string) []string {
+	var out []string
+	switch f := getenv("NCCL_CONF_FILE"); {
+	case f != "":
+		if filepath.IsAbs(f) {
+			out = append(out, filepath.Clean(f))
+		} else if abs, err := filepath.Abs(f); err == nil {
+			out = append(out, abs) // NCCL opens it relative to its cwd
+		}
+	case home != "":
+		out = append(out, filepath.Join(home, ".nccl.conf"))
+	}
+	if !slices.Contains(out, "/etc/nccl.conf") {
+		out = append(out, "/etc/nccl.conf")
+	}
+	return out
+}
+
+type confFile struct {
+	path string
+	data []byte
+}
+
+// readFiles reads the regular files among paths through fs (following
+// symlinks: NCCL reads what a link points to), noting unreadable ones.
+func readFiles(fs nic.FS, paths []string, meta *Meta) []confFile {
+	var out []confFile
+	for _, p := range paths {
+		fi, err := os.Stat(fs.Path(p))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil && !fi.Mode().IsRegular() {
+			continue
+		}
+		var data []byte
+		if err == nil {
+			data, err = os.ReadFile(fs.Path(p))
+		}
+		if err != nil {
+			meta.Unreadable = append(meta.Unreadable, p+": "+errnoOf(err))
+			continue
+		}
+		out = append(out, confFile{path: p, data: data})
+	}
+	return out
+}
+
+// writeFiles puts each file at its host path under dir.
+func writeFiles(dir string, files []confFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer root.Close()
+	for _, f := range files {
+		name := strings.TrimPrefix(filepath.Clean(f.path), "/")
+		if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("snapshot: %s: %w", f.path, err)
+		}
+		if err := root.WriteFile(name, f.data, 0o644); err != nil {
+			return fmt.Errorf("snapshot: %s: %w", f.path, err)
+		}
+	}
+	return nil
 }
 
 var pciAttrs = []string{"vendor", "device", "subsystem_vendor", "subsystem_device", "class", "numa_node",

@@ -410,3 +410,28 @@ func TestNotCapturedIsUnknown(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 }
+
+// NCCL reads $NCCL_CONF_FILE instead of ~/.nccl.conf, then /etc/nccl.conf.
+func TestNCCLConfFiles(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "NCCL_CONF_FILE" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		conf, home string
+		want       []string
+	}{
+		{"", "/root", []string{"/root/.nccl.conf", "/etc/nccl.conf"}},
+		{"", "", []string{"/etc/nccl.conf"}},
+		{"/opt/nccl.conf", "/root", []string{"/opt/nccl.conf", "/etc/nccl.conf"}},
+		{"/etc/nccl.conf", "/root", []string{"/etc/nccl.conf"}},
+	} {
+		if got := NCCLConfFiles(env(tc.conf), tc.home); !slices.Equal(got, tc.want) {
+			t.Errorf("NCCL_CONF_FILE=%q home %q: %q, want %q", tc.conf, tc.home, got, tc.want)
+		}
+	}
+}
