@@ -190,7 +190,7 @@ func BenchmarkStoreOpen(b *testing.B) {
 			for i := range finished {
 				j := *txn.J
 				j.ID = fmt.Sprintf("20261130T%06dZ-%06x", i, i)
-				data, err := json.Marshal(&j)
+				data, err := encodeJournal(&j) // as Store.Save writes it
 				if err != nil {
 					b.Fatal(err)
 				}
