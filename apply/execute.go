@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -174,7 +175,7 @@ func (t *Txn) RollbackNow() error {
 // and listed in Journal.Skipped: there is nothing left to restore, and
 // retrying it would block every later apply until the link returned.
 func Rollback(h *host.Host, j *Journal, opts Options) error {
-	if j.Root != "" && j.Root != h.FS.Root() {
+	if !sameRoot(j.Root, h.FS.Root()) {
 		return fmt.Errorf("journal %s was written for root %s, not %s", j.ID, j.Root, h.FS.Root())
 	}
 	// Every step, whatever Done says: a journal on disk does not know how
@@ -217,6 +218,23 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 			Host: "the host holds the before-values listed as restored", Next: "the next apply, rollback or agent start finds the journal open and rolls it back again, which changes nothing that is already restored"})
 	}
 	return errors.Join(errs...)
+}
+
+// sameRoot says whether a journal written for root journal applies to an
+// FS whose (canonical) root is fsRoot. Journals record the canonical root
+// (nic.FS.Root), so --root ./tree and --root /abs/tree match; journals
+// written before that hold the root as typed, which is made canonical
+// here (relative to this process's directory, the best there is to go on).
+func sameRoot(journal, fsRoot string) bool {
+	if journal == "" || journal == fsRoot {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(journal)
+	if err != nil {
+		return false
+	}
+	abs, err := filepath.Abs(real)
+	return err == nil && abs == fsRoot
 }
 
 func stepKeys(st host.Step) []string {
