@@ -82,25 +82,42 @@ type ApplyError struct {
 func (e *ApplyError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
+	// An interruption (a signal) is one line: "interrupted by signal
+	// SIGTERM; host restored: ...".
+	sep := "\n"
+	if e.Interrupted() {
+		sep = "; "
+	}
 	if e.RestoreErr != nil {
-		fmt.Fprintf(&b, "\nROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", e.RestoreErr, e.JournalID)
+		fmt.Fprintf(&b, "%sROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", sep, e.RestoreErr, e.JournalID)
 	} else if len(e.Skipped) > 0 {
-		fmt.Fprintf(&b, "\nhost restored except for vanished devices: %d setting(s) put back; %s", len(e.Restored), SkippedSummary(e.Skipped))
+		fmt.Fprintf(&b, "%shost restored except for vanished devices: %d setting(s) put back; %s", sep, len(e.Restored), SkippedSummary(e.Skipped))
 	} else {
-		fmt.Fprintf(&b, "\nhost restored: %d setting(s) put back to their previous values", len(e.Restored))
+		fmt.Fprintf(&b, "%shost restored: %d setting(s) put back to their previous values", sep, len(e.Restored))
 	}
 	return b.String()
 }
 
+// Interrupted says whether the apply stopped because its context was
+// cancelled (a signal: the error is the context's cause) rather than
+// because a write failed.
+func (e *ApplyError) Interrupted() bool {
+	return errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded)
+}
+
 func (e *ApplyError) Unwrap() error { return e.Err }
 
-// Run writes every step in order, reading each back. On the first failure it
-// rolls back what was written and returns an *ApplyError.
+// Run writes every step in order, reading each back. On the first failure,
+// or when ctx is cancelled (SIGTERM), it rolls back what was written and
+// returns an *ApplyError; an interruption's Err is the context's cause
+// ("interrupted by signal SIGTERM" from cmd/rocectl).
 func (t *Txn) Run(ctx context.Context) error {
 	for i, st := range t.J.Steps {
 		err := ctx.Err()
 		if err == nil && t.opts.BeforeStep != nil {
-			err = t.opts.BeforeStep(i, st)
+			if err = t.opts.BeforeStep(i, st); err == nil {
+				err = ctx.Err() // a signal during the hook's delay
+			}
 		}
 		if err == nil {
 			err = t.h.WriteStep(t.d, st, false)
@@ -110,8 +127,15 @@ func (t *Txn) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			t.J.Done = i
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				err = context.Cause(ctx)
+			} else {
+				err = fmt.Errorf("%s: %w", scopeLabel(st), err)
+			}
+			// The rollback runs whatever ctx says: it must not be cut
+			// short by the signal that asked for it.
 			rerr := Rollback(t.h, t.J, t.opts)
-			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
+			return &ApplyError{Err: err, Restored: t.J.Restored, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
 		}
 		// No journal write per step: recovery undoes every step of an
 		// unfinished journal and skips those still at their before-values,
