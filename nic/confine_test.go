@@ -311,3 +311,30 @@ func TestRootCanonical(t *testing.T) {
 		t.Errorf("missing root: %s", got)
 	}
 }
+
+// TestConfined: the path handed to writers outside FS (the NCCL file's
+// atomic replacement) has its directory resolved inside the root.
+func TestConfined(t *testing.T) {
+	top := t.TempDir()
+	root, outside := filepath.Join(top, "root"), filepath.Join(top, "etc-outside")
+	for _, d := range []string{outside, filepath.Join(root, outside)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range bothResolvers(t, root) {
+		got, err := fs.Confined("/etc/nccl.conf")
+		if want := filepath.Join(fs.Root(), outside, "nccl.conf"); err != nil || got != want {
+			t.Errorf("%s: Confined = %q, %v; want %q", resolver(fs), got, err, want)
+		}
+		if _, err := fs.Confined("/missing/nccl.conf"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: missing directory: %v", resolver(fs), err)
+		}
+	}
+	if got, err := NewFS("/", true).Confined("/etc/../etc/hostname"); err != nil || got != "/etc/hostname" {
+		t.Errorf("live root: %q, %v", got, err)
+	}
+}

@@ -110,6 +110,24 @@ func (f FS) ReadString(p string) (string, error) {
 	return strings.TrimSuffix(string(b), "\n"), nil
 }
 
+// ReadFile reads the regular file p whole (inside the root, with the
+// deadline): files that are not attributes, as the NCCL config file.
+func (f FS) ReadFile(p string) ([]byte, error) { return f.readFile(p, p) }
+
+// Confined is the machine path of p for the few writers that must use
+// package os (the NCCL file's atomic replacement: temp file, fsync,
+// rename): its directory resolved inside the root as the FS methods
+// resolve paths, its last name as given (nccl.WriteConf refuses a
+// symlink there). Unlike the FS methods it resolves once, not at each use.
+func (f FS) Confined(p string) (string, error) {
+	dir, name := filepath.Split(filepath.Clean("/" + p))
+	real, err := f.Resolve(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(f.Root(), real, name), nil
+}
+
 // readFile reads the attribute p; errors name asked (the path as the
 // caller knows it).
 func (f FS) readFile(p, asked string) ([]byte, error) {
