@@ -20,6 +20,9 @@ type rootDir struct {
 	path  string // the root as given, cleaned
 	fd    int    // -1 when the root could not be opened (it may appear later)
 	canon string // absolute, symlinks resolved; "" when unknown
+	// plain: the root is on a local disk or tmpfs file system (a --root
+	// copy, a snapshot), whose regular files never block for long.
+	plain bool
 	// noOpenat2 is set once openat2 answered ENOSYS, so that later calls
 	// go straight to the walk. Tests set it to exercise the walk.
 	noOpenat2 atomic.Bool
@@ -39,6 +42,13 @@ func openRootDir(root string) *rootDir {
 	d.canon, _ = fdPath(fd)
 	if d.canon == "" {
 		d.canon = evalSymlinksAbs(root)
+	}
+	var st unix.Statfs_t
+	if unix.Fstatfs(fd, &st) == nil {
+		switch st.Type {
+		case unix.TMPFS_MAGIC, unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.OVERLAYFS_SUPER_MAGIC:
+			d.plain = root != "/"
+		}
 	}
 	runtime.AddCleanup(d, func(fd int) { unix.Close(fd) }, fd)
 	return d

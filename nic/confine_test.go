@@ -279,6 +279,11 @@ func TestDeadline(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("the deadline did not fire: %v", time.Since(start))
 	}
+	// The live host has the deadline; a tree of plain files on tmpfs or a
+	// local disk relies on the regular-file check.
+	if live := NewFS("/", true); live.timeout != DefaultTimeout {
+		t.Errorf("live host timeout %v", live.timeout)
+	}
 	// Within the deadline, the operation's own answer comes back.
 	want := errors.New("EIO")
 	if err := fs.WithTimeout(time.Minute).withDeadline("read", "/x", func() error { return want }); err != want {

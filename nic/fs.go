@@ -24,9 +24,11 @@ import (
 // neither ".." nor an absolute link leads out of it (openat2's
 // RESOLVE_IN_ROOT; confine.go). Root "/" takes the same path.
 //
-// Every operation has a deadline (DefaultTimeout), and a file read or
-// written as an attribute must be a regular file: a FIFO or a device in
-// the tree would otherwise block a read or write forever.
+// A file read or written as an attribute must be a regular file: a FIFO
+// or a device in the tree would otherwise block a read or write forever.
+// On the live host (and any root not on a local disk or tmpfs) every
+// operation also has a deadline (DefaultTimeout): a driver may never
+// answer.
 type FS struct {
 	root     string   // as given, cleaned: error messages name paths under it
 	dir      *rootDir // the root, opened once
@@ -53,11 +55,18 @@ func NewFS(root string, readOnly bool) FS {
 		root = "/"
 	}
 	root = filepath.Clean(root)
-	return FS{root: root, dir: openRootDir(root), readOnly: readOnly, timeout: DefaultTimeout}
+	f := FS{root: root, dir: openRootDir(root), readOnly: readOnly, timeout: DefaultTimeout}
+	if f.dir.plain {
+		// A tree of plain files on a local disk or tmpfs (--root,
+		// --snapshot): the regular-file check is what keeps its reads
+		// from blocking, and the deadline's goroutine would double the
+		// cost of each of a host's thousands of attribute reads.
+		f.timeout = 0
+	}
+	return f
 }
 
-// WithTimeout returns f with each operation bounded by d instead of
-// DefaultTimeout.
+// WithTimeout returns f with each operation bounded by d (0: none).
 func (f FS) WithTimeout(d time.Duration) FS {
 	f.timeout = d
 	return f
