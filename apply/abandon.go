@@ -60,7 +60,7 @@ func Abandon(h *host.Host, store Store, id string) (*Abandoned, error) {
 	if j := a.Journal; j != nil {
 		for _, st := range j.Steps {
 			var err error
-			if j.Root != "" && j.Root != h.FS.Root() {
+			if !sameRoot(j.Root, h.FS.Root()) {
 				err = fmt.Errorf("journal is for root %s, not %s", j.Root, h.FS.Root())
 			} else {
 				err = h.CheckStep(st, true)

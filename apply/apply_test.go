@@ -496,3 +496,55 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 		t.Fatalf("devlink state %+v", params)
 	}
 }
+
+// TestRollbackRootSpelledDifferently is the reproducer: the
+// journal recorded --root as typed, so an apply made with a relative root
+// (through a symlink) was refused by a rollback given the absolute path.
+// The journal now records the canonical root, and either spelling rolls
+// back.
+func TestRollbackRootSpelledDifferently(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	before, beforeF := stateJSON(t, r.sim), fixturehost.Files(t, r.root)
+	link := filepath.Join(t.TempDir(), "tree")
+	if err := os.Symlink(r.root, link); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.h.FS = nic.NewFS(rel, false)
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	open, err := r.opts.Store.Open()
+	if err != nil || len(open) != 1 {
+		t.Fatalf("open journals: %v %v", open, err)
+	}
+	canon, err := filepath.EvalSymlinks(r.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open[0].Root != canon {
+		t.Errorf("journal root %q, want the canonical %q", open[0].Root, canon)
+	}
+	h2 := &host.Host{FS: nic.NewFS(r.root, false), K: r.sim}
+	if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if stateJSON(t, r.sim) != before {
+		t.Error("kernel state not restored")
+	}
+	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
+		t.Errorf("files not restored: %v", d)
+	}
+	// Another tree is still refused.
+	other := &host.Host{FS: nic.NewFS(t.TempDir(), false), K: r.sim}
+	if err := Rollback(other, open[0], Options{Store: r.opts.Store, Retries: 1}); err == nil {
+		t.Error("rollback on another root was not refused")
+	}
+}

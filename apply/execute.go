@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -81,25 +82,42 @@ type ApplyError struct {
 func (e *ApplyError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
+	// An interruption (a signal) is one line: "interrupted by signal
+	// SIGTERM; host restored: ...".
+	sep := "\n"
+	if e.Interrupted() {
+		sep = "; "
+	}
 	if e.RestoreErr != nil {
-		fmt.Fprintf(&b, "\nROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", e.RestoreErr, e.JournalID)
+		fmt.Fprintf(&b, "%sROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", sep, e.RestoreErr, e.JournalID)
 	} else if len(e.Skipped) > 0 {
-		fmt.Fprintf(&b, "\nhost restored except for vanished devices: %d setting(s) put back; %s", len(e.Restored), SkippedSummary(e.Skipped))
+		fmt.Fprintf(&b, "%shost restored except for vanished devices: %d setting(s) put back; %s", sep, len(e.Restored), SkippedSummary(e.Skipped))
 	} else {
-		fmt.Fprintf(&b, "\nhost restored: %d setting(s) put back to their previous values", len(e.Restored))
+		fmt.Fprintf(&b, "%shost restored: %d setting(s) put back to their previous values", sep, len(e.Restored))
 	}
 	return b.String()
 }
 
+// Interrupted says whether the apply stopped because its context was
+// cancelled (a signal: the error is the context's cause) rather than
+// because a write failed.
+func (e *ApplyError) Interrupted() bool {
+	return errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded)
+}
+
 func (e *ApplyError) Unwrap() error { return e.Err }
 
-// Run writes every step in order, reading each back. On the first failure it
-// rolls back what was written and returns an *ApplyError.
+// Run writes every step in order, reading each back. On the first failure,
+// or when ctx is cancelled (SIGTERM), it rolls back what was written and
+// returns an *ApplyError; an interruption's Err is the context's cause
+// ("interrupted by signal SIGTERM" from cmd/rocectl).
 func (t *Txn) Run(ctx context.Context) error {
 	for i, st := range t.J.Steps {
 		err := ctx.Err()
 		if err == nil && t.opts.BeforeStep != nil {
-			err = t.opts.BeforeStep(i, st)
+			if err = t.opts.BeforeStep(i, st); err == nil {
+				err = ctx.Err() // a signal during the hook's delay
+			}
 		}
 		if err == nil {
 			err = t.h.WriteStep(t.d, st, false)
@@ -109,8 +127,15 @@ func (t *Txn) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			t.J.Done = i
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				err = context.Cause(ctx)
+			} else {
+				err = fmt.Errorf("%s: %w", scopeLabel(st), err)
+			}
+			// The rollback runs whatever ctx says: it must not be cut
+			// short by the signal that asked for it.
 			rerr := Rollback(t.h, t.J, t.opts)
-			return &ApplyError{Err: fmt.Errorf("%s: %w", scopeLabel(st), err), Restored: t.J.Restored, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
+			return &ApplyError{Err: err, Restored: t.J.Restored, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
 		}
 		// No journal write per step: recovery undoes every step of an
 		// unfinished journal and skips those still at their before-values,
@@ -174,7 +199,7 @@ func (t *Txn) RollbackNow() error {
 // and listed in Journal.Skipped: there is nothing left to restore, and
 // retrying it would block every later apply until the link returned.
 func Rollback(h *host.Host, j *Journal, opts Options) error {
-	if j.Root != "" && j.Root != h.FS.Root() {
+	if !sameRoot(j.Root, h.FS.Root()) {
 		return fmt.Errorf("journal %s was written for root %s, not %s", j.ID, j.Root, h.FS.Root())
 	}
 	// Every step, whatever Done says: a journal on disk does not know how
@@ -217,6 +242,23 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 			Host: "the host holds the before-values listed as restored", Next: "the next apply, rollback or agent start finds the journal open and rolls it back again, which changes nothing that is already restored"})
 	}
 	return errors.Join(errs...)
+}
+
+// sameRoot says whether a journal written for root journal applies to an
+// FS whose (canonical) root is fsRoot. Journals record the canonical root
+// (nic.FS.Root), so --root ./tree and --root /abs/tree match; journals
+// written before that hold the root as typed, which is made canonical
+// here (relative to this process's directory, the best there is to go on).
+func sameRoot(journal, fsRoot string) bool {
+	if journal == "" || journal == fsRoot {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(journal)
+	if err != nil {
+		return false
+	}
+	abs, err := filepath.Abs(real)
+	return err == nil && abs == fsRoot
 }
 
 func stepKeys(st host.Step) []string {

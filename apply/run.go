@@ -71,8 +71,9 @@ const (
 	// ConfirmPending: applied; reverted at Result.Deadline unless
 	// `rocectl commit` comes first.
 	ConfirmPending Outcome = "confirm_pending"
-	// Failed: a write or its read-back failed; the host was rolled back
-	// (unless RollbackErr says otherwise).
+	// Failed: a write or its read-back failed, or the context was
+	// cancelled (a signal) before the commit; the host was rolled back
+	// (unless the *ApplyError in Failure says otherwise).
 	Failed Outcome = "failed"
 	// RolledBack: applied, then verification or the guard said no and
 	// the host was rolled back (unless RollbackErr says otherwise).
@@ -89,7 +90,8 @@ type Result struct {
 	// it could not restore because their device is gone.
 	Restored []string
 	Skipped  []Skipped
-	// Failure is the failed write (an *ApplyError) when Outcome is Failed.
+	// Failure is the failed write or the interruption (an *ApplyError;
+	// Interrupted() for a signal) when Outcome is Failed.
 	Failure error
 	// Reason says why verification or the guard rolled back (RolledBack).
 	Reason string
@@ -152,9 +154,15 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		opts.Applied(res)
 	}
 
+	// A signal from here to the commit rolls back too (interrupted):
+	// until committed, the change is the operator's to abandon.
 	// Verification: everything the profile sets must read back as set.
 	if !opts.NoVerify {
-		if res.Mismatches = verifyAfterApply(ctx, pr, opts.Log, opts.SkipUnreadable); len(res.Mismatches) > 0 {
+		res.Mismatches = verifyAfterApply(ctx, pr, opts.Log, opts.SkipUnreadable)
+		if ctx.Err() != nil {
+			return interrupted(ctx, txn, res), nil
+		}
+		if len(res.Mismatches) > 0 {
 			return rollbackAfter(txn, res, "verification failed:\n  "+strings.Join(res.Mismatches, "\n  ")), nil
 		}
 	}
@@ -166,6 +174,9 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 			MaxPauseOccupancy: g.MaxPauseOccupancy, MaxPauseFramesPerSecond: g.MaxPauseFramesPerSecond,
 			Progress: opts.Progress,
 		})
+		if ctx.Err() != nil {
+			return interrupted(ctx, txn, res), nil
+		}
 		if err != nil {
 			return rollbackAfter(txn, res, "soak interrupted: "+err.Error()), nil
 		}
@@ -176,6 +187,9 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		res.Soak, res.SoakWindow = rep, g.Soak
 	}
 
+	if ctx.Err() != nil {
+		return interrupted(ctx, txn, res), nil
+	}
 	if opts.Confirm <= 0 {
 		if err := txn.Finish(time.Time{}); err != nil {
 			return res, err
@@ -212,6 +226,16 @@ func guardSpec(g policy.GuardSpec, soak *time.Duration) policy.GuardSpec {
 func rollbackAfter(txn *Txn, res *Result, why string) *Result {
 	res.RollbackErr = txn.RollbackNow()
 	res.Outcome, res.Reason, res.Restored, res.Skipped = RolledBack, why, txn.J.Restored, txn.J.Skipped
+	return res
+}
+
+// interrupted rolls back an applied change whose context was cancelled (a
+// signal) before it was committed: a Failed result whose Failure is an
+// *ApplyError naming the cause, as an interruption during the writes gives.
+func interrupted(ctx context.Context, txn *Txn, res *Result) *Result {
+	rerr := txn.RollbackNow()
+	res.Outcome, res.Restored, res.Skipped = Failed, txn.J.Restored, txn.J.Skipped
+	res.Failure = &ApplyError{Err: context.Cause(ctx), Restored: txn.J.Restored, RestoreErr: rerr, Skipped: txn.J.Skipped, JournalID: txn.J.ID}
 	return res
 }
 

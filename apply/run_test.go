@@ -206,3 +206,63 @@ func TestRecoverRestoresAnUnfinishedApply(t *testing.T) {
 		t.Error("the host is not as it was")
 	}
 }
+
+// sigterm stands for cmd/rocectl's cause of a signal's cancellation.
+type sigterm struct{}
+
+func (sigterm) Error() string        { return "interrupted by signal SIGTERM" }
+func (sigterm) Is(target error) bool { return target == context.Canceled }
+
+// TestRunInterrupted: a cancelled context (SIGTERM) anywhere before the
+// commit rolls the host back and fails with the signal named, in one line:
+// during the writes, after them, and during the soak.
+func TestRunInterrupted(t *testing.T) {
+	noSoak, longSoak := time.Duration(0), time.Hour
+	for _, tc := range []struct {
+		name     string
+		soak     *time.Duration
+		atStep   int // cancel before this step; -1: once applied
+		noVerify bool
+	}{
+		{name: "during the writes", soak: &noSoak, atStep: 2},
+		{name: "after the writes", soak: &noSoak, atStep: -1, noVerify: true},
+		{name: "during verification", soak: &noSoak, atStep: -1},
+		{name: "during the soak", soak: &longSoak, atStep: -1, noVerify: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, sim := prepared(t, nil)
+			before := stateJSON(t, sim)
+			store := Store{Dir: t.TempDir()}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			opts := RunOptions{Store: store, Soak: tc.soak, NoVerify: tc.noVerify}
+			if tc.atStep >= 0 {
+				opts.BeforeStep = func(i int, _ host.Step) error {
+					if i == tc.atStep {
+						cancel(sigterm{})
+					}
+					return nil
+				}
+			} else {
+				opts.Applied = func(*Result) { cancel(sigterm{}) }
+			}
+			res, err := Run(ctx, pr, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ae *ApplyError
+			if res.Outcome != Failed || !errors.As(res.Failure, &ae) || !ae.Interrupted() || !errors.Is(res.Failure, sigterm{}) {
+				t.Fatalf("outcome %s, failure %v; want Failed by the signal", res.Outcome, res.Failure)
+			}
+			if msg := res.Failure.Error(); !strings.HasPrefix(msg, "interrupted by signal SIGTERM; host restored: ") || strings.Contains(msg, "\n") {
+				t.Errorf("message %q", msg)
+			}
+			if stateJSON(t, sim) != before {
+				t.Error("kernel state not restored")
+			}
+			if j, err := store.Load(res.JournalID); err != nil || j.State != StateRolledBack {
+				t.Errorf("journal: %v %v", j, err)
+			}
+		})
+	}
+}

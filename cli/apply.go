@@ -166,7 +166,10 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 	case apply.Failed:
 		rep.Errors = append(rep.Errors, res.Errors()...)
 		rep.RolledBack, rep.Restored = true, res.Restored
-		if text {
+		if text && errors.Is(res.Failure, context.Canceled) {
+			// "interrupted by signal SIGTERM; host restored: ..."
+			fmt.Fprintf(env.Stderr, "%v (journal %s)\n", res.Failure, res.JournalID)
+		} else if text {
 			fmt.Fprintf(env.Stderr, "apply failed: %v\n", res.Failure)
 		} else {
 			_ = writeJSON(env.Stdout, rep)

@@ -59,7 +59,11 @@ func TestNCCLEnvFormatsAndWrite(t *testing.T) {
 	// --write into a copy of the host's root: the whole list.
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
-	os.Symlink(filepath.Join(snap, "sys"), filepath.Join(root, "sys"))
+	// A copy, not a symlink out of the root: --root confines every path
+	// to the tree.
+	if err := os.CopyFS(filepath.Join(root, "sys"), os.DirFS(filepath.Join(snap, "sys"))); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errs = run(t, nil, "--root", root, "nccl-env", "-p", repo("profiles/fat-tree-32gpu-100g.toml"), "--write", "/etc/nccl.conf")
 	data, err := os.ReadFile(filepath.Join(root, "etc/nccl.conf"))
 	if code != ExitOK || err != nil || !strings.Contains(string(data), "NCCL_IB_GID_INDEX=-1\n") || !strings.Contains(string(data), "NCCL_IB_TIMEOUT=22\n") || !strings.HasPrefix(string(data), "# BEGIN rocectl managed block") {

@@ -490,7 +490,7 @@ func readNCCL(r *portReader, s policy.Setting, _ map[string]string) (string, boo
 	if r.ncclFile == "" {
 		return "", false, fmt.Errorf("no NCCL config file to read %s from", s.Arg)
 	}
-	data, err := os.ReadFile(r.h.FS.Path(r.ncclFile))
+	data, err := r.h.FS.ReadFile(r.ncclFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", false, nil
 	}

@@ -539,7 +539,11 @@ func devlinkValue(typ, v string) (any, error) {
 func captureNCCL(h *Host, d *policy.Desired, st *Step) error {
 	path := *d.Profile.NCCL.Write
 	b := &UndoBlob{Path: path}
-	fi, err := os.Stat(h.FS.Path(path))
+	full, err := h.FS.Confined(path)
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Stat(full)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		b.Absent = true
@@ -547,7 +551,7 @@ func captureNCCL(h *Host, d *policy.Desired, st *Step) error {
 		return err
 	default:
 		b.Mode = uint32(fi.Mode().Perm())
-		if b.Data, err = os.ReadFile(h.FS.Path(path)); err != nil {
+		if b.Data, err = h.FS.ReadFile(path); err != nil {
 			return err
 		}
 	}
@@ -557,7 +561,7 @@ func captureNCCL(h *Host, d *policy.Desired, st *Step) error {
 
 func writeNCCL(w *stepWriter) error {
 	path := *w.d.Profile.NCCL.Write
-	existing, err := os.ReadFile(w.h.FS.Path(path))
+	existing, err := w.h.FS.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -590,8 +594,11 @@ func restoreNCCL(w *stepWriter) error {
 	if err := w.h.FS.CheckWrite("remove", b.Path); err != nil {
 		return err
 	}
+	full, err := w.h.FS.Confined(b.Path)
 	if b.Absent {
-		err := os.Remove(w.h.FS.Path(b.Path))
+		if err == nil {
+			err = os.Remove(full)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -600,7 +607,10 @@ func restoreNCCL(w *stepWriter) error {
 	if err := nccl.WriteConf(w.h.FS, b.Path, b.Data); err != nil {
 		return err
 	}
-	return os.Chmod(w.h.FS.Path(b.Path), os.FileMode(b.Mode))
+	if err != nil {
+		return err
+	}
+	return os.Chmod(full, os.FileMode(b.Mode))
 }
 
 // checkNCCLRestored says whether the NCCL file is back as it was saved.
@@ -609,7 +619,7 @@ func checkNCCLRestored(h *Host, st Step) error {
 	if b == nil {
 		return nil
 	}
-	data, err := os.ReadFile(h.FS.Path(b.Path))
+	data, err := h.FS.ReadFile(b.Path)
 	if b.Absent {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

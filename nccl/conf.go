@@ -261,7 +261,12 @@ func WriteConf(fs nic.FS, p string, data []byte) error {
 	if !path.IsAbs(p) {
 		return &os.PathError{Op: "write", Path: p, Err: errors.New("path must be absolute")}
 	}
-	full := fs.Path(p)
+	// The directory resolved inside the root: a symlinked /etc in a --root
+	// tree must not lead the rename out of it.
+	full, err := fs.Confined(p)
+	if err != nil {
+		return err
+	}
 	st, err := os.Lstat(full)
 	switch {
 	case err == nil && st.Mode()&os.ModeSymlink != 0:

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,30 +17,58 @@ import (
 // root "/" it is the live host; tests and --root point it at a copy of a real
 // host's tree, and --snapshot at a capture.
 //
-// Paths given to FS methods are absolute host paths ("/sys/class/net"); FS
-// joins them to the root. Symlinks inside the tree are followed relative to
-// the root, so fixture trees keep the real sysfs layout
-// (class/infiniband/<dev> -> ../../devices/.../infiniband/<dev>).
+// Paths given to FS methods are absolute host paths ("/sys/class/net"). FS
+// resolves them inside the root as a chroot would: symlinks are followed
+// relative to the root, so fixture trees keep the real sysfs layout
+// (class/infiniband/<dev> -> ../../devices/.../infiniband/<dev>), and
+// neither ".." nor an absolute link leads out of it (openat2's
+// RESOLVE_IN_ROOT; confine.go). Root "/" takes the same path.
+//
+// A file read or written as an attribute must be a regular file: a FIFO
+// or a device in the tree would otherwise block a read or write forever.
+// On the live host (and any root not on a local disk or tmpfs) every
+// operation also has a deadline (DefaultTimeout): a driver may never
+// answer.
 type FS struct {
-	root     string
-	rootReal string // root with its symlinks resolved, "" until known
+	root     string   // as given, cleaned: error messages name paths under it
+	dir      *rootDir // the root, opened once
 	readOnly bool
+	timeout  time.Duration
 }
+
+// DefaultTimeout bounds each file operation. It is a backstop against a
+// driver that never answers, not a latency target: mlx5 gives a firmware
+// command 60 s before failing it, and an attribute write may wait for one.
+const DefaultTimeout = 2 * time.Minute
 
 // ErrReadOnly is returned by writes to a read-only FS (a snapshot).
 var ErrReadOnly = errors.New("read-only snapshot: no writes")
+
+// ErrNotRegular is the error (wrapped in an *os.PathError that names the
+// path and its type) for a FIFO, socket, device or directory where an
+// attribute file is expected.
+var ErrNotRegular = errors.New("not a regular file")
 
 // NewFS returns an FS rooted at root ("" or "/" for the live host).
 func NewFS(root string, readOnly bool) FS {
 	if root == "" {
 		root = "/"
 	}
-	f := FS{root: filepath.Clean(root), readOnly: readOnly}
-	// Resolve maps paths back under the root; resolving the root itself
-	// once here spares every call a walk up through /tmp and its parents.
-	if f.root != "/" {
-		f.rootReal, _ = evalSymlinks(f.root)
+	root = filepath.Clean(root)
+	f := FS{root: root, dir: openRootDir(root), readOnly: readOnly, timeout: DefaultTimeout}
+	if f.dir.plain {
+		// A tree of plain files on a local disk or tmpfs (--root,
+		// --snapshot): the regular-file check is what keeps its reads
+		// from blocking, and the deadline's goroutine would double the
+		// cost of each of a host's thousands of attribute reads.
+		f.timeout = 0
 	}
+	return f
+}
+
+// WithTimeout returns f with each operation bounded by d (0: none).
+func (f FS) WithTimeout(d time.Duration) FS {
+	f.timeout = d
 	return f
 }
 
@@ -52,13 +81,25 @@ func (f FS) CheckWrite(op, p string) error {
 	return nil
 }
 
-// Root is the prefix every path is joined to.
-func (f FS) Root() string { return f.root }
+// Root is the canonical root: absolute, its symlinks resolved, so that a
+// journal written with --root ./tree rolls back with --root /abs/tree.
+// A root that does not exist is only made absolute.
+func (f FS) Root() string {
+	if c := f.dir.canonical(); c != "" {
+		return c
+	}
+	if abs, err := filepath.Abs(f.root); err == nil {
+		return abs
+	}
+	return f.root
+}
 
 // ReadOnly reports whether writes are refused.
 func (f FS) ReadOnly() bool { return f.readOnly }
 
-// Path maps a host path to the path on this machine.
+// Path maps a host path to the path on this machine, lexically: for
+// messages, and for the rare writer outside FS. It does not confine; the
+// FS methods do.
 func (f FS) Path(p string) string {
 	if f.root == "/" {
 		return filepath.Clean(p)
@@ -67,40 +108,124 @@ func (f FS) Path(p string) string {
 }
 
 // ReadString returns the file's content with one trailing newline removed.
-// It reads with plain open/read/close system calls: os.Open adds an fstat,
+// It reads with plain open/fstat/read/close system calls: os.Open adds
 // fcntls and a (failing) netpoller registration to every file, which
-// triples the cost of a host's thousands of one-line attribute reads.
+// costs a host's thousands of one-line attribute reads dearly.
 func (f FS) ReadString(p string) (string, error) {
-	b, err := readSmall(f.Path(p))
+	b, err := f.readFile(p, p)
 	if err != nil {
 		return "", err
 	}
 	return strings.TrimSuffix(string(b), "\n"), nil
 }
 
-func readSmall(path string) ([]byte, error) {
-	fd, err := retryEINTR(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+// ReadFile reads the regular file p whole (inside the root, with the
+// deadline): files that are not attributes, as the NCCL config file.
+func (f FS) ReadFile(p string) ([]byte, error) { return f.readFile(p, p) }
+
+// Confined is the machine path of p for the few writers that must use
+// package os (the NCCL file's atomic replacement: temp file, fsync,
+// rename): its directory resolved inside the root as the FS methods
+// resolve paths, its last name as given (nccl.WriteConf refuses a
+// symlink there). Unlike the FS methods it resolves once, not at each use.
+func (f FS) Confined(p string) (string, error) {
+	dir, name := filepath.Split(filepath.Clean("/" + p))
+	real, err := f.Resolve(dir)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return "", err
+	}
+	return filepath.Join(f.Root(), real, name), nil
+}
+
+// readFile reads the attribute p; errors name asked (the path as the
+// caller knows it).
+func (f FS) readFile(p, asked string) ([]byte, error) {
+	var out []byte
+	err := f.withDeadline("read", asked, func() error {
+		fd, err := f.openFile(p, asked, unix.O_RDONLY)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		var buf [4096]byte
+		for {
+			n, err := retryEINTR(func() (int, error) { return unix.Read(fd, buf[:]) })
+			if err != nil {
+				return &os.PathError{Op: "read", Path: f.Path(asked), Err: err}
+			}
+			out = append(out, buf[:n]...)
+			// A read that leaves the buffer part empty has reached the
+			// end: sysfs, configfs and debugfs attributes hand over their
+			// whole value in the first read, and regular files read short
+			// only at EOF. That spares the second read(2) that would
+			// return 0.
+			if n < len(buf) {
+				return nil
+			}
+		}
+	})
+	return out, err
+}
+
+// openFile opens the attribute p (flags O_RDONLY or O_WRONLY|O_TRUNC) and
+// refuses anything but a regular file. O_NONBLOCK keeps the open itself
+// from waiting for a FIFO's other end; regular files ignore it.
+func (f FS) openFile(p, asked string, flags int) (int, error) {
+	fd, err := f.dir.open(p, flags|unix.O_NONBLOCK)
+	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
+		if kind := f.kindOf(p); kind != "" {
+			err = notRegular(kind)
+		}
+	}
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "open", Path: f.Path(asked), Err: notRegular(fileKind(st.Mode))}
+	}
+	return fd, nil
+}
+
+func notRegular(kind string) error { return fmt.Errorf("%w: it is a %s", ErrNotRegular, kind) }
+
+// kindOf names the type of what p is, "" when it cannot tell.
+func (f FS) kindOf(p string) string {
+	fd, err := f.dir.open(p, unix.O_PATH)
+	if err != nil {
+		return ""
 	}
 	defer unix.Close(fd)
-	var buf [4096]byte
-	var out []byte
-	for {
-		n, err := retryEINTR(func() (int, error) { return unix.Read(fd, buf[:]) })
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		out = append(out, buf[:n]...)
-		// A read that leaves the buffer part empty has reached the end:
-		// sysfs, configfs and debugfs attributes hand over their whole
-		// value in the first read, and regular files read short only at
-		// EOF. That spares the second read(2) that would return 0, one
-		// system call in four of a host's attribute reads.
-		if n < len(buf) {
-			return out, nil
-		}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return ""
 	}
+	return fileKind(st.Mode)
+}
+
+func fileKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFLNK:
+		return "symlink"
+	}
+	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
 }
 
 // ReadTrimmed returns the file's content with surrounding space removed.
@@ -109,10 +234,15 @@ func (f FS) ReadTrimmed(p string) (string, error) {
 	return strings.TrimSpace(s), err
 }
 
-// Exists reports whether p exists (following symlinks).
+// Exists reports whether p exists (following symlinks, inside the root).
 func (f FS) Exists(p string) bool {
-	_, err := os.Stat(f.Path(p))
-	return err == nil
+	return f.withDeadline("stat", p, func() error {
+		fd, err := f.dir.open(p, unix.O_PATH)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}) == nil
 }
 
 // WriteString writes s and a newline to an existing file, as `echo s > p`
@@ -125,24 +255,47 @@ func (f FS) WriteString(p, s string) error {
 	if !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}
-	// Plain system calls, as in ReadString; one write(2), as echo does:
-	// attribute files take their value in a single write.
-	path := f.Path(p)
-	fd, err := retryEINTR(func() (int, error) { return unix.Open(path, unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0) })
-	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	n, err := retryEINTR(func() (int, error) { return unix.Write(fd, []byte(s)) })
-	if err == nil && n != len(s) {
-		err = unix.EIO
-	}
-	if cerr := unix.Close(fd); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return &os.PathError{Op: "write", Path: path, Err: err}
-	}
-	return nil
+	return f.withDeadline("write", p, func() error {
+		// Plain system calls, as in ReadString; one write(2), as echo
+		// does: attribute files take their value in a single write.
+		fd, err := f.openFile(p, p, unix.O_WRONLY|unix.O_TRUNC)
+		if err != nil {
+			return err
+		}
+		n, err := retryEINTR(func() (int, error) { return unix.Write(fd, []byte(s)) })
+		if err == nil && n != len(s) {
+			err = unix.EIO
+		}
+		if cerr := unix.Close(fd); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return &os.PathError{Op: "write", Path: f.Path(p), Err: err}
+		}
+		return nil
+	})
+}
+
+// inParent runs fn on the directory that holds p (resolved inside the
+// root) and p's last name: mkdir, rmdir and readlink act on the name
+// itself, not on where it leads.
+func (f FS) inParent(op, p string, fn func(dirfd int, name string) error) error {
+	return f.withDeadline(op, p, func() error {
+		clean := filepath.Clean("/" + p)
+		dir, name := filepath.Split(clean)
+		if name == "" {
+			return &os.PathError{Op: op, Path: f.Path(p), Err: unix.EINVAL}
+		}
+		dfd, err := f.dir.open(dir, unix.O_PATH|unix.O_DIRECTORY)
+		if err == nil {
+			err = fn(dfd, name)
+			unix.Close(dfd)
+		}
+		if err != nil {
+			return &os.PathError{Op: op, Path: f.Path(p), Err: err}
+		}
+		return nil
+	})
 }
 
 // Mkdir creates a configfs directory (rdma_cm/<dev>); an existing one is fine.
@@ -150,7 +303,7 @@ func (f FS) Mkdir(p string) error {
 	if err := f.CheckWrite("mkdir", p); err != nil {
 		return err
 	}
-	err := os.Mkdir(f.Path(p), 0o755)
+	err := f.inParent("mkdir", p, func(dfd int, name string) error { return unix.Mkdirat(dfd, name, 0o755) })
 	if errors.Is(err, os.ErrExist) {
 		return nil
 	}
@@ -162,78 +315,76 @@ func (f FS) Rmdir(p string) error {
 	if err := f.CheckWrite("rmdir", p); err != nil {
 		return err
 	}
-	return os.Remove(f.Path(p))
+	return f.inParent("rmdir", p, func(dfd int, name string) error { return unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR) })
 }
 
 // ReadDir lists the names in a directory, sorted.
 func (f FS) ReadDir(p string) ([]string, error) {
-	ents, err := os.ReadDir(f.Path(p))
+	var names []string
+	err := f.withDeadline("readdir", p, func() error {
+		fd, err := f.dir.open(p, unix.O_RDONLY|unix.O_DIRECTORY)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: f.Path(p), Err: err}
+		}
+		d := os.NewFile(uintptr(fd), f.Path(p))
+		defer d.Close()
+		names, err = d.Readdirnames(-1)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
+	sort.Strings(names)
 	return names, nil
 }
 
 // Readlink returns a symlink's target as stored (usually relative).
 func (f FS) Readlink(p string) (string, error) {
-	return os.Readlink(f.Path(p))
+	var target string
+	err := f.inParent("readlink", p, func(dfd int, name string) error {
+		var err error
+		target, err = readlinkAt(dfd, name)
+		return err
+	})
+	return target, err
 }
 
-// Resolve follows symlinks and returns the host path p refers to, e.g.
-// /sys/class/net/eth0 -> /sys/devices/pci0000:00/.../net/eth0.
+// Resolve follows symlinks inside the root and returns the host path p
+// refers to, e.g. /sys/class/net/eth0 -> /sys/devices/pci0000:00/.../net/eth0.
 func (f FS) Resolve(p string) (string, error) {
-	real, err := realPath(f.Path(p))
-	if err != nil {
-		return "", err
-	}
-	if f.root == "/" {
-		return real, nil
-	}
-	rootReal := f.rootReal
-	if rootReal == "" { // the root did not exist when the FS was made
-		if rootReal, err = evalSymlinks(f.root); err != nil {
-			return "", err
+	var real string
+	err := f.withDeadline("resolve", p, func() error {
+		var err error
+		real, err = f.dir.resolve(p)
+		if err != nil {
+			return &os.PathError{Op: "resolve", Path: f.Path(p), Err: err}
 		}
-	}
-	rel, err := filepath.Rel(rootReal, real)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return "", fmt.Errorf("%s resolves outside the root %s", p, f.root)
-	}
-	return "/" + rel, nil
+		return nil
+	})
+	return real, err
 }
 
-// realPath is filepath.EvalSymlinks done by the kernel: it opens path
-// (O_PATH: no access to the file itself) and reads the name of the
-// descriptor back from /proc/self/fd. EvalSymlinks lstats every component
-// of the path and of every link's target, each a walk from the root: ~15
-// system calls for a /sys/class/infiniband/<dev>/device under a snapshot
-// root, against 3 here. Without /proc it falls back to EvalSymlinks.
-func realPath(path string) (string, error) {
-	fd, err := retryEINTR(func() (int, error) { return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0) })
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: path, Err: err}
+// withDeadline runs op (one file operation on path p) and gives up after
+// f's timeout. sysfs, configfs and debugfs I/O are blocking system calls
+// that a stuck driver may never return from, and a signal does not
+// interrupt them; the caller gets an error naming the path and can roll
+// back or exit, while the abandoned call's goroutine ends if the kernel
+// ever answers. Regular files never take that long, so in tests each
+// goroutine ends before its operation returns.
+func (f FS) withDeadline(op, p string, fn func() error) error {
+	if f.timeout <= 0 {
+		return fn()
 	}
-	defer unix.Close(fd)
-	var buf [unix.PathMax]byte
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
-	if err != nil || n == len(buf) || buf[0] != '/' {
-		return evalSymlinks(path)
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	t := time.NewTimer(f.timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return &os.PathError{Op: op, Path: f.Path(p), Err: fmt.Errorf("no answer within %v, abandoned: %w", f.timeout, os.ErrDeadlineExceeded)}
 	}
-	return string(buf[:n]), nil
-}
-
-// evalSymlinks is filepath.EvalSymlinks made absolute, as realPath's
-// answers are (a relative root, a relative path under it).
-func evalSymlinks(path string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Abs(real)
 }
 
 // Dir is a directory of the host reached through its symlinks once: reads
@@ -264,12 +415,8 @@ func (d Dir) Path() string { return d.path }
 
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
-	b, err := readSmall(d.fs.Path(d.real + "/" + rel))
+	b, err := d.fs.readFile(d.real+"/"+rel, d.path+"/"+rel)
 	if err != nil {
-		var pe *os.PathError
-		if d.real != d.path && errors.As(err, &pe) {
-			pe.Path = d.fs.Path(d.path + "/" + rel)
-		}
 		return "", err
 	}
 	return strings.TrimSuffix(string(b), "\n"), nil

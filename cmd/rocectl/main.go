@@ -5,17 +5,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"syscall"
 
 	"github.com/rocectl/rocectl/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// SIGINT and SIGTERM cancel the context with the signal as its cause:
+	// an apply in progress rolls back and says "interrupted by signal …".
+	ctx, stop := cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := cli.NewEnv(os.Stdout, os.Stderr)
 	err := cli.NewRootCommand(env).ExecuteContext(ctx)
+	stop()
 	if msg := cli.ErrorMessage(err); msg != "" {
 		fmt.Fprintln(os.Stderr, "rocectl:", msg)
 	}
