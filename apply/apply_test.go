@@ -504,7 +504,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 // back.
 func TestRollbackRootSpelledDifferently(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-	before, beforeF := stateJSON(t, r.sim), fixturehost.Files(t, r.root)
+	before, beforeF := r.sim.Config(), fixturehost.Files(t, r.root)
 	link := filepath.Join(t.TempDir(), "tree")
 	if err := os.Symlink(r.root, link); err != nil {
 		t.Fatal(err)
@@ -536,7 +536,7 @@ func TestRollbackRootSpelledDifferently(t *testing.T) {
 	if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if stateJSON(t, r.sim) != before {
+	if r.sim.Config() != before {
 		t.Error("kernel state not restored")
 	}
 	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {

@@ -231,7 +231,7 @@ func TestRunInterrupted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pr, sim := prepared(t, nil)
-			before := stateJSON(t, sim)
+			before := sim.Config()
 			store := Store{Dir: t.TempDir()}
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
@@ -257,7 +257,7 @@ func TestRunInterrupted(t *testing.T) {
 			if msg := res.Failure.Error(); !strings.HasPrefix(msg, "interrupted by signal SIGTERM; host restored: ") || strings.Contains(msg, "\n") {
 				t.Errorf("message %q", msg)
 			}
-			if stateJSON(t, sim) != before {
+			if sim.Config() != before {
 				t.Error("kernel state not restored")
 			}
 			if j, err := store.Load(res.JournalID); err != nil || j.State != StateRolledBack {
