@@ -351,10 +351,7 @@ func (l *loop) check(ctx context.Context, why string) error {
 	st.lastCheck, st.lastOK = time.Now(), err == nil
 	if err == nil {
 		st.driftGroups, st.unsupported = driftGroups(pr), len(pr.Plan.Unsupported)
-		st.ports = st.ports[:0]
-		for _, dp := range pr.Desired.Ports {
-			st.ports = append(st.ports, portRef{netdev: dp.Port.Netdev, rdmaDev: dp.Port.RDMADevice, port: dp.Port.PortNum})
-		}
+		st.ports = portRefsOf(pr.Desired.Ports)
 	}
 	st.mu.Unlock()
 	if err != nil {

@@ -7,12 +7,15 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/verify"
 )
 
 // The daemon's /metrics, in Prometheus conventions: base units (seconds,
@@ -30,6 +33,14 @@ import (
 // zero. Prometheus' rate() would read either as a reset and lose what was
 // counted between the last scrape and the reset; polling every second
 // keeps that loss to one poll.
+//
+// A bond (RoCE LAG) has no NIC counters of its own: each slave is polled
+// as a port of its own (device = the slave's netdev), and the bond gets
+// the sum over its slaves under rocectl_bond_<name> (device = the bond).
+// Separate names, not a device="bond0" series in the same family: a sum()
+// over rocectl_pfc_pause_seconds_total would count every LAG twice.
+// rocectl_bond_slave_info says which slave is under which bond. The RDMA
+// counters belong to the LAG's one RDMA device and are the bond's.
 
 const (
 	counterDefaultInterval = time.Second
@@ -43,6 +54,9 @@ const (
 // 3700000/1e6 is 3.7, 3700000*1e-6 is 3.6999999999999997.
 type family struct {
 	desc *prometheus.Desc
+	// bond is the per-bond sum of a NIC family (rocectl_bond_...), nil
+	// for the RDMA families.
+	bond *prometheus.Desc
 	per  float64
 }
 
@@ -51,7 +65,12 @@ func newFamily(name, help string, rdma bool, per float64, labels ...string) *fam
 	if rdma {
 		l = append(l, "rdma_device", "port")
 	}
-	return &family{desc: prometheus.NewDesc(name, help, append(l, labels...), nil), per: per}
+	f := &family{desc: prometheus.NewDesc(name, help, append(l, labels...), nil), per: per}
+	if !rdma {
+		f.bond = prometheus.NewDesc("rocectl_bond_"+strings.TrimPrefix(name, "rocectl_"),
+			"RoCE LAG bond (device): the sum over its slaves of "+name+": "+help, append(l, labels...), nil)
+	}
+	return f
 }
 
 const microseconds = 1e6 // per second
@@ -146,6 +165,41 @@ type portRef struct {
 	netdev  string
 	rdmaDev string
 	port    int
+	// bond is, for a slave of a bond (RoCE LAG), the bond's netdev: the
+	// slave has no RDMA device of its own, and its NIC series are summed
+	// into the bond's.
+	bond string
+	// isBond: netdev is a bond master. It has no ethtool -S counters (its
+	// NIC series are its slaves' sums) and carries the RDMA series.
+	isBond bool
+}
+
+// portRefsOf lists what the poller reads for the matched ports: a port
+// under no bond as it is; a bond as itself (RDMA counters) and each of
+// its slaves (NIC counters).
+func portRefsOf(ports []policy.DesiredPort) []portRef {
+	var out []portRef
+	for _, dp := range ports {
+		p := dp.Port
+		if len(p.Slaves) == 0 {
+			out = append(out, portRef{netdev: p.Netdev, rdmaDev: p.RDMADevice, port: p.PortNum})
+			continue
+		}
+		out = append(out, portRef{netdev: p.Netdev, rdmaDev: p.RDMADevice, port: p.PortNum, isBond: true})
+		for _, m := range p.Slaves {
+			out = append(out, portRef{netdev: m.Netdev, bond: p.Netdev})
+		}
+	}
+	return out
+}
+
+// guardPort is the name the pause-storm guard gives the port's storms
+// (verify.SlavePort for a slave).
+func (p portRef) guardPort() string {
+	if p.bond != "" {
+		return verify.SlavePort(p.bond, p.netdev)
+	}
+	return p.netdev
 }
 
 // counterKey is one series of one port: an index into counterTable.
@@ -204,10 +258,14 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 	var samples []sample
 	var failed []string
 	for _, p := range ports {
-		stats, err := c.h.K.Stats(p.netdev)
-		if err != nil {
-			c.log.Debug("counters unreadable", "device", p.netdev, "err", err)
-			failed = append(failed, p.netdev)
+		var stats map[string]uint64
+		if !p.isBond {
+			var err error
+			stats, err = c.h.K.Stats(p.netdev)
+			if err != nil {
+				c.log.Debug("counters unreadable", "device", p.netdev, "err", err)
+				failed = append(failed, p.netdev)
+			}
 		}
 		for i, s := range counterTable {
 			if v, ok := c.read(p, s, stats); ok {
@@ -327,6 +385,8 @@ var (
 		"Time of the last poll of the NIC statistics the NIC series come from.", nil, nil)
 	descPollErrors = prometheus.NewDesc("rocectl_stats_read_errors_total",
 		"Polls that could not read the port's ethtool statistics.", []string{"device"}, nil)
+	descBondSlave = prometheus.NewDesc("rocectl_bond_slave_info",
+		"A physical port (device) under a RoCE LAG bond (bond); always 1.", []string{"bond", "device"}, nil)
 )
 
 var (
@@ -374,7 +434,7 @@ func buildInfo(version string) [3]string {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnsupported, descCheckSuccess, descCheckTime,
-		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors} {
+		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBondSlave} {
 		ch <- d
 	}
 	seen := map[*family]bool{}
@@ -382,6 +442,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		if !seen[s.fam] {
 			seen[s.fam] = true
 			ch <- s.fam.desc
+			if s.fam.bond != nil {
+				ch <- s.fam.bond
+			}
 		}
 	}
 }
@@ -425,7 +488,13 @@ func (c *collector) collectState(gauge func(*prometheus.Desc, float64, ...string
 		gauge(descGuardState, boolFloat(guard == s), s)
 	}
 	for _, p := range st.ports {
-		ch <- prometheus.MustNewConstMetric(descGuardStorms, prometheus.CounterValue, float64(st.storms[p.netdev]), p.netdev)
+		if p.isBond {
+			continue // the guard watches the slaves
+		}
+		ch <- prometheus.MustNewConstMetric(descGuardStorms, prometheus.CounterValue, float64(st.storms[p.guardPort()]), p.netdev)
+		if p.bond != "" {
+			gauge(descBondSlave, 1, p.bond, p.netdev)
+		}
 	}
 }
 
@@ -439,7 +508,11 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 	gauge(descPollTime, unixSeconds(ct.lastPoll))
 	labels := make([]string, 0, 6)
 	for _, p := range ct.ports {
-		ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.netdev]), p.netdev)
+		if p.isBond {
+			ct.collectBond(ch, p.netdev)
+		} else {
+			ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.netdev]), p.netdev)
+		}
 		for i, s := range counterTable {
 			t := ct.totals[counterKey{i, p.netdev}]
 			if t == nil {
@@ -452,6 +525,32 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 			labels = append(labels, s.labels...)
 			ch <- prometheus.MustNewConstMetric(s.fam.desc, prometheus.CounterValue, float64(t.total)/s.fam.per, labels...)
 		}
+	}
+}
+
+// collectBond serves a bond's NIC series: per series, the sum of its
+// slaves' totals, where at least one slave has the counter. A slave that
+// leaves the bond takes its share with it (a drop Prometheus reads as a
+// reset). The caller holds ct.mu.
+func (ct *counters) collectBond(ch chan<- prometheus.Metric, bond string) {
+	labels := make([]string, 0, 3)
+	for i, s := range counterTable {
+		if s.rdma {
+			continue
+		}
+		var sum uint64
+		found := false
+		for _, p := range ct.ports {
+			if t := ct.totals[counterKey{i, p.netdev}]; t != nil && p.bond == bond {
+				sum += t.total
+				found = true
+			}
+		}
+		if !found {
+			continue
+		}
+		labels = append(append(labels[:0], bond), s.labels...)
+		ch <- prometheus.MustNewConstMetric(s.fam.bond, prometheus.CounterValue, float64(sum)/s.fam.per, labels...)
 	}
 }
 

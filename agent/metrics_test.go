@@ -37,7 +37,7 @@ func simHost(t *testing.T) (*host.Host, *nictest.Sim, string) {
 	return &host.Host{FS: nic.NewFS(root, false), K: sim}, sim, root
 }
 
-var simPorts = []portRef{{"ens1f0np0", "mlx5_0", 1}, {"ens1f1np1", "mlx5_1", 1}}
+var simPorts = []portRef{{netdev: "ens1f0np0", rdmaDev: "mlx5_0", port: 1}, {netdev: "ens1f1np1", rdmaDev: "mlx5_1", port: 1}}
 
 // setHWCounter writes an RDMA port counter in the fixture root, as the
 // driver's sysfs attribute would show it.
@@ -100,19 +100,7 @@ func TestExpositionGolden(t *testing.T) {
 
 	got := exposition(t, newCollector(st, ctrs, "v1.2.3"))
 	got = dropFamily(got, "rocectl_build_info")
-	golden := filepath.Join("testdata", "metrics", "cx6dx-ofed-factory.prom")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("exposition differs from %s (go test -update rewrites it):\n%s", golden, lineDiff(string(want), string(got)))
-	}
+	checkGolden(t, got, "cx6dx-ofed-factory.prom")
 	for _, line := range []string{
 		`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 2.5`,
 		`rocectl_global_pause_seconds_total{device="ens1f0np0",direction="tx"} 0.0015`,
@@ -133,6 +121,94 @@ func TestExpositionGolden(t *testing.T) {
 	if want := `goversion="go`; !strings.Contains(bi.String(), want) || !strings.Contains(bi.String(), `version="v1.2.3"`) ||
 		!strings.Contains(bi.String(), `revision="`) || !strings.HasSuffix(bi.String(), "} 1") {
 		t.Errorf("build info %q", bi.String())
+	}
+}
+
+// checkGolden compares an exposition with testdata/metrics/<name>; -update
+// rewrites the file.
+func checkGolden(t *testing.T, got []byte, name string) {
+	t.Helper()
+	golden := filepath.Join("testdata", "metrics", name)
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("exposition differs from %s (go test -update rewrites it):\n%s", golden, lineDiff(string(want), string(got)))
+	}
+}
+
+// A RoCE LAG host (bond0 over ens1f0np0 + ens1f1np1, RDMA device
+// mlx5_bond_0): the NIC series per slave, their sums per bond under
+// rocectl_bond_*, the RDMA series on the bond, the guard's storms per
+// slave, and nothing read from the bond's (absent) ethtool statistics.
+func TestExpositionGoldenLAG(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx5-roce-lag")
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	for nd, us := range map[string]uint64{"ens1f0np0": 1_500_000, "ens1f1np1": 250_000} {
+		sim.SetStat(nd, "rx_prio3_pause_duration", us)
+		sim.SetStat(nd, "rx_prio3_pause", us/100)
+	}
+	sim.SetStat("ens1f1np1", "tx_pause_storm_warning_events", 1)
+	setHWCounter(t, root, "mlx5_bond_0", "np_cnp_sent", 500)
+
+	p, err := policy.Load(profile("connectx-lossless.toml"), policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := apply.Prepare(h, p, false)
+	ports := portRefsOf(pr.Desired.Ports)
+	want := []portRef{{netdev: "bond0", rdmaDev: "mlx5_bond_0", port: 1, isBond: true},
+		{netdev: "ens1f0np0", bond: "bond0"}, {netdev: "ens1f1np1", bond: "bond0"}}
+	if !samePorts(ports, want) {
+		t.Fatalf("ports %+v, want %+v", ports, want)
+	}
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := &state{profile: p.Name, lastCheck: at, lastOK: true, driftGroups: driftGroups(pr), unsupported: len(pr.Plan.Unsupported),
+		applies: map[string]int{"applied": 1, "rolled_back": 1}, lastApply: "rolled_back", lastApplyAt: at.Add(-time.Minute),
+		guard: "tripped", storms: map[string]int{"bond0/ens1f1np1": 1}, ports: ports}
+	ctrs := newCounters(h, discardLog())
+	ctrs.poll(ports, at.Add(time.Second))
+	// The next poll: ens1f0np0 paused another half second.
+	sim.AddStat("ens1f0np0", "rx_prio3_pause_duration", 500_000)
+	ctrs.poll(ports, at.Add(2*time.Second))
+
+	c := newCollector(st, ctrs, "v1.2.3")
+	got := dropFamily(exposition(t, c), "rocectl_build_info")
+	checkGolden(t, got, "cx5-roce-lag.prom")
+	for _, line := range []string{
+		`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 2`,
+		`rocectl_pfc_pause_seconds_total{device="ens1f1np1",direction="rx",priority="3"} 0.25`,
+		`rocectl_bond_pfc_pause_seconds_total{device="bond0",direction="rx",priority="3"} 2.25`,
+		`rocectl_bond_pfc_pause_frames_total{device="bond0",direction="rx",priority="3"} 17500`,
+		`rocectl_bond_pfc_storm_events_total{device="bond0",severity="warning"} 1`,
+		`rocectl_cnp_sent_total{device="bond0",port="1",rdma_device="mlx5_bond_0"} 500`,
+		`rocectl_guard_storms_total{device="ens1f1np1"} 1`,
+		`rocectl_guard_storms_total{device="ens1f0np0"} 0`,
+		`rocectl_bond_slave_info{bond="bond0",device="ens1f0np0"} 1`,
+		`rocectl_bond_slave_info{bond="bond0",device="ens1f1np1"} 1`,
+	} {
+		if !bytes.Contains(got, []byte(line+"\n")) {
+			t.Errorf("exposition lacks %s", line)
+		}
+	}
+	for _, bad := range []string{`rocectl_stats_read_errors_total{device="bond0"}`, `rocectl_guard_storms_total{device="bond0"}`,
+		`rocectl_pfc_pause_seconds_total{device="bond0"`, `rocectl_cnp_sent_total{device="ens1f0np0"`} {
+		if bytes.Contains(got, []byte(bad)) {
+			t.Errorf("exposition has %s", bad)
+		}
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }
 
@@ -224,7 +300,7 @@ func TestCounterTotalsBnxt(t *testing.T) {
 	if len(p) == 0 {
 		t.Fatal("no ports discovered on bnxt-re-factory")
 	}
-	port := portRef{p[0].Netdev, p[0].RDMADevice, p[0].PortNum}
+	port := portRef{netdev: p[0].Netdev, rdmaDev: p[0].RDMADevice, port: p[0].PortNum}
 	sim.SetStat(port.netdev, "pfc_pri3_tx_duration_us", 750_000)
 	sim.SetStat(port.netdev, "tx_pfc_ena_frames_pri3", 42)
 	sim.SetStat(port.netdev, "rx_pause_frames", 3)

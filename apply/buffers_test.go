@@ -102,3 +102,39 @@ func TestLinkTogglesPerApply(t *testing.T) {
 		}
 	}
 }
+
+// The same move on a RoCE LAG in manual buffer mode, each slave's buffer 0
+// too small to be lossless: planned per slave, the buffer map goes before
+// PFC on both, and the simulated driver takes the apply with one link
+// toggle per slave.
+func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
+	r := driverRig(t, "cx5-roce-lag", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [4]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]\n",
+		func(s *nictest.Sim) {
+			for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+				if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	before := map[string]int{}
+	for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+		before[nd] = r.sim.LinkToggles(nd)
+	}
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+		if n := r.sim.LinkToggles(nd) - before[nd]; n != 1 {
+			t.Errorf("%s: %d link toggles, want 1", nd, n)
+		}
+		if pfc := r.sim.State().Links[nd].DCB.PFC.Enable; pfc != 1<<4 {
+			t.Errorf("%s: pfc_en %#x, want priority 4", nd, pfc)
+		}
+	}
+}

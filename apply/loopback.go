@@ -47,12 +47,22 @@ func Loopbacks(ctx context.Context, pr *Prepared, log *slog.Logger) []Loopback {
 }
 
 // CounterSources reads the ethtool statistics of every matched port, for
-// the pause-storm guard.
+// the pause-storm guard. A bond (RoCE LAG) has no NIC counters: each of
+// its slaves is a source of its own, "bond0/ens1f0np0" (verify.SlavePort).
 func CounterSources(pr *Prepared) []verify.CounterSource {
 	var out []verify.CounterSource
+	add := func(name, netdev string) {
+		out = append(out, verify.CounterSource{Port: name, Read: func() (map[string]uint64, error) { return pr.Host.K.Stats(netdev) }})
+	}
 	for _, dp := range pr.Desired.Ports {
-		nd := dp.Port.Netdev
-		out = append(out, verify.CounterSource{Port: nd, Read: func() (map[string]uint64, error) { return pr.Host.K.Stats(nd) }})
+		p := dp.Port
+		if len(p.Slaves) == 0 {
+			add(p.Netdev, p.Netdev)
+			continue
+		}
+		for _, m := range p.Slaves {
+			add(verify.SlavePort(p.Netdev, m.Netdev), m.Netdev)
+		}
 	}
 	return out
 }

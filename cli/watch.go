@@ -121,13 +121,17 @@ func (env *Env) watchPorts(h *host.Host, profile string) ([]nic.Port, string, er
 
 // portSample is one read of one port's counters.
 type portSample struct {
-	port  nic.Port
-	link  string
-	err   error
-	pause []verify.PauseCounter
-	cong  verify.Congestion
-	storm verify.StormEvents
-	disc  verify.Discards
+	port nic.Port
+	// bond is, for a slave of a bond (RoCE LAG), the bond; slaves, for a
+	// bond, its slaves, which have the NIC counters the bond lacks.
+	bond   string
+	slaves []string
+	link   string
+	err    error
+	pause  []verify.PauseCounter
+	cong   verify.Congestion
+	storm  verify.StormEvents
+	disc   verify.Discards
 }
 
 // watchSample is one read of every watched port, at one time.
@@ -148,10 +152,35 @@ type watchSampler struct {
 func (s *watchSampler) sample() *watchSample {
 	out := &watchSample{at: s.now(), ports: make([]portSample, 0, len(s.ports))}
 	for _, p := range s.ports {
-		ps := portSample{port: p, link: "?"}
-		if li, err := s.h.K.Link(p.Netdev); err == nil && li.OperState != "" {
-			ps.link = li.OperState
+		if p.Bond == nil || len(p.Bond.Slaves) == 0 {
+			out.ports = append(out.ports, s.portSample(p, true))
+			continue
 		}
+		// A bond (RoCE LAG) has no ethtool -S counters: its row has the
+		// link and the LAG device's RDMA counters, and each slave a row
+		// of its own with its pause, storm events and discards.
+		ps := s.portSample(p, false)
+		for _, m := range p.Bond.Slaves {
+			ps.slaves = append(ps.slaves, m.Netdev)
+		}
+		out.ports = append(out.ports, ps)
+		for _, m := range p.Bond.Slaves {
+			sl := s.portSample(nic.Port{Netdev: m.Netdev, PCI: m.PCI, Driver: m.Driver}, true)
+			sl.bond = p.Netdev
+			out.ports = append(out.ports, sl)
+		}
+	}
+	return out
+}
+
+// portSample reads one port: its link state, its ethtool -S counters when
+// nicStats, and its RDMA port's hw_counters when it has an RDMA device.
+func (s *watchSampler) portSample(p nic.Port, nicStats bool) portSample {
+	ps := portSample{port: p, link: "?"}
+	if li, err := s.h.K.Link(p.Netdev); err == nil && li.OperState != "" {
+		ps.link = li.OperState
+	}
+	if nicStats {
 		if stats, err := s.h.K.Stats(p.Netdev); err != nil {
 			ps.err = err
 		} else {
@@ -159,15 +188,14 @@ func (s *watchSampler) sample() *watchSample {
 			ps.storm = verify.StormEventCounters(stats)
 			ps.disc = verify.DiscardCounters(stats)
 		}
-		if p.RDMADevice != "" {
-			// A port without hw_counters has no congestion data: "-", not an error.
-			if hw, err := verify.ReadHWCounters(s.h.FS, p.RDMADevice, p.PortNum, s.h.Log); err == nil {
-				ps.cong = verify.CongestionCounters(hw)
-			}
-		}
-		out.ports = append(out.ports, ps)
 	}
-	return out
+	if p.RDMADevice != "" {
+		// A port without hw_counters has no congestion data: "-", not an error.
+		if hw, err := verify.ReadHWCounters(s.h.FS, p.RDMADevice, p.PortNum, s.h.Log); err == nil {
+			ps.cong = verify.CongestionCounters(hw)
+		}
+	}
+	return ps
 }
 
 // watchReport is what one interval shows, and the -o json document (one
@@ -182,7 +210,12 @@ type watchReport struct {
 }
 
 type watchPort struct {
-	Netdev      string          `json:"netdev"`
+	Netdev string `json:"netdev"`
+	// Bond is, on a slave's row, the bond it is under; Slaves, on a
+	// bond's row, the slaves whose rows follow it (a bond has no NIC
+	// counters: its row has the link and the RDMA counters only).
+	Bond        string          `json:"bond,omitempty"`
+	Slaves      []string        `json:"slaves,omitempty"`
 	RDMADevice  string          `json:"rdma_device,omitempty"`
 	Port        int             `json:"port,omitempty"`
 	Link        string          `json:"link"`
@@ -269,7 +302,7 @@ func watchRates(prev, cur *watchSample) *watchReport {
 }
 
 func portRates(p, c *portSample, secs float64) watchPort {
-	w := watchPort{Netdev: c.port.Netdev, RDMADevice: c.port.RDMADevice, Port: c.port.PortNum, Link: c.link,
+	w := watchPort{Netdev: c.port.Netdev, Bond: c.bond, Slaves: c.slaves, RDMADevice: c.port.RDMADevice, Port: c.port.PortNum, Link: c.link,
 		Priorities: []watchPrio{}}
 	if c.err != nil {
 		w.Error = c.err.Error()
@@ -450,11 +483,20 @@ func colHeads() []string {
 	return h
 }
 
+// name is the port's name on screen: a slave of a bond as the guard
+// names it, "bond0/ens1f0np0".
+func (p watchPort) name() string {
+	if p.Bond != "" {
+		return verify.SlavePort(p.Bond, p.Netdev)
+	}
+	return p.Netdev
+}
+
 func widePort(p watchPort) []string {
 	if p.Error != "" {
-		return []string{wideRow(p.Netdev, p.Link, p.Error)}
+		return []string{wideRow(p.name(), p.Link, p.Error)}
 	}
-	out := []string{wideRow(p.Netdev, p.Link, "port", "", "", "", "",
+	out := []string{wideRow(p.name(), p.Link, "port", "", "", "", "",
 		fmtRate(sumRates(p.RXDiscardsPerS, p.TXDiscardsPerS)),
 		fmtRate(p.CNPSentPerS), fmtRate(p.CNPHandledPerS), fmtRate(p.ECNMarkedPerS), fmtStorm(p))}
 	for _, pr := range p.Priorities {
@@ -470,9 +512,9 @@ func widePort(p watchPort) []string {
 
 func narrowPort(p watchPort) []string {
 	if p.Error != "" {
-		return []string{fmt.Sprintf("%s %s  %s", p.Netdev, p.Link, p.Error)}
+		return []string{fmt.Sprintf("%s %s  %s", p.name(), p.Link, p.Error)}
 	}
-	out := []string{fmt.Sprintf("%s %s  cnp tx %s/s rx %s/s  ecn %s/s  disc %s/s  storm %s", p.Netdev, p.Link,
+	out := []string{fmt.Sprintf("%s %s  cnp tx %s/s rx %s/s  ecn %s/s  disc %s/s  storm %s", p.name(), p.Link,
 		fmtRate(p.CNPSentPerS), fmtRate(p.CNPHandledPerS), fmtRate(p.ECNMarkedPerS),
 		fmtRate(sumRates(p.RXDiscardsPerS, p.TXDiscardsPerS)), fmtStorm(p))}
 	row := func(name string, rx, tx *watchPause, disc string) string {

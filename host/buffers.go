@@ -62,10 +62,33 @@ func (s bufferState) shortBuffer(speed int) (int, int) {
 // planMLX5Buffers checks and orders one mlx5 port's PFC, cable length and
 // buffer changes; it refuses what the driver would refuse and notes what
 // cannot be undone.
+//
+// The buffers belong to the physical port: on a bond (RoCE LAG) Place has
+// made the bond's PFC, cable and buffer changes its slaves', and each
+// slave is planned on its own, against its own buffers and link speed and
+// the MTU the bond gives it (bond_change_mtu sets every slave's).
 func (h *Host) planMLX5Buffers(plan *policy.Plan, p *policy.Port, desired []policy.Setting) {
+	if len(p.Slaves) == 0 {
+		h.planMLX5Port(plan, p.Netdev, "", desired)
+		return
+	}
+	for _, m := range p.Slaves {
+		if m.Driver == "" || strings.HasPrefix(m.Driver, "mlx5") {
+			h.planMLX5Port(plan, m.Netdev, p.Netdev, desired)
+		}
+	}
+}
+
+// planMLX5Port is planMLX5Buffers on one physical netdev; bond, when not
+// "", is the bond over it, whose MTU change is the netdev's.
+func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []policy.Setting) {
 	idx := map[policy.Kind]int{}
 	for i, c := range plan.Changes {
-		if c.Port != nil && c.Port.Netdev == p.Netdev {
+		switch {
+		case c.Port == nil:
+		case c.Port.Netdev == netdev:
+			idx[c.Kind] = i
+		case bond != "" && c.Port.Netdev == bond && c.Kind == policy.KindMTU:
 			idx[c.Kind] = i
 		}
 	}
@@ -87,16 +110,16 @@ func (h *Host) planMLX5Buffers(plan *policy.Plan, p *policy.Port, desired []poli
 	if !p2bChange && !sizeChange {
 		return
 	}
-	st, err := h.K.DCB(p.Netdev)
+	st, err := h.K.DCB(netdev)
 	if err != nil || st.PFC == nil || st.Buffer == nil {
 		return // the plan reports the unreadable or unsupported settings
 	}
-	li, err := h.K.Link(p.Netdev)
+	li, err := h.K.Link(netdev)
 	if err != nil {
 		return
 	}
 	speed := 0
-	if v, err := h.FS.ReadTrimmed("/sys/class/net/" + p.Netdev + "/speed"); err == nil {
+	if v, err := h.FS.ReadTrimmed("/sys/class/net/" + netdev + "/speed"); err == nil {
 		speed, _ = strconv.Atoi(v)
 	}
 	cur := bufferState{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size, cable: int(st.PFC.Delay), mtu: li.MTU}
@@ -163,7 +186,7 @@ func (h *Host) planMLX5Buffers(plan *policy.Plan, p *policy.Port, desired []poli
 		switch {
 		case pfcOK < 0:
 		case bufOK < 0:
-			moveBuffersFirst(plan, p.Netdev)
+			moveBuffersFirst(plan, netdev)
 		default:
 			refuse(policy.KindPFC, "no order of the PFC and buffer writes passes mlx5's buffer check: each intermediate state leaves a lossless buffer too small; change PFC and buffers in two applies")
 			return
@@ -239,6 +262,12 @@ func Disruptions(plan *policy.Plan) map[string][]string {
 		switch {
 		case c.Kind == policy.KindPFC && mlx5:
 			add(nd, "link toggle: mlx5 takes the link down and up when PFC changes (mlx5e_dcbnl_ieee_setpfc)")
+		case c.Kind == policy.KindMTU && len(c.Port.Slaves) > 0:
+			// A bond has no queues: it sets the MTU of every slave
+			// (bond_change_mtu), and their queues are re-created.
+			for _, m := range c.Port.Slaves {
+				add(m.Netdev, "channel reset: an MTU change re-creates the NIC's queues (set through "+nd+")")
+			}
 		case c.Kind == policy.KindMTU:
 			add(nd, "channel reset: an MTU change re-creates the NIC's queues")
 		case (c.Kind == policy.KindPrioBuffer || c.Kind == policy.KindBufferSize) && mlx5:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -29,8 +30,28 @@ import (
 
 // CounterSource reads one port's ethtool statistics.
 type CounterSource struct {
+	// Port names the port in storms and reports: its netdev, or for a
+	// slave of a bond SlavePort's "bond0/ens1f0np0".
 	Port string
 	Read func() (map[string]uint64, error)
+}
+
+// A bond (RoCE LAG) has no NIC counters of its own: pause, storm events
+// and discards are counted by each physical port under it. The guard
+// watches every slave as a port of its own, so a storm on one slave is a
+// storm, named after the bond and the slave.
+
+// SlavePort names the counters of one slave of a bond: "bond0/ens1f0np0".
+func SlavePort(bond, slave string) string { return bond + "/" + slave }
+
+// SplitPort undoes SlavePort: the bond ("" for a port under no bond) and
+// the netdev whose counters port names. Netdev names never hold a '/'
+// (the kernel's dev_valid_name refuses it), so the split is unambiguous.
+func SplitPort(port string) (bond, netdev string) {
+	if b, nd, ok := strings.Cut(port, "/"); ok {
+		return b, nd
+	}
+	return "", port
 }
 
 // GuardConfig is [guard] plus the clock.

@@ -186,3 +186,15 @@ func TestDetectorWindowIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// SplitPort undoes SlavePort, and leaves a port under no bond as it is.
+func TestSplitPort(t *testing.T) {
+	for _, c := range []struct{ port, bond, netdev string }{
+		{SlavePort("bond0", "ens1f0np0"), "bond0", "ens1f0np0"},
+		{"ens1f0np0", "", "ens1f0np0"},
+	} {
+		if b, nd := SplitPort(c.port); b != c.bond || nd != c.netdev {
+			t.Errorf("SplitPort(%q) = %q, %q; want %q, %q", c.port, b, nd, c.bond, c.netdev)
+		}
+	}
+}

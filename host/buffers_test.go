@@ -1,0 +1,128 @@
+package host
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/policy"
+)
+
+var lagSlaves = []string{"ens1f0np0", "ens1f1np1"}
+
+// lagPlan plans profile on the RoCE LAG fixture (mlx5_bond_0 on bond0 over
+// ens1f0np0 + ens1f1np1, 25 Gb/s each, MTU 1500), after prep.
+func lagPlan(t *testing.T, profile string, prep func(*nictest.Sim)) *policy.Plan {
+	t.Helper()
+	root, sim := fixturehost.Copy(t, "cx5-roce-lag")
+	if prep != nil {
+		prep(sim)
+	}
+	pf := filepath.Join(t.TempDir(), "p.toml")
+	if err := os.WriteFile(pf, []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(pf, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), false))
+	if len(d.Ports) != 1 || len(d.Ports[0].Port.Slaves) != 2 {
+		t.Fatalf("profile matches %+v, want the bond with its two slaves", d.Ports)
+	}
+	return h.Plan(d)
+}
+
+// A lossless buffer the driver would refuse is refused on each slave:
+// planned on the bond, no buffer change was seen at all. 32768 bytes hold
+// a lossless priority at the slaves' MTU of 1500 (xoff at the 40 Gb/s
+// floor: 316 × 40 + 4080, + 9216 + 128 = 26064), not at the MTU 9000 the
+// bond gives them in the same apply (12640 + 24480 + 9344 = 46464).
+func TestLAGBufferRefusedOnEachSlave(t *testing.T) {
+	plan := lagPlan(t, `[match]
+drivers = ["mlx5_core"]
+[link]
+mtu = 9000
+[qos]
+pfc_priorities = [3]
+global_pause = false
+[buffers]
+priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
+buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]
+`, nil)
+	var refused []string
+	for _, r := range plan.Refused {
+		refused = append(refused, r.Key)
+		if !strings.Contains(r.Error, "mlx5 needs at least 46464") || !strings.Contains(r.Error, "MTU 9000") {
+			t.Errorf("%s: %s, want the minimum at MTU 9000 (46464)", r.Key, r.Error)
+		}
+	}
+	slices.Sort(refused)
+	if want := []string{"ens1f0np0.buffers.buffer_size", "ens1f1np1.buffers.buffer_size"}; !slices.Equal(refused, want) {
+		t.Errorf("refused %q, want %q", refused, want)
+	}
+}
+
+// Moving the lossless priority from 3 to 4 and priority 4 into buffer 1
+// of a LAG in manual buffer mode: written PFC first, mlx5 would check
+// priority 4 against the small buffer 0 on each slave; the buffer map goes
+// before PFC on both. Disruptions name the slaves, the bond's MTU change
+// too (the bond has no queues; it sets its slaves' MTU).
+func TestLAGBuffersWrittenFirstOnEachSlave(t *testing.T) {
+	plan := lagPlan(t, `[match]
+drivers = ["mlx5_core"]
+[link]
+mtu = 9000
+[qos]
+pfc_priorities = [4]
+global_pause = false
+[buffers]
+priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
+`, func(s *nictest.Sim) {
+		for _, nd := range lagSlaves {
+			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if len(plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", plan.Refused)
+	}
+	for _, nd := range lagSlaves {
+		var order []string
+		for _, c := range plan.Changes {
+			if c.Port != nil && c.Port.Netdev == nd && (c.Kind == policy.KindPFC || c.Kind == policy.KindPrioBuffer) {
+				order = append(order, c.Name)
+				if c.Kind == policy.KindPrioBuffer && !strings.Contains(c.Note, "written before PFC") {
+					t.Errorf("%s: note %q", c.Key, c.Note)
+				}
+			}
+		}
+		if want := []string{"buffers.priority_to_buffer", "qos.pfc"}; !slices.Equal(order, want) {
+			t.Errorf("%s: changes in order %v, want %v", nd, order, want)
+		}
+	}
+
+	dis := Disruptions(plan)
+	if _, ok := dis["bond0"]; ok {
+		t.Errorf("disruptions on bond0 %q, want them on its slaves", dis["bond0"])
+	}
+	for _, nd := range lagSlaves {
+		got := strings.Join(dis[nd], "\n")
+		for _, want := range []string{"link toggle", "irreversible: manual buffer mode", "channel reset: an MTU change re-creates the NIC's queues (set through bond0)"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: disruptions %q lack %q", nd, dis[nd], want)
+			}
+		}
+	}
+}
