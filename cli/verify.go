@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -106,6 +108,14 @@ Exit 0 when everything holds, 1 otherwise.`,
 					if len(t.CounterDeltas) > 0 {
 						fmt.Fprintf(env.Stdout, ", counters %v", t.CounterDeltas)
 					}
+					for _, c := range t.PauseDeltas {
+						if c.Frames > 0 || c.DurationUs > 0 {
+							fmt.Fprintf(env.Stdout, ", %s %s pause %s: %d frames", c.Netdev, c.Direction, c.Scope(), c.Frames)
+							if c.HasDuration {
+								fmt.Fprintf(env.Stdout, ", %d µs", c.DurationUs)
+							}
+						}
+					}
 					fmt.Fprintln(env.Stdout)
 				}
 				for _, e := range d.Errors {
@@ -155,12 +165,31 @@ func (env *Env) twoHost(ctx context.Context, pl *apply.Prepared, peer, listen st
 	}
 	v := pl.Profile.Verify
 	cfg := verify.LoopbackConfig{Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
-		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.Host.FS.Root(), Log: env.Log}
+		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.Host.FS.Root(), Log: env.Log,
+		Pause: pauseSources(pl.Host, p)}
 	if listen != "" {
 		fmt.Fprintf(env.Stderr, "waiting for a peer on %s (%s port %d, gid %d)\n", listen, p.RDMADevice, p.PortNum, p.RoCEv2GID)
 		return verify.Listen(ctx, listen, cfg)
 	}
 	return verify.Connect(ctx, peer, cfg)
+}
+
+// pauseSources read the ethtool statistics of the netdevs that carry the
+// tested port's pause counters: a RoCE LAG bond has none of its own, its
+// slaves (the physical ports) have them.
+func pauseSources(h *host.Host, p policy.Port) []verify.CounterSource {
+	names := []string{p.Netdev}
+	if len(p.Slaves) > 0 {
+		names = names[:0]
+		for _, m := range p.Slaves {
+			names = append(names, m.Netdev)
+		}
+	}
+	out := make([]verify.CounterSource, len(names))
+	for i, nd := range names {
+		out[i] = verify.CounterSource{Port: nd, Read: func() (map[string]uint64, error) { return h.K.Stats(nd) }}
+	}
+	return out
 }
 
 // verbsErrorText is err's message; when it is the stub's "not built in",
