@@ -27,7 +27,7 @@ type VerifyDoc struct {
 }
 
 func newVerifyCmd(env *Env) *cobra.Command {
-	var profile, output, peer, listen string
+	var profile, output, peer, listen, size string
 	var loopback bool
 	var duration time.Duration
 	cmd := &cobra.Command{
@@ -42,6 +42,10 @@ Exit 0 when everything holds, 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			msgSize, err := parseMessageSize(size)
+			if err != nil {
 				return err
 			}
 			d := VerifyDoc{SchemaVersion: SchemaVersion, Mismatches: []verify.Mismatch{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
@@ -69,6 +73,9 @@ Exit 0 when everything holds, 1 otherwise.`,
 			}
 			if duration > 0 {
 				pl.Profile.Verify.Duration = duration
+			}
+			if msgSize > 0 {
+				pl.Profile.Verify.MessageSize = msgSize
 			}
 			d.Profile, d.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 			d.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
@@ -142,6 +149,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 	fl.StringVar(&peer, "peer", "", "two-host mode: connect to the rocectl verify --listen at `HOST:PORT`")
 	fl.StringVar(&listen, "listen", "", "two-host mode: wait for a peer on `ADDR` (e.g. :18515)")
 	fl.DurationVar(&duration, "duration", 0, "traffic time per operation (overrides [verify] duration)")
+	fl.StringVar(&size, "size", "", "bytes per message, e.g. 65536 or 1MiB (overrides [verify] message_size)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }
@@ -172,6 +180,22 @@ func (env *Env) twoHost(ctx context.Context, pl *apply.Prepared, peer, listen st
 		return verify.Listen(ctx, listen, cfg)
 	}
 	return verify.Connect(ctx, peer, cfg)
+}
+
+// parseMessageSize reads --size: "" is the profile's, otherwise 1 byte to
+// 1 GiB, the bounds of [verify] message_size.
+func parseMessageSize(s string) (policy.Size, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := policy.ParseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("--size: %w", err)
+	}
+	if v == 0 || v > 1<<30 {
+		return 0, fmt.Errorf("--size must be 1 byte to 1GiB, not %s", s)
+	}
+	return v, nil
 }
 
 // pauseSources read the ethtool statistics of the netdevs that carry the
