@@ -31,6 +31,25 @@ func TestVerifyReadBackOnFixtureHosts(t *testing.T) {
 	}
 }
 
+// --size overrides [verify] message_size within the profile's bounds; a
+// size out of them is refused before anything runs.
+func TestVerifySizeFlag(t *testing.T) {
+	prof, snap := repo("profiles/connectx-lossless.toml"), repo("testdata/hosts/cx6dx-ofed-lossless")
+	if code, out, errs := run(t, nil, "verify", "--size", "1MiB", "-p", prof, "--snapshot", snap); code != ExitOK {
+		t.Errorf("--size 1MiB: exit %d\n%s%s", code, out, errs)
+	}
+	for _, tc := range []struct{ size, want string }{
+		{"0", "--size must be 1 byte to 1GiB, not 0"},
+		{"2GiB", "--size must be 1 byte to 1GiB, not 2GiB"},
+		{"lots", `--size: "lots" is not a size`},
+	} {
+		code, out, errs := run(t, nil, "verify", "--size", tc.size, "-p", prof, "--snapshot", snap)
+		if code != ExitError || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("--size %s: exit %d, stdout %q, stderr %q, want %q", tc.size, code, out, errs, tc.want)
+		}
+	}
+}
+
 func TestNCCLEnvFormatsAndWrite(t *testing.T) {
 	snap := repo("testdata/hosts/cx6dx-ofed-lossless")
 	// This host's two ports have their IPv4 RoCE v2 GID at different

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/verify"
 )
 
 // compileSchema compiles docs/schema/<name>.json as a draft 2020-12
@@ -106,6 +109,28 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 			validDoc(t, topoS, out)
 		})
 	}
+	// Two-host traffic needs verbs and a peer, which these tests have not:
+	// the document of a two-host run, encoded as verify encodes it, with
+	// the pause deltas of the end's port (verify's TestTwoHostRecordsPauseDeltas
+	// records them from real counter samples).
+	t.Run("verify/two-host", func(t *testing.T) {
+		d := VerifyDoc{SchemaVersion: SchemaVersion, Profile: "connectx-lossless", OK: true, Mismatches: []verify.Mismatch{},
+			Errors: []string{}, Diagnostics: []Diagnostic{}, Traffic: []*verify.LoopbackResult{{
+				Device: "mlx5_0", Port: 1, GIDIndex: 3, GID: "::ffff:192.168.77.1", PeerGID: "::ffff:192.168.77.2", PathMTU: 4096,
+				TrafficClass: 106, WriteGbps: 92.5, WriteMsgs: 1000, WriteBytes: 65536000, LatP50: 4100, LatP99: 9800, SendMsgs: 1000,
+				CounterDeltas: map[string]int64{"np_cnp_sent": 12},
+				PauseDeltas: []verify.PauseDelta{
+					{Netdev: "ens1f0np0", PauseCounter: verify.PauseCounter{Priority: 3, Direction: "rx", Frames: 40, FramesName: "rx_prio3_pause",
+						DurationUs: 1500, DurationName: "rx_prio3_pause_duration", HasDuration: true}},
+					{Netdev: "ens1f0np0", PauseCounter: verify.PauseCounter{Priority: verify.GlobalPause, Direction: "tx", FramesName: "tx_pause_ctrl_phy"}},
+				},
+				PauseWindow: 3 * time.Second}}}
+		var buf bytes.Buffer
+		if err := writeJSON(&buf, d); err != nil {
+			t.Fatal(err)
+		}
+		validDoc(t, verifyS, buf.String())
+	})
 	t.Run("topo/hgx", func(t *testing.T) {
 		dirs, _ := filepath.Glob(repo("nic/testdata/pci/*hgx*"))
 		if len(dirs) == 0 {

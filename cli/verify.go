@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -25,7 +27,7 @@ type VerifyDoc struct {
 }
 
 func newVerifyCmd(env *Env) *cobra.Command {
-	var profile, output, peer, listen string
+	var profile, output, peer, listen, size string
 	var loopback bool
 	var duration time.Duration
 	cmd := &cobra.Command{
@@ -40,6 +42,10 @@ Exit 0 when everything holds, 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			msgSize, err := parseMessageSize(size)
+			if err != nil {
 				return err
 			}
 			d := VerifyDoc{SchemaVersion: SchemaVersion, Mismatches: []verify.Mismatch{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
@@ -67,6 +73,9 @@ Exit 0 when everything holds, 1 otherwise.`,
 			}
 			if duration > 0 {
 				pl.Profile.Verify.Duration = duration
+			}
+			if msgSize > 0 {
+				pl.Profile.Verify.MessageSize = msgSize
 			}
 			d.Profile, d.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 			d.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
@@ -106,6 +115,14 @@ Exit 0 when everything holds, 1 otherwise.`,
 					if len(t.CounterDeltas) > 0 {
 						fmt.Fprintf(env.Stdout, ", counters %v", t.CounterDeltas)
 					}
+					for _, c := range t.PauseDeltas {
+						if c.Frames > 0 || c.DurationUs > 0 {
+							fmt.Fprintf(env.Stdout, ", %s %s pause %s: %d frames", c.Netdev, c.Direction, c.Scope(), c.Frames)
+							if c.HasDuration {
+								fmt.Fprintf(env.Stdout, ", %d µs", c.DurationUs)
+							}
+						}
+					}
 					fmt.Fprintln(env.Stdout)
 				}
 				for _, e := range d.Errors {
@@ -132,6 +149,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 	fl.StringVar(&peer, "peer", "", "two-host mode: connect to the rocectl verify --listen at `HOST:PORT`")
 	fl.StringVar(&listen, "listen", "", "two-host mode: wait for a peer on `ADDR` (e.g. :18515)")
 	fl.DurationVar(&duration, "duration", 0, "traffic time per operation (overrides [verify] duration)")
+	fl.StringVar(&size, "size", "", "bytes per message, e.g. 65536 or 1MiB (overrides [verify] message_size)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }
@@ -155,12 +173,47 @@ func (env *Env) twoHost(ctx context.Context, pl *apply.Prepared, peer, listen st
 	}
 	v := pl.Profile.Verify
 	cfg := verify.LoopbackConfig{Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
-		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.Host.FS.Root(), Log: env.Log}
+		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.Host.FS.Root(), Log: env.Log,
+		Pause: pauseSources(pl.Host, p)}
 	if listen != "" {
 		fmt.Fprintf(env.Stderr, "waiting for a peer on %s (%s port %d, gid %d)\n", listen, p.RDMADevice, p.PortNum, p.RoCEv2GID)
 		return verify.Listen(ctx, listen, cfg)
 	}
 	return verify.Connect(ctx, peer, cfg)
+}
+
+// parseMessageSize reads --size: "" is the profile's, otherwise 1 byte to
+// 1 GiB, the bounds of [verify] message_size.
+func parseMessageSize(s string) (policy.Size, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := policy.ParseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("--size: %w", err)
+	}
+	if v == 0 || v > 1<<30 {
+		return 0, fmt.Errorf("--size must be 1 byte to 1GiB, not %s", s)
+	}
+	return v, nil
+}
+
+// pauseSources read the ethtool statistics of the netdevs that carry the
+// tested port's pause counters: a RoCE LAG bond has none of its own, its
+// slaves (the physical ports) have them.
+func pauseSources(h *host.Host, p policy.Port) []verify.CounterSource {
+	names := []string{p.Netdev}
+	if len(p.Slaves) > 0 {
+		names = names[:0]
+		for _, m := range p.Slaves {
+			names = append(names, m.Netdev)
+		}
+	}
+	out := make([]verify.CounterSource, len(names))
+	for i, nd := range names {
+		out[i] = verify.CounterSource{Port: nd, Read: func() (map[string]uint64, error) { return h.K.Stats(nd) }}
+	}
+	return out
 }
 
 // verbsErrorText is err's message; when it is the stub's "not built in",

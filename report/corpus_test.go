@@ -116,11 +116,18 @@ func TestCorpus(t *testing.T) {
 				if a == "rack-a-03" || b == "rack-a-03" {
 					gbps, pause = 31.2, 1800000
 				}
+				// verify's pause_deltas: priority 3 paused this end for pause µs of the 3 s window.
+				pauseDeltas := []any{
+					map[string]any{"netdev": "ens1f0np0", "priority": 3, "direction": "rx", "frames": 120, "frames_counter": "rx_prio3_pause",
+						"duration_us": pause, "duration_counter": "rx_prio3_pause_duration", "has_duration": true},
+					map[string]any{"netdev": "ens1f0np0", "priority": 3, "direction": "tx", "frames": 0, "frames_counter": "tx_prio3_pause",
+						"duration_counter": "tx_prio3_pause_duration", "has_duration": true},
+				}
 				rec := map[string]any{"sweep": map[string]any{"round": r + 1, "pair": []string{a, b}, "host": end.host, "peer": end.peer,
-					"role": end.role, "rc": 0, "timed_out": false, "elapsed_s": 3.0,
-					"pause_deltas": map[string]int64{"rx_prio3_pause": 120, "rx_prio3_pause_duration": pause}},
+					"role": end.role, "rc": 0, "timed_out": false, "elapsed_s": 3.4},
 					"verify": map[string]any{"profile": "connectx-lossless", "ok": true, "mismatches": []any{}, "errors": []any{},
-						"traffic": []any{map[string]any{"write_gbps": gbps, "lat_p50": 4100, "lat_p99": 9800, "counter_deltas": map[string]int64{"np_cnp_sent": 12}}}}}
+						"traffic": []any{map[string]any{"write_gbps": gbps, "lat_p50": 4100, "lat_p99": 9800, "counter_deltas": map[string]int64{"np_cnp_sent": 12},
+							"pause_deltas": pauseDeltas, "pause_window": int64(3e9)}}}}
 				if a == "rack-a-04" && b == "rack-a-02" && end.host == "rack-a-04" {
 					rec["sweep"].(map[string]any)["timed_out"] = true
 					rec["sweep"].(map[string]any)["rc"] = -1

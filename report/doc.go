@@ -65,6 +65,20 @@ type Traffic struct {
 	LatP99        time.Duration     `json:"lat_p99"`
 	CounterDeltas map[string]int64  `json:"counter_deltas,omitempty"`
 	Errors        []json.RawMessage `json:"errors,omitempty"`
+	// PauseDeltas and PauseWindow: how the end's pause counters moved
+	// during a two-host test, and over how long.
+	PauseDeltas []PauseDelta  `json:"pause_deltas,omitempty"`
+	PauseWindow time.Duration `json:"pause_window,omitempty"`
+}
+
+// PauseDelta is the part of one traffic[].pause_deltas entry the sweep
+// uses: the change of one priority's (or global) pause counters.
+type PauseDelta struct {
+	Priority    int    `json:"priority"`
+	Direction   string `json:"direction"`
+	Frames      uint64 `json:"frames"`
+	DurationUs  uint64 `json:"duration_us"`
+	HasDuration bool   `json:"has_duration"`
 }
 
 // SweepEnd is what the sweep playbook records about one end of one test.
@@ -78,9 +92,6 @@ type SweepEnd struct {
 	TimedOut bool     `json:"timed_out"`
 	ElapsedS float64  `json:"elapsed_s"`
 	Stderr   string   `json:"stderr,omitempty"`
-	// PauseDeltas are counter deltas over the test (ethtool pause frames
-	// and durations, in the driver's names), when the end recorded them.
-	PauseDeltas map[string]int64 `json:"pause_deltas,omitempty"`
 }
 
 // Doc is one document, whichever command wrote it: the fields of all

@@ -54,7 +54,8 @@ type Pair struct {
 	LatP50 time.Duration `json:"lat_p50"`
 	LatP99 time.Duration `json:"lat_p99"`
 	// PauseOccupancy is the largest fraction of the test time a priority
-	// was paused on either end (pause duration delta / elapsed).
+	// was paused on either end (pause duration delta / the time the
+	// counters were watched).
 	PauseOccupancy float64  `json:"pause_occupancy"`
 	PauseFrames    int64    `json:"pause_frames"`
 	CNP            int64    `json:"cnp"`
@@ -201,14 +202,17 @@ func addEnd(p *Pair, d *Doc) {
 				p.CNP += v
 			}
 		}
-	}
-	for k, v := range e.PauseDeltas {
-		switch {
-		case strings.Contains(k, "pause_duration") && e.ElapsedS > 0:
-			// mlx5's *_pause_duration counters count microseconds.
-			p.PauseOccupancy = math.Max(p.PauseOccupancy, float64(v)/(e.ElapsedS*1e6))
-		case strings.Contains(k, "pause"):
-			p.PauseFrames += v
+		// The time the counters were watched; a document without it
+		// falls back to the command's run time, which is longer.
+		window := t.PauseWindow.Seconds()
+		if window <= 0 {
+			window = e.ElapsedS
+		}
+		for _, c := range t.PauseDeltas {
+			p.PauseFrames += int64(c.Frames)
+			if c.HasDuration && window > 0 {
+				p.PauseOccupancy = math.Max(p.PauseOccupancy, float64(c.DurationUs)/(window*1e6))
+			}
 		}
 	}
 	var errs []string

@@ -248,3 +248,33 @@ func trimmedStat(stats map[string]uint64, name string) (uint64, bool) {
 func joinScope(prio int, dir string) string {
 	return strings.TrimSpace(PauseCounter{Priority: prio}.Scope()) + " (" + dir + ")"
 }
+
+// PauseDelta is how one pause counter pair of a netdev moved over a test:
+// Frames and DurationUs are the changes, not the counters' values.
+type PauseDelta struct {
+	Netdev string `json:"netdev"`
+	PauseCounter
+}
+
+// pauseDeltas are the changes from before to after of every pause counter
+// pair both samples have under the same names. A pair that went backwards
+// was reset during the test: its change is unknown, and it is left out
+// rather than guessed.
+func pauseDeltas(netdev string, before, after map[string]uint64) []PauseDelta {
+	var out []PauseDelta
+	for i := range pauseSpecs {
+		b, okb := pick(&pauseSpecs[i], before)
+		a, oka := pick(&pauseSpecs[i], after)
+		if !okb || !oka || b.FramesName != a.FramesName || b.DurationName != a.DurationName {
+			continue // absent, or it appeared during the test (PFC turned on)
+		}
+		frames, okf := counterDelta(b.Frames, a.Frames)
+		dur, okd := counterDelta(b.DurationUs, a.DurationUs)
+		if !okf || !okd {
+			continue
+		}
+		a.Frames, a.DurationUs = frames, dur
+		out = append(out, PauseDelta{Netdev: netdev, PauseCounter: a})
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -146,5 +147,19 @@ func TestGuardReportsUnwatchedPortsAndCounters(t *testing.T) {
 	}
 	if v := rep.Ports["veth0"]; v == nil || v.Watched || len(v.Counters) != 0 {
 		t.Errorf("veth0 = %+v", v)
+	}
+}
+
+// A counter reset during a test, or one that appeared during it (PFC
+// turned on), has no known change: it is left out, never guessed.
+func TestPauseDeltasLeaveOutResetAndNewCounters(t *testing.T) {
+	before := map[string]uint64{"rx_prio3_pause": 100, "rx_prio3_pause_duration": 5000, "tx_prio3_pause": 7, "tx_prio3_pause_duration": 90}
+	after := map[string]uint64{"rx_prio3_pause": 130, "rx_prio3_pause_duration": 6000, "tx_prio3_pause": 2, "tx_prio3_pause_duration": 10,
+		"rx_prio4_pause": 5, "rx_prio4_pause_duration": 50}
+	got := pauseDeltas("eth1", before, after)
+	want := []PauseDelta{{Netdev: "eth1", PauseCounter: PauseCounter{Priority: 3, Direction: "rx", Frames: 30, DurationUs: 1000,
+		FramesName: "rx_prio3_pause", DurationName: "rx_prio3_pause_duration", HasDuration: true}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }

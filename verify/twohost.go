@@ -385,34 +385,57 @@ func heartbeat(pc *peerConn, tm twoHostTiming, f func() (opStats, error)) (opSta
 	return st, err
 }
 
-// counterWindow reads the hw_counters before a run and the deltas after.
+// counterWindow reads the hw_counters, and the ethtool pause counters of
+// cfg.Pause, before a run and the deltas after.
 type counterWindow struct {
 	fs     nic.FS
 	dev    string
 	port   int
 	before map[string]uint64
+	pause  []map[string]uint64 // by cfg.Pause; nil where unreadable
+	start  time.Time
 	cfg    LoopbackConfig
 }
 
 func openCounterWindow(cfg LoopbackConfig, dev string, port int) *counterWindow {
-	w := &counterWindow{fs: nic.NewFS(cfg.Root, true), dev: dev, port: port, cfg: cfg}
+	w := &counterWindow{fs: nic.NewFS(cfg.Root, true), dev: dev, port: port, cfg: cfg, start: time.Now()}
 	var err error
 	if w.before, err = readHWCounters(w.fs, dev, port, cfg.Log); err != nil {
 		cfg.Log.Warn("hw_counters unreadable", "err", err)
 	}
+	w.pause = make([]map[string]uint64, len(cfg.Pause))
+	for i, src := range cfg.Pause {
+		if w.pause[i], err = src.Read(); err != nil {
+			cfg.Log.Warn("pause counters unreadable", "netdev", src.Port, "err", err)
+		}
+	}
 	return w
 }
 
-func (w *counterWindow) deltas() map[string]int64 {
-	if w.before == nil {
-		return nil
+// close records the deltas in res.
+func (w *counterWindow) close(res *LoopbackResult) {
+	if w.before != nil {
+		time.Sleep(hwCountersSettle(w.fs, w.dev, w.port))
+		after, err := readHWCounters(w.fs, w.dev, w.port, w.cfg.Log)
+		if err != nil {
+			w.cfg.Log.Warn("hw_counters unreadable", "err", err)
+		}
+		res.CounterDeltas = hwCounterDeltas(w.before, after)
 	}
-	time.Sleep(hwCountersSettle(w.fs, w.dev, w.port))
-	after, err := readHWCounters(w.fs, w.dev, w.port, w.cfg.Log)
-	if err != nil {
-		w.cfg.Log.Warn("hw_counters unreadable", "err", err)
+	for i, src := range w.cfg.Pause {
+		if w.pause[i] == nil {
+			continue
+		}
+		after, err := src.Read()
+		if err != nil {
+			w.cfg.Log.Warn("pause counters unreadable", "netdev", src.Port, "err", err)
+			continue
+		}
+		res.PauseDeltas = append(res.PauseDeltas, pauseDeltas(src.Port, w.pause[i], after)...)
 	}
-	return hwCounterDeltas(w.before, after)
+	if res.PauseDeltas != nil {
+		res.PauseWindow = time.Since(w.start)
+	}
 }
 
 func connectWith(ctx context.Context, peer string, cfg LoopbackConfig, open openEndpointFunc, tm twoHostTiming) (*LoopbackResult, error) {
@@ -511,7 +534,7 @@ func runClient(ctx context.Context, pc *peerConn, ep rcEndpoint, cfg LoopbackCon
 		}
 		return pc.send(wireMsg{Type: msgBye}, tm.handshake)
 	}()
-	res.CounterDeltas = cw.deltas()
+	cw.close(res)
 	return res, explainWithCounters(runErr, res.CounterDeltas, cfg.Log)
 }
 
@@ -674,7 +697,7 @@ func runServer(ctx context.Context, pc *peerConn, cfg LoopbackConfig, open openE
 			}
 		}
 	}()
-	res.CounterDeltas = cw.deltas()
+	cw.close(res)
 	return res, explainWithCounters(runErr, res.CounterDeltas, cfg.Log)
 }
 

@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"hash/crc32"
 	"io"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/rocectl/rocectl/nic/nictest"
 )
 
 // ---- framing ----------------------------------------------------------
@@ -151,6 +155,7 @@ type fakeFabric struct {
 	corrupt     bool          // RDMA WRITE delivers a flipped byte
 	writeErr    error         // RDMA WRITE fails on the initiator
 	initiatorGo chan struct{} // when set, the initiator waits for it before pinging
+	onWrite     func()        // when set, runs during each RDMA WRITE phase (a NIC pausing)
 }
 
 type fakeEP struct {
@@ -195,6 +200,9 @@ func (e *fakeEP) connect(remote qpInfo, mtu int, tc, sl, hop uint8) error {
 func (e *fakeEP) writeBW(ctx context.Context, remote qpInfo, iters int, dur time.Duration) (opStats, error) {
 	if e.f.writeErr != nil {
 		return opStats{errs: []CompletionError{{Op: OpWrite, Status: WCRetryExcErr}}}, e.f.writeErr
+	}
+	if e.f.onWrite != nil {
+		e.f.onWrite()
 	}
 	copy(e.peer.recv, e.send)
 	if e.f.corrupt {
@@ -258,6 +266,12 @@ func fastTiming() twoHostTiming {
 // runPair runs serve and connectWith over loopback TCP and returns both ends.
 func runPair(t *testing.T, f *fakeFabric, client LoopbackConfig, tm twoHostTiming) (cres, sres *LoopbackResult, cerr, serr error) {
 	t.Helper()
+	return runPairWith(t, f, client, LoopbackConfig{Device: "rxe1", GIDIndex: 1, TrafficClass: 0}, tm)
+}
+
+// runPairWith is runPair with the passive end's configuration.
+func runPairWith(t *testing.T, f *fakeFabric, client, server LoopbackConfig, tm twoHostTiming) (cres, sres *LoopbackResult, cerr, serr error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +281,8 @@ func runPair(t *testing.T, f *fakeFabric, client LoopbackConfig, tm twoHostTimin
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		scfg, _ := LoopbackConfig{Device: "rxe1", GIDIndex: 1, TrafficClass: 0, Root: t.TempDir()}.normalize()
+		server.Root = t.TempDir()
+		scfg, _ := server.normalize()
 		sres, serr = serve(ctx, ln, scfg, f.open, tm)
 	})
 	client.Root = t.TempDir()
@@ -301,6 +316,64 @@ func TestTwoHostFakeRun(t *testing.T) {
 		if len(e.recv) != 4096 || e.connectTC != 106 || e.connectMTU != 1024 || !e.closed {
 			t.Errorf("endpoint %#x: buf %d tc %d mtu %d closed %v", e.qpn, len(e.recv), e.connectTC, e.connectMTU, e.closed)
 		}
+	}
+}
+
+// Each end records how its own port's pause counters moved during the
+// test: the listener's NIC paused its peer on priority 3 (tx) and sent two
+// 802.3x pause frames, the connector's NIC received the priority 3 pause.
+func TestTwoHostRecordsPauseDeltas(t *testing.T) {
+	const nd = "ens1f0np0"
+	cSim, sSim := lossless(t), lossless(t)
+	f := newFakeFabric()
+	f.onWrite = func() {
+		sSim.AddStat(nd, "tx_prio3_pause", 40)
+		sSim.AddStat(nd, "tx_prio3_pause_duration", 1500)
+		sSim.AddStat(nd, "tx_pause_ctrl_phy", 2)
+		cSim.AddStat(nd, "rx_prio3_pause", 40)
+		cSim.AddStat(nd, "rx_prio3_pause_duration", 1500)
+	}
+	src := func(sim *nictest.Sim) []CounterSource {
+		return []CounterSource{{Port: nd, Read: func() (map[string]uint64, error) { return sim.Stats(nd) }}}
+	}
+	cres, sres, cerr, serr := runPairWith(t, f, LoopbackConfig{Device: "rxe0", MsgSize: 64, Iterations: 3, Pause: src(cSim)},
+		LoopbackConfig{Device: "rxe1", Pause: src(sSim)}, fastTiming())
+	if cerr != nil || serr != nil {
+		t.Fatalf("connect: %v; serve: %v", cerr, serr)
+	}
+	prio3 := func(dir string, frames, us uint64) PauseDelta {
+		return PauseDelta{Netdev: nd, PauseCounter: PauseCounter{Priority: 3, Direction: dir, Frames: frames, DurationUs: us,
+			FramesName: dir + "_prio3_pause", DurationName: dir + "_prio3_pause_duration", HasDuration: true}}
+	}
+	global := func(dir string, frames uint64) PauseDelta {
+		return PauseDelta{Netdev: nd, PauseCounter: PauseCounter{Priority: GlobalPause, Direction: dir, Frames: frames,
+			FramesName: dir + "_pause_ctrl_phy"}}
+	}
+	for _, tc := range []struct {
+		end  string
+		res  *LoopbackResult
+		want []PauseDelta
+	}{
+		{"connector", cres, []PauseDelta{prio3("rx", 40, 1500), prio3("tx", 0, 0), global("rx", 0), global("tx", 0)}},
+		{"listener", sres, []PauseDelta{prio3("rx", 0, 0), prio3("tx", 40, 1500), global("rx", 0), global("tx", 2)}},
+	} {
+		if !reflect.DeepEqual(tc.res.PauseDeltas, tc.want) {
+			t.Errorf("%s: pause deltas\n got %+v\nwant %+v", tc.end, tc.res.PauseDeltas, tc.want)
+		}
+		if tc.res.PauseWindow <= 0 {
+			t.Errorf("%s: pause window %v", tc.end, tc.res.PauseWindow)
+		}
+	}
+	// The document's shape, as rocectl report reads it.
+	b, err := json.Marshal(sres.PauseDeltas[1])
+	if want := `{"netdev":"ens1f0np0","priority":3,"direction":"tx","frames":40,"frames_counter":"tx_prio3_pause",` +
+		`"duration_us":1500,"duration_counter":"tx_prio3_pause_duration","has_duration":true}`; err != nil || string(b) != want {
+		t.Errorf("json %s (%v), want %s", b, err, want)
+	}
+	// Without sources there is nothing to record.
+	cres, _, cerr, _ = runPair(t, newFakeFabric(), LoopbackConfig{Device: "rxe0", MsgSize: 64, Iterations: 3}, fastTiming())
+	if cerr != nil || cres.PauseDeltas != nil || cres.PauseWindow != 0 {
+		t.Errorf("no sources: %v, %+v, %v", cerr, cres.PauseDeltas, cres.PauseWindow)
 	}
 }
 

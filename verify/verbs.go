@@ -50,6 +50,10 @@ type LoopbackConfig struct {
 	Ops        []string      // OpWrite and/or OpSend; nil = both
 	Root       string        // sysfs root for hw_counters; "" = "/"
 	Log        *slog.Logger  // nil = discard
+	// Pause reads the ethtool statistics of the tested port's netdev(s)
+	// (a RoCE LAG bond's slaves): a two-host run records how its pause
+	// counters moved during the traffic (LoopbackResult.PauseDeltas).
+	Pause []CounterSource
 
 	// skipMTUCheck lets a lab test hand the kernel a path MTU above
 	// active_mtu, to show how that failure looks on the wire.
@@ -85,6 +89,14 @@ type LoopbackResult struct {
 	// the run (sent_pkts, rcvd_pkts on rxe; np_cnp_sent, out_of_sequence ...
 	// on mlx5). Nil when the port has no hw_counters directory.
 	CounterDeltas map[string]int64 `json:"counter_deltas,omitempty"`
+	// PauseDeltas are the changes of this end's pause counters
+	// (PauseCounters: per priority and global, rx and tx) over a two-host
+	// run, zeros included: a priority that never paused is a result too.
+	// PauseWindow is the time between the two samples, the denominator of
+	// the fraction of the run a priority was paused. Nil without
+	// LoopbackConfig.Pause or when no netdev has pause counters.
+	PauseDeltas []PauseDelta  `json:"pause_deltas,omitempty"`
+	PauseWindow time.Duration `json:"pause_window,omitempty"`
 	// Errors are the failed work completions, first one first (the ones
 	// after it are usually WR_FLUSH_ERR of the already broken QP).
 	Errors []CompletionError `json:"errors,omitempty"`

@@ -635,8 +635,10 @@ func TestSweep(t *testing.T) {
 	results := filepath.Join(fx.dir, "results")
 	// h3's rocectl: the real one once, then "the NIC is gone".
 	broken := filepath.Join(fx.dir, "rocectl-h3")
-	write(t, broken, fmt.Sprintf("#!/bin/sh\nif [ -e %[1]q ]; then echo 'rocectl: mlx5_0: no such device' >&2; exit 1; fi\ntouch %[1]q\nexec %[2]q \"$@\"\n",
-		filepath.Join(fx.dir, "h3.used"), rocectlBin))
+	// Its command lines go to h3.args, one a line.
+	args := filepath.Join(fx.dir, "h3.args")
+	write(t, broken, fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %[3]q\nif [ -e %[1]q ]; then echo 'rocectl: mlx5_0: no such device' >&2; exit 1; fi\ntouch %[1]q\nexec %[2]q \"$@\"\n",
+		filepath.Join(fx.dir, "h3.used"), rocectlBin, args))
 	if err := os.Chmod(broken, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -658,6 +660,7 @@ func TestSweep(t *testing.T) {
 		"rocectl_sweep_profile":       abs(t, filepath.Join(repoRoot, "profiles/connectx-lossless.toml")),
 		"rocectl_sweep_timeout":       20,
 		"rocectl_sweep_duration":      "1s",
+		"rocectl_sweep_bytes":         "1MiB",
 		"rocectl_sweep_connect_delay": 0,
 	}
 	v, _ := json.Marshal(vars)
@@ -688,5 +691,18 @@ func TestSweep(t *testing.T) {
 	}
 	if html, _ := os.ReadFile(filepath.Join(results, "report.html")); !strings.Contains(string(html), `<table id="sweep-bandwidth">`) {
 		t.Errorf("report.html has no heat map")
+	}
+	// The sweep's variables reach every test's command line, both ends':
+	// h3 is in three pairs, the listener of h3-h4 and the connector of
+	// h2-h3 and h1-h3.
+	lines, _ := os.ReadFile(args)
+	calls := strings.Split(strings.TrimSpace(string(lines)), "\n")
+	if len(calls) != 3 {
+		t.Fatalf("h3 ran rocectl %d times, want 3:\n%s", len(calls), lines)
+	}
+	for _, c := range calls {
+		if !strings.Contains(c, " --duration 1s --size 1MiB ") {
+			t.Errorf("h3's command line lacks --duration 1s --size 1MiB: %s", c)
+		}
 	}
 }
