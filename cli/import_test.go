@@ -124,3 +124,73 @@ func TestImportDumps(t *testing.T) {
 		t.Errorf("without --netdev: exit %d, %s", code, errs)
 	}
 }
+
+// ethtoolIA is `ethtool -i` and `ethtool -a` of a ConnectX-6 Dx port as
+// pasted into a ticket, prompts included.
+const ethtoolIA = `$ ethtool -i eth4
+driver: mlx5_core
+version: 5.15.0-91-generic
+firmware-version: 22.36.1010 (MT_0000000359)
+expansion-rom-version:
+bus-info: 0000:3b:00.0
+supports-statistics: yes
+supports-test: yes
+supports-eeprom-access: no
+supports-register-dump: no
+supports-priv-flags: yes
+$ ethtool -a eth4
+Pause parameters for eth4:
+Autonegotiate:	off
+RX:		on
+TX:		on
+`
+
+// TestImportThenAudit: a host known only from netdev-level dumps (mlnx_qos,
+// ethtool -S/-a/-i; no RDMA device named) is a netdev-only port the
+// profile matches by driver: its netdev settings are audited (global pause
+// on is drift, PFC, trust and DCBX are in sync), the rest reads as unknown
+// (not in the snapshot); exit 2 for the drift, 1 with --require-known.
+func TestImportThenAudit(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "snap")
+	ia := filepath.Join(tmp, "ethtool-i-a.txt")
+	if err := os.WriteFile(ia, []byte(ethtoolIA), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corpus := repo("nic/dump/testdata/corpus")
+	if code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt"), filepath.Join(corpus, "mlx5-cx6dx-ethtool-S-k5.15-txpause.txt"), ia); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	prof := repo("profiles/connectx-lossless.toml")
+	code, out, errs := run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	if code != ExitDrift {
+		t.Fatalf("audit: exit %d, want %d: %s %s", code, ExitDrift, out, errs)
+	}
+	for _, want := range []string{
+		"~ eth4 (no RDMA device known, mlx5_core)\n",
+		"~ eth4.qos.global_pause = on -> off\n",
+		"? eth4.link.mtu = unknown (not in the snapshot (link of eth4)), profile wants 9000\n",
+		"? eth4.ecn.np.enable.3 = unknown (not in the snapshot (/sys not captured)), profile wants on\n",
+		"? eth4.roce.default_roce_tos = unknown (not in the snapshot (/sys not captured)), profile wants 106\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit output lacks %q:\n%s", want, out)
+		}
+	}
+	_, js, _ := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", dir)
+	doc := validDoc(t, compileSchema(t, "report"), js)
+	// What mlnx_qos said (DCBX, trust, DSCP map, PFC, cable length) is
+	// audited and in sync; everything else a port has is unknown.
+	if !strings.Contains(out, "Plan: 1 to change, 5 in sync, 0 unsupported, 0 unreadable, 23 unknown (not in the snapshot).") || doc["in_sync"] != 5.0 {
+		t.Errorf("summary (in_sync %v):\n%s", doc["in_sync"], out)
+	}
+	for _, u := range doc["unknown"].([]any) {
+		if k := u.(map[string]any)["key"].(string); strings.HasPrefix(k, "eth4.qos.") && k != "eth4.qos.pfc_storm_prevention" {
+			t.Errorf("%s unknown, but mlnx_qos and ethtool -a said it", k)
+		}
+	}
+	if code, _, _ := run(t, nil, "audit", "--require-known", "-p", prof, "--snapshot", dir); code != ExitError {
+		t.Errorf("--require-known: exit %d, want %d", code, ExitError)
+	}
+}
