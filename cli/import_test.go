@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -123,4 +124,164 @@ func TestImportDumps(t *testing.T) {
 	if code, _, errs := run(t, nil, "import", "-o", filepath.Join(t.TempDir(), "x"), filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")); code != ExitError || !strings.Contains(errs, "--netdev") {
 		t.Errorf("without --netdev: exit %d, %s", code, errs)
 	}
+}
+
+// ethtoolIA is `ethtool -i` and `ethtool -a` of a ConnectX-6 Dx port as
+// pasted into a ticket, prompts included.
+const ethtoolIA = `$ ethtool -i eth4
+driver: mlx5_core
+version: 5.15.0-91-generic
+firmware-version: 22.36.1010 (MT_0000000359)
+expansion-rom-version:
+bus-info: 0000:3b:00.0
+supports-statistics: yes
+supports-test: yes
+supports-eeprom-access: no
+supports-register-dump: no
+supports-priv-flags: yes
+$ ethtool -a eth4
+Pause parameters for eth4:
+Autonegotiate:	off
+RX:		on
+TX:		on
+`
+
+// TestImportThenAudit: a host known only from netdev-level dumps (mlnx_qos,
+// ethtool -S/-a/-i; no RDMA device named) is a netdev-only port the
+// profile matches by driver: its netdev settings are audited (global pause
+// on is drift, PFC, trust and DCBX are in sync), the rest reads as unknown
+// (not in the snapshot); exit 2 for the drift, 1 with --require-known.
+func TestImportThenAudit(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "snap")
+	ia := filepath.Join(tmp, "ethtool-i-a.txt")
+	if err := os.WriteFile(ia, []byte(ethtoolIA), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corpus := repo("nic/dump/testdata/corpus")
+	if code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt"), filepath.Join(corpus, "mlx5-cx6dx-ethtool-S-k5.15-txpause.txt"), ia); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	prof := repo("profiles/connectx-lossless.toml")
+	code, out, errs := run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	if code != ExitDrift {
+		t.Fatalf("audit: exit %d, want %d: %s %s", code, ExitDrift, out, errs)
+	}
+	for _, want := range []string{
+		"~ eth4 (no RDMA device known, mlx5_core)\n",
+		"~ eth4.qos.global_pause = on -> off\n",
+		"? eth4.link.mtu = unknown (not in the snapshot (link of eth4)), profile wants 9000\n",
+		"? eth4.ecn.np.enable.3 = unknown (not in the snapshot (/sys not captured)), profile wants on\n",
+		"? eth4.roce.default_roce_tos = unknown (not in the snapshot (/sys not captured)), profile wants 106\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit output lacks %q:\n%s", want, out)
+		}
+	}
+	_, js, _ := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", dir)
+	doc := validDoc(t, compileSchema(t, "report"), js)
+	// What mlnx_qos said (DCBX, trust, DSCP map, PFC, cable length) is
+	// audited and in sync; everything else a port has is unknown.
+	if !strings.Contains(out, "Plan: 1 to change, 5 in sync, 0 unsupported, 0 unreadable, 23 unknown (not in the snapshot).") || doc["in_sync"] != 5.0 {
+		t.Errorf("summary (in_sync %v):\n%s", doc["in_sync"], out)
+	}
+	for _, u := range doc["unknown"].([]any) {
+		if k := u.(map[string]any)["key"].(string); strings.HasPrefix(k, "eth4.qos.") && k != "eth4.qos.pfc_storm_prevention" {
+			t.Errorf("%s unknown, but mlnx_qos and ethtool -a said it", k)
+		}
+	}
+	if code, _, _ := run(t, nil, "audit", "--require-known", "-p", prof, "--snapshot", dir); code != ExitError {
+		t.Errorf("--require-known: exit %d, want %d", code, ExitError)
+	}
+}
+
+// mlnxQos2310 is `mlnx_qos -i ens1f0np0` as OFED 23.10 prints it: the
+// receive buffer row ends in max_buffer_size=N, which the first import
+// refused ("invalid syntax"). Built for the test in the shape the issue
+// quotes.
+const mlnxQos2310 = `[root@gpu1 ~]# mlnx_qos -i ens1f0np0
+DCBX mode: OS controlled
+Priority trust state: dscp
+dscp2prio mapping:
+	prio:0 dscp:07,06,05,04,03,02,01,00,
+	prio:1 dscp:15,14,13,12,11,10,09,08,
+	prio:2 dscp:23,22,21,20,19,18,17,16,
+	prio:3 dscp:31,30,29,28,27,26,25,24,
+	prio:4 dscp:39,38,37,36,35,34,33,32,
+	prio:5 dscp:47,46,45,44,43,42,41,40,
+	prio:6 dscp:55,54,53,52,51,50,49,48,
+	prio:7 dscp:63,62,61,60,59,58,57,56,
+default priority:
+Receive buffer size (bytes): 130944,130944,0,0,0,0,0,0,max_buffer_size=4151520
+Cable len: 7
+PFC configuration:
+	priority    0   1   2   3   4   5   6   7
+	enabled     0   0   0   1   0   0   0   0
+	buffer      0   0   0   1   0   0   0   0
+tc: 1 ratelimit: unlimited, tsa: vendor
+	 priority:  0
+tc: 0 ratelimit: unlimited, tsa: vendor
+	 priority:  1
+tc: 2 ratelimit: unlimited, tsa: vendor
+	 priority:  2
+tc: 3 ratelimit: unlimited, tsa: vendor
+	 priority:  3
+tc: 4 ratelimit: unlimited, tsa: vendor
+	 priority:  4
+tc: 5 ratelimit: unlimited, tsa: vendor
+	 priority:  5
+tc: 6 ratelimit: unlimited, tsa: vendor
+	 priority:  6
+tc: 7 ratelimit: unlimited, tsa: vendor
+	 priority:  7
+`
+
+// TestImportOFED2310Buffer: the OFED 23.10 buffer row imports, without a
+// warning, as the DCB buffer with max_buffer_size as the port's total;
+// and a profile's [buffers] is audited against it (in sync).
+func TestImportOFED2310Buffer(t *testing.T) {
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "mlnx_qos.txt")
+	if err := os.WriteFile(in, []byte(mlnxQos2310), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "snap")
+	code, out, errs := run(t, nil, "import", "-o", dir, in)
+	if code != ExitOK || strings.Contains(out, "warning:") || !strings.Contains(out, "0 warning(s)") {
+		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "ens1f0np0: dcb.buffer from mlnx_qos.txt:14") {
+		t.Errorf("no dcb.buffer fact:\n%s", out)
+	}
+	st := mustState(t, dir)
+	buf := st.Links["ens1f0np0"].DCB.Buffer
+	want := dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{130944, 130944}, TotalSize: 4151520}
+	if buf == nil || *buf != want {
+		t.Fatalf("dcb.buffer = %+v, want %+v", buf, want)
+	}
+	prof := filepath.Join(tmp, "buffers.toml")
+	if err := os.WriteFile(prof, []byte(`name = "buffers"
+[match]
+netdevs = ["ens1f0np0"]
+[buffers]
+priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
+buffer_size = ["130944", "130944", "0", "0", "0", "0", "0", "0"]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	if code != ExitOK || !strings.Contains(out, "No changes.") || strings.Contains(out, "unknown") {
+		t.Errorf("audit of [buffers]: exit %d:\n%s%s", code, out, errs)
+	}
+}
+
+// mustState is the kernel state of the snapshot in dir.
+func mustState(t *testing.T, dir string) *snapshot.KernelState {
+	t.Helper()
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.State()
 }

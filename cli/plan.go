@@ -327,6 +327,8 @@ func portHeader(p *policy.Port) string {
 		return fmt.Sprintf("%s (%s) port %d, %s", p.RDMADevice, topo, p.PortNum, orDash(p.Driver))
 	case p.Bond != "":
 		return fmt.Sprintf("%s (slave of %s, %s port %d, %s)", p.Netdev, p.Bond, p.RDMADevice, p.PortNum, orDash(p.Driver))
+	case p.RDMADevice == "":
+		return fmt.Sprintf("%s (no RDMA device known, %s)", p.Netdev, orDash(p.Driver))
 	case p.Role == policy.RoleVF:
 		return fmt.Sprintf("%s (%s port %d, VF of %s, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.PF), orDash(p.Driver))
 	}

@@ -61,7 +61,9 @@ var ErrNoRoCE = errors.New("no RoCE devices found")
 // netdev, PCI address, driver, firmware, NUMA node and link state. It uses
 // rdmamap for the device and port lists and sysfs for the rest; the Kernel
 // supplies ethtool driver info. A host without RDMA devices yields an empty
-// inventory, not an error.
+// inventory, not an error. A Kernel that is a NetdevLister (a snapshot
+// imported from text dumps) adds its netdevs that no RDMA port claimed, as
+// netdev-only ports.
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	inv := &Inventory{}
 	for _, dev := range RDMADevices(fs) {
@@ -80,11 +82,81 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 			inv.Ports = append(inv.Ports, p)
 		}
 	}
+	inv.Ports = append(inv.Ports, netdevOnlyPorts(k, inv.Ports)...)
 	sort.SliceStable(inv.Ports, func(i, j int) bool {
+		if (inv.Ports[i].RDMADevice == "") != (inv.Ports[j].RDMADevice == "") {
+			return inv.Ports[i].RDMADevice != "" // netdev-only ports last
+		}
+		if inv.Ports[i].RDMADevice == "" {
+			return naturalLess(inv.Ports[i].Netdev, inv.Ports[j].Netdev)
+		}
 		return naturalLess(inv.Ports[i].RDMADevice, inv.Ports[j].RDMADevice) ||
 			(inv.Ports[i].RDMADevice == inv.Ports[j].RDMADevice && inv.Ports[i].PortNum < inv.Ports[j].PortNum)
 	})
 	return inv
+}
+
+// RoleNetdevOnly is the role of a port known only from netdev-level
+// facts: a netdev of a snapshot imported from text dumps (mlnx_qos,
+// ethtool) that say nothing of an RDMA device on it. It has no RDMA device
+// and no port number; profiles match it by netdev, driver or PCI address,
+// and its RDMA-scoped settings read as unknown.
+const RoleNetdevOnly = "netdev-only"
+
+// NetdevLister is a Kernel that knows netdevs without knowing whether an
+// RDMA device sits on them. A snapshot imported from text dumps is one:
+// its kernel.json holds what ethtool and mlnx_qos said about each netdev,
+// and no sysfs tells which RDMA device (if any) carries it.
+//
+// Why discovery, not the import: the alternative, an import that writes a
+// sysfs tree for discovery to find, would have to invent an RDMA device
+// (and its port, link layer and PCI function) for a netdev no dump tied to
+// one, and a reader could no longer tell those inventions from captured
+// files. The live kernel does not implement this interface: on a real
+// host a netdev without an RDMA device (eth0, docker0) is not a RoCE port,
+// and a profile without [match] must never reach it.
+type NetdevLister interface {
+	// NetdevsOfUnknownRDMA lists the netdevs whose RDMA device is not
+	// known, sorted.
+	NetdevsOfUnknownRDMA() []string
+}
+
+// netdevOnlyPorts returns a netdev-only port for each netdev k lists that
+// none of ports (nor a bond's slave) already is. Driver, firmware and PCI
+// address come from the driver info (ethtool -i) when the source has it;
+// the operstate from the link (ip link).
+func netdevOnlyPorts(k Kernel, ports []Port) []Port {
+	nl, ok := k.(NetdevLister)
+	if !ok {
+		return nil
+	}
+	taken := map[string]bool{}
+	for _, p := range ports {
+		taken[p.Netdev] = true
+		if p.Bond != nil {
+			for _, s := range p.Bond.Slaves {
+				taken[s.Netdev] = true
+			}
+		}
+	}
+	var out []Port
+	for _, nd := range nl.NetdevsOfUnknownRDMA() {
+		if taken[nd] {
+			continue
+		}
+		p := Port{Netdev: nd, NUMANode: -1, State: "unknown", Role: RoleNetdevOnly}
+		if di, err := k.DriverInfo(nd); err == nil {
+			p.Driver, p.Firmware = di.Driver, di.Firmware
+			if IsPCIAddress(di.BusInfo) {
+				p.PCI = di.BusInfo
+			}
+		}
+		if li, err := k.Link(nd); err == nil {
+			p.OperState = li.OperState
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {

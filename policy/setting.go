@@ -107,7 +107,12 @@ type Member struct {
 
 // RDMAScope is the key prefix of settings that belong to the RDMA device
 // port rather than the netdev: "mlx5_0", or "mlx5_0:2" for a second port.
+// A port known without its RDMA device (netdev-only, from an imported
+// snapshot) keeps them under its netdev.
 func (p Port) RDMAScope() string {
+	if p.RDMADevice == "" {
+		return p.Netdev
+	}
 	if p.PortNum > 1 {
 		return fmt.Sprintf("%s:%d", p.RDMADevice, p.PortNum)
 	}

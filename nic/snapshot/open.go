@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/rocectl/rocectl/nic"
 )
@@ -152,9 +155,40 @@ func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true) }
 
 // Kernel answers from kernel.json; every write fails with an error wrapping
 // nic.ErrReadOnly.
+//
+// When the snapshot did not capture the RDMA devices' sysfs
+// (Meta.NotCaptured covers /sys/class/infiniband, as an import's does),
+// the kernel is also a nic.NetdevLister of every netdev in kernel.json:
+// discovery then keeps the netdevs no RDMA device claims as netdev-only
+// ports instead of dropping what the dumps said about them.
 func (s *Snapshot) Kernel() nic.Kernel {
-	return snapshotKernel{replay{reader{s.kernel}}, s.stats}
+	k := snapshotKernel{replay{reader{s.kernel}}, s.stats}
+	if covers(s.Meta.NotCaptured, "/sys/class/infiniband") {
+		return importedKernel{k}
+	}
+	return k
 }
+
+// covers says whether one of the path prefixes holds path.
+func covers(prefixes []string, path string) bool {
+	for _, p := range prefixes {
+		p = strings.TrimSuffix(p, "/")
+		if p == path || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// importedKernel is the kernel of a snapshot that does not know its RDMA
+// devices.
+type importedKernel struct{ snapshotKernel }
+
+func (k importedKernel) NetdevsOfUnknownRDMA() []string {
+	return slices.Sorted(maps.Keys(k.st.Links))
+}
+
+var _ nic.NetdevLister = importedKernel{}
 
 // State returns a deep copy of kernel.json, e.g. to seed a Sim.
 func (s *Snapshot) State() *KernelState {

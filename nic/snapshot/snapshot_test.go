@@ -435,3 +435,49 @@ func TestNCCLConfFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoverNetdevOnly: a snapshot whose RDMA sysfs was not captured
+// (an import) yields its netdevs as netdev-only ports, with driver, PCI
+// address and firmware from the driver info; the same netdevs in a full
+// capture (RDMA sysfs captured, none there) yield no port at all, and a
+// full fixture host yields exactly its RDMA ports.
+func TestDiscoverNetdevOnly(t *testing.T) {
+	st := &KernelState{Links: map[string]*LinkState{
+		"eth4": {Driver: &nic.DriverInfo{Driver: "mlx5_core", Firmware: "22.36.1010", BusInfo: "0000:3b:00.0"},
+			NotCaptured: []string{OpLink, OpPause, OpRings, OpPrivFlags, OpStats, OpTunable, OpDCB}},
+		"eth10": {Link: &nic.LinkInfo{OperState: "up"}, NotCaptured: []string{OpDriver, OpPause, OpRings, OpPrivFlags, OpStats, OpTunable, OpDCB}},
+		"eth2":  {Driver: &nic.DriverInfo{Driver: "virtio_net", BusInfo: "virtio0"}, NotCaptured: []string{OpLink}},
+	}}
+	discover := func(notCaptured []string) *nic.Inventory {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "snap")
+		meta := testMeta()
+		meta.NotCaptured = notCaptured
+		if err := Write(dir, meta, st, nic.NewFS("/", true), nil); err != nil {
+			t.Fatal(err)
+		}
+		s := mustOpen(t, dir)
+		return nic.Discover(s.FS(), s.Kernel(), nil)
+	}
+	inv := discover([]string{"/sys"})
+	want := []nic.Port{
+		{Netdev: "eth2", Driver: "virtio_net", NUMANode: -1, State: "unknown", Role: nic.RoleNetdevOnly},
+		{Netdev: "eth4", PCI: "0000:3b:00.0", Driver: "mlx5_core", Firmware: "22.36.1010", NUMANode: -1, State: "unknown", Role: nic.RoleNetdevOnly},
+		{Netdev: "eth10", OperState: "up", NUMANode: -1, State: "unknown", Role: nic.RoleNetdevOnly},
+	}
+	if !reflect.DeepEqual(inv.Ports, want) {
+		t.Errorf("imported: ports\n%+v, want\n%+v", inv.Ports, want)
+	}
+	if inv := discover([]string{"/sys/class/infiniband/mlx5_0"}); len(inv.Ports) != 0 {
+		t.Errorf("only one RDMA device not captured: %+v, want no netdev-only ports", inv.Ports)
+	}
+	if inv := discover(nil); len(inv.Ports) != 0 {
+		t.Errorf("full capture: %+v, want no ports", inv.Ports)
+	}
+	s := mustOpen(t, fixtureHost)
+	for _, p := range nic.Discover(s.FS(), s.Kernel(), nil).Ports {
+		if p.RDMADevice == "" || p.Role == nic.RoleNetdevOnly {
+			t.Errorf("fixture host: netdev-only port %+v", p)
+		}
+	}
+}

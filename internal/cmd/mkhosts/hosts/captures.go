@@ -1,7 +1,6 @@
 package hosts
 
 import (
-	"bufio"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/internal/ttar"
+	"github.com/rocectl/rocectl/nic/dump"
 )
 
 // Capture file names in testdata/captures (copied byte for byte from
@@ -38,9 +38,9 @@ const (
 type Captures struct {
 	dir string
 
-	CX6DxStats   Stats             // ethtool -S, ConnectX-6 Dx, kernel 5.15
-	BnxtStats    Stats             // ethtool -S, bnxt_en
-	BnxtInfo     map[string]string // ethtool -i, bnxt_en
+	CX6DxStats   Stats           // ethtool -S, ConnectX-6 Dx, kernel 5.15
+	BnxtStats    Stats           // ethtool -S, bnxt_en
+	BnxtInfo     dump.DriverInfo // ethtool -i, bnxt_en
 	Procfs       map[string]ttar.Entry
 	IBMGids      []GidRow // show_gids, ConnectX-6 mlx5_0
 	CX6Devinfo   Devinfo  // ibv_devinfo -v, ConnectX-6 mlx5_0
@@ -89,6 +89,94 @@ type MlnxQos struct {
 	DSCP2Prio   map[int]int // "prio:N dscp:a,b,..." rows; nil under trust pcp
 }
 
+// The text dumps a person pastes (ethtool -S/-i, show_gids, mlnx_qos) are
+// read with nic/dump, the parser `rocectl import` uses, so that the
+// fixture hosts and an import read the same captures the same way. A
+// capture here must parse cleanly: any warning of nic/dump (a line it
+// recognised but could not use, text it did not recognise) is an error.
+// ibv_devinfo, `rdma statistic` and the OFED qos/buffer_size and
+// qos/prio2buffer sysfs files have no nic/dump parser (import does not
+// read them), so their parsers stay below.
+
+// parseDump parses text as exactly one dump of kind k.
+func parseDump(text string, k dump.Kind) (*dump.Block, error) {
+	blocks, warns := dump.Parse("capture", []byte(text))
+	if len(warns) > 0 {
+		return nil, fmt.Errorf("%s", warns[0])
+	}
+	if len(blocks) != 1 || blocks[0].Kind != k {
+		return nil, fmt.Errorf("want one %s output, got %d dump(s)", k, len(blocks))
+	}
+	return &blocks[0], nil
+}
+
+// parseEthtoolS reads a whole `ethtool -S` output (with its "NIC
+// statistics:" header), counters in capture order.
+func parseEthtoolS(s string) (Stats, error) {
+	b, err := parseDump(s, dump.KindEthtoolS)
+	if err != nil {
+		return Stats{}, err
+	}
+	if b.Stats.Partial {
+		return Stats{}, fmt.Errorf("no \"NIC statistics:\" header: not a whole ethtool -S output")
+	}
+	st := Stats{Values: b.Stats.Values}
+	st.Names = slices.SortedFunc(maps.Keys(b.Stats.Values), func(x, y string) int { return b.Stats.At[x].Line - b.Stats.At[y].Line })
+	return st, nil
+}
+
+// parseEthtoolI reads `ethtool -i`.
+func parseEthtoolI(s string) (dump.DriverInfo, error) {
+	b, err := parseDump(s, dump.KindEthtoolI)
+	if err != nil {
+		return dump.DriverInfo{}, err
+	}
+	return *b.Driver, nil
+}
+
+// parseShowGids reads show_gids output into rows as printed (GIDs in
+// show_gids' full form).
+func parseShowGids(s string) ([]GidRow, error) {
+	b, err := parseDump(s, dump.KindShowGids)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]GidRow, len(b.GIDs))
+	for i, g := range b.GIDs {
+		ver := "v1"
+		if g.RoCEv2 {
+			ver = "v2"
+		}
+		rows[i] = GidRow{Dev: g.Device, Port: strconv.Itoa(g.Port), Index: strconv.Itoa(g.Index),
+			GID: g.GID.StringExpanded(), IPv4: g.IPv4, Ver: ver, Netdev: g.Netdev}
+	}
+	return rows, nil
+}
+
+// parseMlnxQos reads trust, cable length, receive buffer sizes, the PFC
+// enabled row and the dscp2prio table from mlnx_qos output.
+func parseMlnxQos(s string) (MlnxQos, error) {
+	b, err := parseDump(s, dump.KindMlnxQos)
+	if err != nil {
+		return MlnxQos{}, err
+	}
+	d := b.Qos
+	if d.Trust == "" || d.CableLen == nil {
+		return MlnxQos{}, fmt.Errorf("trust state or cable length missing")
+	}
+	q := MlnxQos{Trust: d.Trust, CableLen: int(*d.CableLen), BufferSizes: d.BufferSize}
+	if d.PFC != nil {
+		q.PFCEnabled = *d.PFC
+	}
+	if d.DSCP2Prio != nil {
+		q.DSCP2Prio = map[int]int{}
+		for dscp, prio := range d.DSCP2Prio {
+			q.DSCP2Prio[int(dscp)] = int(prio)
+		}
+	}
+	return q, nil
+}
+
 // LoadCaptures reads and parses every capture the hosts use from dir.
 func LoadCaptures(dir string) (*Captures, error) {
 	c := &Captures{dir: dir}
@@ -114,7 +202,7 @@ func LoadCaptures(dir string) (*Captures, error) {
 	}
 	parse(capCX6DxEthtoolS, func(s string) (e error) { c.CX6DxStats, e = parseEthtoolS(s); return })
 	parse(capBnxtEthtoolS, func(s string) (e error) { c.BnxtStats, e = parseEthtoolS(s); return })
-	parse(capBnxtEthtoolI, func(s string) (e error) { c.BnxtInfo, e = parseKeyColon(s); return })
+	parse(capBnxtEthtoolI, func(s string) (e error) { c.BnxtInfo, e = parseEthtoolI(s); return })
 	parse(capProcfsTtar, func(s string) error {
 		entries, e := ttar.Parse(strings.NewReader(s))
 		if e != nil {
@@ -171,92 +259,6 @@ func (c *Captures) procfsFile(sysPath string) (string, error) {
 		return "", fmt.Errorf("capture %s: no file %s", capProcfsTtar, sysPath)
 	}
 	return string(e.Data), nil
-}
-
-// parseEthtoolS reads `ethtool -S` output: "NIC statistics:" then one
-// "name: value" per line. Names may contain ": " (bnxt per-ring names
-// are "[0]: rx_ucast_packets"), so the value is after the last one.
-func parseEthtoolS(s string) (Stats, error) {
-	st := Stats{Values: map[string]uint64{}}
-	sc := bufio.NewScanner(strings.NewReader(s))
-	header := false
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		if !header {
-			if line != "NIC statistics:" {
-				return st, fmt.Errorf("line %d: want \"NIC statistics:\", got %q", n, line)
-			}
-			header = true
-			continue
-		}
-		i := strings.LastIndex(line, ": ")
-		if i <= 0 {
-			return st, fmt.Errorf("line %d: no \"name: value\" in %q", n, line)
-		}
-		name := line[:i]
-		v, err := strconv.ParseUint(line[i+2:], 10, 64)
-		if err != nil {
-			return st, fmt.Errorf("line %d: %w", n, err)
-		}
-		if _, dup := st.Values[name]; dup {
-			return st, fmt.Errorf("line %d: duplicate counter %q", n, name)
-		}
-		st.Names = append(st.Names, name)
-		st.Values[name] = v
-	}
-	if !header {
-		return st, fmt.Errorf("empty capture")
-	}
-	return st, sc.Err()
-}
-
-// parseKeyColon reads "key: value" lines (ethtool -i).
-func parseKeyColon(s string) (map[string]string, error) {
-	m := map[string]string{}
-	for n, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			return nil, fmt.Errorf("line %d: no colon in %q", n+1, line)
-		}
-		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return m, nil
-}
-
-var verRE = regexp.MustCompile(`^v[12]$`)
-
-// parseShowGids reads show_gids output. The IPv4 and DEV columns may be
-// empty, so columns after GID are told apart by their shape.
-func parseShowGids(s string) ([]GidRow, error) {
-	var rows []GidRow
-	for n, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] == "DEV" || f[0] == "---" || strings.HasPrefix(f[0], "n_gids_found") {
-			continue
-		}
-		if len(f) < 5 {
-			return nil, fmt.Errorf("line %d: short row %q", n+1, line)
-		}
-		r := GidRow{Dev: f[0], Port: f[1], Index: f[2], GID: f[3]}
-		for _, x := range f[4:] {
-			switch {
-			case verRE.MatchString(x):
-				r.Ver = x
-			case strings.Count(x, ".") == 3:
-				r.IPv4 = x
-			default:
-				r.Netdev = x
-			}
-		}
-		if r.Ver == "" {
-			return nil, fmt.Errorf("line %d: no version column in %q", n+1, line)
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
 }
 
 var devinfoGID = regexp.MustCompile(`^GID\[\s*(\d+)\]:\s+(\S+), (RoCE v[12])$`)
@@ -358,66 +360,6 @@ func parseRdmaStatistic(s string) (Stats, error) {
 		st.Values[f[i]] = v
 	}
 	return st, nil
-}
-
-// parseMlnxQos reads trust, cable length, receive buffer sizes and the PFC
-// enabled row from mlnx_qos output.
-func parseMlnxQos(s string) (MlnxQos, error) {
-	var q MlnxQos
-	q.CableLen = -1
-	for _, line := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(t, "Priority trust state:"):
-			q.Trust = strings.TrimSpace(strings.TrimPrefix(t, "Priority trust state:"))
-		case strings.HasPrefix(t, "Cable len:"):
-			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(t, "Cable len:")))
-			if err != nil {
-				return q, err
-			}
-			q.CableLen = n
-		case strings.HasPrefix(t, "Receive buffer size (bytes):"):
-			for _, x := range strings.Split(strings.TrimPrefix(t, "Receive buffer size (bytes):"), ",") {
-				x = strings.TrimSpace(x)
-				if x == "" {
-					continue
-				}
-				n, err := strconv.ParseUint(x, 10, 32)
-				if err != nil {
-					return q, err
-				}
-				q.BufferSizes = append(q.BufferSizes, uint32(n))
-			}
-		case strings.HasPrefix(t, "prio:"):
-			prio, list, ok := strings.Cut(strings.TrimPrefix(t, "prio:"), " dscp:")
-			p, err := strconv.Atoi(prio)
-			if !ok || err != nil {
-				return q, fmt.Errorf("bad dscp2prio row %q", t)
-			}
-			if q.DSCP2Prio == nil {
-				q.DSCP2Prio = map[int]int{}
-			}
-			for _, x := range strings.Split(strings.TrimSuffix(list, ","), ",") {
-				d, err := strconv.Atoi(x)
-				if err != nil {
-					return q, fmt.Errorf("bad dscp in %q", t)
-				}
-				q.DSCP2Prio[d] = p
-			}
-		case strings.HasPrefix(t, "enabled"):
-			f := strings.Fields(t)[1:]
-			if len(f) != 8 {
-				return q, fmt.Errorf("PFC enabled row has %d columns", len(f))
-			}
-			for i, x := range f {
-				q.PFCEnabled[i] = x == "1"
-			}
-		}
-	}
-	if q.Trust == "" || q.CableLen < 0 {
-		return q, fmt.Errorf("trust state or cable length missing")
-	}
-	return q, nil
 }
 
 // parseSpare reads "Spare buffer size = N" from OFED qos/buffer_size.
