@@ -24,8 +24,9 @@ import (
 // more ports by mkhosts. Its root is under b.TempDir(), on the same file
 // system as the journal's state dir (disk, here: the fsyncs are real).
 type benchHost struct {
-	h *host.Host
-	d *policy.Desired
+	h   *host.Host
+	d   *policy.Desired
+	sim *nictest.Sim
 }
 
 func newBenchHost(b *testing.B, ports int) *benchHost {
@@ -59,7 +60,7 @@ func newBenchHost(b *testing.B, ports int) *benchHost {
 	if len(d.Ports) != ports {
 		b.Fatalf("the recipe matches %d ports, want %d", len(d.Ports), ports)
 	}
-	return &benchHost{h: h, d: d}
+	return &benchHost{h: h, d: d, sim: sim}
 }
 
 func (bh *benchHost) plan(b *testing.B) *policy.Plan {
@@ -114,6 +115,10 @@ func BenchmarkJournalSave(b *testing.B) {
 // journal right after each apply, outside the timer. Between iterations
 // the host is put back by Rollback (also outside the timer) rather than
 // by a fresh copy: copying the 64-port tree takes seconds here.
+//
+// link-toggles/port is the most link toggles any port took in one apply
+// (nictest.Sim.LinkToggles, counted around Run only: Rollback toggles
+// too), the disruption the plan shows beforehand; target ≤ 1.
 func BenchmarkApplyRecipe(b *testing.B) {
 	for _, ports := range []int{2, 64} {
 		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
@@ -121,6 +126,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 			opts := Options{Store: Store{Dir: b.TempDir()}, Retries: 5, Interval: time.Second}
 			want := len(bh.plan(b).Changes)
 			var applyDur, journalDur time.Duration
+			toggles := 0
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -129,6 +135,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 				if len(pl.Changes) != want {
 					b.Fatalf("plan has %d changes after the reset, want %d", len(pl.Changes), want)
 				}
+				before := bh.linkToggles()
 				b.StartTimer()
 				t0 := time.Now()
 				txn, err := Begin(bh.h, bh.d, pl, "bench", opts)
@@ -140,6 +147,10 @@ func BenchmarkApplyRecipe(b *testing.B) {
 				}
 				applyDur += time.Since(t0)
 				b.StopTimer()
+				after := bh.linkToggles()
+				for nd, n := range after {
+					toggles = max(toggles, n-before[nd])
+				}
 				t1 := time.Now()
 				for range 2 {
 					if err := opts.Store.Save(txn.J); err != nil {
@@ -160,8 +171,18 @@ func BenchmarkApplyRecipe(b *testing.B) {
 			b.ReportMetric(float64(want), "changes")
 			b.ReportMetric(100*float64(journalDur)/float64(applyDur), "journal-share-%")
 			b.ReportMetric(float64(journalDur.Microseconds())/float64(b.N), "journal-µs/op")
+			b.ReportMetric(float64(toggles), "link-toggles/port")
 		})
 	}
+}
+
+// linkToggles returns the Sim's link toggle count of each recipe port.
+func (bh *benchHost) linkToggles() map[string]int {
+	out := make(map[string]int, len(bh.d.Ports))
+	for _, dp := range bh.d.Ports {
+		out[dp.Port.Netdev] = bh.sim.LinkToggles(dp.Port.Netdev)
+	}
+	return out
 }
 
 // BenchmarkStoreOpen is the look for open journals that every apply,

@@ -32,6 +32,7 @@ summary "journal save, 2-port plan (fsync)|$(ns2ms "$(gometric "$GO_OUT" Benchma
 for p in 2 64; do
 	n=BenchmarkApplyRecipe/ports=$p
 	summary "apply Begin+Run, $p ports (Sim)|$(ns2ms "$(gometric "$GO_OUT" "$n" ns/op)"), journal $(gometric "$GO_OUT" "$n" journal-share-%) %|-|-"
+	summary "link toggles per port in one apply of the recipe, $p ports (Sim)|$(gometric "$GO_OUT" "$n" link-toggles/port)|-|<= 1"
 done
 summary "find open journals, 200 finished (every apply start)|$(ns2us "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=done ns/op)")|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=flat ns/op)") (all in journal/, as before)|-"
 

@@ -53,6 +53,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		errors      []policy.PlanError
 		refused     []policy.PlanError
 		unknown     []policy.Unknown
+		warnings    []policy.Warning
 	}
 	disruptions := host.Disruptions(plan)
 	var order []string
@@ -98,9 +99,13 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		s := get(u.Port)
 		s.unknown = append(s.unknown, u)
 	}
+	for _, wn := range plan.Warnings {
+		s := get(wn.Port)
+		s.warnings = append(s.warnings, wn)
+	}
 	for _, id := range order {
 		s := sections[id]
-		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused)+len(s.unknown) == 0 {
+		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused)+len(s.unknown)+len(s.warnings) == 0 {
 			fmt.Fprintf(w, "  %s: in sync\n", s.header)
 			continue
 		}
@@ -111,6 +116,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		fmt.Fprintf(w, "%s %s\n", mark, s.header)
 		for _, d := range disruptions[id] {
 			fmt.Fprintf(w, "    ! disrupts: %s\n", d)
+		}
+		for _, wn := range s.warnings {
+			fmt.Fprintf(w, "    ! warning: %s: %s\n", wn.Key, wn.Message)
 		}
 		for _, c := range s.changes {
 			if c.Absent {
@@ -240,6 +248,9 @@ func newReport(pl *apply.Prepared) *Report {
 	}
 	for _, w := range pl.Profile.Warnings {
 		r.Warnings = append(r.Warnings, w.String())
+	}
+	for _, w := range pl.Plan.Warnings {
+		r.Warnings = append(r.Warnings, w.Key+": "+w.Message)
 	}
 	r.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
 	r.Message = pl.NoPortsMessage()

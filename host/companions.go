@@ -52,13 +52,15 @@ func cnpPrioCompanions(r *portReader, c policy.Setting) []companion {
 
 // Plan compares the host with d (policy.Diff) and adds the companions of
 // the planned changes: settings the driver will change by itself, which
-// the transaction must journal and restore.
+// the transaction must journal and restore; then what each driver needs
+// (orderForDriver) and what its DCBX mode means (planDCBX).
 func (h *Host) Plan(d *policy.Desired) *policy.Plan {
 	o := h.Observe(d)
 	plan := policy.Diff(d, o)
 	h.addCompanions(plan)
 	h.addImplied(d, plan)
 	h.orderForDriver(d, plan)
+	h.planDCBX(d, plan)
 	return plan
 }
 

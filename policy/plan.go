@@ -63,6 +63,15 @@ type PlanError struct {
 	Port  *Port  `json:"-"`
 }
 
+// Warning is what the operator must know about a port that no change
+// carries and that does not stop an apply: a driver mode under which what
+// the profile sets may be overwritten later.
+type Warning struct {
+	Key     string `json:"key"` // the setting that would remove the cause
+	Message string `json:"message"`
+	Port    *Port  `json:"-"`
+}
+
 // Plan is the ordered list of changes that would bring the host to the
 // profile, plus what cannot be done here.
 type Plan struct {
@@ -75,6 +84,8 @@ type Plan struct {
 	// why: the driver would refuse them, or they need a setting the
 	// profile does not give. A plan with refusals is not applied at all.
 	Refused []PlanError
+	// Warnings do not stop an apply (Warning).
+	Warnings []Warning
 	// InSync counts the settings that already hold their desired value.
 	InSync int
 }

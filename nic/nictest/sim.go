@@ -51,6 +51,9 @@ import (
 //   - DelApps: exact match or ENOENT.
 //   - SetDCBX: LLD_MANAGED or a mode without HOST fails (EINVAL stands for
 //     the driver's "1"); mode 0 on mlx5_core returns to firmware DCBX.
+//     bnxt_en refuses every mode while its dcbx_cap has LLD_MANAGED, a
+//     HOST mode that is not IEEE only, and takes any other mode (0
+//     included) as its dcbx_cap (bnxt_dcbnl_setdcbx).
 //   - SetPFCPreventionTimeout: 0, 0xffff or 80..8000 else EINVAL;
 //     EOPNOTSUPP without the tunable. mlx5_core stores auto (0xffff) as the
 //     100 ms it programs, which is what a read returns.

@@ -29,6 +29,9 @@ func (s *Sim) SetDCBX(name string, mode uint8) error {
 			return syscall.EOPNOTSUPP // no ops->setdcbx
 		}
 		// The driver answers 1 (refused), not an errno; EINVAL stands in.
+		if driverOf(ls) == snapshot.DriverBnxt {
+			return bnxtSetDCBX(d, mode)
+		}
 		if mode&dcb.DCBXLLDManaged != 0 {
 			return syscall.EINVAL
 		}
@@ -42,6 +45,25 @@ func (s *Sim) SetDCBX(name string, mode uint8) error {
 		*d.DCBX = mode
 		return nil
 	})
+}
+
+// bnxtSetDCBX is bnxt_dcbnl_setdcbx as recent kernels have it: nothing
+// changes while the firmware agent manages DCBX ("All firmware DCBX
+// settings are set in NVRAM"); a mode with HOST must be IEEE only; any
+// other mode, 0 included, simply becomes dcbx_cap. No firmware agent takes
+// over when HOST goes: the IEEE set ops just refuse from then on. (Older
+// kernels refused every mode without VER_IEEE, 0 included, and did not
+// look at LLD_MANAGED; the VF and firmware-LLDP-agent refusals of HOST are
+// not modelled: the Sim has neither.)
+func bnxtSetDCBX(d *dcb.State, mode uint8) error {
+	if *d.DCBX&dcb.DCBXLLDManaged != 0 {
+		return syscall.EINVAL
+	}
+	if mode&dcb.DCBXHost != 0 && (mode&dcb.DCBXVerCEE != 0 || mode&dcb.DCBXVerIEEE == 0) {
+		return syscall.EINVAL // "only support IEEE"
+	}
+	*d.DCBX = mode
+	return nil
 }
 
 func (s *Sim) SetETS(name string, ets dcb.ETS) error {

@@ -18,7 +18,9 @@ func u8p(v uint8) *uint8    { return &v }
 func u16p(v uint16) *uint16 { return &v }
 
 // simState is a small host: an mlx5 port at factory defaults (reference
-// §A1.8), a bnxt port in firmware-managed DCBX, and a veth without dcbnl.
+// §A1.8), a bnxt port whose DCBX is not host-managed (VER_IEEE alone: what
+// bnxt_dcbnl_setdcbx leaves after the host flag was handed away), and a
+// veth without dcbnl.
 func simState() *snapshot.KernelState {
 	mlx5ETS := dcb.ETS{ETSCap: 8, PrioTC: [8]uint8{1, 0, 2, 3, 4, 5, 6, 7}}
 	for i := range 8 {
@@ -55,7 +57,7 @@ func simState() *snapshot.KernelState {
 				DCB: &dcb.State{
 					ETS:  &dcb.ETS{ETSCap: 8},
 					PFC:  &dcb.PFC{Cap: 8},
-					DCBX: u8p(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE),
+					DCBX: u8p(dcb.DCBXVerIEEE),
 				},
 				Errors: map[string]string{snapshot.OpTunable: "EOPNOTSUPP", snapshot.OpPrivFlags: "EOPNOTSUPP"},
 			},
@@ -396,7 +398,29 @@ func TestSimDCBX(t *testing.T) {
 	if st, _ := s.DCB("mlx"); *st.DCBX != dcb.DCBXVerIEEE {
 		t.Errorf("dcbx after fw mode = %#x", *st.DCBX)
 	}
-	wantErrno(t, s.SetDCBX("bnxt", 0), syscall.EINVAL)
+	// bnxt_dcbnl_setdcbx (recent kernels): HOST must come with IEEE
+	// alone; any mode without HOST, 0 included, just becomes dcbx_cap.
+	wantErrno(t, s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerCEE|dcb.DCBXVerIEEE), syscall.EINVAL)
+	wantErrno(t, s.SetDCBX("bnxt", dcb.DCBXHost), syscall.EINVAL)
+	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetDCBX("bnxt", 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.DCB("bnxt"); *st.DCBX != 0 {
+		t.Errorf("bnxt dcbx after mode 0 = %#x, want 0 (dcbx_cap = mode)", *st.DCBX)
+	}
+	// While the firmware agent manages DCBX, bnxt refuses every mode.
+	st := simState()
+	*st.Links["bnxt"].DCB.DCBX = dcb.DCBXLLDManaged | dcb.DCBXVerIEEE
+	s = NewSim(st)
+	for _, mode := range []uint8{dcb.DCBXHost | dcb.DCBXVerIEEE, dcb.DCBXVerIEEE, 0} {
+		wantErrno(t, s.SetDCBX("bnxt", mode), syscall.EINVAL)
+	}
+	if got, _ := s.DCB("bnxt"); *got.DCBX != dcb.DCBXLLDManaged|dcb.DCBXVerIEEE {
+		t.Errorf("bnxt dcbx under LLD_MANAGED changed to %#x", *got.DCBX)
+	}
 }
 
 func TestSimTunable(t *testing.T) {

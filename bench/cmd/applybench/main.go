@@ -14,9 +14,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,6 +185,10 @@ func run(c config) error {
 	bound := float64(median.Mean(shell)) / float64(floor)
 	fmt.Printf("  (start-up and the durable journal alone, no host access: %s, so at most %.1f×)\n", ms(floor), bound)
 	b.summary(fmt.Sprintf("apply floor: start-up + its 2 journal saves|%s|-|bounds the ratio at %.1fx", ms(floor), bound))
+
+	if err := b.printDisruptions(recipe); err != nil {
+		return err
+	}
 
 	if c.cpuprofile != "" {
 		ds, err := b.profile(c.cpuprofile, c.profRuns, prof)
@@ -364,6 +370,43 @@ func (b *bench) audit(n int, recipe string) ([]time.Duration, error) {
 		}
 	}
 	return ds, nil
+}
+
+// printDisruptions prints what the plan says applying the recipe disturbs
+// on the ConnectX host itself (host.Disruptions, in rocectl audit's JSON
+// over the fixture root): the veths the timed runs write have no DCB, so
+// their plans announce only the MTU's channel reset. Each line once, with
+// the number of ports it is on.
+func (b *bench) printDisruptions(recipe string) error {
+	cmd := exec.Command(b.c.rocectl, "audit", "-o", "json", "-p", recipe, "--snapshot", b.tmpl)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		return fmt.Errorf("audit of the %d-port host: %v, want exit 2\n%s", b.c.ports, err, errb.String())
+	}
+	var rep struct {
+		Disruptions map[string][]string `json:"disruptions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return fmt.Errorf("audit of the %d-port host: %w", b.c.ports, err)
+	}
+	var lines []string
+	ports := map[string]int{}
+	for _, nd := range slices.Sorted(maps.Keys(rep.Disruptions)) {
+		for _, d := range rep.Disruptions[nd] {
+			if ports[d] == 0 {
+				lines = append(lines, d)
+			}
+			ports[d]++
+		}
+	}
+	fmt.Printf("\nwhat the recipe's plan says it disrupts on the %d-port ConnectX host (rocectl audit --snapshot; the veths have no DCB)\n", b.c.ports)
+	for _, d := range lines {
+		fmt.Printf("  %d of %d ports: %s\n", ports[d], b.c.ports, d)
+	}
+	return nil
 }
 
 func (b *bench) summary(line string) {

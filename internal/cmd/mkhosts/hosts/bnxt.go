@@ -124,7 +124,7 @@ func BnxtREFactory(c *Captures) (*Host, error) {
 	for _, n := range c.BnxtStats.Names {
 		stats[n] = c.BnxtStats.Values[n]
 	}
-	dcbx := dcb.DCBXLLDManaged | dcb.DCBXVerIEEE
+	dcbx := dcb.DCBXVerIEEE
 	ets := &dcb.ETS{ETSCap: 8}
 	ets.TCTSA = [8]uint8{dcb.TSAETS, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict, dcb.TSAStrict}
 	ets.TCTxBW[0] = 100
@@ -149,7 +149,7 @@ func BnxtREFactory(c *Captures) (*Host, error) {
 	h.about = []string{
 		"A Broadcom NetXtreme-E 10G SFP port (bnxt_en, RHEL 8 kernel " + info.Version + ") with Broadcom's out-of-tree bnxt_re RDMA driver (bnxt_re0), built from the Showmax ethtool -S/-i captures.",
 		"Ports: " + portList(h) + ".",
-		"RoCE congestion control is the bnxt_re configfs cc group (§E): hex values, committed by writing apply. DCB is firmware-managed (LLD_MANAGED), the Broadcom default when the firmware LLDP/DCBX agent runs; dcbnl PFC writes need HOST and fail with EINVAL until DCBX is host-managed.",
+		"RoCE congestion control is the bnxt_re configfs cc group (§E): hex values, committed by writing apply. DCBX is not host-managed (dcbx_cap without HOST); dcbnl ETS/PFC/APP writes need HOST and fail with EINVAL until DCBX is host-managed. (A port whose firmware runs the DCBX agent reports LLD_MANAGED instead, and bnxt_dcbnl_setdcbx then refuses every change: rocectl refuses it at plan time.)",
 		"Built only from testdata/captures plus the literal facts named below; values not in any capture are marked as assumptions or placeholders.",
 	}
 	h.notes = []string{
@@ -159,7 +159,7 @@ func BnxtREFactory(c *Captures) (*Host, error) {
 		"links.*.errors: privflags EOPNOTSUPP (\"supports-priv-flags: no\" in " + capBnxtEthtoolI + "); tunable EOPNOTSUPP (the 4.18-era bnxt_en answers only ETHTOOL_RX_COPYBREAK; recent bnxt_en added ETHTOOL_PFC_PREVENTION_TOUT through the firmware PFC watchdog and still answers EOPNOTSUPP when the firmware lacks it).",
 		"links.*.pause: autoneg on, rx/tx on — bnxt_en's default flow-control autonegotiation; assumed, not captured.",
 		"links.*.rings: 511/511 of max 2047 (bnxt.h default and maximum descriptor counts); assumed, not captured.",
-		"links.*.dcb: assumed plausible firmware-managed state: dcbx 0x0a (LLD_MANAGED|VER_IEEE, bnxt_dcb_init with a firmware DCBX agent); ETS ets_cap 8, every priority on TC0, TC0 ETS at 100 %, other TCs strict; PFC pfc_cap 8, none enabled, delay 0; no APP entries; no buffer or maxrate objects (bnxt has no dcbnl_getbuffer/ieee_getmaxrate).",
+		"links.*.dcb: assumed plausible state: dcbx 0x08 (VER_IEEE alone: HOST handed away by a setdcbx, which bnxt_dcbnl_setdcbx takes as dcbx_cap; with a firmware DCBX agent bnxt_dcb_init sets LLD_MANAGED and no change is possible, so that state could not show an apply); ETS ets_cap 8, every priority on TC0, TC0 ETS at 100 %, other TCs strict; PFC pfc_cap 8, none enabled, delay 0; no APP entries; no buffer or maxrate objects (bnxt has no dcbnl_getbuffer/ieee_getmaxrate).",
 		"devlink: none recorded (DevlinkParams answers EOPNOTSUPP).",
 		"snapshot.json unreadable: gid_attrs/types and ndevs of the empty GID entries, EINVAL (§A5).",
 	}
