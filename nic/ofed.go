@@ -98,4 +98,3 @@ func trafficClassErr(p string, err error) error {
 func ClearTrafficClass(fs FS, dev string, port int) error {
 	return fs.WriteString(TrafficClassPath(dev, port), "-1")
 }
-
