@@ -29,6 +29,10 @@ func newLabBond(t *testing.T) (bond string, slaves []string) {
 	labenv.Get(t)
 	dev := labenv.NewNetdevsim(t, 8, 2)
 	bond = "bond8"
+	// The lab image carries the bonding module (test/lab/setup.sh); load
+	// it here rather than rely on the kernel's request_module finding a
+	// modprobe in the initramfs.
+	sh(t, "modprobe", "bonding", "max_bonds=0")
 	sh(t, "ip", "link", "add", bond, "type", "bond", "mode", "active-backup", "miimon", "100")
 	t.Cleanup(func() { exec.Command("ip", "link", "del", bond).Run() })
 	for _, p := range dev.Ports {
