@@ -273,32 +273,34 @@ func parseDevinfo(s string) (Devinfo, error) {
 			d.GIDs = append(d.GIDs, DevinfoGID{Index: i, GID: m[2], Type: m[3]})
 			continue
 		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch strings.TrimSpace(k) {
-		case "fw_ver":
-			d.FwVer = v
-		case "node_guid":
-			d.NodeGUID = v
-		case "sys_image_guid":
-			d.SysImageGUID = v
-		case "board_id":
-			d.BoardID = v
-		case "vendor_part_id":
-			d.VendorPartID = v
-		case "active_width":
-			d.ActiveWidth = v
-		case "active_speed":
-			d.ActiveSpeed = v
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			d.set(strings.TrimSpace(k), strings.TrimSpace(v))
 		}
 	}
 	if d.FwVer == "" || d.NodeGUID == "" || len(d.GIDs) == 0 {
 		return d, fmt.Errorf("fw_ver, node_guid or GIDs missing")
 	}
 	return d, nil
+}
+
+// set takes one "key: value" line of ibv_devinfo.
+func (d *Devinfo) set(k, v string) {
+	switch k {
+	case "fw_ver":
+		d.FwVer = v
+	case "node_guid":
+		d.NodeGUID = v
+	case "sys_image_guid":
+		d.SysImageGUID = v
+	case "board_id":
+		d.BoardID = v
+	case "vendor_part_id":
+		d.VendorPartID = v
+	case "active_width":
+		d.ActiveWidth = v
+	case "active_speed":
+		d.ActiveSpeed = v
+	}
 }
 
 // parseDevinfoDevs reads plain ibv_devinfo output (no GIDs) of several
@@ -310,22 +312,8 @@ func parseDevinfoDevs(s string) (map[string]Devinfo, error) {
 		name = strings.TrimSpace(name)
 		var d Devinfo
 		for _, line := range strings.Split(rest, "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if !ok {
-				continue
-			}
-			v = strings.TrimSpace(v)
-			switch strings.TrimSpace(k) {
-			case "fw_ver":
-				d.FwVer = v
-			case "node_guid":
-				d.NodeGUID = v
-			case "sys_image_guid":
-				d.SysImageGUID = v
-			case "board_id":
-				d.BoardID = v
-			case "vendor_part_id":
-				d.VendorPartID = v
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k != "active_width" && k != "active_speed" {
+				d.set(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
 		}
 		if d.FwVer == "" || d.NodeGUID == "" {
