@@ -15,8 +15,12 @@ BIN      := bin/rocectl
 # prometheus for `promtool check metrics` on the agent's exposition (no
 # smaller Debian package ships promtool; without recommends it adds ~100 MB;
 # on a host booted with systemd its postinst also enables
-# prometheus.service, listening on :9090).
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml lintian prometheus tmux
+# prometheus.service, listening on :9090),
+# chromium for the fleet report's browser test (report.TestHTMLInBrowser
+# renders the HTML headless and checks the DOM; without it the test
+# skips): ~124 MB to download with its libraries (chromium 81 MB,
+# chromium-common 32 MB), ~360 MB installed.
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml lintian prometheus tmux chromium
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 # What `rocectl version` prints. From git when this is a checkout; without
