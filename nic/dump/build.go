@@ -86,6 +86,15 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 				fact(nd, "driver "+b.Driver.Driver, b.Driver.At)
 			}
 		case KindEthtoolA:
+			if b.Errno != "" {
+				// What a capture records for the same refusal.
+				ls := link(nd)
+				if ls.Errors == nil {
+					ls.Errors = map[string]string{}
+				}
+				ls.Errors[snapshot.OpPause] = b.Errno
+				fact(nd, "pause: "+b.Errno+" (the driver has no pause parameters)", b.At)
+			}
 			if b.Pause != nil {
 				link(nd).Pause = &nic.Pause{Autoneg: b.Pause.Autoneg, Rx: b.Pause.RX, Tx: b.Pause.TX}
 				fact(nd, "pause", b.Pause.At)
@@ -215,7 +224,7 @@ func (im *Import) finish(nd string, ls *snapshot.LinkState) {
 		snapshot.OpTunable: ls.PFCPreventionTimeout != nil, snapshot.OpDCB: ls.DCB != nil,
 	}
 	for _, op := range snapshot.ReadOps {
-		if !has[op] {
+		if _, refused := ls.Errors[op]; !has[op] && !refused {
 			ls.NotCaptured = append(ls.NotCaptured, op)
 		}
 	}
@@ -233,7 +242,7 @@ func (im *Import) finish(nd string, ls *snapshot.LinkState) {
 	}
 	// Global pause: no `ethtool -a`, but the port's own counters show it
 	// sending pause frames, so it is on (tx) whatever the driver is.
-	if ls.Pause == nil && ls.Stats != nil {
+	if _, refused := ls.Errors[snapshot.OpPause]; ls.Pause == nil && !refused && ls.Stats != nil {
 		for _, c := range []string{"tx_pause_ctrl_phy", "tx_global_pause", "tx_pause_frames", "tx_xoff_frames"} {
 			if n := ls.Stats[c]; n > 0 {
 				im.Facts = append(im.Facts, Fact{Netdev: nd, What: fmt.Sprintf("ethtool -S %s = %d", c, n), From: im.statLines[nd][c],

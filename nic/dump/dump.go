@@ -56,6 +56,11 @@ type Block struct {
 	// -S without its command line).
 	Netdev string
 	At     Source // first line of the output
+	// Errno is set when the tool answered that the kernel refused the
+	// request (ethtool -a on a driver without pause support prints only
+	// "netlink error: Operation not supported"): the answer is known, and
+	// it is this errno, not a value.
+	Errno string `json:",omitempty"`
 
 	Qos     *MlnxQos
 	Stats   *Stats
@@ -76,6 +81,12 @@ type line struct {
 // promptRE matches a shell prompt with a command: "$ cmd", "# cmd",
 // "[root@h ~]# cmd", "user@h:~$ cmd", "+ cmd" (set -x).
 var promptRE = regexp.MustCompile(`^(?:\[[^\]]*\]\s*[#$]|[\w.-]+@[\w.-]+:[^$#]*[#$]|[#$>+])\s+(\S.*)$`)
+
+// notSupportedRE is ethtool's answer when the driver has no pause
+// operations: "netlink error: Operation not supported" (ethtool 5.6 and
+// later, over netlink) or "Cannot get device pause settings: Operation not
+// supported" (ioctl).
+var notSupportedRE = regexp.MustCompile(`^(?:netlink error|Cannot get device pause settings): Operation not supported$`)
 
 // commandNetdev returns the kind a command line asks for and the
 // interface it names, if the line is one of the commands this package
@@ -149,6 +160,7 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 	}
 	// Split at prompt lines; each segment has the netdev its command named.
 	type segment struct {
+		kind   Kind
 		netdev string
 		lines  []line
 	}
@@ -158,9 +170,9 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 		if m := promptRE.FindStringSubmatch(strings.TrimSpace(l.text)); m != nil {
 			// Any command ends the previous output; one of ours may
 			// name the interface of the output that follows.
-			_, nd, _ := commandNetdev(m[1])
+			k, nd, _ := commandNetdev(m[1])
 			segs = append(segs, cur)
-			cur = segment{netdev: nd}
+			cur = segment{kind: k, netdev: nd}
 			continue
 		}
 		cur.lines = append(cur.lines, l)
@@ -170,7 +182,7 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 	var blocks []Block
 	var warns []Warning
 	for _, s := range segs {
-		bs, ws := parseSegment(s.lines, s.netdev)
+		bs, ws := parseSegment(s.lines, s.kind, s.netdev)
 		blocks = append(blocks, bs...)
 		warns = append(warns, ws...)
 	}
@@ -181,11 +193,18 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 // without prompts), which may still hold several outputs one after the
 // other: each parser takes the lines it recognises and hands back the
 // rest.
-func parseSegment(ls []line, netdev string) ([]Block, []Warning) {
+func parseSegment(ls []line, kind Kind, netdev string) ([]Block, []Warning) {
 	var blocks []Block
 	var warns []Warning
 	for len(ls) > 0 {
 		if strings.TrimSpace(ls[0].text) == "" {
+			ls = ls[1:]
+			continue
+		}
+		// A refusal names neither the command nor the interface: only the
+		// prompt line before it says which request it answers.
+		if kind == KindEthtoolA && netdev != "" && notSupportedRE.MatchString(strings.TrimSpace(ls[0].text)) {
+			blocks = append(blocks, Block{Kind: kind, Netdev: netdev, At: ls[0].at, Errno: "EOPNOTSUPP"})
 			ls = ls[1:]
 			continue
 		}
