@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,10 +223,38 @@ func Resolve(d *policy.Desired) {
 		return
 	}
 	ports := make([]policy.Port, len(d.Ports))
+	var noDevice []string
 	for i, dp := range d.Ports {
 		ports[i] = dp.Port
+		if dp.Port.RDMADevice == "" {
+			noDevice = append(noDevice, dp.Port.Netdev)
+		}
 	}
 	vars, unresolved := Env(p, ports)
+	if len(noDevice) > 0 {
+		// A snapshot imported from netdev-level dumps knows no RDMA
+		// device behind these ports, so the HCA list and GID index (and
+		// with them the file) cannot be derived: unknown, not drift.
+		// Only the profile's own variables are named: which selection
+		// variables NCCL would need depends on the GIDs, unknown too.
+		why := fmt.Sprintf("%s (the RDMA devices behind %s)", policy.UnknownReason, strings.Join(noDevice, ", "))
+		names := map[string]bool{}
+		for _, v := range p.NCCL.Vars {
+			names["NCCL_"+v.Name] = true
+		}
+		for _, v := range p.NCCL.Extra {
+			names["NCCL_"+v.Name] = true
+		}
+		for _, v := range vars {
+			if v.Name == "NCCL_IB_TC" {
+				names[v.Name] = true // derived from the profile alone
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			d.Unknown = append(d.Unknown, policy.Unknown{Key: policy.HostScope + ".nccl." + name, Scope: policy.HostScope, Reason: why})
+		}
+		return
+	}
 	if len(unresolved) > 0 {
 		// Part of the file is no file NCCL should read: leave it as it is.
 		for i := range unresolved {

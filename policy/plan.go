@@ -100,6 +100,7 @@ func (p *Plan) Changed() bool { return len(p.Changes) > 0 }
 func Diff(d *Desired, o *Observed) *Plan {
 	plan := DiffSettings(d.All(), o)
 	plan.Unsupported = append(plan.Unsupported, d.Unresolved...)
+	plan.Unknown = append(plan.Unknown, d.Unknown...)
 	return plan
 }
 

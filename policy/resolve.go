@@ -18,6 +18,9 @@ type Desired struct {
 	// Unresolved lists settings that cannot be derived on this host yet
 	// (e.g. NCCL_IB_GID_INDEX = "auto" before any IPv4 address exists).
 	Unresolved []Unsupported
+	// Unknown lists settings that cannot be derived from what the source
+	// holds (a snapshot without the facts they depend on).
+	Unknown []Unknown
 	// Unmatched names the RoCE ports the profile's [match] left out.
 	Unmatched []Port
 }
