@@ -118,37 +118,19 @@ func (h *Host) orderForDriver(d *policy.Desired, plan *policy.Plan) {
 }
 
 func (h *Host) addCompanions(plan *policy.Plan) {
-	planned := map[string]bool{}
-	for _, c := range plan.Changes {
-		planned[c.Key] = true
-	}
-	readers := map[string]*portReader{}
+	planned := plannedKeys(plan)
+	readers := h.readers()
 	var added []policy.Change
 	for _, c := range plan.Changes {
 		k, err := kindOf(c.Kind)
 		if err != nil || k.companions == nil || c.Port == nil {
 			continue
 		}
-		r := readers[c.Port.Netdev]
-		if r == nil {
-			r = h.newPortReader(c.Port, "")
-			readers[c.Port.Netdev] = r
-		}
+		r := readers.of(c.Port)
 		for _, cp := range k.companions(r, c) {
-			s := policy.Setting{Key: c.Scope + "." + cp.name, Scope: c.Scope, Name: cp.name,
-				Kind: cp.kind, Arg: cp.arg, Value: cp.value, From: "companion of " + c.Name, Port: c.Port}
-			if planned[s.Key] {
-				continue // the profile manages it: already journalled
+			if ch, ok := companionChange(r, c.Setting, cp, "companion of ", planned); ok {
+				added = append(added, ch)
 			}
-			before, present, err := r.read(s, nil)
-			if err != nil || (present && before == cp.value) {
-				// Unreadable: nothing to journal or restore (the plan
-				// reports the setting's own read errors if the profile
-				// asks for it). Already there: the driver changes nothing.
-				continue
-			}
-			planned[s.Key] = true
-			added = append(added, policy.Change{Setting: s, Before: before, Absent: !present, Note: cp.note})
 		}
 	}
 	for _, c := range added {
@@ -160,32 +142,50 @@ func (h *Host) addCompanions(plan *policy.Plan) {
 // driver (cnpPrioCompanions), whenever the profile manages it, changed or
 // not: the implied setting is what makes the managed one mean what it says.
 func (h *Host) addImplied(d *policy.Desired, plan *policy.Plan) {
+	planned := plannedKeys(plan)
+	readers := h.readers()
+	for _, dp := range d.Ports {
+		for _, s := range dp.Settings {
+			k, err := kindOf(s.Kind)
+			if err != nil || k.implied == nil || s.Port == nil {
+				continue
+			}
+			r := readers.of(s.Port)
+			for _, cp := range k.implied(r, s) {
+				if ch, ok := companionChange(r, s, cp, "implied by ", planned); ok {
+					plan.Changes = insertInOrder(plan.Changes, ch)
+				}
+			}
+		}
+	}
+}
+
+func plannedKeys(plan *policy.Plan) map[string]bool {
 	planned := map[string]bool{}
 	for _, c := range plan.Changes {
 		planned[c.Key] = true
 	}
-	for _, dp := range d.Ports {
-		r := h.newPortReader(&dp.Port, "")
-		for _, s := range dp.Settings {
-			k, err := kindOf(s.Kind)
-			if err != nil || k.implied == nil {
-				continue
-			}
-			for _, cp := range k.implied(r, s) {
-				is := policy.Setting{Key: s.Scope + "." + cp.name, Scope: s.Scope, Name: cp.name,
-					Kind: cp.kind, Arg: cp.arg, Value: cp.value, From: "implied by " + s.Name, Port: s.Port}
-				if planned[is.Key] {
-					continue
-				}
-				before, present, err := r.read(is, nil)
-				if err != nil || (present && before == cp.value) {
-					continue
-				}
-				planned[is.Key] = true
-				plan.Changes = insertInOrder(plan.Changes, policy.Change{Setting: is, Before: before, Absent: !present, Note: cp.note})
-			}
-		}
+	return planned
+}
+
+// companionChange is cp, which cause brings with it, as a change of the
+// plan, read through r (cause's port). There is none when the plan already
+// has it (the profile manages it: journalled already), when it cannot be
+// read (nothing to journal or restore; the plan reports the setting's own
+// read errors if the profile asks for it), or when it already holds the
+// value (the driver changes nothing). planned records what is added.
+func companionChange(r *portReader, cause policy.Setting, cp companion, from string, planned map[string]bool) (policy.Change, bool) {
+	s := policy.Setting{Key: cause.Scope + "." + cp.name, Scope: cause.Scope, Name: cp.name,
+		Kind: cp.kind, Arg: cp.arg, Value: cp.value, From: from + cause.Name, Port: cause.Port}
+	if planned[s.Key] {
+		return policy.Change{}, false
 	}
+	before, present, err := r.read(s, nil)
+	if err != nil || (present && before == cp.value) {
+		return policy.Change{}, false
+	}
+	planned[s.Key] = true
+	return policy.Change{Setting: s, Before: before, Absent: !present, Note: cp.note}, true
 }
 
 // insertInOrder puts c among its port's changes in apply order (by kind):

@@ -149,17 +149,13 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 // host settings. A LAG whose slaves hold different values gets a note.
 func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *policy.Observed {
 	o := policy.NewObserved()
-	readers := map[string]*portReader{}
+	readers := h.readers()
 	lag := lagValues{}
 	defer lag.noteDifferences(o)
 	for _, s := range settings {
 		r := hostReader
 		if s.Port != nil {
-			r = readers[s.Port.Netdev]
-			if r == nil {
-				r = h.newPortReader(s.Port, "")
-				readers[s.Port.Netdev] = r
-			}
+			r = readers.of(s.Port)
 		}
 		v, present, err := r.read(s, o.Notes)
 		if s.Port != nil && s.Port.Bond != "" && err == nil {

@@ -52,6 +52,26 @@ func (h *Host) newPortReader(p *policy.Port, ncclFile string) *portReader {
 	return r
 }
 
+// portReaders keeps one reader per netdev, so that each port's kernel
+// objects are read once however many settings need them (a bond's slaves
+// each have their own).
+type portReaders struct {
+	h *Host
+	m map[string]*portReader
+}
+
+func (h *Host) readers() portReaders { return portReaders{h, map[string]*portReader{}} }
+
+// of returns p's reader, made on first use.
+func (rs portReaders) of(p *policy.Port) *portReader {
+	r := rs.m[p.Netdev]
+	if r == nil {
+		r = rs.h.newPortReader(p, "")
+		rs.m[p.Netdev] = r
+	}
+	return r
+}
+
 // read returns the canonical value the host holds for s.
 func (r *portReader) read(s policy.Setting, notes map[string]string) (string, bool, error) {
 	k, err := kindOf(s.Kind)
