@@ -116,6 +116,11 @@ func (d *rootDir) resolve(p string) (string, error) {
 		return "", err
 	}
 	defer unix.Close(fd)
+	return d.realPath(fd, walked, p)
+}
+
+// realPath is the host path of fd, which openResolved opened for p.
+func (d *rootDir) realPath(fd int, walked, p string) (string, error) {
 	if walked != "" || d.noOpenat2.Load() {
 		return "/" + walked, nil
 	}
@@ -141,6 +146,20 @@ func (d *rootDir) resolve(p string) (string, error) {
 	}
 	unix.Close(wfd)
 	return "/" + walked, nil
+}
+
+// openBeneath opens rel below the directory dirfd and nowhere else: a
+// ".." or a symlink that would lead out of it fails with EXDEV
+// (RESOLVE_BENEATH), so the caller can open it from the root instead.
+func openBeneath(dirfd int, rel string, flags int) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	for try := 0; ; try++ {
+		fd, err := unix.Openat2(dirfd, rel, &how)
+		if err == unix.EINTR || (err == unix.EAGAIN && try < 16) {
+			continue
+		}
+		return fd, err
+	}
 }
 
 func (d *rootDir) walk(p string) (int, string, error) {

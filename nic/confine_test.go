@@ -343,3 +343,36 @@ func TestConfined(t *testing.T) {
 		t.Errorf("live root: %q, %v", got, err)
 	}
 }
+
+// TestDirConfinesSymlinks: reads below a held Dir open names relative to
+// it, and a name that leads out of it (an absolute link, ".." past the
+// root, a "../" of its own) is opened from the root instead: it reaches
+// the tree's decoy, never the file outside. A FIFO below a Dir is refused
+// as below the FS.
+func TestDirConfinesSymlinks(t *testing.T) {
+	root, outside, decoy := escapeTree(t)
+	if err := os.WriteFile(decoy, []byte("4200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "sys/class/net/eth0/fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range bothResolvers(t, root) {
+		d := fs.Dir("/sys/class/net/eth0")
+		if held := d.open != nil; held == fs.dir.noOpenat2.Load() {
+			t.Errorf("%s: directory held %v", resolver(fs), held)
+		}
+		for _, rel := range []string{"mtu", "up", strings.Repeat("../", 8) + strings.TrimPrefix(outside, "/")} {
+			if got, err := d.ReadTrimmed(rel); err != nil || got != "4200" {
+				t.Errorf("%s: Dir read %s = %q, %v; want the decoy's 4200", resolver(fs), rel, got, err)
+			}
+		}
+		if _, err := d.ReadString("fifo"); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("%s: Dir read of a FIFO: %v, want ErrNotRegular", resolver(fs), err)
+		}
+		if names, err := d.ReadDir("."); err != nil || strings.Join(names, ",") != "fifo,mtu,up" {
+			t.Errorf("%s: Dir ReadDir = %v, %v", resolver(fs), names, err)
+		}
+	}
+	assertFile(t, outside, "1500\n")
+}

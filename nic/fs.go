@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -140,9 +141,15 @@ func (f FS) Confined(p string) (string, error) {
 // readFile reads the attribute p; errors name asked (the path as the
 // caller knows it).
 func (f FS) readFile(p, asked string) ([]byte, error) {
+	return f.readWith(asked, func(flags int) (int, error) { return f.dir.open(p, flags) }, p)
+}
+
+// readWith reads a whole attribute that open opens (kindPath: where to
+// look when it turns out not to be a regular file).
+func (f FS) readWith(asked string, open func(flags int) (int, error), kindPath string) ([]byte, error) {
 	var out []byte
 	err := f.withDeadline("read", asked, func() error {
-		fd, err := f.openFile(p, asked, unix.O_RDONLY)
+		fd, err := f.openAttr(asked, unix.O_RDONLY, open, kindPath)
 		if err != nil {
 			return err
 		}
@@ -168,12 +175,18 @@ func (f FS) readFile(p, asked string) ([]byte, error) {
 }
 
 // openFile opens the attribute p (flags O_RDONLY or O_WRONLY|O_TRUNC) and
-// refuses anything but a regular file. O_NONBLOCK keeps the open itself
-// from waiting for a FIFO's other end; regular files ignore it.
+// refuses anything but a regular file.
 func (f FS) openFile(p, asked string, flags int) (int, error) {
-	fd, err := f.dir.open(p, flags|unix.O_NONBLOCK)
+	return f.openAttr(asked, flags, func(flags int) (int, error) { return f.dir.open(p, flags) }, p)
+}
+
+// openAttr opens an attribute with open and refuses anything but a
+// regular file. O_NONBLOCK keeps the open itself from waiting for a
+// FIFO's other end; regular files ignore it.
+func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error), kindPath string) (int, error) {
+	fd, err := open(flags | unix.O_NONBLOCK)
 	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
-		if kind := f.kindOf(p); kind != "" {
+		if kind := f.kindOf(kindPath); kind != "" {
 			err = notRegular(kind)
 		}
 	}
@@ -387,35 +400,77 @@ func (f FS) withDeadline(op, p string, fn func() error) error {
 	}
 }
 
-// Dir is a directory of the host reached through its symlinks once: reads
-// below it open the resolved path, so the kernel does not walk the
-// symlinks again for each file (under a snapshot root, a read through
-// /sys/class/net/<if>/ costs twice what one through the device's own
-// directory does). Errors still name the path as asked for. Keep a Dir
-// for one pass over the host (a discovery, an observation): a renamed
-// netdev or a re-probed device changes where the links lead.
+// Dir is a directory of the host reached through its symlinks once, and
+// held open: reads below it open the name relative to the directory
+// (openat2 with RESOLVE_BENEATH), so the kernel walks neither the
+// symlinks nor the path from the root again for each file. For a
+// snapshot's thousands of one-line attributes that halves the cost of an
+// open (12.9 µs from the root through /sys/class/infiniband/<dev> against
+// 5.2 µs below the held directory, measured on a 64-port snapshot). A
+// name that leads out of the directory (a symlink such as "device")
+// fails RESOLVE_BENEATH with EXDEV and is opened from the root instead,
+// confined as every FS path is. Errors still name the path as asked for.
+// Keep a Dir for one pass over the host (a discovery, an observation): a
+// renamed netdev or a re-probed device changes where the links lead.
 type Dir struct {
 	fs   FS
-	path string // as asked for, for errors
-	real string // host path with the symlinks resolved; path when that failed
+	path string     // as asked for, for errors
+	real string     // host path with the symlinks resolved; path when that failed
+	open *dirHandle // the directory, nil when reads go through the root
 }
+
+// dirHandle owns a Dir's descriptor. Dirs are values copied freely, with
+// no Close, as FS is: the descriptor is closed when none refers to it.
+type dirHandle struct{ fd int }
 
 // Dir resolves p. A p that does not resolve (absent, outside the root)
 // gives a Dir that reads through p itself, with the errors that brings.
 func (f FS) Dir(p string) Dir {
-	real, err := f.Resolve(p)
-	if err != nil {
-		real = p
-	}
-	return Dir{fs: f, path: p, real: real}
+	d := Dir{fs: f, path: p, real: p}
+	_ = f.withDeadline("resolve", p, func() error {
+		fd, walked, err := f.dir.openResolved(p, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return err
+		}
+		real, err := f.dir.realPath(fd, walked, p)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		d.real = real
+		if walked != "" || f.dir.noOpenat2.Load() {
+			// No openat2: relative opens could not be confined below
+			// the directory either.
+			unix.Close(fd)
+			return nil
+		}
+		h := &dirHandle{fd: fd}
+		runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
+		d.open = h
+		return nil
+	})
+	return d
 }
 
 // Path is the directory as asked for.
 func (d Dir) Path() string { return d.path }
 
+// openRel opens rel (flags as for open(2)) below the held directory, or
+// from the root when the directory is not held or rel leads out of it.
+func (d Dir) openRel(rel string, flags int) (int, error) {
+	if h := d.open; h != nil {
+		fd, err := openBeneath(h.fd, rel, flags)
+		runtime.KeepAlive(h) // the cleanup must not close h.fd under us
+		if err != unix.EXDEV {
+			return fd, err
+		}
+	}
+	return d.fs.dir.open(d.real+"/"+rel, flags)
+}
+
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
-	b, err := d.fs.readFile(d.real+"/"+rel, d.path+"/"+rel)
+	b, err := d.fs.readWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) }, d.real+"/"+rel)
 	if err != nil {
 		return "", err
 	}
@@ -426,6 +481,27 @@ func (d Dir) ReadString(rel string) (string, error) {
 func (d Dir) ReadTrimmed(rel string) (string, error) {
 	s, err := d.ReadString(rel)
 	return strings.TrimSpace(s), err
+}
+
+// ReadDir lists the names in d/rel ("." for d itself), sorted.
+func (d Dir) ReadDir(rel string) ([]string, error) {
+	asked := d.path + "/" + rel
+	var names []string
+	err := d.fs.withDeadline("readdir", asked, func() error {
+		fd, err := d.openRel(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: d.fs.Path(asked), Err: err}
+		}
+		dir := os.NewFile(uintptr(fd), d.fs.Path(asked))
+		defer dir.Close()
+		names, err = dir.Readdirnames(-1)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // retryEINTR repeats a system call the Go runtime's signals interrupted, as

@@ -53,8 +53,10 @@ func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
 	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
 		return nil, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
 	}
-	base := path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port))
-	names, err := fs.ReadDir(path.Join(base, "gids"))
+	// The port's directory, resolved and held once: a table is dozens
+	// (on mlx5 up to 255) of entries of three files each.
+	base := fs.Dir(path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port)))
+	names, err := base.ReadDir("gids")
 	if err != nil {
 		return nil, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
 	}
@@ -71,7 +73,7 @@ func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
 	var out []GID
 	for _, i := range idx {
 		s := strconv.Itoa(i)
-		raw, err := fs.ReadTrimmed(path.Join(base, "gids", s))
+		raw, err := base.ReadTrimmed("gids/" + s)
 		if err != nil {
 			continue
 		}
@@ -79,11 +81,11 @@ func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
 		if ip == nil || ip.IsUnspecified() {
 			continue
 		}
-		typ, err := fs.ReadTrimmed(path.Join(base, "gid_attrs", "types", s))
+		typ, err := base.ReadTrimmed("gid_attrs/types/" + s)
 		if err != nil || typ == "" {
 			continue
 		}
-		ndev, err := fs.ReadTrimmed(path.Join(base, "gid_attrs", "ndevs", s))
+		ndev, err := base.ReadTrimmed("gid_attrs/ndevs/" + s)
 		if err != nil {
 			ndev = ""
 		}
