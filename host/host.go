@@ -10,11 +10,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
+
+	"github.com/rocectl/rocectl/internal/parallel"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
@@ -82,21 +82,28 @@ func (h *Host) logger() *slog.Logger {
 // on each port (only NCCL_IB_GID_INDEX = "auto" and verbs verification need
 // it, and it costs three reads per GID entry); otherwise RoCEv2GID is -1.
 func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
-	out := make([]policy.Port, 0, len(inv.Ports))
-	for _, p := range inv.Ports {
-		gid := -1
-		if withGID {
-			if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
-				// Any netdev: the port's GID table holds its own GIDs and
-				// those of its upper devices (VLAN, bond, macvlan), and NCCL
-				// never reads gid_attrs/ndevs, so a VLAN's GID counts.
-				if g, ok := nic.SelectGID(gids, nic.GIDQuery{}); ok {
-					gid = g.Index
-				}
+	// Each GID table is dozens of files (up to 255 entries of three on
+	// mlx5): read the ports' tables concurrently, as Observe reads ports.
+	gids := make([]int, len(inv.Ports))
+	parallel.Each(len(inv.Ports), func(i int) {
+		gids[i] = -1
+		if !withGID {
+			return
+		}
+		p := inv.Ports[i]
+		if table, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
+			// Any netdev: the port's GID table holds its own GIDs and
+			// those of its upper devices (VLAN, bond, macvlan), and NCCL
+			// never reads gid_attrs/ndevs, so a VLAN's GID counts.
+			if g, ok := nic.SelectGID(table, nic.GIDQuery{}); ok {
+				gids[i] = g.Index
 			}
 		}
+	})
+	out := make([]policy.Port, 0, len(inv.Ports))
+	for i, p := range inv.Ports {
 		pp := policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
-			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gid, Role: p.Role, PF: p.PF}
+			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gids[i], Role: p.Role, PF: p.PF}
 		if p.Bond != nil {
 			pp.BondMode = p.Bond.Mode
 			for _, s := range p.Bond.Slaves {
@@ -119,16 +126,7 @@ func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
 func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 	Place(d)
 	parts := make([]*policy.Observed, len(d.Ports))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(d.Ports)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(d.Ports); i = int(next.Add(1) - 1) {
-				parts[i] = h.observe(nil, d.Ports[i].Settings)
-			}
-		})
-	}
-	wg.Wait()
+	parallel.Each(len(d.Ports), func(i int) { parts[i] = h.observe(nil, d.Ports[i].Settings) })
 	ncclFile := ""
 	if d.Profile != nil && d.Profile.NCCL.Write != nil {
 		ncclFile = *d.Profile.NCCL.Write

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rocectl/rocectl/internal/parallel"
 )
 
 // Port is one RoCE port: an RDMA device port with an Ethernet link layer and
@@ -66,6 +68,13 @@ var ErrNoRoCE = errors.New("no RoCE devices found")
 // netdev-only ports.
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	inv := &Inventory{}
+	type job struct {
+		dev  string
+		port int
+		p    Port
+		err  error
+	}
+	var jobs []job
 	for _, dev := range RDMADevices(fs) {
 		ports := RDMAPorts(fs, dev)
 		if len(ports) == 0 {
@@ -73,14 +82,19 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 			continue
 		}
 		for _, pn := range ports {
-			p, err := discoverPort(fs, k, dev, pn)
-			if err != nil {
-				log.Debug("skipping RDMA port", "device", dev, "port", pn, "reason", err)
-				inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Port: pn, Reason: err.Error()})
-				continue
-			}
-			inv.Ports = append(inv.Ports, p)
+			jobs = append(jobs, job{dev: dev, port: pn})
 		}
+	}
+	// Ports are independent: a 64-port host's discovery is ~20 file reads
+	// and an ethtool query per port, run a few ports at a time.
+	parallel.Each(len(jobs), func(i int) { jobs[i].p, jobs[i].err = discoverPort(fs, k, jobs[i].dev, jobs[i].port) })
+	for _, j := range jobs {
+		if j.err != nil {
+			log.Debug("skipping RDMA port", "device", j.dev, "port", j.port, "reason", j.err)
+			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: j.dev, Port: j.port, Reason: j.err.Error()})
+			continue
+		}
+		inv.Ports = append(inv.Ports, j.p)
 	}
 	inv.Ports = append(inv.Ports, netdevOnlyPorts(k, inv.Ports)...)
 	sort.SliceStable(inv.Ports, func(i, j int) bool {

@@ -121,7 +121,7 @@ func TestPackageBoundaries(t *testing.T) {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if !own(dep) || under(dep, pkg) {
+			if !own(dep) || under(dep, pkg) || under(dep, "internal/parallel") {
 				continue
 			}
 			ok := false
@@ -131,6 +131,16 @@ func TestPackageBoundaries(t *testing.T) {
 			if !ok {
 				t.Errorf("%s depends on %s: it may import only %v of this module", pkg, dep, may)
 			}
+		}
+	}
+	// internal/parallel, which every layer may use, is a leaf: the
+	// standard library only.
+	if _, ok := pkgs[mod+"/internal/parallel"]; !ok {
+		t.Error("go list does not see internal/parallel")
+	}
+	for _, dep := range pkgs[mod+"/internal/parallel"].Deps {
+		if d, ok := pkgs[dep]; ok && !d.Standard {
+			t.Errorf("internal/parallel depends on %s: it may import only the standard library", dep)
 		}
 	}
 	// apply runs verify's checks (read-back, guard) in its lifecycle;
