@@ -8,36 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rocectl/rocectl/port"
 )
-
-// Port is one RoCE port: an RDMA device port with an Ethernet link layer and
-// the netdev that carries it.
-type Port struct {
-	RDMADevice string `json:"rdma_device"`
-	PortNum    int    `json:"port"`
-	Netdev     string `json:"netdev"`
-	PCI        string `json:"pci,omitempty"`      // bus address, e.g. 0000:3b:00.0; empty for virtual devices (rxe)
-	Driver     string `json:"driver"`             // netdev driver, e.g. mlx5_core
-	Firmware   string `json:"firmware,omitempty"` // from ethtool driver info, else infiniband fw_ver
-	NUMANode   int    `json:"numa_node"`          // -1 when unknown
-	HCAType    string `json:"hca_type,omitempty"`
-	BoardID    string `json:"board_id,omitempty"`
-	State      string `json:"state"`          // RDMA port state, e.g. "ACTIVE"
-	Rate       string `json:"rate,omitempty"` // e.g. "100 Gb/sec (4X EDR)"
-	OperState  string `json:"operstate,omitempty"`
-	SpeedMbps  int    `json:"speed_mbps,omitempty"`
-
-	// Role is the port's place in the host's topology (RolePF, RoleVF,
-	// RoleBond, RoleVirtual); topo.go.
-	Role string `json:"role,omitempty"`
-	// Bond is the bond whose master is Netdev (RoCE LAG: mlx5_bond_0 on
-	// bond0), with its slaves; nil otherwise.
-	Bond *Bond `json:"bond,omitempty"`
-	// PF is, for a VF, the netdev of the PF that owns the port's QoS.
-	PF string `json:"pf,omitempty"`
-	// VFs is, for a PF, how many SR-IOV VFs it has enabled.
-	VFs int `json:"vfs,omitempty"`
-}
 
 // SkippedDevice is an RDMA device discovery left out, and why. One odd
 // device never stops discovery of the others.
@@ -49,7 +22,7 @@ type SkippedDevice struct {
 
 // Inventory is what Discover found.
 type Inventory struct {
-	Ports   []Port          `json:"ports"`
+	Ports   []port.Port     `json:"ports"`
 	Skipped []SkippedDevice `json:"skipped,omitempty"`
 }
 
@@ -96,13 +69,6 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	return inv
 }
 
-// RoleNetdevOnly is the role of a port known only from netdev-level
-// facts: a netdev of a snapshot imported from text dumps (mlnx_qos,
-// ethtool) that say nothing of an RDMA device on it. It has no RDMA device
-// and no port number; profiles match it by netdev, driver or PCI address,
-// and its RDMA-scoped settings read as unknown.
-const RoleNetdevOnly = "netdev-only"
-
 // NetdevLister is a Kernel that knows netdevs without knowing whether an
 // RDMA device sits on them. A snapshot imported from text dumps is one:
 // its kernel.json holds what ethtool and mlnx_qos said about each netdev,
@@ -125,7 +91,7 @@ type NetdevLister interface {
 // none of ports (nor a bond's slave) already is. Driver, firmware and PCI
 // address come from the driver info (ethtool -i) when the source has it;
 // the operstate from the link (ip link).
-func netdevOnlyPorts(k Kernel, ports []Port) []Port {
+func netdevOnlyPorts(k Kernel, ports []port.Port) []port.Port {
 	nl, ok := k.(NetdevLister)
 	if !ok {
 		return nil
@@ -139,12 +105,12 @@ func netdevOnlyPorts(k Kernel, ports []Port) []Port {
 			}
 		}
 	}
-	var out []Port
+	var out []port.Port
 	for _, nd := range nl.NetdevsOfUnknownRDMA() {
 		if taken[nd] {
 			continue
 		}
-		p := Port{Netdev: nd, NUMANode: -1, State: "unknown", Role: RoleNetdevOnly}
+		p := port.Port{Netdev: nd, NUMANode: -1, State: "unknown", Role: port.RoleNetdevOnly, RoCEv2GID: -1}
 		if di, err := k.DriverInfo(nd); err == nil {
 			p.Driver, p.Firmware = di.Driver, di.Firmware
 			if IsPCIAddress(di.BusInfo) {
@@ -159,19 +125,19 @@ func netdevOnlyPorts(k Kernel, ports []Port) []Port {
 	return out
 }
 
-func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
+func discoverPort(fs FS, k Kernel, dev string, pn int) (port.Port, error) {
 	// The device's class entry is a symlink: resolve it once for the
 	// dozen reads below instead of once per open.
 	ib := fs.Dir("/sys/class/infiniband/" + dev)
 	pbase := fmt.Sprintf("ports/%d", pn)
 	ll, err := ib.ReadTrimmed(pbase + "/link_layer")
 	if err != nil {
-		return Port{}, fmt.Errorf("cannot read link_layer: %w", err)
+		return port.Port{}, fmt.Errorf("cannot read link_layer: %w", err)
 	}
 	if ll != "Ethernet" {
-		return Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
+		return port.Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
 	}
-	p := Port{RDMADevice: dev, PortNum: pn, NUMANode: -1}
+	p := port.Port{RDMADevice: dev, PortNum: pn, NUMANode: -1, RoCEv2GID: -1}
 	p.State = portState(ib.ReadTrimmed(pbase + "/state"))
 	p.Rate, _ = ib.ReadTrimmed(pbase + "/rate")
 	p.HCAType, _ = ib.ReadTrimmed("hca_type")
@@ -187,7 +153,7 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 	}
 	p.Netdev = portNetdev(ib, dev, pn)
 	if p.Netdev == "" {
-		return Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
+		return port.Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}
 	// A RoCE LAG device sits on the PCI function of its first slave: its
 	// netdev is the bond.
