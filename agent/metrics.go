@@ -181,12 +181,12 @@ func portRefsOf(ports []policy.DesiredPort) []portRef {
 	var out []portRef
 	for _, dp := range ports {
 		p := dp.Port
-		if len(p.Slaves) == 0 {
+		if len(p.Slaves()) == 0 {
 			out = append(out, portRef{netdev: p.Netdev, rdmaDev: p.RDMADevice, port: p.PortNum})
 			continue
 		}
 		out = append(out, portRef{netdev: p.Netdev, rdmaDev: p.RDMADevice, port: p.PortNum, isBond: true})
-		for _, m := range p.Slaves {
+		for _, m := range p.Slaves() {
 			out = append(out, portRef{netdev: m.Netdev, bond: p.Netdev})
 		}
 	}

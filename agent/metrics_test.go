@@ -296,7 +296,7 @@ func TestCounterTotals(t *testing.T) {
 func TestCounterTotalsBnxt(t *testing.T) {
 	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-	p := h.PolicyPorts(h.Discover(), false)
+	p := h.Ports(h.Discover(), false)
 	if len(p) == 0 {
 		t.Fatal("no ports discovered on bnxt-re-factory")
 	}

@@ -130,7 +130,7 @@ func (w *peerWatch) Collect(ch chan<- prometheus.Metric) {
 
 // matchedNetdevs lists the netdevs of the ports p matches on h.
 func matchedNetdevs(h *host.Host, p *policy.Profile) []string {
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), false))
+	d := policy.Resolve(p, h.Ports(h.Discover(), false))
 	var out []string
 	for _, dp := range d.Ports {
 		out = append(out, dp.Port.Netdev)

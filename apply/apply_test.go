@@ -48,7 +48,7 @@ func newRig(t *testing.T, fixture, profile string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile %s matches no port of %s", profile, fixture)
@@ -378,7 +378,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	plan := h.Plan(d)
 	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
@@ -413,7 +413,7 @@ func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	prof := filepath.Join(t.TempDir(), "bnxt.toml")
 	os.WriteFile(prof, []byte("[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\n"), 0o600)
 	p, _ := policy.Load(prof, policy.LoadOptions{})
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	txn, err := Begin(h, d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
@@ -481,7 +481,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	plan := policy.Diff(d, h.Observe(d))
 	if len(plan.Changes) != 2 || !strings.Contains(plan.Changes[0].Note, "devlink dev reload pci/0000:3b:00.0") {

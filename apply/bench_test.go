@@ -55,7 +55,7 @@ func newBenchHost(b *testing.B, ports int) *benchHost {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	if len(d.Ports) != ports {
 		b.Fatalf("the recipe matches %d ports, want %d", len(d.Ports), ports)

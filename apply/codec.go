@@ -12,6 +12,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // The journal's on-disk format (docs/journal-format.md). It is written
@@ -255,7 +256,7 @@ func decodeV2(data []byte) (*Journal, error) {
 				Kind: policy.Kind(c.Kind), Arg: c.Arg, Value: c.Value, From: c.From},
 				Before: c.Before, Absent: c.Absent, Note: c.Note}
 			if p := c.Port; p != nil {
-				pc.Port = &policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
+				pc.Port = &port.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
 					Driver: p.Driver, PCI: p.PCI, RoCEv2GID: p.RoCEv2GID}
 			}
 			st.Changes = append(st.Changes, pc)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Version 1 journals are what rocectl wrote up to the v2 format: the Go
@@ -84,7 +85,7 @@ func decodeV1(data []byte) (*Journal, error) {
 			pc := policy.Change{Setting: policy.Setting{Key: c.Key, Scope: c.Scope, Name: c.Name, Kind: k,
 				Arg: c.Arg, Value: c.Value, From: c.From}, Before: c.Before, Absent: c.Absent, Note: c.Note}
 			if p := c.Port; p != nil {
-				pc.Port = &policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
+				pc.Port = &port.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
 					Driver: p.Driver, PCI: p.PCI, RoCEv2GID: p.RoCEv2GID}
 			}
 			st.Changes = append(st.Changes, pc)

@@ -39,7 +39,7 @@ func driverRig(t *testing.T, fixture, profile string, prep func(*nictest.Sim)) *
 		t.Fatal(err)
 	}
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile matches no port of %s", fixture)

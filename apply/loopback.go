@@ -56,11 +56,11 @@ func CounterSources(pr *Prepared) []verify.CounterSource {
 	}
 	for _, dp := range pr.Desired.Ports {
 		p := dp.Port
-		if len(p.Slaves) == 0 {
+		if len(p.Slaves()) == 0 {
 			add(p.Netdev, p.Netdev)
 			continue
 		}
-		for _, m := range p.Slaves {
+		for _, m := range p.Slaves() {
 			add(verify.SlavePort(p.Netdev, m.Netdev), m.Netdev)
 		}
 	}

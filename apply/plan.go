@@ -31,7 +31,7 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 			h.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
 		}
 	}
-	d := policy.Resolve(p, h.PolicyPorts(inv, p.NeedsGID() || withGID))
+	d := policy.Resolve(p, h.Ports(inv, p.NeedsGID() || withGID))
 	nccl.Resolve(d)
 	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: h.Plan(d)}
 }

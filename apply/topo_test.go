@@ -14,6 +14,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 const lagProfile = `name = "lag"
@@ -51,7 +52,7 @@ func topoRig(t *testing.T, fixture, profile string) *rig {
 		t.Fatal(err)
 	}
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), true))
+	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	return &rig{root: root, sim: sim, h: h, d: d, plan: h.Plan(d),
 		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
@@ -138,7 +139,7 @@ func TestLAGSlavesThatDifferAreReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), false))
+	d := policy.Resolve(p, h.Ports(h.Discover(), false))
 	plan := h.Plan(d)
 	var pfc []policy.Change // the companion global pause change comes with it
 	for _, c := range plan.Changes {
@@ -183,7 +184,7 @@ func TestVFsSkipPFOwnedSettings(t *testing.T) {
 		t.Errorf("enp7s2f3.link.mtu: %q", got)
 	}
 	for _, c := range r.plan.Changes {
-		if c.Port != nil && c.Port.Role == policy.RoleVF {
+		if c.Port != nil && c.Port.Role == port.RoleVF {
 			t.Errorf("change on a VF: %s", c.Key)
 		}
 	}
@@ -205,7 +206,7 @@ func TestVFsSkipPFOwnedSettings(t *testing.T) {
 		if c.Key == "enp7s2f2.link.mtu" {
 			mtu = true
 		}
-		if c.Port != nil && c.Port.Role != policy.RoleVF {
+		if c.Port != nil && c.Port.Role != port.RoleVF {
 			t.Errorf("change on a non-VF port: %s", c.Key)
 		}
 	}

@@ -61,7 +61,7 @@ func BenchmarkPolicyPipeline(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ports := h.PolicyPorts(pl.Inventory, pl.Profile.NeedsGID())
+			ports := h.Ports(pl.Inventory, pl.Profile.NeedsGID())
 			observed := h.Observe(pl.Desired)
 			b.ReportAllocs()
 			for b.Loop() {

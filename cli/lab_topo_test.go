@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/test/lab/labenv"
 )
 
@@ -65,12 +66,12 @@ func TestLabRoCEOnBondDiscoveryMTUAndPerSlaveDCB(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := nic.Discover(nic.NewFS("/", true), k, slog.New(slog.DiscardHandler))
-	i := slices.IndexFunc(inv.Ports, func(p nic.Port) bool { return p.RDMADevice == "rxe8" })
+	i := slices.IndexFunc(inv.Ports, func(p port.Port) bool { return p.RDMADevice == "rxe8" })
 	if i < 0 {
 		t.Fatalf("rxe8 not discovered: %+v", inv)
 	}
 	p := inv.Ports[i]
-	if p.Netdev != bond || p.Role != nic.RoleBond || p.Bond == nil || p.Bond.Mode != "active-backup" || len(p.Bond.Slaves) != 2 ||
+	if p.Netdev != bond || p.Role != port.RoleBond || p.Bond == nil || p.Bond.Mode != "active-backup" || len(p.Bond.Slaves) != 2 ||
 		p.Bond.Slaves[0].Netdev != slaves[0] || p.Bond.Slaves[1].Netdev != slaves[1] {
 		t.Fatalf("rxe8: %+v bond %+v", p, p.Bond)
 	}
@@ -130,9 +131,9 @@ func TestLabSRIOVOnNetdevsimKeepsThePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := nic.NewFS("/", true)
-	find := func() nic.Port {
+	find := func() port.Port {
 		inv := nic.Discover(fs, k, slog.New(slog.DiscardHandler))
-		i := slices.IndexFunc(inv.Ports, func(p nic.Port) bool { return p.RDMADevice == l.rxe })
+		i := slices.IndexFunc(inv.Ports, func(p port.Port) bool { return p.RDMADevice == l.rxe })
 		if i < 0 {
 			t.Fatalf("%s not discovered: %+v", l.rxe, inv)
 		}
@@ -145,7 +146,7 @@ func TestLabSRIOVOnNetdevsimKeepsThePort(t *testing.T) {
 	}
 	t.Cleanup(func() { os.WriteFile(numvfs, []byte("0"), 0o644) })
 	after := find()
-	if after.Netdev != before.Netdev || after.Role != before.Role || after.Role == nic.RoleVF {
+	if after.Netdev != before.Netdev || after.Role != before.Role || after.Role == port.RoleVF {
 		t.Errorf("with VFs enabled: %+v, before %+v", after, before)
 	}
 	if out := sh(t, "ip", "link", "show", l.port.Ifname); !strings.Contains(out, "vf 1") {

@@ -10,6 +10,7 @@ import (
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // NCCLEnvDoc is the JSON document of nccl-env. Variables is empty unless
@@ -75,8 +76,8 @@ printed on stdout or written, and the exit status is 1.`,
 			}
 			defer done()
 			inv := h.Discover()
-			var ports []policy.Port
-			for _, pp := range h.PolicyPorts(inv, true) {
+			var ports []port.Port
+			for _, pp := range h.Ports(inv, true) {
 				if p.Match.Matches(pp) {
 					ports = append(ports, pp)
 				}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -58,7 +58,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	disruptions := host.Disruptions(plan)
 	var order []string
 	sections := map[string]*section{}
-	get := func(p *policy.Port) *section {
+	get := func(p *port.Port) *section {
 		id := policy.HostScope
 		if p != nil {
 			id = p.Netdev
@@ -184,7 +184,7 @@ type Report struct {
 	// (link toggles, channel resets, changes that cannot be undone).
 	Disruptions map[string][]string `json:"disruptions,omitempty"`
 	InSync      int                 `json:"in_sync"`
-	Ports       []nic.Port          `json:"ports"`
+	Ports       []port.Port         `json:"ports"`
 	Applied     bool                `json:"applied,omitempty"`
 	RolledBack  bool                `json:"rolled_back"`
 	Restored    []string            `json:"restored,omitempty"`
@@ -222,7 +222,7 @@ type ReportChange struct {
 
 func newReport(pl *apply.Prepared) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{}, Unknown: []policy.Unknown{},
-		Diagnostics: []Diagnostic{}, Ports: []nic.Port{}}
+		Diagnostics: []Diagnostic{}, Ports: []port.Port{}}
 	if pl == nil {
 		return r
 	}
@@ -324,23 +324,23 @@ func renderNotWatched(w io.Writer, notWatched []string) {
 // portHeader names a port's section of the plan, with its place in the
 // topology: a RoCE LAG as "mlx5_bond_0 (bond0: ens1f0np0 + ens1f1np1,
 // 802.3ad) port 1, mlx5_core", a slave with its bond, a VF with its PF.
-func portHeader(p *policy.Port) string {
+func portHeader(p *port.Port) string {
 	switch {
-	case len(p.Slaves) > 0:
-		names := make([]string, len(p.Slaves))
-		for i, m := range p.Slaves {
+	case len(p.Slaves()) > 0:
+		names := make([]string, len(p.Slaves()))
+		for i, m := range p.Slaves() {
 			names[i] = m.Netdev
 		}
 		topo := p.Netdev + ": " + strings.Join(names, " + ")
-		if p.BondMode != "" {
-			topo += ", " + p.BondMode
+		if p.BondMode() != "" {
+			topo += ", " + p.BondMode()
 		}
 		return fmt.Sprintf("%s (%s) port %d, %s", p.RDMADevice, topo, p.PortNum, orDash(p.Driver))
-	case p.Bond != "":
-		return fmt.Sprintf("%s (slave of %s, %s port %d, %s)", p.Netdev, p.Bond, p.RDMADevice, p.PortNum, orDash(p.Driver))
+	case p.Master != "":
+		return fmt.Sprintf("%s (slave of %s, %s port %d, %s)", p.Netdev, p.Master, p.RDMADevice, p.PortNum, orDash(p.Driver))
 	case p.RDMADevice == "":
 		return fmt.Sprintf("%s (no RDMA device known, %s)", p.Netdev, orDash(p.Driver))
-	case p.Role == policy.RoleVF:
+	case p.Role == port.RoleVF:
 		return fmt.Sprintf("%s (%s port %d, VF of %s, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.PF), orDash(p.Driver))
 	}
 	return fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))

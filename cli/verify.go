@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -201,11 +202,11 @@ func parseMessageSize(s string) (policy.Size, error) {
 // pauseSources read the ethtool statistics of the netdevs that carry the
 // tested port's pause counters: a RoCE LAG bond has none of its own, its
 // slaves (the physical ports) have them.
-func pauseSources(h *host.Host, p policy.Port) []verify.CounterSource {
+func pauseSources(h *host.Host, p port.Port) []verify.CounterSource {
 	names := []string{p.Netdev}
-	if len(p.Slaves) > 0 {
+	if len(p.Slaves()) > 0 {
 		names = names[:0]
-		for _, m := range p.Slaves {
+		for _, m := range p.Slaves() {
 			names = append(names, m.Netdev)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -95,7 +96,7 @@ interval; --once waits one interval, prints, and exits.`,
 
 // watchPorts discovers the RoCE ports, those profile matches when one is
 // given, and words what is watched for the header.
-func (env *Env) watchPorts(h *host.Host, profile string) ([]nic.Port, string, error) {
+func (env *Env) watchPorts(h *host.Host, profile string) ([]port.Port, string, error) {
 	inv := h.Discover()
 	if profile == "" {
 		if len(inv.Ports) == 0 {
@@ -107,8 +108,8 @@ func (env *Env) watchPorts(h *host.Host, profile string) ([]nic.Port, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	var out []nic.Port
-	for i, pp := range h.PolicyPorts(inv, false) {
+	var out []port.Port
+	for i, pp := range h.Ports(inv, false) {
 		if p.Match.Matches(pp) {
 			out = append(out, inv.Ports[i])
 		}
@@ -121,7 +122,7 @@ func (env *Env) watchPorts(h *host.Host, profile string) ([]nic.Port, string, er
 
 // portSample is one read of one port's counters.
 type portSample struct {
-	port nic.Port
+	port port.Port
 	// bond is, for a slave of a bond (RoCE LAG), the bond; slaves, for a
 	// bond, its slaves, which have the NIC counters the bond lacks.
 	bond   string
@@ -145,7 +146,7 @@ type watchSample struct {
 // port's hw_counters (CNP, ECN).
 type watchSampler struct {
 	h     *host.Host
-	ports []nic.Port
+	ports []port.Port
 	now   func() time.Time
 }
 
@@ -165,7 +166,7 @@ func (s *watchSampler) sample() *watchSample {
 		}
 		out.ports = append(out.ports, ps)
 		for _, m := range p.Bond.Slaves {
-			sl := s.portSample(nic.Port{Netdev: m.Netdev, PCI: m.PCI, Driver: m.Driver}, true)
+			sl := s.portSample(port.Port{Netdev: m.Netdev, PCI: m.PCI, Driver: m.Driver}, true)
 			sl.bond = p.Netdev
 			out.ports = append(out.ports, sl)
 		}
@@ -175,7 +176,7 @@ func (s *watchSampler) sample() *watchSample {
 
 // portSample reads one port: its link state, its ethtool -S counters when
 // nicStats, and its RDMA port's hw_counters when it has an RDMA device.
-func (s *watchSampler) portSample(p nic.Port, nicStats bool) portSample {
+func (s *watchSampler) portSample(p port.Port, nicStats bool) portSample {
 	ps := portSample{port: p, link: "?"}
 	if li, err := s.h.K.Link(p.Netdev); err == nil && li.OperState != "" {
 		ps.link = li.OperState

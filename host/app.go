@@ -8,6 +8,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Trust and the DSCP map are one object, the port's APP table (plus OFED's
@@ -87,12 +88,12 @@ func dscpEntries(apps []dcb.App) []dcb.App {
 // the mapping just installed while dcbnl's table still showed it. mlx5 and
 // generic drivers add first: mlx5 replaces a DSCP's entry in place, and a
 // moment with no DSCP entry at all would flip it to PCP trust.
-func deleteFirst(p *policy.Port) bool { return p.Driver == "bnxt_en" }
+func deleteFirst(p *port.Port) bool { return p.Driver == "bnxt_en" }
 
 // syncDSCP makes the DSCPs of domain map as target says (a DSCP missing from
 // target gets no entry), in the order the driver needs (deleteFirst).
 // Generic kernels keep both entries of a DSCP until the old one is deleted.
-func (h *Host) syncDSCP(p *policy.Port, domain, target map[int]int) error {
+func (h *Host) syncDSCP(p *port.Port, domain, target map[int]int) error {
 	var want []dcb.App
 	for _, dscp := range slices.Sorted(maps.Keys(domain)) {
 		if prio, ok := target[dscp]; ok {
@@ -106,7 +107,7 @@ func (h *Host) syncDSCP(p *policy.Port, domain, target map[int]int) error {
 // setDSCPEntries makes the port's DSCP APP entries that scope selects equal
 // to want: entries of want that are missing are added, selected entries
 // not in want deleted, in the order the driver needs.
-func (h *Host) setDSCPEntries(p *policy.Port, want []dcb.App, scope func(dcb.App) bool) error {
+func (h *Host) setDSCPEntries(p *port.Port, want []dcb.App, scope func(dcb.App) bool) error {
 	nd := p.Netdev
 	stale := func() ([]dcb.App, error) {
 		st, err := h.K.DCB(nd)

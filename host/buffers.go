@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // mlx5's receive buffers, as the driver sizes them (mlx5/core/en/
@@ -67,12 +68,12 @@ func (s bufferState) shortBuffer(speed int) (int, int) {
 // made the bond's PFC, cable and buffer changes its slaves', and each
 // slave is planned on its own, against its own buffers and link speed and
 // the MTU the bond gives it (bond_change_mtu sets every slave's).
-func (h *Host) planMLX5Buffers(plan *policy.Plan, p *policy.Port, desired []policy.Setting) {
-	if len(p.Slaves) == 0 {
+func (h *Host) planMLX5Buffers(plan *policy.Plan, p *port.Port, desired []policy.Setting) {
+	if len(p.Slaves()) == 0 {
 		h.planMLX5Port(plan, p.Netdev, "", desired)
 		return
 	}
-	for _, m := range p.Slaves {
+	for _, m := range p.Slaves() {
 		if m.Driver == "" || strings.HasPrefix(m.Driver, "mlx5") {
 			h.planMLX5Port(plan, m.Netdev, p.Netdev, desired)
 		}
@@ -262,10 +263,10 @@ func Disruptions(plan *policy.Plan) map[string][]string {
 		switch {
 		case c.Kind == policy.KindPFC && mlx5:
 			add(nd, "link toggle: mlx5 takes the link down and up when PFC changes (mlx5e_dcbnl_ieee_setpfc)")
-		case c.Kind == policy.KindMTU && len(c.Port.Slaves) > 0:
+		case c.Kind == policy.KindMTU && len(c.Port.Slaves()) > 0:
 			// A bond has no queues: it sets the MTU of every slave
 			// (bond_change_mtu), and their queues are re-created.
-			for _, m := range c.Port.Slaves {
+			for _, m := range c.Port.Slaves() {
 				add(m.Netdev, "channel reset: an MTU change re-creates the NIC's queues (set through "+nd+")")
 			}
 		case c.Kind == policy.KindMTU:

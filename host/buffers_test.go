@@ -33,8 +33,8 @@ func lagPlan(t *testing.T, profile string, prep func(*nictest.Sim)) *policy.Plan
 		t.Fatal(err)
 	}
 	h := &Host{FS: nic.NewFS(root, false), K: sim}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), false))
-	if len(d.Ports) != 1 || len(d.Ports[0].Port.Slaves) != 2 {
+	d := policy.Resolve(p, h.Ports(h.Discover(), false))
+	if len(d.Ports) != 1 || len(d.Ports[0].Port.Slaves()) != 2 {
 		t.Fatalf("profile matches %+v, want the bond with its two slaves", d.Ports)
 	}
 	return h.Plan(d)

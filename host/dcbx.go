@@ -6,6 +6,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // The DCBX mode decides who owns a port's PFC, ETS and APP table: the host
@@ -42,7 +43,7 @@ func isDCBXNegotiated(k policy.Kind) bool {
 
 // dcbxPort is what one physical port's desired settings say about DCBX.
 type dcbxPort struct {
-	port       *policy.Port
+	port       *port.Port
 	dcbx       *policy.Setting // the profile's qos.dcbx, if it sets one
 	negotiated []string        // the managed PFC/ETS/APP setting names
 }

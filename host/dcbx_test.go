@@ -30,7 +30,7 @@ func planOn(t *testing.T, root string, sim *nictest.Sim, profile string) (*host.
 		t.Fatal(err)
 	}
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-	d := policy.Resolve(p, h.PolicyPorts(h.Discover(), false))
+	d := policy.Resolve(p, h.Ports(h.Discover(), false))
 	if len(d.Ports) == 0 {
 		t.Fatal("the profile matches no port")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Host is a host as the backend reaches it: files under a root and the
@@ -53,7 +54,7 @@ func (h *Host) Discover() *nic.Inventory {
 }
 
 // ecnOf returns the port's ECN interface, probing it on first use.
-func (h *Host) ecnOf(p *policy.Port) (*nic.ECN, error) {
+func (h *Host) ecnOf(p *port.Port) (*nic.ECN, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if pr, ok := h.ecn[p.Netdev]; ok {
@@ -62,7 +63,7 @@ func (h *Host) ecnOf(p *policy.Port) (*nic.ECN, error) {
 		}
 		return pr.ecn.On(h.FS), nil
 	}
-	e, err := nic.OpenECN(h.FS, nicPort(p))
+	e, err := nic.OpenECN(h.FS, *p)
 	if h.ecn == nil {
 		h.ecn = map[string]ecnProbe{}
 	}
@@ -77,41 +78,30 @@ func (h *Host) logger() *slog.Logger {
 	return h.Log
 }
 
-// PolicyPorts turns discovered ports into what policy resolves against.
-// With withGID it also finds the RoCE v2 IPv4 GID index NCCL would select
-// on each port (only NCCL_IB_GID_INDEX = "auto" and verbs verification need
-// it, and it costs three reads per GID entry); otherwise RoCEv2GID is -1.
-func (h *Host) PolicyPorts(inv *nic.Inventory, withGID bool) []policy.Port {
+// Ports returns inv's ports as policy resolves against them. With withGID
+// it also finds the RoCE v2 IPv4 GID index NCCL would select on each port
+// (only NCCL_IB_GID_INDEX = "auto" and verbs verification need it, and it
+// costs three reads per GID entry); otherwise RoCEv2GID is -1. inv's ports
+// are left as discovery found them.
+func (h *Host) Ports(inv *nic.Inventory, withGID bool) []port.Port {
+	out := append(make([]port.Port, 0, len(inv.Ports)), inv.Ports...)
 	// Each GID table is dozens of files (up to 255 entries of three on
 	// mlx5): read the ports' tables concurrently, as Observe reads ports.
-	gids := make([]int, len(inv.Ports))
-	parallel.Each(len(inv.Ports), func(i int) {
-		gids[i] = -1
+	parallel.Each(len(out), func(i int) {
+		p := &out[i]
+		p.RoCEv2GID = -1
 		if !withGID {
 			return
 		}
-		p := inv.Ports[i]
-		if table, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
+		if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
 			// Any netdev: the port's GID table holds its own GIDs and
 			// those of its upper devices (VLAN, bond, macvlan), and NCCL
 			// never reads gid_attrs/ndevs, so a VLAN's GID counts.
-			if g, ok := nic.SelectGID(table, nic.GIDQuery{}); ok {
-				gids[i] = g.Index
+			if g, ok := nic.SelectGID(gids, nic.GIDQuery{}); ok {
+				p.RoCEv2GID = g.Index
 			}
 		}
 	})
-	out := make([]policy.Port, 0, len(inv.Ports))
-	for i, p := range inv.Ports {
-		pp := policy.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
-			Driver: p.Driver, PCI: p.PCI, RoCEv2GID: gids[i], Role: p.Role, PF: p.PF}
-		if p.Bond != nil {
-			pp.BondMode = p.Bond.Mode
-			for _, s := range p.Bond.Slaves {
-				pp.Slaves = append(pp.Slaves, policy.Member{Netdev: s.Netdev, PCI: s.PCI, Driver: s.Driver})
-			}
-		}
-		out = append(out, pp)
-	}
 	return out
 }
 
@@ -156,7 +146,7 @@ func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *polic
 			r = readers.of(s.Port)
 		}
 		v, present, err := r.read(s, o.Notes)
-		if s.Port != nil && s.Port.Bond != "" && err == nil {
+		if s.Port != nil && s.Port.Master != "" && err == nil {
 			lag.add(s, v, present)
 		}
 		switch {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // place says where on a host's topology a setting kind lives (its registry
@@ -38,14 +39,14 @@ const (
 //
 // It is idempotent: Observe calls it, and a placed Desired is left as it is.
 func Place(d *policy.Desired) {
-	targetsVFs := d.Profile != nil && slices.Contains(d.Profile.Match.Roles, policy.RoleVF)
+	targetsVFs := d.Profile != nil && slices.Contains(d.Profile.Match.Roles, port.RoleVF)
 	for i := range d.Ports {
 		dp := &d.Ports[i]
 		p := &dp.Port
 		switch {
-		case len(p.Slaves) > 0:
+		case len(p.Slaves()) > 0:
 			dp.Settings = fanOut(p, dp.Settings)
-		case p.Role == policy.RoleVF:
+		case p.Role == port.RoleVF:
 			var keep []policy.Setting
 			for _, s := range dp.Settings {
 				k, err := kindOf(s.Kind)
@@ -67,20 +68,20 @@ func Place(d *policy.Desired) {
 
 // fanOut replaces the bond's per-physical-port settings by one per slave.
 // Settings already placed on a slave are kept as they are.
-func fanOut(bond *policy.Port, ss []policy.Setting) []policy.Setting {
-	slaves := make([]*policy.Port, len(bond.Slaves))
-	for i, m := range bond.Slaves {
+func fanOut(bond *port.Port, ss []policy.Setting) []policy.Setting {
+	slaves := make([]*port.Port, len(bond.Slaves()))
+	for i, m := range bond.Slaves() {
 		drv := m.Driver
 		if drv == "" {
 			drv = bond.Driver
 		}
-		slaves[i] = &policy.Port{Netdev: m.Netdev, RDMADevice: bond.RDMADevice, PortNum: bond.PortNum,
-			Driver: drv, PCI: m.PCI, RoCEv2GID: -1, Role: policy.RolePF, Bond: bond.Netdev}
+		slaves[i] = &port.Port{Netdev: m.Netdev, RDMADevice: bond.RDMADevice, PortNum: bond.PortNum,
+			Driver: drv, PCI: m.PCI, RoCEv2GID: -1, Role: port.RolePF, Master: bond.Netdev}
 	}
 	out := make([]policy.Setting, 0, len(ss)*len(slaves))
 	for _, s := range ss {
 		k, err := kindOf(s.Kind)
-		if err != nil || k.where != onPhysical || s.Port == nil || s.Port.Bond != "" {
+		if err != nil || k.where != onPhysical || s.Port == nil || s.Port.Master != "" {
 			out = append(out, s)
 			continue
 		}
@@ -107,7 +108,7 @@ func (l lagValues) add(s policy.Setting, v string, present bool) {
 	if !present {
 		v = "(none)"
 	}
-	id := s.Port.Bond + "/" + s.Name
+	id := s.Port.Master + "/" + s.Name
 	l[id] = append(l[id], lagValue{key: s.Key, netdev: s.Port.Netdev, value: v})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // portReader reads one port's state lazily, each kernel object at most once,
@@ -21,7 +22,7 @@ import (
 // host settings are read from.
 type portReader struct {
 	h        *Host
-	port     *policy.Port
+	port     *port.Port
 	driver   string
 	ncclFile string
 
@@ -44,7 +45,7 @@ func (r *portReader) ecnOf() (*nic.ECN, error) {
 	return r.ecn, r.ecnErr
 }
 
-func (h *Host) newPortReader(p *policy.Port, ncclFile string) *portReader {
+func (h *Host) newPortReader(p *port.Port, ncclFile string) *portReader {
 	r := &portReader{h: h, port: p, ncclFile: ncclFile}
 	if p != nil {
 		r.driver = p.Driver
@@ -63,7 +64,7 @@ type portReaders struct {
 func (h *Host) readers() portReaders { return portReaders{h, map[string]*portReader{}} }
 
 // of returns p's reader, made on first use.
-func (rs portReaders) of(p *policy.Port) *portReader {
+func (rs portReaders) of(p *port.Port) *portReader {
 	r := rs.m[p.Netdev]
 	if r == nil {
 		r = rs.h.newPortReader(p, "")
@@ -458,7 +459,7 @@ func readECN(r *portReader, s policy.Setting, _ map[string]string) (string, bool
 	return strconv.FormatInt(v, 10), err == nil, err
 }
 
-func (h *Host) devlinkHandle(p *policy.Port) (string, error) {
+func (h *Host) devlinkHandle(p *port.Port) (string, error) {
 	if dev := nic.DevlinkHandle(h.FS, p.Netdev); dev != "" {
 		return dev, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Every setting kind policy can produce has exactly one registry entry, with
@@ -42,7 +43,7 @@ func TestObjectsOfSeveralKindsAreGrouped(t *testing.T) {
 // rocectl names its steps the same way (app, ets, pfc, buffer, rings, nccl,
 // or the setting's own name).
 func TestStepsNameGroupsAsTheJournalDoes(t *testing.T) {
-	port := &policy.Port{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1}
+	port := &port.Port{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1}
 	mk := func(k policy.Kind, name string) policy.Change {
 		return policy.Change{Setting: policy.Setting{Key: "ens1f0np0." + name, Scope: "ens1f0np0", Name: name, Kind: k, Port: port}}
 	}

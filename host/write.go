@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Some settings live in one kernel object and must be written together: the
@@ -110,7 +111,7 @@ type stepWriter struct {
 	d    *policy.Desired
 	st   Step
 	undo bool
-	port *policy.Port
+	port *port.Port
 }
 
 // value is what c is written as in this direction.
@@ -328,10 +329,6 @@ func writeTrafficClass(w *stepWriter) error {
 
 func clearTrafficClass(w *stepWriter, _ policy.Change) error {
 	return nic.ClearTrafficClass(w.h.FS, w.port.RDMADevice, w.port.PortNum)
-}
-
-func nicPort(p *policy.Port) nic.Port {
-	return nic.Port{RDMADevice: p.RDMADevice, PortNum: p.PortNum, Netdev: p.Netdev, PCI: p.PCI, Driver: p.Driver}
 }
 
 func parsePause(v string) (nic.Pause, error) {

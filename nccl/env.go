@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Env derives the NCCL variables of a host from the profile and its
@@ -15,7 +16,7 @@ import (
 // Names in the result carry the NCCL_ prefix. Variables that cannot be
 // derived are returned as unresolved, with the reason; the variables are
 // then incomplete and must be neither printed as a result nor written.
-func Env(p *policy.Profile, ports []policy.Port) ([]Var, []policy.Unsupported) {
+func Env(p *policy.Profile, ports []port.Port) ([]Var, []policy.Unsupported) {
 	d := Derive(p, ports)
 	return d.Vars, d.Unresolved
 }
@@ -49,7 +50,7 @@ const (
 )
 
 // Derive is Env with the reasons for the GID index.
-func Derive(p *policy.Profile, ports []policy.Port) Derivation {
+func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	var d Derivation
 	c := &p.NCCL
 	seen := map[string]bool{}
@@ -98,13 +99,13 @@ func Derive(p *policy.Profile, ports []policy.Port) Derivation {
 // port once (a RoCE LAG is one device, mlx5_bond_0, never its slaves,
 // which discovery does not list as ports), and VFs only when the profile
 // targets them by role: a VF is usually a pod's, not the host's.
-func hcaPorts(p *policy.Profile, ports []policy.Port) []policy.Port {
-	vfs := slices.Contains(p.Match.Roles, policy.RoleVF)
+func hcaPorts(p *policy.Profile, ports []port.Port) []port.Port {
+	vfs := slices.Contains(p.Match.Roles, port.RoleVF)
 	seen := map[string]bool{}
-	var out []policy.Port
+	var out []port.Port
 	for _, pt := range ports {
 		id := fmt.Sprintf("%s:%d", pt.RDMADevice, pt.PortNum)
-		if seen[id] || pt.Role == policy.RoleVF && !vfs {
+		if seen[id] || pt.Role == port.RoleVF && !vfs {
 			continue
 		}
 		seen[id] = true
@@ -115,7 +116,7 @@ func hcaPorts(p *policy.Profile, ports []policy.Port) []policy.Port {
 
 // hcaList is NCCL_IB_HCA for the matched ports. The leading "=" makes NCCL
 // match names exactly: without it "mlx5_1" also selects mlx5_10..mlx5_19.
-func hcaList(ports []policy.Port) (string, string) {
+func hcaList(ports []port.Port) (string, string) {
 	if len(ports) == 0 {
 		return "", "no RDMA port matched the profile, so there is no HCA list to derive"
 	}
@@ -134,7 +135,7 @@ var gidFilters = []string{"IB_ADDR_RANGE", "IB_ADDR_FAMILY", "IB_ROCE_VERSION_NU
 
 // gidIndex decides NCCL_IB_GID_INDEX = "auto". NCCL takes one value per
 // process, so a pinned index must be right on every port:
-//   - pinned when every port has its RoCE v2 IPv4 GID (policy.Port's
+//   - pinned when every port has its RoCE v2 IPv4 GID (port.Port's
 //     RoCEv2GID, which counts GIDs of VLAN upper devices as NCCL does) at
 //     the same index, and the profile sets no selection filter;
 //   - otherwise, with NCCL 2.21 or later, -1: NCCL runs ncclIbGetGidIndex
@@ -143,7 +144,7 @@ var gidFilters = []string{"IB_ADDR_RANGE", "IB_ADDR_FAMILY", "IB_ROCE_VERSION_NU
 //   - pre-2.21 NCCL has no selection: NCCL_IB_GID_INDEX defaults to 0 there
 //     (a RoCE v1 link-local GID), so only a pinned index works, and where
 //     none serves every port the choice is refused with the reason.
-func gidIndex(c *policy.NCCL, ports []policy.Port, set map[string]bool) (GIDChoice, []Var) {
+func gidIndex(c *policy.NCCL, ports []port.Port, set map[string]bool) (GIDChoice, []Var) {
 	if len(ports) == 0 {
 		return GIDChoice{Mode: GIDRefused, Reason: "no RDMA port matched the profile"}, nil
 	}
@@ -222,7 +223,7 @@ func Resolve(d *policy.Desired) {
 	if p.NCCL.Write == nil || len(d.Ports) == 0 {
 		return
 	}
-	ports := make([]policy.Port, len(d.Ports))
+	ports := make([]port.Port, len(d.Ports))
 	var noDevice []string
 	for i, dp := range d.Ports {
 		ports[i] = dp.Port

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 func loadProfile(t *testing.T, text string) *policy.Profile {
@@ -23,9 +24,9 @@ func loadProfile(t *testing.T, text string) *policy.Profile {
 	return p
 }
 
-var twoPorts = []policy.Port{
-	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3, Role: policy.RolePF},
-	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3, Role: policy.RolePF},
+var twoPorts = []port.Port{
+	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3, Role: port.RolePF},
+	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3, Role: port.RolePF},
 }
 
 func TestEnvDerivesAutoValues(t *testing.T) {
@@ -42,7 +43,7 @@ func TestEnvDerivesAutoValues(t *testing.T) {
 // is a safe answer.
 func TestEnvRefusesDisagreeingGIDIndexBefore221(t *testing.T) {
 	p := loadProfile(t, "[nccl]\ngeneration = \"pre-2.21\"\nIB_GID_INDEX = \"auto\"\n")
-	ports := append([]policy.Port(nil), twoPorts...)
+	ports := append([]port.Port(nil), twoPorts...)
 	ports[1].RoCEv2GID = 5
 	d := Derive(p, ports)
 	if len(d.Vars) != 0 || len(d.Unresolved) != 1 || !strings.Contains(d.Unresolved[0].Reason, "ports disagree (mlx5_0:1=3, mlx5_1:1=5)") ||
@@ -68,14 +69,14 @@ func TestEnvRefusesDisagreeingGIDIndexBefore221(t *testing.T) {
 // on, with no selection filter set; otherwise it leaves the choice to
 // NCCL's per-device selection, naming the version and family to select by.
 func TestEnvGIDIndexChoice(t *testing.T) {
-	disagree := append([]policy.Port(nil), twoPorts...)
+	disagree := append([]port.Port(nil), twoPorts...)
 	disagree[1].RoCEv2GID = 5
-	missing := append([]policy.Port(nil), twoPorts...)
+	missing := append([]port.Port(nil), twoPorts...)
 	missing[0].RoCEv2GID = -1
 	for _, c := range []struct {
 		name    string
 		profile string
-		ports   []policy.Port
+		ports   []port.Port
 		vars    []Var
 		choice  string
 	}{
@@ -116,7 +117,7 @@ func TestEnvGIDIndexChoice(t *testing.T) {
 // that cannot be derived leaves every setting of the file out.
 func TestResolveNeverWritesPartOfTheFile(t *testing.T) {
 	p := loadProfile(t, "[nccl]\nwrite = \"/etc/nccl.conf\"\ngeneration = \"pre-2.21\"\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"auto\"\nIB_TIMEOUT = 22\n")
-	ports := append([]policy.Port(nil), twoPorts...)
+	ports := append([]port.Port(nil), twoPorts...)
 	ports[1].RoCEv2GID = 5
 	d := policy.Resolve(p, ports)
 	Resolve(d)
@@ -166,16 +167,16 @@ func TestReadmeDocumentsNCCLSettings(t *testing.T) {
 // IB_HCA = "auto" names a RoCE LAG device once and leaves VFs out unless
 // the profile targets them by role.
 func TestHCAListLAGAndVFs(t *testing.T) {
-	ports := []policy.Port{
-		{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Role: policy.RoleBond, Slaves: []policy.Member{{Netdev: "ens1f0np0"}, {Netdev: "ens1f1np1"}}},
-		{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Role: policy.RoleBond},
-		{Netdev: "enp7s2f2", RDMADevice: "mlx5_4", PortNum: 1, Role: policy.RoleVF, PF: "enp7s0f0np0"},
+	ports := []port.Port{
+		{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Role: port.RoleBond, Bond: &port.Bond{Name: "bond0", Slaves: []port.Slave{{Netdev: "ens1f0np0"}, {Netdev: "ens1f1np1"}}}},
+		{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Role: port.RoleBond},
+		{Netdev: "enp7s2f2", RDMADevice: "mlx5_4", PortNum: 1, Role: port.RoleVF, PF: "enp7s0f0np0"},
 	}
 	p := &policy.Profile{}
 	if got, _ := hcaList(hcaPorts(p, ports)); got != "=mlx5_bond_0:1" {
 		t.Errorf("IB_HCA %q, want =mlx5_bond_0:1", got)
 	}
-	p.Match.Roles = []string{policy.RoleBond, policy.RoleVF}
+	p.Match.Roles = []string{port.RoleBond, port.RoleVF}
 	if got, _ := hcaList(hcaPorts(p, ports)); got != "=mlx5_bond_0:1,mlx5_4:1" {
 		t.Errorf("IB_HCA with roles vf: %q", got)
 	}

@@ -10,36 +10,8 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/internal/parallel"
+	"github.com/rocectl/rocectl/port"
 )
-
-// Port is one RoCE port: an RDMA device port with an Ethernet link layer and
-// the netdev that carries it.
-type Port struct {
-	RDMADevice string `json:"rdma_device"`
-	PortNum    int    `json:"port"`
-	Netdev     string `json:"netdev"`
-	PCI        string `json:"pci,omitempty"`      // bus address, e.g. 0000:3b:00.0; empty for virtual devices (rxe)
-	Driver     string `json:"driver"`             // netdev driver, e.g. mlx5_core
-	Firmware   string `json:"firmware,omitempty"` // from ethtool driver info, else infiniband fw_ver
-	NUMANode   int    `json:"numa_node"`          // -1 when unknown
-	HCAType    string `json:"hca_type,omitempty"`
-	BoardID    string `json:"board_id,omitempty"`
-	State      string `json:"state"`          // RDMA port state, e.g. "ACTIVE"
-	Rate       string `json:"rate,omitempty"` // e.g. "100 Gb/sec (4X EDR)"
-	OperState  string `json:"operstate,omitempty"`
-	SpeedMbps  int    `json:"speed_mbps,omitempty"`
-
-	// Role is the port's place in the host's topology (RolePF, RoleVF,
-	// RoleBond, RoleVirtual); topo.go.
-	Role string `json:"role,omitempty"`
-	// Bond is the bond whose master is Netdev (RoCE LAG: mlx5_bond_0 on
-	// bond0), with its slaves; nil otherwise.
-	Bond *Bond `json:"bond,omitempty"`
-	// PF is, for a VF, the netdev of the PF that owns the port's QoS.
-	PF string `json:"pf,omitempty"`
-	// VFs is, for a PF, how many SR-IOV VFs it has enabled.
-	VFs int `json:"vfs,omitempty"`
-}
 
 // SkippedDevice is an RDMA device discovery left out, and why. One odd
 // device never stops discovery of the others.
@@ -51,7 +23,7 @@ type SkippedDevice struct {
 
 // Inventory is what Discover found.
 type Inventory struct {
-	Ports   []Port          `json:"ports"`
+	Ports   []port.Port     `json:"ports"`
 	Skipped []SkippedDevice `json:"skipped,omitempty"`
 }
 
@@ -69,10 +41,10 @@ var ErrNoRoCE = errors.New("no RoCE devices found")
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	inv := &Inventory{}
 	type job struct {
-		dev  string
-		port int
-		p    Port
-		err  error
+		dev string
+		num int
+		p   port.Port
+		err error
 	}
 	var jobs []job
 	for _, dev := range RDMADevices(fs) {
@@ -82,16 +54,16 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 			continue
 		}
 		for _, pn := range ports {
-			jobs = append(jobs, job{dev: dev, port: pn})
+			jobs = append(jobs, job{dev: dev, num: pn})
 		}
 	}
 	// Ports are independent: a 64-port host's discovery is ~20 file reads
 	// and an ethtool query per port, run a few ports at a time.
-	parallel.Each(len(jobs), func(i int) { jobs[i].p, jobs[i].err = discoverPort(fs, k, jobs[i].dev, jobs[i].port) })
+	parallel.Each(len(jobs), func(i int) { jobs[i].p, jobs[i].err = discoverPort(fs, k, jobs[i].dev, jobs[i].num) })
 	for _, j := range jobs {
 		if j.err != nil {
-			log.Debug("skipping RDMA port", "device", j.dev, "port", j.port, "reason", j.err)
-			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: j.dev, Port: j.port, Reason: j.err.Error()})
+			log.Debug("skipping RDMA port", "device", j.dev, "port", j.num, "reason", j.err)
+			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: j.dev, Port: j.num, Reason: j.err.Error()})
 			continue
 		}
 		inv.Ports = append(inv.Ports, j.p)
@@ -109,13 +81,6 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	})
 	return inv
 }
-
-// RoleNetdevOnly is the role of a port known only from netdev-level
-// facts: a netdev of a snapshot imported from text dumps (mlnx_qos,
-// ethtool) that say nothing of an RDMA device on it. It has no RDMA device
-// and no port number; profiles match it by netdev, driver or PCI address,
-// and its RDMA-scoped settings read as unknown.
-const RoleNetdevOnly = "netdev-only"
 
 // NetdevLister is a Kernel that knows netdevs without knowing whether an
 // RDMA device sits on them. A snapshot imported from text dumps is one:
@@ -139,7 +104,7 @@ type NetdevLister interface {
 // none of ports (nor a bond's slave) already is. Driver, firmware and PCI
 // address come from the driver info (ethtool -i) when the source has it;
 // the operstate from the link (ip link).
-func netdevOnlyPorts(k Kernel, ports []Port) []Port {
+func netdevOnlyPorts(k Kernel, ports []port.Port) []port.Port {
 	nl, ok := k.(NetdevLister)
 	if !ok {
 		return nil
@@ -153,12 +118,12 @@ func netdevOnlyPorts(k Kernel, ports []Port) []Port {
 			}
 		}
 	}
-	var out []Port
+	var out []port.Port
 	for _, nd := range nl.NetdevsOfUnknownRDMA() {
 		if taken[nd] {
 			continue
 		}
-		p := Port{Netdev: nd, NUMANode: -1, State: "unknown", Role: RoleNetdevOnly}
+		p := port.Port{Netdev: nd, NUMANode: -1, State: "unknown", Role: port.RoleNetdevOnly, RoCEv2GID: -1}
 		if di, err := k.DriverInfo(nd); err == nil {
 			p.Driver, p.Firmware = di.Driver, di.Firmware
 			if IsPCIAddress(di.BusInfo) {
@@ -173,19 +138,19 @@ func netdevOnlyPorts(k Kernel, ports []Port) []Port {
 	return out
 }
 
-func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
+func discoverPort(fs FS, k Kernel, dev string, pn int) (port.Port, error) {
 	// The device's class entry is a symlink: resolve it once for the
 	// dozen reads below instead of once per open.
 	ib := fs.Dir("/sys/class/infiniband/" + dev)
 	pbase := fmt.Sprintf("ports/%d", pn)
 	ll, err := ib.ReadTrimmed(pbase + "/link_layer")
 	if err != nil {
-		return Port{}, fmt.Errorf("cannot read link_layer: %w", err)
+		return port.Port{}, fmt.Errorf("cannot read link_layer: %w", err)
 	}
 	if ll != "Ethernet" {
-		return Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
+		return port.Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
 	}
-	p := Port{RDMADevice: dev, PortNum: pn, NUMANode: -1}
+	p := port.Port{RDMADevice: dev, PortNum: pn, NUMANode: -1, RoCEv2GID: -1}
 	p.State = portState(ib.ReadTrimmed(pbase + "/state"))
 	p.Rate, _ = ib.ReadTrimmed(pbase + "/rate")
 	p.HCAType, _ = ib.ReadTrimmed("hca_type")
@@ -201,7 +166,7 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (Port, error) {
 	}
 	p.Netdev = portNetdev(ib, dev, pn)
 	if p.Netdev == "" {
-		return Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
+		return port.Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}
 	// A RoCE LAG device sits on the PCI function of its first slave: its
 	// netdev is the bond.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // ECNKind says through which interface a port's ECN/DCQCN knobs are reached.
@@ -63,7 +65,7 @@ func newECN(fs FS, kind ECNKind, base string) *ECN {
 
 // OpenECN finds the ECN interface of a port. The error wraps ErrUnsupported
 // and names what is missing.
-func OpenECN(fs FS, p Port) (*ECN, error) {
+func OpenECN(fs FS, p port.Port) (*ECN, error) {
 	ofed := "/sys/class/net/" + p.Netdev + "/ecn"
 	if fs.Exists(ofed + "/roce_np") {
 		return newECN(fs, ECNOFED, ofed), nil

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // ecnRoot writes files (host path -> content) under a temp root.
@@ -43,7 +45,7 @@ func TestECNParamLocations(t *testing.T) {
 		ofed + "/roce_np/cnp_dscp":           "48\n",
 		ofed + "/roce_rp/params/rpg_ai_rate": "5\n",
 	})
-	e, err := OpenECN(fs, Port{Netdev: "ens1f0np0", Driver: "mlx5_core"})
+	e, err := OpenECN(fs, port.Port{Netdev: "ens1f0np0", Driver: "mlx5_core"})
 	if err != nil || e.Kind != ECNOFED {
 		t.Fatalf("OpenECN = %+v, %v", e, err)
 	}
@@ -82,7 +84,7 @@ func TestECNUpstreamAndBnxtParams(t *testing.T) {
 		bnxt + "/cnp_dscp":  "0x30\n",
 		bnxt + "/apply":     "0x0\n",
 	})
-	up, err := OpenECN(fs, Port{Netdev: "ens1f0np0", Driver: "mlx5_core", PCI: "0000:3b:00.0"})
+	up, err := OpenECN(fs, port.Port{Netdev: "ens1f0np0", Driver: "mlx5_core", PCI: "0000:3b:00.0"})
 	if err != nil || up.Kind != ECNUpstreamMlx5 {
 		t.Fatalf("OpenECN upstream = %+v, %v", up, err)
 	}
@@ -98,7 +100,7 @@ func TestECNUpstreamAndBnxtParams(t *testing.T) {
 		t.Errorf("param without upstream name: %v", err)
 	}
 
-	bn, err := OpenECN(fs, Port{Netdev: "ens2f0np0", RDMADevice: "bnxt_re0", PortNum: 1, Driver: "bnxt_en"})
+	bn, err := OpenECN(fs, port.Port{Netdev: "ens2f0np0", RDMADevice: "bnxt_re0", PortNum: 1, Driver: "bnxt_en"})
 	if err != nil || bn.Kind != ECNBnxt {
 		t.Fatalf("OpenECN bnxt = %+v, %v", bn, err)
 	}

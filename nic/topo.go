@@ -4,67 +4,36 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/rocectl/rocectl/port"
 )
-
-// Roles of a RoCE port in the host's topology. A port's role says where
-// the settings that live on a physical port are written: on the port
-// itself (a PF), on every slave of its bond (an RDMA LAG device), or
-// nowhere (a VF: its PF owns the port's QoS).
-const (
-	RolePF      = "pf"      // a physical function (with or without SR-IOV VFs)
-	RoleVF      = "vf"      // an SR-IOV virtual function (device/physfn exists)
-	RoleBond    = "bond"    // the port's netdev is a bond master (RoCE LAG, or rxe on a bond)
-	RoleVirtual = "virtual" // a software device on a netdev without a PCI function (rxe on a veth)
-)
-
-// Roles lists every role, for validation and help text.
-func Roles() []string { return []string{RolePF, RoleVF, RoleBond, RoleVirtual} }
-
-// Bond is the bond a LAG port's netdev is the master of.
-type Bond struct {
-	Name string `json:"name"`
-	// Mode is the bonding mode's name, "802.3ad" or "active-backup"
-	// (/sys/class/net/<bond>/bonding/mode reads "802.3ad 4").
-	Mode   string  `json:"mode,omitempty"`
-	Slaves []Slave `json:"slaves"`
-}
-
-// Slave is one physical port under a bond: the netdev and the PCI function
-// that carries it. Per-physical-port settings (DCB, pause, buffers, ECN,
-// the storm tunable) are written here, and must agree on every slave:
-// mlx5 activates RoCE LAG only when they match.
-type Slave struct {
-	Netdev string `json:"netdev"`
-	PCI    string `json:"pci,omitempty"`
-	Driver string `json:"driver,omitempty"`
-}
 
 // topology fills in p's role and its relations: the bond and its slaves
 // for a bond master, the owning PF for a VF. It reads only sysfs links the
 // kernel maintains (master, bonding/, lower_*, device/physfn), never names.
-func topology(fs FS, p *Port) {
+func topology(fs FS, p *port.Port) {
 	nd := "/sys/class/net/" + p.Netdev
 	switch {
 	case fs.Exists(nd + "/bonding"):
-		p.Role = RoleBond
+		p.Role = port.RoleBond
 		p.Bond = readBond(fs, p.Netdev)
 	case fs.Exists(nd + "/device/physfn"):
-		p.Role = RoleVF
+		p.Role = port.RoleVF
 		p.PF = pciNetdev(fs, nd+"/device/physfn")
 	case p.PCI != "":
-		p.Role = RolePF
+		p.Role = port.RolePF
 		p.VFs = countVFs(fs, nd+"/device")
 	default:
-		p.Role = RoleVirtual
+		p.Role = port.RoleVirtual
 	}
 }
 
 // readBond reads a bond's mode and slaves. Slaves come from bonding/slaves
 // (in enslave order, which is the order mlx5 numbers the LAG's ports),
 // falling back to the lower_* links every upper device has.
-func readBond(fs FS, name string) *Bond {
+func readBond(fs FS, name string) *port.Bond {
 	base := "/sys/class/net/" + name
-	b := &Bond{Name: name}
+	b := &port.Bond{Name: name}
 	if m, err := fs.ReadTrimmed(base + "/bonding/mode"); err == nil {
 		b.Mode, _, _ = strings.Cut(m, " ")
 	}
@@ -79,7 +48,7 @@ func readBond(fs FS, name string) *Bond {
 		}
 	}
 	for _, n := range names {
-		s := Slave{Netdev: n}
+		s := port.Slave{Netdev: n}
 		dev := "/sys/class/net/" + n + "/device"
 		if real, err := fs.Resolve(dev); err == nil && IsPCIAddress(path.Base(real)) {
 			s.PCI = path.Base(real)
@@ -181,25 +150,4 @@ func VFsOf(fs FS, pfNetdev string) []string {
 		}
 	}
 	return out
-}
-
-// Describe is the port's place in the topology in one line, for headers:
-// "mlx5_bond_0 (bond0: ens1f0np0 + ens1f1np1, 802.3ad)", "mlx5_2 (VF of
-// ens1f0np0)", or the RDMA device alone.
-func (p Port) Describe() string {
-	switch {
-	case p.Bond != nil:
-		names := make([]string, len(p.Bond.Slaves))
-		for i, s := range p.Bond.Slaves {
-			names[i] = s.Netdev
-		}
-		d := p.Bond.Name + ": " + strings.Join(names, " + ")
-		if p.Bond.Mode != "" {
-			d += ", " + p.Bond.Mode
-		}
-		return p.RDMADevice + " (" + d + ")"
-	case p.Role == RoleVF && p.PF != "":
-		return p.RDMADevice + " (VF of " + p.PF + ")"
-	}
-	return p.RDMADevice
 }

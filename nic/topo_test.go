@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/port"
 )
 
 func discoverHost(t *testing.T, name string) *nic.Inventory {
@@ -28,10 +29,10 @@ func TestDiscoverRoCELAG(t *testing.T) {
 		t.Fatalf("ports %+v skipped %+v", inv.Ports, inv.Skipped)
 	}
 	p := inv.Ports[0]
-	if p.RDMADevice != "mlx5_bond_0" || p.Netdev != "bond0" || p.Role != nic.RoleBond || p.Driver != "mlx5_core" || p.PCI != "0000:3b:00.0" {
+	if p.RDMADevice != "mlx5_bond_0" || p.Netdev != "bond0" || p.Role != port.RoleBond || p.Driver != "mlx5_core" || p.PCI != "0000:3b:00.0" {
 		t.Fatalf("port %+v", p)
 	}
-	want := &nic.Bond{Name: "bond0", Mode: "802.3ad", Slaves: []nic.Slave{
+	want := &port.Bond{Name: "bond0", Mode: "802.3ad", Slaves: []port.Slave{
 		{Netdev: "ens1f0np0", PCI: "0000:3b:00.0", Driver: "mlx5_core"},
 		{Netdev: "ens1f1np1", PCI: "0000:3b:00.1", Driver: "mlx5_core"},
 	}}
@@ -54,9 +55,9 @@ func TestDiscoverSRIOV(t *testing.T) {
 		got = append(got, row{p.RDMADevice, p.Netdev, p.Role, p.PF})
 	}
 	want := []row{
-		{"mlx5_0", "enp7s0f0np0", nic.RolePF, ""},
-		{"mlx5_4", "enp7s2f2", nic.RoleVF, "enp7s0f0np0"},
-		{"mlx5_5", "enp7s2f3", nic.RoleVF, "enp7s0f0np0"},
+		{"mlx5_0", "enp7s0f0np0", port.RolePF, ""},
+		{"mlx5_4", "enp7s2f2", port.RoleVF, "enp7s0f0np0"},
+		{"mlx5_5", "enp7s2f3", port.RoleVF, "enp7s0f0np0"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ports %+v, want %+v", got, want)
@@ -76,7 +77,7 @@ func TestDiscoverSRIOV(t *testing.T) {
 // Plain two-port hosts keep their shape: one PF port per PCI function.
 func TestDiscoverPlainPortsArePFs(t *testing.T) {
 	for _, p := range discoverHost(t, "cx7-upstream-factory").Ports {
-		if p.Role != nic.RolePF || p.Bond != nil || p.PF != "" {
+		if p.Role != port.RolePF || p.Bond != nil || p.PF != "" {
 			t.Errorf("%s: role %q bond %v pf %q", p.Netdev, p.Role, p.Bond, p.PF)
 		}
 	}

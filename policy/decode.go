@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // decoder walks a merged profile tree against the schema, filling a Profile
@@ -437,7 +439,7 @@ func (d *decoder) roles(key string, n *node) []string {
 	}
 	out := make([]string, 0, len(n.arr))
 	for i, el := range n.arr {
-		if r, ok := d.enum(fmt.Sprintf("%s[%d]", key, i), el, RolePF, RoleVF, RoleBond, RoleVirtual); ok {
+		if r, ok := d.enum(fmt.Sprintf("%s[%d]", key, i), el, port.RolePF, port.RoleVF, port.RoleBond, port.RoleVirtual); ok {
 			out = append(out, r)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // The schema is not written down twice: the tests ask the decoder itself.
@@ -250,10 +252,10 @@ func contains(ss []string, s string) bool {
 
 // testPorts is a small synthetic host: two ports of one dual-port ConnectX
 // and a second, single-port NIC.
-var testPorts = []Port{
-	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3, Role: RolePF},
-	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3, Role: RolePF},
-	{Netdev: "ens3f0np0", RDMADevice: "mlx5_2", PortNum: 2, Driver: "mlx5_core", PCI: "0000:5e:00.0", RoCEv2GID: -1, Role: RolePF},
+var testPorts = []port.Port{
+	{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: 3, Role: port.RolePF},
+	{Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.1", RoCEv2GID: 3, Role: port.RolePF},
+	{Netdev: "ens3f0np0", RDMADevice: "mlx5_2", PortNum: 2, Driver: "mlx5_core", PCI: "0000:5e:00.0", RoCEv2GID: -1, Role: port.RolePF},
 }
 
 // valueRange is what the decoder announced for a leaf.

@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rocectl/rocectl/port"
+)
 
 // Observed is what the host holds for the keys of a Desired, formatted with
 // the same canonical functions. A key missing from Values has no value on the
@@ -35,21 +39,21 @@ type Change struct {
 
 // Unsupported is a setting the port (or host) cannot take, with why.
 type Unsupported struct {
-	Key    string `json:"key"`
-	Scope  string `json:"scope"`
-	Reason string `json:"reason"`
-	Port   *Port  `json:"-"`
+	Key    string     `json:"key"`
+	Scope  string     `json:"scope"`
+	Reason string     `json:"reason"`
+	Port   *port.Port `json:"-"`
 }
 
 // Unknown is a setting whose value the source does not hold: a snapshot
 // that did not capture it. It is neither in sync, nor drift, nor
 // unsupported.
 type Unknown struct {
-	Key    string `json:"key"`
-	Scope  string `json:"scope"`
-	Reason string `json:"reason"`
-	Want   string `json:"want"`
-	Port   *Port  `json:"-"`
+	Key    string     `json:"key"`
+	Scope  string     `json:"scope"`
+	Reason string     `json:"reason"`
+	Want   string     `json:"want"`
+	Port   *port.Port `json:"-"`
 }
 
 // UnknownReason is how an unknown value is shown.
@@ -57,19 +61,19 @@ const UnknownReason = "not in the snapshot"
 
 // PlanError is a setting whose state could not be read.
 type PlanError struct {
-	Key   string `json:"key"`
-	Error string `json:"error"`
-	Want  string `json:"-"` // the value the setting should hold
-	Port  *Port  `json:"-"`
+	Key   string     `json:"key"`
+	Error string     `json:"error"`
+	Want  string     `json:"-"` // the value the setting should hold
+	Port  *port.Port `json:"-"`
 }
 
 // Warning is what the operator must know about a port that no change
 // carries and that does not stop an apply: a driver mode under which what
 // the profile sets may be overwritten later.
 type Warning struct {
-	Key     string `json:"key"` // the setting that would remove the cause
-	Message string `json:"message"`
-	Port    *Port  `json:"-"`
+	Key     string     `json:"key"` // the setting that would remove the cause
+	Message string     `json:"message"`
+	Port    *port.Port `json:"-"`
 }
 
 // Plan is the ordered list of changes that would bring the host to the

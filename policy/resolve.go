@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // Desired is a profile resolved against one host: the settings each matched
@@ -22,12 +24,12 @@ type Desired struct {
 	// holds (a snapshot without the facts they depend on).
 	Unknown []Unknown
 	// Unmatched names the RoCE ports the profile's [match] left out.
-	Unmatched []Port
+	Unmatched []port.Port
 }
 
 // DesiredPort is one matched port and its settings in apply order.
 type DesiredPort struct {
-	Port     Port
+	Port     port.Port
 	Settings []Setting
 }
 
@@ -45,7 +47,7 @@ func (d *Desired) All() []Setting {
 }
 
 // Matches reports whether the profile's [match] selects port.
-func (m Match) Matches(p Port) bool {
+func (m Match) Matches(p port.Port) bool {
 	return globAny(m.Drivers, p.Driver) && globAny(m.Netdevs, p.Netdev) &&
 		globAny(m.RDMADevices, p.RDMADevice) && globAny(m.PCI, p.PCI) &&
 		(len(m.Roles) == 0 || slices.Contains(m.Roles, p.Role))
@@ -64,16 +66,16 @@ func globAny(globs []string, s string) bool {
 }
 
 // Resolve turns a profile into the desired settings of each matched port.
-func Resolve(p *Profile, ports []Port) *Desired {
+func Resolve(p *Profile, ports []port.Port) *Desired {
 	d := &Desired{Profile: p}
 	tmpl := portTemplate(p) // the same for every port: formatted and sorted once
-	for _, port := range ports {
-		if !p.Match.Matches(port) {
-			d.Unmatched = append(d.Unmatched, port)
+	for _, pt := range ports {
+		if !p.Match.Matches(pt) {
+			d.Unmatched = append(d.Unmatched, pt)
 			continue
 		}
-		port := port
-		d.Ports = append(d.Ports, DesiredPort{Port: port, Settings: instantiate(tmpl, &port)})
+		pt := pt
+		d.Ports = append(d.Ports, DesiredPort{Port: pt, Settings: instantiate(tmpl, &pt)})
 	}
 	// The NCCL file's host settings are derived by package nccl
 	// (nccl.Resolve), which knows how NCCL selects devices and GIDs.
@@ -96,9 +98,9 @@ type templateSetting struct {
 }
 
 // instantiate gives a port its copy of the template, with real scopes.
-func instantiate(tmpl []templateSetting, port *Port) []Setting {
+func instantiate(tmpl []templateSetting, pt *port.Port) []Setting {
 	out := make([]Setting, len(tmpl))
-	nd, rd := port.Netdev, port.RDMAScope()
+	nd, rd := pt.Netdev, pt.RDMAScope()
 	for i, t := range tmpl {
 		s := t.Setting
 		s.Scope = nd
@@ -106,7 +108,7 @@ func instantiate(tmpl []templateSetting, port *Port) []Setting {
 			s.Scope = rd
 		}
 		s.Key = s.Scope + "." + s.Name
-		s.Port = port
+		s.Port = pt
 		out[i] = s
 	}
 	return out

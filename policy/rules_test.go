@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -539,20 +541,20 @@ func TestRulesBesideRangeErrors(t *testing.T) {
 // [match] roles selects by the port's place in the topology; without it
 // every role matches.
 func TestMatchRoles(t *testing.T) {
-	pf := Port{Netdev: "ens1f0np0", Role: RolePF}
-	vf := Port{Netdev: "enp7s2f2", Role: RoleVF, PF: "ens1f0np0"}
-	bond := Port{Netdev: "bond0", Role: RoleBond}
+	pf := port.Port{Netdev: "ens1f0np0", Role: port.RolePF}
+	vf := port.Port{Netdev: "enp7s2f2", Role: port.RoleVF, PF: "ens1f0np0"}
+	bond := port.Port{Netdev: "bond0", Role: port.RoleBond}
 	for _, c := range []struct {
 		roles []string
-		port  Port
+		port  port.Port
 		want  bool
 	}{
 		{nil, vf, true},
-		{[]string{RolePF, RoleBond}, pf, true},
-		{[]string{RolePF, RoleBond}, bond, true},
-		{[]string{RolePF, RoleBond}, vf, false},
-		{[]string{RoleVF}, vf, true},
-		{[]string{RoleVF}, pf, false},
+		{[]string{port.RolePF, port.RoleBond}, pf, true},
+		{[]string{port.RolePF, port.RoleBond}, bond, true},
+		{[]string{port.RolePF, port.RoleBond}, vf, false},
+		{[]string{port.RoleVF}, vf, true},
+		{[]string{port.RoleVF}, pf, false},
 	} {
 		if got := (Match{Roles: c.roles}).Matches(c.port); got != c.want {
 			t.Errorf("roles %v on %s: %v, want %v", c.roles, c.port.Role, got, c.want)

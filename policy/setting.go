@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // Kind says what a Setting is, and so which backend reads and writes it.
@@ -64,61 +66,6 @@ func (k Kind) String() string {
 	return "kind" + strconv.Itoa(int(k))
 }
 
-// Port is one RoCE port as policy sees it: the facts Resolve needs. The
-// agent fills it from nic's discovery.
-type Port struct {
-	Netdev     string
-	RDMADevice string
-	PortNum    int
-	Driver     string
-	PCI        string
-	// RoCEv2GID is the RoCE v2 IPv4 GID index NCCL would pick on this port
-	// (on the port's netdev or an upper device such as a VLAN), or -1 when
-	// there is none (no IPv4 address yet).
-	RoCEv2GID int
-
-	// Role is the port's place in the host's topology: RolePF, RoleVF,
-	// RoleBond or RoleVirtual ("" when unknown: matched by no roles list).
-	Role string
-	// Slaves are, for a bond (RoCE LAG), the physical ports under it, where
-	// per-physical-port settings are written; BondMode is its mode.
-	Slaves   []Member
-	BondMode string
-	// Bond is, for a slave of a LAG's bond, the bond's netdev.
-	Bond string
-	// PF is, for a VF, the netdev of the PF that owns the port's QoS.
-	PF string
-}
-
-// Port roles, as nic discovers them and [match] roles names them.
-const (
-	RolePF      = "pf"
-	RoleVF      = "vf"
-	RoleBond    = "bond"
-	RoleVirtual = "virtual"
-)
-
-// Member is one physical port under a bond.
-type Member struct {
-	Netdev string
-	PCI    string
-	Driver string
-}
-
-// RDMAScope is the key prefix of settings that belong to the RDMA device
-// port rather than the netdev: "mlx5_0", or "mlx5_0:2" for a second port.
-// A port known without its RDMA device (netdev-only, from an imported
-// snapshot) keeps them under its netdev.
-func (p Port) RDMAScope() string {
-	if p.RDMADevice == "" {
-		return p.Netdev
-	}
-	if p.PortNum > 1 {
-		return fmt.Sprintf("%s:%d", p.RDMADevice, p.PortNum)
-	}
-	return p.RDMADevice
-}
-
 // Setting is one desired value with a stable key, e.g.
 // "ens1f0np0.qos.pfc" = "[3]" or "mlx5_0.ecn.np.enable.3" = "on".
 type Setting struct {
@@ -126,10 +73,10 @@ type Setting struct {
 	Scope string // netdev, RDMA scope, or "host"
 	Name  string // e.g. "qos.pfc", "ecn.np.enable.3"
 	Kind  Kind
-	Arg   string // kind-specific: flag name, "rp/3", "np/cnp_dscp", devlink param, NCCL variable
-	Value string // canonical text; see the Format* functions
-	From  string // the profile key that asked for it, for messages
-	Port  *Port  // nil for host settings
+	Arg   string     // kind-specific: flag name, "rp/3", "np/cnp_dscp", devlink param, NCCL variable
+	Value string     // canonical text; see the Format* functions
+	From  string     // the profile key that asked for it, for messages
+	Port  *port.Port // nil for host settings
 }
 
 // HostScope is the scope of settings that belong to the whole host.
