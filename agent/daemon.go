@@ -192,10 +192,13 @@ func Run(ctx context.Context, cfg Config) error {
 			l.log.Error("recovering earlier applies", "err", err)
 		}
 	}
-	var pw *peerWatch // the switch peer's LLDP, on the ports matched at start
+	var pw *peerWatch // the switch peer's DCBX, on the ports matched at start
+	var peerPorts []string
 	if !cfg.ReadOnly && !cfg.Once {
 		pw = newPeerWatch(PeerExpect(p), p.Name, store.Dir, l.log)
-		pw.start(ctx, &wg, matchedNetdevs(h, p))
+		peerPorts = matchedNetdevs(h, p)
+		pw.pollDriver(h.K, peerPorts) // before the listeners: a port the driver answers for ignores its frames
+		pw.start(ctx, &wg, peerPorts)
 	}
 	var ctrs *counters
 	if cfg.MetricsAddr != "" {
@@ -270,6 +273,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return nil
 		case <-ticker.C:
 			l.check(ctx, "interval")
+			if pw != nil {
+				pw.pollDriver(h.K, peerPorts)
+			}
 		case why := <-trigger:
 			// Let a burst of events (driver reload) settle first; those
 			// that come meanwhile are seen by the same check.

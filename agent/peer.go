@@ -13,10 +13,12 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// The switch-peer check: what the switch port announces in LLDP (DCBX)
-// against the profile. `rocectl peer` runs it once; the daemon keeps a
-// passive listener (peerwatch.go). Both leave the last result in the state
-// dir (PeerStateFile) for audit's "switch peer" section.
+// The switch-peer check: what the switch port announces in DCBX against
+// the profile, heard in LLDP or, where the NIC firmware runs DCBX and the
+// driver reports the peer, read through dcbnl (peerdriver.go). `rocectl
+// peer` runs it once; the daemon keeps a passive listener and polls the
+// drivers (peerwatch.go). Both leave the last result in the state dir
+// (PeerStateFile) for audit's "switch peer" section.
 
 // PeerStateFile is the last peer result, in the state dir.
 const PeerStateFile = "peer.json"
@@ -46,17 +48,55 @@ type PeerResult struct {
 	Reason string `json:"reason,omitempty"`
 	// FirmwareLLDP is set when the NIC's firmware consumes LLDP, so the
 	// host does not see the switch's frames.
-	FirmwareLLDP string          `json:"firmware_lldp,omitempty"`
-	HeardAt      *time.Time      `json:"heard_at,omitempty"`
-	DCBX         string          `json:"dcbx,omitempty"` // "ieee", "cee", "" none
-	Mismatches   []lldp.Mismatch `json:"mismatches,omitempty"`
-	Frame        *lldp.Frame     `json:"frame,omitempty"`
+	FirmwareLLDP string `json:"firmware_lldp,omitempty"`
+	// Source says where the switch's DCBX came from: SourceLLDP (also
+	// when empty, as results stored before there was a second source) or
+	// SourceDCBNL.
+	Source     string          `json:"source,omitempty"`
+	HeardAt    *time.Time      `json:"heard_at,omitempty"`
+	DCBX       string          `json:"dcbx,omitempty"` // "ieee", "cee", "" none
+	Mismatches []lldp.Mismatch `json:"mismatches,omitempty"`
+	// Unchecked lists what the source could not tell and was therefore
+	// not compared (a dcbnl peer has no PFC willing bit, ...).
+	Unchecked []string    `json:"unchecked,omitempty"`
+	Frame     *lldp.Frame `json:"frame,omitempty"`
+	// DriverPeer is what the driver reported, for the dcbnl source.
+	DriverPeer *DriverPeer `json:"driver_peer,omitempty"`
 }
 
-// Switch names the partner: "NAME (chassis ID) port ID".
+// SourceText is the source as the verdict lines say it.
+func (r PeerResult) SourceText() string {
+	if r.Source == SourceDCBNL {
+		return "from the driver's DCBX (dcbnl)"
+	}
+	return "from LLDP"
+}
+
+// PFCEnable is the PFC enable bitmap the switch announces, from either
+// source, and whether it is known.
+func (r PeerResult) PFCEnable() (uint8, bool) {
+	if r.Frame != nil {
+		return r.Frame.PFCEnable()
+	}
+	if p := r.DriverPeer; p != nil {
+		switch {
+		case r.DCBX == "cee" && p.CEE != nil && p.CEE.PFC != nil:
+			return p.CEE.PFC.Enable, true
+		case r.DCBX == "ieee" && p.IEEE != nil && p.IEEE.PFC != nil:
+			return p.IEEE.PFC.Enable, true
+		}
+	}
+	return 0, false
+}
+
+// Switch names the partner: "NAME (chassis ID) port ID" from LLDP; the
+// driver's peer objects carry no identity.
 func (r PeerResult) Switch() string {
 	f := r.Frame
 	if f == nil {
+		if r.Source == SourceDCBNL {
+			return "link partner"
+		}
 		return "-"
 	}
 	name := f.SystemName
@@ -69,7 +109,7 @@ func (r PeerResult) Switch() string {
 // Judge turns a heard frame into a verdict.
 func Judge(r *PeerResult, rec lldp.Received, e lldp.Expect) {
 	at := rec.At
-	r.HeardAt, r.Frame = &at, rec.Frame
+	r.Source, r.HeardAt, r.Frame, r.DriverPeer, r.Unchecked = SourceLLDP, &at, rec.Frame, nil, nil
 	r.DCBX = rec.Frame.DCBX()
 	if r.DCBX == "" {
 		r.Verdict = PeerUnknown

@@ -13,13 +13,19 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 )
 
 // peerWatch is the daemon's passive LLDP listener: one socket per matched
 // port, blocked in recv (a BPF filter passes only incoming LLDP), judging
-// every frame the switch sends against the profile. It keeps the last
-// verdict per port for /metrics and writes them to the state dir for audit.
+// every frame the switch sends against the profile. Where the port's
+// driver reports the switch's DCBX through dcbnl (pollDriver, at each
+// check interval), that is what the port is judged by and its LLDP frames
+// are not recorded: the driver's view is what the NIC negotiated, and one
+// source per port keeps the verdict from flapping between two. It keeps
+// the last verdict per port for /metrics and writes them to the state dir
+// for audit.
 type peerWatch struct {
 	expect   lldp.Expect
 	profile  string
@@ -29,11 +35,14 @@ type peerWatch struct {
 
 	mu      sync.Mutex
 	results map[string]PeerResult
+	// byDriver marks the ports whose driver reported a peer at the last
+	// poll.
+	byDriver map[string]bool
 }
 
 var (
 	descPeerConsistent = prometheus.NewDesc("rocectl_peer_consistent",
-		"1 when the switch's DCBX (heard in LLDP) agrees with the profile, 0 on a mismatch; absent until the partner was heard with DCBX.", []string{"device"}, nil)
+		"1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.", []string{"device"}, nil)
 	descPeerPFC = prometheus.NewDesc("rocectl_peer_pfc_enabled_bitmap",
 		"The PFC enable bitmap the switch announces (bit p = priority p).", []string{"device"}, nil)
 	descPeerHeard = prometheus.NewDesc("rocectl_peer_last_frame_timestamp_seconds",
@@ -41,7 +50,43 @@ var (
 )
 
 func newPeerWatch(expect lldp.Expect, profile, dir string, log *slog.Logger) *peerWatch {
-	return &peerWatch{expect: expect, profile: profile, dir: dir, log: log, results: map[string]PeerResult{}}
+	return &peerWatch{expect: expect, profile: profile, dir: dir, log: log, results: map[string]PeerResult{}, byDriver: map[string]bool{}}
+}
+
+// pollDriver reads each port's DCB state and records the verdict on the
+// switch's DCBX its driver reports. A port whose driver stops reporting one
+// (link down, firmware renegotiating) turns unknown until LLDP or the
+// driver tells again.
+func (w *peerWatch) pollDriver(k nic.Kernel, netdevs []string) {
+	for _, nd := range netdevs {
+		st, err := k.DCB(nd)
+		if err != nil {
+			w.log.Debug("switch peer: no DCB state", "device", nd, "err", err)
+			continue
+		}
+		di, _ := k.DriverInfo(nd) // best effort: names the driver's quirks
+		r := PeerResult{Netdev: nd, Driver: di.Driver}
+		ok, why := JudgeDriver(&r, st, w.expect)
+		w.mu.Lock()
+		was := w.byDriver[nd]
+		w.byDriver[nd] = ok
+		w.mu.Unlock()
+		switch {
+		case ok:
+			w.record(r)
+		case was:
+			if why == "" {
+				why = "the driver no longer reports the switch's DCBX"
+			}
+			w.record(PeerResult{Netdev: nd, Driver: di.Driver, Source: SourceDCBNL, Verdict: PeerUnknown, Reason: why})
+		}
+	}
+}
+
+func (w *peerWatch) usesDriver(nd string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byDriver[nd]
 }
 
 // start listens on every netdev until ctx ends; the goroutines report to wg.
@@ -69,6 +114,10 @@ func (w *peerWatch) start(ctx context.Context, wg *sync.WaitGroup, netdevs []str
 					w.log.Debug("switch peer: malformed LLDP frame", "device", nd, "err", rec.Err)
 					continue
 				}
+				if w.usesDriver(nd) {
+					w.log.Debug("switch peer: LLDP frame not recorded: the driver reports the switch's DCBX", "device", nd)
+					continue
+				}
 				r := PeerResult{Netdev: nd}
 				Judge(&r, rec, w.expect)
 				w.record(r)
@@ -88,7 +137,7 @@ func (w *peerWatch) record(r PeerResult) {
 	w.mu.Unlock()
 	sort.Slice(rep.Ports, func(i, j int) bool { return rep.Ports[i].Netdev < rep.Ports[j].Netdev })
 	if !seen || prev.Verdict != r.Verdict {
-		w.log.Info("switch peer", "device", r.Netdev, "switch", r.Switch(), "verdict", r.Verdict, "mismatches", len(r.Mismatches))
+		w.log.Info("switch peer", "device", r.Netdev, "switch", r.Switch(), "source", r.SourceText(), "verdict", r.Verdict, "mismatches", len(r.Mismatches))
 	}
 	if w.dir != "" {
 		if err := WritePeerState(w.dir, rep); err != nil {
@@ -120,10 +169,8 @@ func (w *peerWatch) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descPeerConsistent, prometheus.GaugeValue, v, nd)
 		}
-		if r.Frame != nil {
-			if en, ok := r.Frame.PFCEnable(); ok {
-				ch <- prometheus.MustNewConstMetric(descPeerPFC, prometheus.GaugeValue, float64(en), nd)
-			}
+		if en, ok := r.PFCEnable(); ok {
+			ch <- prometheus.MustNewConstMetric(descPeerPFC, prometheus.GaugeValue, float64(en), nd)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestPeerWatchOverVeth(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(w)
 	want := `
-# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP) agrees with the profile, 0 on a mismatch; absent until the partner was heard with DCBX.
+# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.
 # TYPE rocectl_peer_consistent gauge
 rocectl_peer_consistent{device="host0"} 0
 # HELP rocectl_peer_pfc_enabled_bitmap The PFC enable bitmap the switch announces (bit p = priority p).

@@ -97,7 +97,7 @@ default_tos = 106
 		line    string
 	}{
 		{"consistent", func(*lldp.Frame) {}, ExitOK, agent.PeerConsistent,
-			"  " + sw + ": consistent (IEEE DCBX)"},
+			"  " + sw + ": consistent (IEEE DCBX, from LLDP)"},
 		{"pfc on another priority", func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 }, ExitDrift, agent.PeerMismatch,
 			"    " + sw + ": pfc: switch says priorities 4, profile says priorities 3"},
 	}

@@ -28,15 +28,21 @@ func newPeerCmd(env *Env) *cobra.Command {
 	var netdevs []string
 	cmd := &cobra.Command{
 		Use:   "peer -p PROFILE",
-		Short: "Compare the switch's DCBX (heard in LLDP) with the profile (exit 0 consistent, 2 mismatch, 1 error or unknown)",
-		Long: `peer listens on every matched port for the link partner's LLDP frames and
-compares the DCBX it announces (IEEE 802.1Qaz ETS/PFC/Application Priority,
-or CEE) with the profile: the PFC priorities, the switch's willing bit, the
-DSCP → priority entries of the RoCE data and CNP DSCPs, and the ETS class
-of each lossless priority. It returns as soon as every port has heard its
-partner. A port that heard nothing within --wait is "unknown", with the
-likely reason (a NIC whose firmware consumes LLDP, a link down, LLDP off).
-It coexists with lldpd/lldpad: every packet socket gets its own copy.
+		Short: "Compare the switch's DCBX (from LLDP or the driver) with the profile (exit 0 consistent, 2 mismatch, 1 error or unknown)",
+		Long: `peer compares the DCBX the link partner announces (IEEE 802.1Qaz
+ETS/PFC/Application Priority, or CEE) with the profile: the PFC priorities,
+the switch's willing bit, the DSCP → priority entries of the RoCE data and
+CNP DSCPs, and the ETS class of each lossless priority.
+
+Where the NIC firmware runs DCBX and the driver reports what the switch
+announced through dcbnl (qede, cxgb4), that is read at once ("from the
+driver's DCBX (dcbnl)"); what such a driver cannot tell (the PFC willing
+bit, on some drivers DSCP entries) is listed as not checked. Every other
+port listens for the partner's LLDP frames ("from LLDP") and returns as
+soon as every port has heard its partner. A port that heard nothing within
+--wait is "unknown", with the likely reason (a NIC whose firmware consumes
+LLDP, a link down, LLDP off). It coexists with lldpd/lldpad: every packet
+socket gets its own copy.
 
 --netdev checks the named netdevs instead of the profile's matched RoCE
 ports (repeatable), e.g. a port without an RDMA device.`,
@@ -77,10 +83,18 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 				}
 			}
 			rep := &agent.PeerReport{SchemaVersion: 1, Profile: p.Name, Ports: make([]agent.PeerResult, len(ports))}
+			e := agent.PeerExpect(p)
+			driverWhy := make([]string, len(ports))
 			for i, pt := range ports {
-				rep.Ports[i] = agent.PeerResult{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: firmwareLLDP(h.K, pt.netdev, pt.driver)}
+				r := &rep.Ports[i]
+				*r = agent.PeerResult{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: firmwareLLDP(h.K, pt.netdev, pt.driver)}
+				// The driver's view first: it answers at once, and where
+				// the firmware takes the frames it is the only one.
+				if st, err := h.K.DCB(pt.netdev); err == nil {
+					_, driverWhy[i] = agent.JudgeDriver(r, st, e)
+				}
 			}
-			listenPeers(cmd.Context(), h.K, rep.Ports, agent.PeerExpect(p), time.Now().Add(wait), wait)
+			listenPeers(cmd.Context(), h.K, rep.Ports, driverWhy, e, time.Now().Add(wait), wait)
 			rep.CheckedAt = time.Now().UTC()
 			if err := agent.WritePeerState(env.StateDir, rep); err != nil {
 				env.Log.Debug("peer result not stored for audit", "err", err)
@@ -103,15 +117,24 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 	return cmd
 }
 
-// listenPeers listens on every port at once until each has heard a valid
-// frame or the deadline passes, and fills in the verdicts.
-func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, e lldp.Expect, deadline time.Time, wait time.Duration) {
+// listenPeers listens on every port without a verdict yet (the driver
+// gave none) at once, until each has heard a valid frame or the deadline
+// passes, and fills in the verdicts. driverWhy[i] is why port i's driver
+// gave none, if it has peer ops.
+func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, driverWhy []string, e lldp.Expect, deadline time.Time, wait time.Duration) {
 	var wg sync.WaitGroup
 	for i := range ports {
 		r := &ports[i]
+		if r.Verdict != "" {
+			continue
+		}
+		why := driverWhy[i]
 		l, err := lldp.Listen(r.Netdev)
 		if err != nil {
 			r.Verdict, r.Reason = agent.PeerError, err.Error()
+			if why != "" {
+				r.Reason += "; " + why
+			}
 			continue
 		}
 		wg.Add(1)
@@ -125,7 +148,7 @@ func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, e 
 				rec, err := l.Read(deadline)
 				switch {
 				case err != nil:
-					r.Verdict, r.Reason = agent.PeerUnknown, silentReason(k, r, bad, wait)
+					r.Verdict, r.Reason = agent.PeerUnknown, silentReason(k, r, why, bad, wait)
 					if !errors.Is(err, os.ErrDeadlineExceeded) {
 						r.Reason = err.Error()
 						if ctx.Err() != nil {
@@ -145,11 +168,16 @@ func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, e 
 	wg.Wait()
 }
 
-// silentReason words the likely reason a port heard no usable frame.
-func silentReason(k nic.Kernel, r *agent.PeerResult, bad []error, wait time.Duration) string {
+// silentReason words the likely reason a port heard no usable frame;
+// driverWhy is why its driver reported no peer either, if it has peer ops.
+func silentReason(k nic.Kernel, r *agent.PeerResult, driverWhy string, bad []error, wait time.Duration) string {
 	switch {
 	case len(bad) > 0:
 		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v", len(bad), bad[len(bad)-1])
+	case driverWhy != "" && r.FirmwareLLDP != "":
+		return fmt.Sprintf("no LLDP frame in %s and %s; %s", wait, driverWhy, r.FirmwareLLDP)
+	case driverWhy != "":
+		return fmt.Sprintf("no LLDP frame in %s and %s", wait, driverWhy)
 	case r.FirmwareLLDP != "":
 		return r.FirmwareLLDP
 	}
@@ -163,13 +191,15 @@ func silentReason(k nic.Kernel, r *agent.PeerResult, bad []error, wait time.Dura
 // takes the switch's frames before the host sees them: mlx5 in firmware
 // DCBX mode (dcbnl DCBX mode without DCB_CAP_DCBX_HOST, audit's qos.dcbx
 // "firmware"), ice with the private flag fw-lldp-agent on, i40e with
-// disable-fw-lldp off. "" when not, or when it cannot be told.
+// disable-fw-lldp off; for any other driver, a DCBX mode with
+// DCB_CAP_DCBX_LLD_MANAGED says the firmware runs DCBX, which may take the
+// frames. "" when not, or when it cannot be told.
 func firmwareLLDP(k nic.Kernel, netdev, driver string) string {
 	switch driver {
 	case "mlx5_core":
 		st, err := k.DCB(netdev)
 		if err == nil && st.DCBX != nil && *st.DCBX&dcb.DCBXHost == 0 {
-			return "mlx5 in firmware DCBX mode (qos.dcbx = firmware): the NIC's LLDP agent consumes the switch's LLDP and the host never sees it; read the peer with mlnx_qos or set qos.dcbx = \"host\""
+			return "mlx5 in firmware DCBX mode (qos.dcbx = firmware): the NIC's LLDP agent consumes the switch's LLDP and the host never sees it, and mlx5 reports no peer through dcbnl; read the peer with mlnx_qos or set qos.dcbx = \"host\""
 		}
 	case "ice", "i40e":
 		flags, err := k.PrivFlags(netdev)
@@ -181,6 +211,15 @@ func firmwareLLDP(k nic.Kernel, netdev, driver string) string {
 		}
 		if off, ok := flags["disable-fw-lldp"]; ok && !off {
 			return "i40e firmware LLDP agent is on (ethtool private flag disable-fw-lldp off): the firmware consumes the switch's LLDP; ethtool --set-priv-flags " + netdev + " disable-fw-lldp on lets the host hear it"
+		}
+	default:
+		st, err := k.DCB(netdev)
+		if err == nil && st.DCBX != nil && *st.DCBX&dcb.DCBXLLDManaged != 0 {
+			name := driver
+			if name == "" {
+				name = "the NIC"
+			}
+			return name + "'s firmware runs DCBX (DCBX mode LLD_MANAGED): its LLDP agent may take the switch's frames before the host sees them"
 		}
 	}
 	return ""
@@ -207,18 +246,22 @@ func renderPeerText(w io.Writer, rep *agent.PeerReport) {
 	n := map[string]int{}
 	for _, r := range rep.Ports {
 		n[r.Verdict]++
+		src := r.SourceText()
 		switch r.Verdict {
 		case agent.PeerConsistent:
-			fmt.Fprintf(w, "  %s <-> %s: consistent (%s DCBX)\n", r.Netdev, r.Switch(), strings.ToUpper(r.DCBX))
+			fmt.Fprintf(w, "  %s <-> %s: consistent (%s DCBX, %s)\n", r.Netdev, r.Switch(), strings.ToUpper(r.DCBX), src)
 		case agent.PeerMismatch:
-			fmt.Fprintf(w, "~ %s <-> %s: %d mismatch(es) (%s DCBX)\n", r.Netdev, r.Switch(), len(r.Mismatches), strings.ToUpper(r.DCBX))
+			fmt.Fprintf(w, "~ %s <-> %s: %d mismatch(es) (%s DCBX, %s)\n", r.Netdev, r.Switch(), len(r.Mismatches), strings.ToUpper(r.DCBX), src)
 			for _, m := range r.Mismatches {
-				fmt.Fprintf(w, "    %s <-> %s: %s: switch says %s, profile says %s\n", r.Netdev, r.Switch(), m.Key, m.Switch, m.Profile)
+				fmt.Fprintf(w, "    %s <-> %s: %s: switch says %s, profile says %s (%s)\n", r.Netdev, r.Switch(), m.Key, m.Switch, m.Profile, src)
 			}
 		default:
 			fmt.Fprintf(w, "? %s: %s: %s\n", r.Netdev, r.Verdict, r.Reason)
 		}
-		if r.FirmwareLLDP != "" && r.Verdict != agent.PeerUnknown {
+		for _, u := range r.Unchecked {
+			fmt.Fprintf(w, "    not checked: %s\n", u)
+		}
+		if r.FirmwareLLDP != "" && r.Verdict != agent.PeerUnknown && r.Source != agent.SourceDCBNL {
 			fmt.Fprintf(w, "    note: %s\n", r.FirmwareLLDP)
 		}
 	}
@@ -236,13 +279,17 @@ func (env *Env) renderPeerSection(w io.Writer) {
 	if err != nil || rep == nil || time.Since(rep.CheckedAt) > peerRecent {
 		return
 	}
-	fmt.Fprintf(w, "\nSwitch peer (LLDP, checked %s ago):\n", time.Since(rep.CheckedAt).Round(time.Second))
+	fmt.Fprintf(w, "\nSwitch peer (DCBX, checked %s ago):\n", time.Since(rep.CheckedAt).Round(time.Second))
 	for _, r := range rep.Ports {
 		age := ""
 		if r.HeardAt != nil {
 			age = fmt.Sprintf(", frame %s old", time.Since(*r.HeardAt).Round(time.Second))
 		}
-		fmt.Fprintf(w, "  %s <-> %s: %s%s\n", r.Netdev, r.Switch(), r.Verdict, age)
+		from := ""
+		if r.Verdict == agent.PeerConsistent || r.Verdict == agent.PeerMismatch {
+			from = " " + r.SourceText()
+		}
+		fmt.Fprintf(w, "  %s <-> %s: %s%s%s\n", r.Netdev, r.Switch(), r.Verdict, from, age)
 		for _, m := range r.Mismatches {
 			fmt.Fprintf(w, "    %s: switch says %s, profile says %s\n", m.Key, m.Switch, m.Profile)
 		}

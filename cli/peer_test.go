@@ -17,6 +17,10 @@ import (
 	"github.com/rocectl/rocectl/internal/netnstest"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/lldp/lldptest"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
 // switchPort plays the switch on one end of a veth pair: it sends frame
@@ -113,9 +117,9 @@ func TestPeerOverVeth(t *testing.T) {
 		lines   []string // each must appear in the text output
 	}{
 		{"consistent", [][]byte{frameOf(t, func(*lldp.Frame) {})}, "20s", 0, agent.PeerConsistent,
-			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: consistent (IEEE DCBX)"}},
+			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: consistent (IEEE DCBX, from LLDP)"}},
 		{"pfc on another priority", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 })}, "20s", 2, agent.PeerMismatch,
-			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: pfc: switch says priorities 4, profile says priorities 3"}},
+			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: pfc: switch says priorities 4, profile says priorities 3 (from LLDP)"}},
 		{"willing", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Willing = true })}, "20s", 2, agent.PeerMismatch,
 			[]string{"port swp7: willing: switch says willing (PFC), profile says the switch decides: not willing"}},
 		{"dscp map differs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.App[0].Priority = 4 })}, "20s", 2, agent.PeerMismatch,
@@ -123,14 +127,14 @@ func TestPeerOverVeth(t *testing.T) {
 		{"CEE only", [][]byte{frameOf(t, func(f *lldp.Frame) {
 			f.IEEE = nil
 			f.CEE = &lldp.CEE{PFC: &lldp.CEEPFC{CEEFeature: lldp.CEEFeature{Enabled: true}, Enable: 1 << 3, NumTCs: 8}}
-		})}, "20s", 0, agent.PeerConsistent, []string{"consistent (CEE DCBX)"}},
+		})}, "20s", 0, agent.PeerConsistent, []string{"consistent (CEE DCBX, from LLDP)"}},
 		{"no DCBX TLVs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE = nil })}, "20s", 1, agent.PeerUnknown,
 			[]string{"? host0: unknown: the switch sends LLDP without DCBX TLVs"}},
 		{"malformed", [][]byte{append(frameOf(t, func(*lldp.Frame) {})[:14], 0x02, 0x07, 0x04, 1)}, "1s", 1, agent.PeerUnknown,
 			[]string{"? host0: unknown: heard", "malformed LLDP frame(s) and no valid one; last: malformed LLDPDU: Chassis ID TLV at byte 0: length 7 runs past the end"}},
 		// Real captures (lldp/testdata/SOURCES.md), sent as they were heard.
 		{"captured Cisco Nexus 5K, CEE, 802.1Q tagged", [][]byte{capture(t, "cisco-nexus5k-cee")}, "20s", 0, agent.PeerConsistent,
-			[]string{"host0 <-> N5K-5-Lab3-3 (00:05:73:f3:4d:4a) port Eth1/3: consistent (CEE DCBX)"}},
+			[]string{"host0 <-> N5K-5-Lab3-3 (00:05:73:f3:4d:4a) port Eth1/3: consistent (CEE DCBX, from LLDP)"}},
 		{"captured Juniper QFX3500, IEEE", [][]byte{capture(t, "juniper-qfx3500-ieee")}, "20s", 2, agent.PeerMismatch,
 			[]string{"host0 <-> chassis 84:18:88:d6:39:48 port 526: pfc: switch says priorities none, profile says priorities 3",
 				"port 526: trust: switch says pcp (no DSCP → priority entry), profile says dscp"}},
@@ -218,8 +222,8 @@ func TestAuditShowsRecentSwitchPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, out, _ := run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml"))
-	for _, want := range []string{"Switch peer (LLDP, checked ",
-		"  ens1f0np0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: mismatch, frame 1m3",
+	for _, want := range []string{"Switch peer (DCBX, checked ",
+		"  ens1f0np0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: mismatch from LLDP, frame 1m3",
 		"    pfc: switch says priorities 4, profile says priorities 3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit lacks %q:\n%s", want, out)
@@ -231,5 +235,151 @@ func TestAuditShowsRecentSwitchPeer(t *testing.T) {
 	}
 	if _, out, _ = run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml")); strings.Contains(out, "Switch peer") {
 		t.Errorf("stale peer result shown:\n%s", out)
+	}
+}
+
+// qedeHost is one QLogic FastLinQ port whose firmware runs IEEE DCBX
+// (qed_dcbnl_getdcbx: LLD_MANAGED|VER_IEEE), or CEE, in the simulator,
+// which reports the switch's DCBX as qede's peer ops do.
+func qedeHost(mode uint8) *nictest.Sim {
+	return nictest.NewSim(&snapshot.KernelState{Links: map[string]*snapshot.LinkState{
+		"ens2f0": {
+			Link:   &nic.LinkInfo{Index: 5, MTU: 9000, OperState: "up", AdminUp: true},
+			Driver: &nic.DriverInfo{Driver: snapshot.DriverQede},
+			DCB:    &dcb.State{ETS: &dcb.ETS{ETSCap: 8}, PFC: &dcb.PFC{Cap: 8, Enable: 1 << 3}, DCBX: &mode},
+		},
+	}})
+}
+
+// A switch port that agrees with profiles/connectx-lossless.toml: PFC on
+// 3, priority 3 in an ETS class with 50 %, DSCP 26 → 3 and 48 → 6.
+func roceSwitchPort() *nictest.Partner {
+	return &nictest.Partner{
+		PFC: 1 << 3, PFCCap: 8, ETSCap: 8,
+		PrioTC: [8]uint8{3: 1, 6: 2}, Bandwidth: [8]uint8{50, 50}, TSA: [8]uint8{dcb.TSAETS, dcb.TSAETS},
+		Apps: []dcb.App{{Selector: dcb.SelDSCP, Priority: 3, Protocol: 26}, {Selector: dcb.SelDSCP, Priority: 6, Protocol: 48}},
+	}
+}
+
+// The driver's DCBX path: a qede port (simulated driver) whose firmware
+// negotiated with the switch is judged from its dcbnl peer objects at once,
+// the lines saying so; what qede cannot tell is listed, not judged.
+func TestPeerFromDriverDCBX(t *testing.T) {
+	profile := repo("profiles/connectx-lossless.toml") // PFC 3, DSCP 26 → 3, CNP 48 → 6
+	const src = "from the driver's DCBX (dcbnl)"
+	cases := []struct {
+		name  string
+		mode  uint8
+		sw    func(p *nictest.Partner)
+		code  int
+		lines []string
+	}{
+		{"agrees", dcb.DCBXLLDManaged | dcb.DCBXVerIEEE, func(*nictest.Partner) {}, ExitOK, []string{
+			"  ens2f0 <-> link partner: consistent (IEEE DCBX, " + src + ")\n",
+			"    not checked: the switch's PFC willing bit (struct ieee_pfc carries none)\n",
+			"    not checked: DSCP → priority and trust (qed_dcbnl_peer_getapptable reports every peer APP entry with selector 1 in IEEE mode",
+			"1 port(s): 1 consistent, 0 mismatch, 0 unknown, 0 error.",
+		}},
+		{"switch PFC on another priority", dcb.DCBXLLDManaged | dcb.DCBXVerIEEE, func(p *nictest.Partner) { p.PFC = 1 << 4 }, ExitDrift, []string{
+			"~ ens2f0 <-> link partner: 1 mismatch(es) (IEEE DCBX, " + src + ")\n",
+			"    ens2f0 <-> link partner: pfc: switch says priorities 4, profile says priorities 3 (" + src + ")\n",
+		}},
+		{"CEE, switch PFC on another priority", dcb.DCBXLLDManaged | dcb.DCBXVerCEE, func(p *nictest.Partner) { p.PFC = 1<<3 | 1<<4 }, ExitDrift, []string{
+			"~ ens2f0 <-> link partner: 1 mismatch(es) (CEE DCBX, " + src + ")\n",
+			"    ens2f0 <-> link partner: pfc: switch says priorities 3,4, profile says priorities 3 (" + src + ")\n",
+			"    not checked: the switch's PFC willing bit (qede's cee_peer_getpfc does not set it)\n",
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sim := qedeHost(c.mode)
+			p := roceSwitchPort()
+			c.sw(p)
+			sim.SetPartner("ens2f0", p)
+			state := t.TempDir()
+			// --wait is long: the driver's answer must not wait for LLDP.
+			start := time.Now()
+			code, out, errs := run(t, sim, "--state-dir", state, "peer", "-p", profile, "--netdev", "ens2f0", "--wait", "1m")
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, c.code, out, errs)
+			}
+			for _, l := range c.lines {
+				if !strings.Contains(out, l) {
+					t.Errorf("output lacks %q:\n%s", l, out)
+				}
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Errorf("peer took %s: it waited for LLDP", time.Since(start))
+			}
+			// Audit's section names the source too.
+			rep, err := agent.ReadPeerState(state)
+			if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Source != agent.SourceDCBNL {
+				t.Fatalf("stored %+v, %v", rep, err)
+			}
+			var b strings.Builder
+			env := &Env{StateDir: state}
+			env.renderPeerSection(&b)
+			if !strings.Contains(b.String(), "  ens2f0 <-> link partner: ") || !strings.Contains(b.String(), " "+src) {
+				t.Errorf("audit section:\n%s", b.String())
+			}
+		})
+	}
+}
+
+// -o json says where the verdict came from, carries what the driver
+// reported, and matches docs/schema/peer.json.
+func TestPeerJSONFromDriverDCBX(t *testing.T) {
+	sim := qedeHost(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE)
+	p := roceSwitchPort()
+	p.PFC = 1 << 4
+	sim.SetPartner("ens2f0", p)
+	code, out, _ := run(t, sim, "--state-dir", t.TempDir(), "peer", "-p", repo("profiles/connectx-lossless.toml"), "--netdev", "ens2f0", "-o", "json")
+	doc := validDoc(t, compileSchema(t, "peer"), out)
+	port := doc["ports"].([]any)[0].(map[string]any)
+	if code != ExitDrift || port["source"] != "dcbnl" || port["verdict"] != "mismatch" || port["frame"] != nil {
+		t.Errorf("exit %d, port %v", code, port)
+	}
+	dp, _ := port["driver_peer"].(map[string]any)
+	ieee, _ := dp["ieee"].(map[string]any)
+	pfc, _ := ieee["pfc"].(map[string]any)
+	if pfc["pfc_en"] != float64(16) {
+		t.Errorf("driver_peer %v", dp)
+	}
+}
+
+// The LLDP document matches the schema too, with source "lldp".
+func TestPeerJSONFromLLDPMatchesSchema(t *testing.T) {
+	ns := netnstest.New(t)
+	ns.AddVeth("host0", "sw0")
+	ns.SetUp("host0")
+	ns.SetUp("sw0")
+	startSwitch(t, ns, "sw0", frameOf(t, func(*lldp.Frame) {}))
+	var code int
+	var out string
+	_ = ns.Do(func() error {
+		code, out, _ = run(t, nil, "--state-dir", t.TempDir(), "peer", "-p", repo("profiles/connectx-lossless.toml"), "--netdev", "host0", "-o", "json")
+		return nil
+	})
+	doc := validDoc(t, compileSchema(t, "peer"), out)
+	if port := doc["ports"].([]any)[0].(map[string]any); code != ExitOK || port["source"] != "lldp" {
+		t.Errorf("exit %d, %v", code, port)
+	}
+}
+
+// Neither source: the qede firmware has heard nothing (all-zero peer
+// objects) and no LLDP frame comes; the port is unknown, and the reason
+// says both.
+func TestPeerDriverHeardNothing(t *testing.T) {
+	ns := netnstest.New(t) // a namespace without ens2f0: LLDP cannot be heard either
+	sim := qedeHost(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE)
+	var code int
+	var out string
+	_ = ns.Do(func() error {
+		code, out, _ = run(t, sim, "--state-dir", t.TempDir(), "peer", "-p", repo("profiles/connectx-lossless.toml"), "--netdev", "ens2f0", "--wait", "1s")
+		return nil
+	})
+	if code != ExitError || !strings.Contains(out, "? ens2f0: error: ") ||
+		!strings.Contains(out, "qede reports the switch's DCBX through dcbnl but has heard none yet") {
+		t.Errorf("exit %d:\n%s", code, out)
 	}
 }

@@ -73,10 +73,25 @@ func (f *Frame) PFCEnable() (uint8, bool) {
 	return 0, false
 }
 
+// Unknown names what a source of the switch's DCBX cannot tell. A frame
+// heard on the wire tells everything it carries; the peer objects a driver
+// reports through dcbnl do not (struct ieee_pfc has no willing bit, some
+// drivers report no DSCP entries or their own bits in the peer's place).
+// Check leaves an unknown part unjudged instead of reading its absence as
+// the switch's word.
+type Unknown struct {
+	PFCWilling bool // the PFC willing bit
+	ETSWilling bool // the ETS (IEEE) or priority group (CEE) willing bit
+	DSCP       bool // DSCP → priority entries, and so the switch's trust mode
+}
+
 // Check compares the switch's DCBX in f with e. It judges the IEEE TLVs
 // when the frame has them (a switch that sends both runs IEEE), else CEE.
 // A frame without DCBX has nothing to compare: the caller reports it.
-func Check(f *Frame, e Expect) []Mismatch {
+func Check(f *Frame, e Expect) []Mismatch { return CheckKnown(f, e, Unknown{}) }
+
+// CheckKnown is Check for a source that cannot tell the parts u names.
+func CheckKnown(f *Frame, e Expect, u Unknown) []Mismatch {
 	var out []Mismatch
 	add := func(key, sw, prof string) { out = append(out, Mismatch{Key: key, Switch: sw, Profile: prof}) }
 	dcbx := f.DCBX()
@@ -93,11 +108,11 @@ func Check(f *Frame, e Expect) []Mismatch {
 	}
 	// The switch's willing bit: a willing switch adopts its peer's
 	// settings and may not enforce what it announces.
-	if w := f.willing(); w != "" {
+	if w := f.willing(u); w != "" {
 		add("willing", "willing ("+w+")", "the switch decides: not willing")
 	}
 	// DSCP → priority (IEEE only: CEE has no DSCP selector).
-	if dcbx == "ieee" && e.Trust != "" {
+	if dcbx == "ieee" && e.Trust != "" && !u.DSCP {
 		m := map[int][]int{}
 		for _, a := range f.IEEE.App {
 			if a.Selector == SelDSCP {
@@ -136,20 +151,20 @@ func Check(f *Frame, e Expect) []Mismatch {
 	return out
 }
 
-func (f *Frame) willing() string {
+func (f *Frame) willing(u Unknown) string {
 	var what []string
 	if q := f.IEEE; q != nil && f.DCBX() == "ieee" {
-		if q.PFC != nil && q.PFC.Willing {
+		if q.PFC != nil && q.PFC.Willing && !u.PFCWilling {
 			what = append(what, "PFC")
 		}
-		if q.ETS != nil && q.ETS.Willing {
+		if q.ETS != nil && q.ETS.Willing && !u.ETSWilling {
 			what = append(what, "ETS")
 		}
 	} else if c := f.CEE; c != nil {
-		if c.PFC != nil && c.PFC.Willing {
+		if c.PFC != nil && c.PFC.Willing && !u.PFCWilling {
 			what = append(what, "PFC")
 		}
-		if c.PG != nil && c.PG.Willing {
+		if c.PG != nil && c.PG.Willing && !u.ETSWilling {
 			what = append(what, "PG")
 		}
 	}

@@ -301,3 +301,41 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// What a source cannot tell is not judged: a willing bit the source does
+// not carry, or DSCP entries it cannot report, is neither a mismatch nor
+// (for DSCP) the "no entry → pcp" verdict; everything else still is.
+func TestCheckKnown(t *testing.T) {
+	pfc3 := uint8(1 << 3)
+	e := lldp.Expect{PFC: &pfc3, Trust: "dscp", DSCP: []lldp.DSCPUse{{26, 3, "RoCE data"}}}
+	f := lldptest.RoCEFrame()
+	f.IEEE.PFC.Willing, f.IEEE.ETS.Willing = true, true
+	f.IEEE.App = nil
+	f.IEEE.PFC.Enable = 1 << 4
+	all := []lldp.Mismatch{{"pfc", "priorities 4", "priorities 3"}, {"willing", "willing (PFC, ETS)", "the switch decides: not willing"}, {"trust", "pcp (no DSCP → priority entry)", "dscp"}}
+	if got := lldp.Check(f, e); !reflect.DeepEqual(got, all) {
+		t.Fatalf("Check = %+v", got)
+	}
+	for _, c := range []struct {
+		u    lldp.Unknown
+		want []lldp.Mismatch
+	}{
+		{lldp.Unknown{PFCWilling: true}, []lldp.Mismatch{all[0], {"willing", "willing (ETS)", "the switch decides: not willing"}, all[2]}},
+		{lldp.Unknown{PFCWilling: true, ETSWilling: true}, []lldp.Mismatch{all[0], all[2]}},
+		{lldp.Unknown{PFCWilling: true, ETSWilling: true, DSCP: true}, []lldp.Mismatch{all[0]}},
+	} {
+		if got := lldp.CheckKnown(f, e, c.u); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("CheckKnown(%+v) = %+v\nwant %+v", c.u, got, c.want)
+		}
+	}
+	// CEE: the priority group's willing bit is the ETS one.
+	f.IEEE = nil
+	f.CEE = &lldp.CEE{PFC: &lldp.CEEPFC{CEEFeature: lldp.CEEFeature{Enabled: true}, Enable: pfc3},
+		PG: &lldp.CEEPG{CEEFeature: lldp.CEEFeature{Enabled: true, Willing: true}, Percent: [8]uint8{100}, PGID: [8]uint8{3: 15}}}
+	if got := lldp.CheckKnown(f, e, lldp.Unknown{}); !reflect.DeepEqual(got, []lldp.Mismatch{{"willing", "willing (PG)", "the switch decides: not willing"}}) {
+		t.Errorf("CEE PG willing: %+v", got)
+	}
+	if got := lldp.CheckKnown(f, e, lldp.Unknown{ETSWilling: true}); got != nil {
+		t.Errorf("CEE PG willing unknown: %+v", got)
+	}
+}

@@ -134,7 +134,9 @@ func (l *Live) Close() error {
 	return errors.Join(errs...)
 }
 
-// DCB returns the netdev's IEEE DCB state (dcbnl IEEE_GET).
+// DCB returns the netdev's IEEE DCB state (dcbnl IEEE_GET), with the link
+// partner's DCBX where the driver reports it (and, in firmware-run CEE, a
+// CEE_GET for the CEE peer: dcb.Client.Get).
 func (l *Live) DCB(ifname string) (*dcb.State, error) { return l.dcb.Get(ifname) }
 
 // SetDCBX sets the DCBX mode bits (dcb.DCBX*).

@@ -49,7 +49,12 @@ func NewClientOn(sock *nl.SocketHandle) *Client {
 	return &Client{acquire: func() (socket, error) { return lockSocket(sock), nil }}
 }
 
-// Get reads the IEEE DCB state of ifname (DCB_CMD_IEEE_GET).
+// Get reads the IEEE DCB state of ifname (DCB_CMD_IEEE_GET), the link
+// partner's IEEE DCBX in it when the driver reports one. When the DCBX mode
+// says the firmware runs CEE (CEEPeerMode), it also reads the partner's
+// CEE DCBX (DCB_CMD_CEE_GET) into State.CEEPeer: a CEE_GET that fails
+// leaves CEEPeer nil (not reported) rather than failing the IEEE state,
+// which is what every other caller reads Get for.
 func (c *Client) Get(ifname string) (*State, error) {
 	r, err := ieeeGetRequest(ifname)
 	if err != nil {
@@ -63,7 +68,30 @@ func (c *Client) Get(ifname string) (*State, error) {
 	if err != nil {
 		return nil, r.fail(err)
 	}
+	if CEEPeerMode(st.DCBX) {
+		if p, err := c.GetCEEPeer(ifname); err == nil {
+			st.CEEPeer = p
+		}
+	}
 	return st, nil
+}
+
+// GetCEEPeer reads the link partner's CEE DCBX as the driver reports it
+// (DCB_CMD_CEE_GET); nil when the reply has no peer object.
+func (c *Client) GetCEEPeer(ifname string) (*CEEPeer, error) {
+	r, err := ceeGetRequest(ifname)
+	if err != nil {
+		return nil, r.fail(err)
+	}
+	payload, err := c.roundTrip(r)
+	if err != nil {
+		return nil, r.fail(err)
+	}
+	p, err := DecodeCEEGetReply(payload)
+	if err != nil {
+		return nil, r.fail(err)
+	}
+	return p, nil
 }
 
 // GetDCBX reads the DCBX mode alone (DCB_CMD_GDCBX). Get returns it too.

@@ -133,6 +133,55 @@ func (m *Maxrate) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// MarshalBinary encodes g as struct cee_pg (20 bytes: willing, error,
+// pg_en, tcs_supported, pg_bw[8], prio_pg[8]).
+func (g *CEEPG) MarshalBinary() ([]byte, error) {
+	b := make([]byte, SizeCEEPG)
+	b[0], b[1], b[2], b[3] = g.Willing, g.Error, g.Enable, g.TCsSupported
+	copy(b[4:12], g.BW[:])
+	copy(b[12:20], g.PrioPG[:])
+	return b, nil
+}
+
+// UnmarshalBinary decodes struct cee_pg.
+func (g *CEEPG) UnmarshalBinary(b []byte) error {
+	if err := checkLen("cee_pg", b, SizeCEEPG); err != nil {
+		return err
+	}
+	g.Willing, g.Error, g.Enable, g.TCsSupported = b[0], b[1], b[2], b[3]
+	copy(g.BW[:], b[4:12])
+	copy(g.PrioPG[:], b[12:20])
+	return nil
+}
+
+// MarshalBinary encodes p as struct cee_pfc (4 bytes).
+func (p *CEEPFC) MarshalBinary() ([]byte, error) {
+	return []byte{p.Willing, p.Error, p.Enable, p.TCsSupported}, nil
+}
+
+// UnmarshalBinary decodes struct cee_pfc.
+func (p *CEEPFC) UnmarshalBinary(b []byte) error {
+	if err := checkLen("cee_pfc", b, SizeCEEPFC); err != nil {
+		return err
+	}
+	p.Willing, p.Error, p.Enable, p.TCsSupported = b[0], b[1], b[2], b[3]
+	return nil
+}
+
+// MarshalBinary encodes i as struct dcb_peer_app_info (2 bytes).
+func (i *PeerAppInfo) MarshalBinary() ([]byte, error) {
+	return []byte{i.Willing, i.Error}, nil
+}
+
+// UnmarshalBinary decodes struct dcb_peer_app_info.
+func (i *PeerAppInfo) UnmarshalBinary(b []byte) error {
+	if err := checkLen("dcb_peer_app_info", b, SizeAppInfo); err != nil {
+		return err
+	}
+	i.Willing, i.Error = b[0], b[1]
+	return nil
+}
+
 func checkLen(what string, b []byte, want int) error {
 	if len(b) < want {
 		return fmt.Errorf("%w: %s is %d bytes, want at least %d", ErrMalformed, what, len(b), want)

@@ -17,7 +17,7 @@ import (
 
 // dcbnlAccepts is the payload a driver that accepts everything answers req
 // with: the fixture state for IEEE_GET, HOST|VER_IEEE for GDCBX, status 0
-// for SDCBX, IEEE_SET and IEEE_DEL.
+// for SDCBX, IEEE_SET and IEEE_DEL, no peer for CEE_GET.
 func dcbnlAccepts(req []byte) []byte {
 	switch cmd := req[17]; cmd {
 	case CmdIEEEGet:
@@ -26,6 +26,10 @@ func dcbnlAccepts(req []byte) []byte {
 		return dcbPayload(CmdGDCBX, nla(AttrDCBX, u8(DCBXHost|DCBXVerIEEE)))
 	case CmdSDCBX:
 		return dcbPayload(CmdSDCBX, nla(AttrDCBX, u8(0)))
+	case CmdCEEGet:
+		// A driver without CEE peer ops: the CEE nest holds only its
+		// local (here empty) APP table.
+		return dcbPayload(CmdCEEGet, nla(AttrIfname, cstr("eth0")), nla(AttrCEE, nla(AttrCEEAppTable)))
 	default:
 		return dcbPayload(cmd, nla(AttrIEEE, u8(0)))
 	}

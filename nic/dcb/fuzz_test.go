@@ -15,6 +15,8 @@ func FuzzDecodeGetReply(f *testing.F) {
 	f.Add(dcbPayload(CmdIEEEGet, nla(AttrIfname, cstr("eth0")), nla(AttrIEEE, nla(AttrIEEEAppTable))))
 	f.Add(dcbPayload(CmdIEEEGet, nla(AttrIEEE|nestedFlag, nla(AttrDCBAppTrustTable|nestedFlag, nla(AttrDCBApp, u8(SelPCP))))))
 	f.Add(dcbPayload(CmdIEEEGet, nla(AttrIEEE), []byte{5, 0, byte(AttrDCBX), 0, 9}))
+	f.Add(dcbPayload(CmdIEEEGet, nla(AttrIEEE, nla(AttrIEEEPeerETS, etsBytes(fixtureETS)), nla(AttrIEEEPeerPFC, pfcBytes(fixturePFC)),
+		nla(AttrIEEEPeerApp, nla(AttrIEEEApp, appBytes(App{1, 3, 4791}))))))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		st, err := DecodeGetReply(msg)
@@ -103,6 +105,19 @@ func FuzzAppRequestRoundTrip(f *testing.F) {
 			if !reflect.DeepEqual(st.Apps, apps) {
 				t.Fatalf("sent %v, decoded %v", apps, st.Apps)
 			}
+		}
+	})
+}
+
+func FuzzDecodeCEEGetReply(f *testing.F) {
+	f.Add(dcbPayload(CmdCEEGet, nla(AttrCEE, nla(AttrCEEPeerPG, zeros(SizeCEEPG)), nla(AttrCEEPeerPFC, zeros(SizeCEEPFC)),
+		nla(AttrCEEPeerAppTable, nla(AttrCEEPeerAppInfo, []byte{1, 0}), nla(AttrCEEPeerApp, appBytes(App{0, 3, 0x8915}))))))
+	f.Add(dcbPayload(CmdCEEGet, nla(AttrCEE, ceeLocalPG(AttrCEETxPG))))
+	f.Add(dcbPayload(CmdCEEGet))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		p, err := DecodeCEEGetReply(msg)
+		if err != nil && p != nil {
+			t.Fatalf("peer %+v with error %v", p, err)
 		}
 	})
 }

@@ -59,8 +59,9 @@ func payloadAttrs(msg []byte, cmds ...uint8) (attrScanner, error) {
 // from RTNLGRP_DCB, which carries the same state under cmd IEEE_SET or
 // IEEE_DEL) into a State. Members the driver has no getter for stay nil;
 // AppTrust is nil when the kernel sent no trust table and empty when it sent
-// an empty one. Unknown attributes (QCN, peer objects, the rewrite table) are
-// skipped.
+// an empty one. The peer objects (DCB_ATTR_IEEE_PEER_ETS, _PEER_PFC,
+// _PEER_APP) go to State.Peer. Unknown attributes (QCN, the rewrite
+// table) are skipped.
 func DecodeGetReply(msg []byte) (*State, error) {
 	s, err := payloadAttrs(msg, CmdIEEEGet, CmdIEEESet, CmdIEEEDel)
 	if err != nil {
@@ -116,12 +117,112 @@ func decodeIEEE(b []byte, st *State) error {
 			st.Apps, err = decodeAppTable(s.data, st.Apps)
 		case AttrDCBAppTrustTable:
 			st.AppTrust, err = decodeAppTrust(s.data)
+		case AttrIEEEPeerETS:
+			peer(st).ETS = &ETS{}
+			err = st.Peer.ETS.UnmarshalBinary(s.data)
+		case AttrIEEEPeerPFC:
+			peer(st).PFC = &PFC{}
+			err = st.Peer.PFC.UnmarshalBinary(s.data)
+		case AttrIEEEPeerApp:
+			// dcbnl_build_peer_app(..., DCB_ATTR_IEEE_PEER_APP,
+			// DCB_ATTR_IEEE_APP_UNSPEC, DCB_ATTR_IEEE_APP): no info
+			// attribute (type 0 is skipped), entries under type 1.
+			peer(st).App, err = decodePeerApp(s.data, 0, AttrIEEEApp)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return s.err
+}
+
+func peer(st *State) *Peer {
+	if st.Peer == nil {
+		st.Peer = &Peer{}
+	}
+	return st.Peer
+}
+
+// decodePeerApp decodes the nest dcbnl_build_peer_app makes: an optional
+// struct dcb_peer_app_info under infoType (0: none) and one struct dcb_app
+// per entry under entryType. Other types are skipped. Entries is empty, not
+// nil, for an empty nest: the driver reported a peer APP table without
+// entries.
+func decodePeerApp(b []byte, infoType, entryType uint16) (*PeerApp, error) {
+	pa := &PeerApp{Entries: []App{}}
+	s := attrScanner{b: b}
+	for s.next() {
+		switch {
+		case infoType != 0 && s.typ == infoType:
+			pa.Info = &PeerAppInfo{}
+			if err := pa.Info.UnmarshalBinary(s.data); err != nil {
+				return nil, err
+			}
+		case s.typ == entryType:
+			var a App
+			if err := a.UnmarshalBinary(s.data); err != nil {
+				return nil, err
+			}
+			pa.Entries = append(pa.Entries, a)
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return pa, nil
+}
+
+// DecodeCEEGetReply decodes the peer objects of a CEE_GET reply:
+// DCB_ATTR_CEE{PEER_PG, PEER_PFC, PEER_APP_TABLE{PEER_APP_INFO,
+// PEER_APP...}} as dcbnl_cee_fill puts them after the local CEE objects,
+// which are skipped. The result is nil when the driver reported no peer
+// object (no cee_peer_* / peer_getapp* ops, or they failed).
+func DecodeCEEGetReply(msg []byte) (*CEEPeer, error) {
+	s, err := payloadAttrs(msg, CmdCEEGet)
+	if err != nil {
+		return nil, err
+	}
+	var p CEEPeer
+	sawCEE := false
+	for s.next() {
+		if s.typ != AttrCEE {
+			continue
+		}
+		if sawCEE {
+			return nil, fmt.Errorf("%w: two DCB_ATTR_CEE nests", ErrMalformed)
+		}
+		sawCEE = true
+		c := attrScanner{b: s.data}
+		for c.next() {
+			var err error
+			switch c.typ {
+			case AttrCEEPeerPG:
+				p.PG = &CEEPG{}
+				err = p.PG.UnmarshalBinary(c.data)
+			case AttrCEEPeerPFC:
+				p.PFC = &CEEPFC{}
+				err = p.PFC.UnmarshalBinary(c.data)
+			case AttrCEEPeerAppTable:
+				p.App, err = decodePeerApp(c.data, AttrCEEPeerAppInfo, AttrCEEPeerApp)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if !sawCEE {
+		return nil, fmt.Errorf("%w: CEE_GET reply without DCB_ATTR_CEE", ErrMalformed)
+	}
+	if p.PG == nil && p.PFC == nil && p.App == nil {
+		return nil, nil
+	}
+	return &p, nil
 }
 
 // decodeAppTable appends the entries of an APP table nest to apps. Like the

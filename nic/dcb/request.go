@@ -69,6 +69,12 @@ func ieeeGetRequest(ifname string) (*request, error) {
 	return newRequest("IEEE_GET", unix.RTM_GETDCB, CmdIEEEGet, ifname)
 }
 
+// ceeGetRequest is CEE_GET: the same shape as IEEE_GET (dcbnl_cee_get
+// needs nothing but the name).
+func ceeGetRequest(ifname string) (*request, error) {
+	return newRequest("CEE_GET", unix.RTM_GETDCB, CmdCEEGet, ifname)
+}
+
 func gdcbxRequest(ifname string) (*request, error) {
 	return newRequest("GDCBX", unix.RTM_GETDCB, CmdGDCBX, ifname)
 }

@@ -167,6 +167,14 @@ var derivedVectors = []requestVector{
 		want:  "28000000 4f000500 01000000 00000000 00170000 09000100 65746830 00000000 05000e00 09000000",
 	},
 	{
+		// CEE_GET (cmd 26 = 0x1a) is a GET shaped like IEEE_GET: the name
+		// alone (dcbnl_cee_get reads nothing else).
+		name:  "CEE_GET (32 bytes)",
+		send:  func(c *Client) error { _, err := c.GetCEEPeer("eth0"); return err },
+		build: func() ([]byte, error) { return wire(1)(ceeGetRequest("eth0")) },
+		want:  "20000000 4e000100 01000000 00000000 001a0000 09000100 65746830 00000000",
+	},
+	{
 		// A 9-character name: IFNAME len 4+10 = 14 (0x0e), padded to 16;
 		// GET message 16+4+16 = 36 (0x24); seq 0x01020304 lands as is.
 		name:  "IEEE_GET ens1f0np0 with seq 0x01020304 (36 bytes)",

@@ -97,4 +97,77 @@ type State struct {
 	Maxrate  *Maxrate `json:"maxrate,omitempty"`
 	AppTrust []uint8  `json:"app_trust,omitempty"` // selectors, highest precedence first
 	DCBX     *uint8   `json:"dcbx,omitempty"`
+	// Peer is the link partner's DCBX as the driver reports it in the
+	// same reply; nil when the reply has none of the peer attributes.
+	Peer *Peer `json:"peer,omitempty"`
+	// CEEPeer is the partner's CEE DCBX from a CEE_GET, which the client
+	// sends only when the DCBX mode is firmware-run CEE (CEEPeerMode);
+	// nil when not asked or when the reply has no peer attributes.
+	CEEPeer *CEEPeer `json:"cee_peer,omitempty"`
+}
+
+// Peer is what dcbnl_ieee_fill puts in DCB_ATTR_IEEE from a driver whose
+// firmware runs DCBX and keeps what the link partner announced: the
+// ieee_peer_getets, ieee_peer_getpfc and peer_getappinfo/peer_getapptable
+// ops of struct dcbnl_rtnl_ops (upstream: qede, cxgb4). Which fields a
+// driver fills, and how faithfully, differs (docs/drivers.md): the kernel
+// zeroes each struct before the op and sends it whenever the op returns 0,
+// so an all-zero struct may mean "nothing heard yet".
+type Peer struct {
+	ETS *ETS `json:"ets,omitempty"` // DCB_ATTR_IEEE_PEER_ETS
+	PFC *PFC `json:"pfc,omitempty"` // DCB_ATTR_IEEE_PEER_PFC
+	// App is DCB_ATTR_IEEE_PEER_APP. dcbnl_build_peer_app sends the nest,
+	// possibly empty, whenever peer_getappinfo succeeds.
+	App *PeerApp `json:"app,omitempty"`
+}
+
+// PeerApp is a peer APP table: the entries peer_getapptable filled (as
+// many as peer_getappinfo counted) and, in the CEE reply only, the APP
+// TLV's willing and error bits.
+type PeerApp struct {
+	Info    *PeerAppInfo `json:"info,omitempty"` // DCB_ATTR_CEE_PEER_APP_INFO
+	Entries []App        `json:"entries"`
+}
+
+// PeerAppInfo is struct dcb_peer_app_info.
+type PeerAppInfo struct {
+	Willing uint8 `json:"willing"`
+	Error   uint8 `json:"error"`
+}
+
+// CEEPeer is what dcbnl_cee_fill puts in DCB_ATTR_CEE from the
+// cee_peer_getpg, cee_peer_getpfc and peer_getappinfo/peer_getapptable
+// ops.
+type CEEPeer struct {
+	PG  *CEEPG   `json:"pg,omitempty"`  // DCB_ATTR_CEE_PEER_PG
+	PFC *CEEPFC  `json:"pfc,omitempty"` // DCB_ATTR_CEE_PEER_PFC
+	App *PeerApp `json:"app,omitempty"` // DCB_ATTR_CEE_PEER_APP_TABLE
+}
+
+// CEEPG is struct cee_pg (20 bytes): the CEE priority group TLV.
+// PrioPG[p] is priority p's group, 15 meaning strict priority.
+type CEEPG struct {
+	Willing      uint8    `json:"willing"`
+	Error        uint8    `json:"error"`
+	Enable       uint8    `json:"pg_en"`
+	TCsSupported uint8    `json:"tcs_supported"`
+	BW           [8]uint8 `json:"pg_bw"` // percent per priority group
+	PrioPG       [8]uint8 `json:"prio_pg"`
+}
+
+// CEEPFC is struct cee_pfc (4 bytes).
+type CEEPFC struct {
+	Willing      uint8 `json:"willing"`
+	Error        uint8 `json:"error"`
+	Enable       uint8 `json:"pfc_en"` // bitmap, bit p = priority p
+	TCsSupported uint8 `json:"tcs_supported"`
+}
+
+// CEEPeerMode says whether a port in this DCBX mode may report its CEE
+// peer: the firmware runs DCBX (DCB_CAP_DCBX_LLD_MANAGED) in CEE
+// (DCB_CAP_DCBX_VER_CEE), as qede (qed_dcbnl_getdcbx) and cxgb4 (the
+// CXGB4_DCB_STATE_FW_* states of cxgb4_dcb_state_fsm) say when they run
+// CEE. Host-run DCBX (mlx5, bnxt in host mode) keeps no peer in the driver.
+func CEEPeerMode(dcbx *uint8) bool {
+	return dcbx != nil && *dcbx&DCBXLLDManaged != 0 && *dcbx&DCBXVerCEE != 0
 }

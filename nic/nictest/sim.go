@@ -1,8 +1,9 @@
 // Package nictest is test support for code that drives NICs through
 // nic.Kernel: Sim, a writable in-memory kernel that answers like the kernel
-// plus the driver each link names (mlx5_core, bnxt_en), side effects
-// included. Only tests and fixture generators import it; the shipped
-// binary does not link it (internal/arch checks).
+// plus the driver each link names (mlx5_core, bnxt_en; qede and cxgb4 for
+// the switch's DCBX they report), side effects included. Only tests and
+// fixture generators import it; the shipped binary does not link it
+// (internal/arch checks).
 package nictest
 
 import (
@@ -68,6 +69,9 @@ import (
 //     is EINVAL until ETS has been set (bnxt_hwrm_queue_pfc_cfg returns
 //     -EINVAL without bp->ieee_ets, which only a setets since the driver
 //     loaded sets: a new Sim starts without it, whatever ETS it reports).
+//   - The link partner's DCBX (SetPartner, sim_peer.go): qede and cxgb4
+//     report it in DCB() as their ieee_peer_get*, cee_peer_get* and
+//     peer_getapp* ops fill it, each with its own gaps and quirks.
 //   - SetDevlinkParam: unknown parameter EINVAL, unsupported cmode
 //     EOPNOTSUPP, value of the wrong Go type EINVAL; values kept per cmode.
 //
@@ -93,6 +97,9 @@ type Sim struct {
 	speed   map[string]int
 	manual  map[string]bool
 	toggles map[string]int
+	// partner is, per link, what its NIC firmware heard of the switch's
+	// DCBX (SetPartner; qede and cxgb4 report it, sim_peer.go).
+	partner map[string]*Partner
 }
 
 var _ nic.Kernel = (*Sim)(nil)
@@ -107,7 +114,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
 	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{},
-		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}}
+		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{}}
 }
 
 // HardwareDSCP returns the DSCP → priority table the NIC itself classifies
@@ -279,7 +286,8 @@ func (s *Sim) PFCPreventionTimeout(name string) (uint16, error) {
 
 // DCB answers like the driver: on mlx5_core the PFC requests and
 // indications are the tx/rx per-priority pause counters, so scripted
-// counters show up here too.
+// counters show up here too; qede and cxgb4 report the link partner's
+// DCBX their firmware heard (SetPartner) as their peer ops do.
 func (s *Sim) DCB(name string) (*dcb.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,6 +296,7 @@ func (s *Sim) DCB(name string) (*dcb.State, error) {
 		return nil, err
 	}
 	ls := s.st.Links[name]
+	s.peerOf(name, ls, st)
 	if driverOf(ls) == snapshot.DriverMLX5 && st.PFC != nil {
 		for p := range dcb.NumTCs {
 			st.PFC.Requests[p] = ls.Stats[fmt.Sprintf("tx_prio%d_pause", p)]

@@ -72,7 +72,30 @@ func cloneDCB(s *dcb.State) *dcb.State {
 		Maxrate:  ptrCopy(s.Maxrate),
 		AppTrust: slices.Clone(s.AppTrust),
 		DCBX:     ptrCopy(s.DCBX),
+		Peer:     clonePeer(s.Peer),
+		CEEPeer:  cloneCEEPeer(s.CEEPeer),
 	}
+}
+
+func clonePeer(p *dcb.Peer) *dcb.Peer {
+	if p == nil {
+		return nil
+	}
+	return &dcb.Peer{ETS: ptrCopy(p.ETS), PFC: ptrCopy(p.PFC), App: clonePeerApp(p.App)}
+}
+
+func cloneCEEPeer(p *dcb.CEEPeer) *dcb.CEEPeer {
+	if p == nil {
+		return nil
+	}
+	return &dcb.CEEPeer{PG: ptrCopy(p.PG), PFC: ptrCopy(p.PFC), App: clonePeerApp(p.App)}
+}
+
+func clonePeerApp(a *dcb.PeerApp) *dcb.PeerApp {
+	if a == nil {
+		return nil
+	}
+	return &dcb.PeerApp{Info: ptrCopy(a.Info), Entries: slices.Clone(a.Entries)}
 }
 
 func cloneParams(ps []nic.DevlinkParam) []nic.DevlinkParam {

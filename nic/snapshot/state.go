@@ -134,6 +134,8 @@ const (
 // Driver names (DriverInfo.Driver) whose behaviour the fixture hosts and
 // the test simulator (nic/nictest) model.
 const (
-	DriverMLX5 = "mlx5_core"
-	DriverBnxt = "bnxt_en"
+	DriverMLX5  = "mlx5_core"
+	DriverBnxt  = "bnxt_en"
+	DriverQede  = "qede"  // QLogic FastLinQ: the peer's DCBX through dcbnl (nictest/sim_peer.go)
+	DriverCxgb4 = "cxgb4" // Chelsio T4-T6: likewise
 )
