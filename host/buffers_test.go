@@ -126,3 +126,60 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 		}
 	}
 }
+
+// An MTU change on the bond of a LAG whose slaves are in manual buffer
+// mode: bond_change_mtu sets each slave's MTU, and mlx5 recomputes no
+// threshold for it, so each slave gets the recompute for rollback before
+// the bond's MTU change and the one for the new MTU after it, written as
+// an identical PFC write of the slave's own.
+func TestLAGMTUChangeRecomputesEachSlave(t *testing.T) {
+	plan := lagPlan(t, `[match]
+drivers = ["mlx5_core"]
+[link]
+mtu = 9000
+[qos]
+pfc_priorities = [3]
+global_pause = false
+[buffers]
+priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
+buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
+`, func(s *nictest.Sim) {
+		for _, nd := range lagSlaves {
+			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if len(plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", plan.Refused)
+	}
+	var got []string
+	for _, c := range plan.Changes {
+		got = append(got, c.Key+" = "+c.Before+" -> "+c.Value)
+		if c.Kind == policy.KindXoffRecompute && !strings.Contains(c.Note, "3fbfe251cc9f") {
+			t.Errorf("%s: note %q", c.Key, c.Note)
+		}
+	}
+	want := []string{
+		"ens1f0np0.link.xoff_recompute_on_rollback = 1500 -> 1500",
+		"ens1f1np1.link.xoff_recompute_on_rollback = 1500 -> 1500",
+		"bond0.link.mtu = 1500 -> 9000",
+		"ens1f0np0.link.xoff_recompute = 9000 -> 9000",
+		"ens1f1np1.link.xoff_recompute = 9000 -> 9000",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	steps, err := Steps(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		if st.AlwaysUndo() != (st.Changes[0].Kind == policy.KindXoffRecompute) {
+			t.Errorf("step %s/%s: AlwaysUndo %v", st.Scope, st.Group, st.AlwaysUndo())
+		}
+	}
+}
