@@ -51,8 +51,8 @@ import (
 // leaves in automatic mode gets no extra step; on a port in automatic mode
 // the recompute would be a PFC write that changes nothing.
 
-// xoffRecomputeNote explains both recomputes in the plan.
-const xoffRecomputeNote = "mlx5 keeps the lossless buffers' xoff/xon thresholds computed for the MTU of the last buffer or PFC write: an MTU change does not recompute them (mainline's recompute on MTU set and on carrier up were reverted, 6f5dacf88a32 and 3fbfe251cc9f), and a bigger MTU could overflow a buffer before pause is sent; a PFC write of the port's own PFC and cable length (no link toggle) makes the driver recompute them in manual buffer mode (mlx5e_port_manual_buffer_config)"
+// xoffRecomputeNote says why, in the plan.
+const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon thresholds for the MTU of the last buffer or PFC write and an MTU change does not recompute them (mainline's recompute was reverted: 6f5dacf88a32, 3fbfe251cc9f), so a bigger MTU could overflow a buffer before pause is sent; a PFC write of the port's own values (no link toggle) makes the driver recompute them (mlx5e_port_manual_buffer_config)"
 
 // planXoffRecompute adds the recomputes an MTU change needs on the mlx5
 // ports in manual buffer mode that it reaches (the port itself, or each
@@ -175,9 +175,9 @@ func (h *Host) xoffRecomputes(plan *policy.Plan, p *policy.Port, mtu policy.Chan
 		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
 			Kind: policy.KindXoffRecompute, Value: v, From: "link.mtu", Port: p}, Before: v, Note: note}
 	}
-	before = mk("link.xoff_recompute_on_rollback", li.MTU, xoffRecomputeNote+fmt.Sprintf("; written before the MTU change, changing nothing, and undone after rollback has restored MTU %d, recomputing the thresholds the port has now", li.MTU))
+	before = mk("link.xoff_recompute_on_rollback", li.MTU, xoffRecomputeNote+fmt.Sprintf("; written before the MTU change, where it changes nothing, so that rollback recomputes them for MTU %d once it has restored the MTU", li.MTU))
 	if !follows {
-		a := mk("link.xoff_recompute", newMTU, xoffRecomputeNote+fmt.Sprintf("; written after the MTU change, recomputing them for MTU %d", newMTU))
+		a := mk("link.xoff_recompute", newMTU, xoffRecomputeNote+fmt.Sprintf("; here for MTU %d, after the MTU change", newMTU))
 		after = &a
 	}
 	return before, after, true
