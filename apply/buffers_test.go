@@ -2,11 +2,13 @@ package apply
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/policy"
 )
 
 // The mlx5 buffer rules (port_buffer.c) as the planner must respect them;
@@ -136,5 +138,195 @@ func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 		if pfc := r.sim.State().Links[nd].DCB.PFC.Enable; pfc != 1<<4 {
 			t.Errorf("%s: pfc_en %#x, want priority 4", nd, pfc)
 		}
+	}
+}
+
+// wantThresholds is what mlx5's update_xoff_threshold programs on a
+// 100 Gb/s port with 7 m of cable at mtu, buffer 1 lossless (PFC
+// priority 3 maps to it) with size1 bytes and the others lossy: worked out
+// from the driver's formula here, not taken from the simulator.
+func wantThresholds(mtu, size1 int) nictest.MLX5Thresholds {
+	xoff := (301+216*7/100)*100000/1000 + 272*mtu/100
+	th := nictest.MLX5Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
+	th.Xoff[1] = uint32((size1 - xoff) / 128 * 128)
+	th.Xon[1] = uint32((size1 - xoff - 9216) / 128 * 128)
+	return th
+}
+
+var mlx5Ports = []string{"ens1f0np0", "ens1f1np1"}
+
+// run applies the rig's plan and returns the transaction, to be rolled
+// back by the test.
+func (r *rig) run(t *testing.T) *Txn {
+	t.Helper()
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return txn
+}
+
+func thresholdsOf(t *testing.T, sim *nictest.Sim) map[string]nictest.MLX5Thresholds {
+	t.Helper()
+	out := map[string]nictest.MLX5Thresholds{}
+	for _, nd := range mlx5Ports {
+		th, ok := sim.Thresholds(nd)
+		if !ok {
+			t.Fatalf("%s: the driver computed no thresholds", nd)
+		}
+		out[nd] = th
+	}
+	return out
+}
+
+// portChanges lists the names of nd's changes in plan order.
+func portChanges(plan *policy.Plan, nd string) []string {
+	var out []string
+	for _, c := range plan.Changes {
+		if c.Port != nil && c.Port.Netdev == nd {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+const manualLayoutProfile = "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\n"
+
+// An MTU change alone on a port in manual buffer mode: mlx5 keeps the
+// thresholds it computed for the old MTU (the mainline recompute on MTU
+// set was reverted), so the plan makes it recompute them after the MTU
+// change, with an identical PFC write (no link toggle), and again when a
+// rollback has restored the MTU.
+func TestMTUChangeRecomputesMLX5Thresholds(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	for _, nd := range mlx5Ports {
+		want := []string{"link.xoff_recompute_on_rollback", "link.mtu", "link.xoff_recompute"}
+		if got := portChanges(r.plan, nd); !slices.Equal(got, want) {
+			t.Errorf("%s: changes %v, want %v", nd, got, want)
+		}
+	}
+	for _, c := range r.plan.Changes {
+		if c.Kind == policy.KindXoffRecompute && !strings.Contains(c.Note, "6f5dacf88a32") {
+			t.Errorf("%s: note %q does not say why (the reverted recompute on MTU set)", c.Key, c.Note)
+		}
+	}
+	before, config := thresholdsOf(t, r.sim), r.sim.Config()
+	for nd, th := range before {
+		if th != wantThresholds(1500, 200064) {
+			t.Fatalf("%s before: %+v, want those of MTU 1500", nd, th)
+		}
+	}
+	txn := r.run(t)
+	for nd, th := range thresholdsOf(t, r.sim) {
+		if want := wantThresholds(9000, 200064); th != want {
+			t.Errorf("%s after the apply: %+v, want those of MTU 9000 %+v", nd, th, want)
+		}
+	}
+	if err := txn.RollbackNow(); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	for nd, th := range thresholdsOf(t, r.sim) {
+		if th != before[nd] {
+			t.Errorf("%s after rollback: %+v, want %+v as before the apply", nd, th, before[nd])
+		}
+		if n := r.sim.LinkToggles(nd); n != 1 {
+			t.Errorf("%s: %d link toggles (the layout's own one only), want 1", nd, n)
+		}
+	}
+	if r.sim.Config() != config {
+		t.Error("rollback did not restore the host")
+	}
+}
+
+// MTU and buffer sizes in one plan: the MTU is written first, so the
+// buffer write computes the thresholds for the final MTU and no extra
+// recompute follows; rollback restores the buffers at the new MTU and
+// the MTU last, and then makes the driver recompute for the old MTU.
+func TestMTUAndBuffersChangeRecomputesMLX5ThresholdsInOrder(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 230016, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	for _, nd := range mlx5Ports {
+		want := []string{"link.xoff_recompute_on_rollback", "link.mtu", "buffers.buffer_size"}
+		if got := portChanges(r.plan, nd); !slices.Equal(got, want) {
+			t.Errorf("%s: changes %v, want %v", nd, got, want)
+		}
+	}
+	before := thresholdsOf(t, r.sim)
+	txn := r.run(t)
+	for nd, th := range thresholdsOf(t, r.sim) {
+		if want := wantThresholds(9000, 230016); th != want {
+			t.Errorf("%s after the apply: %+v, want %+v", nd, th, want)
+		}
+	}
+	if err := txn.RollbackNow(); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	for nd, th := range thresholdsOf(t, r.sim) {
+		if th != before[nd] {
+			t.Errorf("%s after rollback: %+v, want %+v as before the apply", nd, th, before[nd])
+		}
+	}
+}
+
+// A lossless buffer that holds the MTU of today but not the new one: the
+// recompute the MTU change needs would fail (-ENOMEM), so the plan
+// refuses the MTU change, naming the minimum.
+func TestMTUChangeRefusedWhenLosslessBufferTooSmall(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 49920, 0, 0, 0, 0, 0, 0]\n",
+		func(s *nictest.Sim) {
+			for _, nd := range mlx5Ports {
+				if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{29952, 49920}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	var refused []string
+	for _, e := range r.plan.Refused {
+		refused = append(refused, e.Key)
+		// MTU 9000, 7 m, 100 Gb/s: 31600 + 24480 + 9216 + 128.
+		if !strings.Contains(e.Error, "needs at least 65424") {
+			t.Errorf("%s: %s, want the minimum at MTU 9000", e.Key, e.Error)
+		}
+	}
+	if want := []string{"ens1f0np0.link.mtu", "ens1f1np1.link.mtu"}; !slices.Equal(refused, want) {
+		t.Errorf("refused %v, want %v", refused, want)
+	}
+}
+
+// No recompute step where there is nothing to recompute: an mlx5 port
+// whose profile manages neither buffers nor cable length (the firmware
+// sizes its buffers), and a port of another driver.
+func TestNoXoffRecomputeOffManualMLX5(t *testing.T) {
+	for _, tc := range []struct{ fixture, profile string }{
+		{"cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n"},
+		{"bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[link]\nmtu = 9000\n[qos]\ncable_length_m = 7\n"},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			r := driverRig(t, tc.fixture, tc.profile, nil)
+			for _, c := range r.plan.Changes {
+				if c.Kind == policy.KindXoffRecompute {
+					t.Errorf("plan has %s", c.Key)
+				}
+			}
+			if err := r.apply(t); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range r.sim.Ops() {
+				if strings.HasPrefix(op, "set_pfc") {
+					t.Errorf("an MTU-only apply wrote PFC: %s", op)
+				}
+			}
+		})
 	}
 }

@@ -119,10 +119,7 @@ func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []po
 	if err != nil {
 		return
 	}
-	speed := 0
-	if v, err := h.FS.ReadTrimmed("/sys/class/net/" + netdev + "/speed"); err == nil {
-		speed, _ = strconv.Atoi(v)
-	}
+	speed := h.linkSpeed(netdev)
 	cur := bufferState{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size, cable: int(st.PFC.Delay), mtu: li.MTU}
 	if cur.cable == 0 {
 		cur.cable = mlx5CableLen

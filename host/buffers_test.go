@@ -12,6 +12,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 var lagSlaves = []string{"ens1f0np0", "ens1f1np1"}
@@ -124,5 +125,94 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 				t.Errorf("%s: disruptions %q lack %q", nd, dis[nd], want)
 			}
 		}
+	}
+}
+
+// An MTU change on the bond of a LAG whose slaves are in manual buffer
+// mode: bond_change_mtu sets each slave's MTU, and mlx5 recomputes no
+// threshold for it, so each slave gets the recompute for rollback before
+// the bond's MTU change and the one for the new MTU after it, written as
+// an identical PFC write of the slave's own.
+func TestLAGMTUChangeRecomputesEachSlave(t *testing.T) {
+	plan := lagPlan(t, `[match]
+drivers = ["mlx5_core"]
+[link]
+mtu = 9000
+[qos]
+pfc_priorities = [3]
+global_pause = false
+[buffers]
+priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
+buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
+`, func(s *nictest.Sim) {
+		for _, nd := range lagSlaves {
+			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if len(plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", plan.Refused)
+	}
+	var got []string
+	for _, c := range plan.Changes {
+		got = append(got, c.Key+" = "+c.Before+" -> "+c.Value)
+		if c.Kind == policy.KindXoffRecompute && !strings.Contains(c.Note, "3fbfe251cc9f") {
+			t.Errorf("%s: note %q", c.Key, c.Note)
+		}
+	}
+	want := []string{
+		"ens1f0np0.link.xoff_recompute_on_rollback = 1500 -> 1500",
+		"ens1f1np1.link.xoff_recompute_on_rollback = 1500 -> 1500",
+		"bond0.link.mtu = 1500 -> 9000",
+		"ens1f0np0.link.xoff_recompute = 9000 -> 9000",
+		"ens1f1np1.link.xoff_recompute = 9000 -> 9000",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	steps, err := Steps(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		if st.AlwaysUndo() != (st.Changes[0].Kind == policy.KindXoffRecompute) {
+			t.Errorf("step %s/%s: AlwaysUndo %v", st.Scope, st.Group, st.AlwaysUndo())
+		}
+	}
+}
+
+// mtuFirst puts an MTU change that something placed after a port's PFC
+// or buffer change back before it, so the driver computes the thresholds
+// with the final MTU; other ports' changes keep their place.
+func TestMTUFirstMovesMTUBeforeBufferChanges(t *testing.T) {
+	pt := &port.Port{Netdev: "ens1f0np0", Driver: "mlx5_core"}
+	other := &port.Port{Netdev: "ens1f1np1", Driver: "mlx5_core"}
+	mk := func(p *port.Port, k policy.Kind, name string) policy.Change {
+		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Kind: k, Port: p}}
+	}
+	plan := &policy.Plan{Changes: []policy.Change{
+		mk(other, policy.KindPFC, "qos.pfc"),
+		mk(pt, policy.KindGlobalPause, "qos.global_pause"),
+		mk(pt, policy.KindPrioBuffer, "buffers.priority_to_buffer"),
+		mk(pt, policy.KindPFC, "qos.pfc"),
+		mk(pt, policy.KindMTU, "link.mtu"),
+	}}
+	if at := mtuFirst(plan, 4, []string{"ens1f0np0"}); at != 2 {
+		t.Errorf("MTU at %d, want 2", at)
+	}
+	var got []string
+	for _, c := range plan.Changes {
+		got = append(got, c.Key)
+	}
+	want := []string{"ens1f1np1.qos.pfc", "ens1f0np0.qos.global_pause", "ens1f0np0.link.mtu", "ens1f0np0.buffers.priority_to_buffer", "ens1f0np0.qos.pfc"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	if !strings.Contains(plan.Changes[2].Note, "MTU of the moment") {
+		t.Errorf("moved MTU change's note %q", plan.Changes[2].Note)
 	}
 }

@@ -53,7 +53,9 @@ func cnpPrioCompanions(r *portReader, c policy.Setting) []companion {
 // Plan compares the host with d (policy.Diff) and adds the companions of
 // the planned changes: settings the driver will change by itself, which
 // the transaction must journal and restore; then what each driver needs
-// (orderForDriver) and what its DCBX mode means (planDCBX).
+// (orderForDriver), what its DCBX mode means (planDCBX), and the buffer
+// threshold recomputes an MTU change needs (planXoffRecompute, last: it
+// places its changes around the MTU change itself).
 func (h *Host) Plan(d *policy.Desired) *policy.Plan {
 	o := h.Observe(d)
 	plan := policy.Diff(d, o)
@@ -61,6 +63,7 @@ func (h *Host) Plan(d *policy.Desired) *policy.Plan {
 	h.addImplied(d, plan)
 	h.orderForDriver(d, plan)
 	h.planDCBX(d, plan)
+	h.planXoffRecompute(d, plan)
 	return plan
 }
 

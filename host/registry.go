@@ -60,6 +60,12 @@ type object struct {
 	// checkUndo, when set, replaces the per-setting read-back of an undone
 	// step (the restored file must equal its saved copy byte for byte).
 	checkUndo func(h *Host, st Step) error
+	// action: a write of this object makes the driver do something (mlx5
+	// recomputes its buffer thresholds) rather than hold a value of its
+	// own. Its read-back checks the state it acted in, which a rollback
+	// finds restored before the undo too: rollback writes it anyway
+	// (Step.AlwaysUndo).
+	action bool
 }
 
 // The kernel objects settings are written through.
@@ -81,6 +87,7 @@ var (
 	objTrafficCl = &object{write: writeTrafficClass, clear: clearTrafficClass}
 	objDevlink   = &object{write: writeDevlink}
 	objNCCLFile  = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
+	objXoff      = &object{write: writeXoffRecompute, action: true} // an identical ieee_pfc (xoff.go)
 )
 
 // kinds is the registry: every policy.Kind has exactly one entry
@@ -115,6 +122,9 @@ func registry() map[policy.Kind]kind {
 		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl, where: onRDMAPort},
 		policy.KindDevlink:         {read: readDevlink, obj: objDevlink, where: onPhysical, pfOnly: true},
 		policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile, where: onHost},
+		// Not a profile setting: the planner adds it (xoff.go). It reads
+		// the port's MTU, which the recompute uses.
+		policy.KindXoffRecompute: {read: readMTU, obj: objXoff, where: onPhysical, pfOnly: true},
 	}
 }
 

@@ -93,6 +93,15 @@ func (e *WriteError) Error() string {
 
 func (e *WriteError) Unwrap() error { return e.Err }
 
+// AlwaysUndo says whether rollback must write st even when its settings
+// already read as restored: a step that makes the driver act (mlx5's
+// buffer threshold recompute) has no value of its own that a read could
+// find restored.
+func (st Step) AlwaysUndo() bool {
+	k, err := kindOf(st.Changes[0].Kind)
+	return err == nil && k.obj.action
+}
+
 // CaptureUndo records, before the first write, what the step needs for a
 // byte-exact undo beyond its before-values.
 func (h *Host) CaptureUndo(d *policy.Desired, st *Step) error {

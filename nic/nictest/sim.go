@@ -43,8 +43,9 @@ import (
 //     tx_prio<p>_pause_duration, rx_prio<p>_pause_transition exist exactly
 //     for enabled priorities. bnxt_en needs DCBX HOST and VER_IEEE (EINVAL).
 //   - SetBuffer: EINVAL for prio2buffer >= 8 or sizes over TotalSize.
-//   - mlx5_core's port buffers, manual buffer mode, xoff and link toggles:
-//     sim_mlx5_buffer.go.
+//   - mlx5_core's port buffers, manual buffer mode, xoff, the xoff/xon
+//     thresholds (Thresholds: computed by buffer and PFC writes, not by an
+//     MTU or speed change) and link toggles: sim_mlx5_buffer.go.
 //   - AddApps: mlx5_core takes only DSCP entries with protocol < 64
 //     (EINVAL) and a new entry replaces the DSCP's mapping; elsewhere an
 //     exact duplicate is EEXIST. Entries apply in order and the first
@@ -93,13 +94,15 @@ type Sim struct {
 	// (bp->ieee_ets), which its PFC write needs.
 	etsSet map[string]bool
 	// The mlx5 port buffer model (sim_mlx5_buffer.go): link speeds in
-	// Mb/s, links in manual buffer mode, link toggles counted.
+	// Mb/s, links in manual buffer mode, link toggles counted, and the
+	// thresholds the driver computed (PBMC), which no read shows.
 	speed   map[string]int
 	manual  map[string]bool
 	toggles map[string]int
 	// partner is, per link, what its NIC firmware heard of the switch's
 	// DCBX (SetPartner; qede and cxgb4 report it, sim_peer.go).
 	partner map[string]*Partner
+	pbmc    map[string]*mlx5PBMC
 }
 
 var _ nic.Kernel = (*Sim)(nil)
@@ -114,7 +117,8 @@ func NewSim(st *snapshot.KernelState) *Sim {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
 	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{},
-		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{}}
+		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{},
+		pbmc: map[string]*mlx5PBMC{}}
 }
 
 // HardwareDSCP returns the DSCP → priority table the NIC itself classifies
@@ -322,6 +326,9 @@ func (s *Sim) SetMTU(name string, mtu int) error {
 		if mtu <= 0 || mtu < ls.Link.MinMTU || (ls.Link.MaxMTU > 0 && mtu > ls.Link.MaxMTU) {
 			return syscall.EINVAL
 		}
+		// mlx5e_set_dev_port_mtu leaves the buffer thresholds computed
+		// for the old MTU (sim_mlx5_buffer.go: the patch that recomputed
+		// them was reverted, 6f5dacf88a32).
 		ls.Link.MTU = mtu
 		return nil
 	})

@@ -10,10 +10,10 @@ import (
 // The mlx5 port buffer model (mlx5/core/en/port_buffer.c, en_dcbnl.c).
 //
 //   - mlx5e_dcbnl_ieee_setpfc writes PFCC and toggles the link
-//     (mlx5_toggle_port_link) when pfc_en changes; with a cable length
-//     change (0 < delay < 1000) and the port in manual buffer mode it then
-//     reconfigures the buffers (mlx5e_port_manual_buffer_config) against
-//     the current prio2buffer. A failure there is returned after PFCC was
+//     (mlx5_toggle_port_link) when pfc_en changes, takes a cable length
+//     change (0 < delay < 1000), and then, with the port in manual buffer
+//     mode, always calls mlx5e_port_manual_buffer_config with what changed
+//     (possibly nothing). A failure there is returned after PFCC was
 //     written: pfc_en stays changed, the cable length goes back.
 //   - mlx5e_dcbnl_setbuffer: nothing changed is nothing done; any change
 //     sets manual_buffer for good (only driver init clears it) and runs the
@@ -28,6 +28,25 @@ import (
 //   - Sizes are programmed in 128-byte cells (size >> MLX5E_BUFFER_CELL_SHIFT)
 //     and read back as cells × 128: a size that is not a multiple reads
 //     back smaller.
+//
+// The thresholds themselves (mlx5PBMC, Sim.Thresholds) are what rocectl
+// cannot read: no dcbnl attribute carries them. mlx5e_port_manual_buffer_config
+// computes xoff from the MTU, speed and cable length of the moment and
+// recomputes every buffer's xoff/xon (update_xoff_threshold: xoff_threshold
+// = size − xoff, xon_threshold = xoff_threshold − max MTU, both programmed in
+// whole cells by port_set_buffer) when the cable length or the sizes
+// change, when a buffer's losslessness changes, or when the xoff it
+// computes differs from the last one (priv->dcbx.xoff) — so an identical
+// PFC write in manual mode recomputes them after an MTU or speed change.
+// Nothing else does: setting the MTU (mlx5e_set_dev_port_mtu) and the
+// carrier coming up at a new speed (mlx5e_update_carrier) leave them as
+// they were. Mainline briefly recomputed them there ("net/mlx5e: Update
+// and set Xon/Xoff upon MTU set", ceddedc969f0; "... upon port speed set",
+// d24341740fe4) and reverted both (6f5dacf88a32, 3fbfe251cc9f: they broke
+// the buffer-to-pool mapping of multi-host NICs); DOCA-OFED 25.10 has
+// neither. The driver's newer max(netdev->max_mtu, 9216) in place of 9216,
+// and fill_pfc_en (global pause makes every used buffer lossless in a
+// priority-to-buffer change), are not modelled.
 
 const (
 	mlx5CellSize   = 128
@@ -68,6 +87,96 @@ func mlx5CheckXoff(sizes [8]uint32, lossless [8]bool, xoff int) error {
 	return nil
 }
 
+// mlx5PBMC is what the port's PBMC register holds beyond the sizes dcbnl
+// reports (each buffer's lossy bit and thresholds), and the xoff the driver
+// last computed (priv->dcbx.xoff).
+type mlx5PBMC struct {
+	lossy     [8]bool
+	xoff, xon [8]uint32
+	lastXoff  int
+	computed  bool
+}
+
+// MLX5Thresholds is one mlx5 port's receive buffers as the driver last
+// programmed them: which are lossy, and each lossless buffer's xoff and
+// xon thresholds in bytes (whole cells; 0 for a lossy buffer).
+type MLX5Thresholds struct {
+	Lossy     [8]bool
+	Xoff, Xon [8]uint32
+}
+
+// Thresholds returns the receive buffer thresholds the mlx5 driver of name
+// last computed. ok is false while the driver has computed none: the port
+// is not in manual buffer mode, where the firmware sizes the buffers (not
+// modelled).
+func (s *Sim) Thresholds(name string) (th MLX5Thresholds, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pb := s.pbmc[name]
+	if pb == nil || !pb.computed {
+		return MLX5Thresholds{}, false
+	}
+	return MLX5Thresholds{Lossy: pb.lossy, Xoff: pb.xoff, Xon: pb.xon}, true
+}
+
+// pbmcOf returns the link's PBMC state, made when the port enters manual
+// buffer mode: the lossy bits the firmware left, no thresholds computed.
+func (s *Sim) pbmcOf(name string, d *dcb.State) *mlx5PBMC {
+	if pb := s.pbmc[name]; pb != nil {
+		return pb
+	}
+	pb := &mlx5PBMC{}
+	for i, l := range mlx5Lossless(d.PFC.Enable, d.Buffer.PrioBuffer) {
+		pb.lossy[i] = !l
+	}
+	s.pbmc[name] = pb
+	return pb
+}
+
+// What mlx5e_port_manual_buffer_config is told changed
+// (MLX5E_PORT_BUFFER_*).
+const (
+	mlx5ChangeCable = 1 << iota
+	mlx5ChangePFC
+	mlx5ChangePrio2Buffer
+	mlx5ChangeSize
+)
+
+// mlx5BufferConfig is mlx5e_port_manual_buffer_config as far as the
+// thresholds go, for the port state the write would leave (pfc_en, cable
+// length, priority map, sizes): it decides whether the driver recomputes
+// them, checks every lossless buffer when it does (update_xoff_threshold,
+// the only source of -ENOMEM), and on success stores what port_set_buffer
+// programs.
+func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, pb *mlx5PBMC, change int, pfcEn uint8, cable int, p2b [8]uint8, sizes [8]uint32) error {
+	xoff := mlx5Xoff(s.mlx5Speed(name), ls.Link.MTU, cable)
+	lossless := mlx5Lossless(pfcEn, p2b)
+	var lossy [8]bool
+	for i, l := range lossless {
+		lossy[i] = !l
+	}
+	recompute := change&(mlx5ChangeCable|mlx5ChangeSize) != 0 ||
+		(change&(mlx5ChangePFC|mlx5ChangePrio2Buffer) != 0 && lossy != pb.lossy) || // update_buffer_lossy
+		xoff != pb.lastXoff // "Need to update buffer configuration if xoff value is changed"
+	if !recompute {
+		return nil
+	}
+	if err := mlx5CheckXoff(sizes, lossless, xoff); err != nil {
+		return err
+	}
+	pb.lossy = lossy
+	for i := range 8 {
+		pb.xoff[i], pb.xon[i] = 0, 0
+		if !lossy[i] {
+			thr := int(sizes[i]) - xoff
+			pb.xoff[i] = uint32(thr / mlx5CellSize * mlx5CellSize)
+			pb.xon[i] = uint32((thr - mlx5MaxPortMTU) / mlx5CellSize * mlx5CellSize)
+		}
+	}
+	pb.lastXoff, pb.computed = xoff, true
+	return nil
+}
+
 func (s *Sim) mlx5Speed(name string) int {
 	if v, ok := s.speed[name]; ok {
 		return v
@@ -76,7 +185,9 @@ func (s *Sim) mlx5Speed(name string) int {
 }
 
 // SetSpeed sets the link speed (Mb/s) the mlx5 buffer model computes xoff
-// with (default 100000).
+// with (default 100000). Like the driver's carrier-up path
+// (mlx5e_update_carrier, since the revert 3fbfe251cc9f) it recomputes no
+// thresholds: the next buffer configuration uses the new speed.
 func (s *Sim) SetSpeed(name string, mbps int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,18 +229,23 @@ func (s *Sim) mlx5SetPFC(name string, ls *snapshot.LinkState, d *dcb.State, pfc 
 	// ethtool -S names follow the port's pause configuration.
 	mlx5GlobalPauseCounters(ls)
 	mlx5PrioPauseCounters(ls, d.PFC.Enable)
-	newCable := cable
-	cableChanged := pfc.Delay > 0 && pfc.Delay < mlx5MaxCableLen && int(pfc.Delay) != cable
-	if cableChanged {
-		newCable = int(pfc.Delay)
+	newCable, change := cable, 0
+	if pfcChanged {
+		change |= mlx5ChangePFC
 	}
-	if d.Buffer != nil && s.manual[name] && (pfcChanged || cableChanged) {
-		xoff := mlx5Xoff(s.mlx5Speed(name), ls.Link.MTU, newCable)
-		if err := mlx5CheckXoff(d.Buffer.Size, mlx5Lossless(d.PFC.Enable, d.Buffer.PrioBuffer), xoff); err != nil {
+	if pfc.Delay > 0 && pfc.Delay < mlx5MaxCableLen && int(pfc.Delay) != cable {
+		newCable = int(pfc.Delay)
+		change |= mlx5ChangeCable
+	}
+	if d.Buffer != nil && s.manual[name] {
+		// Called whatever changed: an identical write recomputes the
+		// thresholds when the MTU or speed moved since the last time.
+		pb := s.pbmcOf(name, d)
+		if err := s.mlx5BufferConfig(name, ls, pb, change, d.PFC.Enable, newCable, d.Buffer.PrioBuffer, d.Buffer.Size); err != nil {
 			return err // PFCC stays written; the cable length is not taken
 		}
 	}
-	if cableChanged {
+	if change&mlx5ChangeCable != 0 {
 		d.PFC.Delay = uint16(newCable)
 	}
 	return nil
@@ -144,7 +260,15 @@ func (s *Sim) mlx5SetBuffer(name string, ls *snapshot.LinkState, d *dcb.State, b
 	if buf.PrioBuffer == d.Buffer.PrioBuffer && sizes == d.Buffer.Size {
 		return nil // nothing changed: manual_buffer is not set
 	}
+	pb := s.pbmcOf(name, d) // the firmware's lossy bits, taken over
 	s.manual[name] = true
+	change := 0
+	if buf.PrioBuffer != d.Buffer.PrioBuffer {
+		change |= mlx5ChangePrio2Buffer
+	}
+	if sizes != d.Buffer.Size {
+		change |= mlx5ChangeSize
+	}
 	lossless := mlx5Lossless(d.PFC.Enable, buf.PrioBuffer)
 	var total uint64
 	for i, sz := range sizes {
@@ -160,7 +284,7 @@ func (s *Sim) mlx5SetBuffer(name string, ls *snapshot.LinkState, d *dcb.State, b
 	if cable == 0 {
 		cable = mlx5DefaultCableLen
 	}
-	if err := mlx5CheckXoff(sizes, lossless, mlx5Xoff(s.mlx5Speed(name), ls.Link.MTU, cable)); err != nil {
+	if err := s.mlx5BufferConfig(name, ls, pb, change, d.PFC.Enable, cable, buf.PrioBuffer, sizes); err != nil {
 		return err
 	}
 	d.Buffer.PrioBuffer, d.Buffer.Size = buf.PrioBuffer, sizes

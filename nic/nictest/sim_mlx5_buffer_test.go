@@ -51,3 +51,78 @@ func TestSimMLX5Buffers(t *testing.T) {
 		t.Errorf("%d toggles: a write that leaves pfc_en alone does not toggle the link", n)
 	}
 }
+
+// The xoff/xon thresholds mlx5 programs (update_xoff_threshold) follow the
+// buffer and PFC writes that compute them, with the MTU and speed of that
+// moment; an MTU or speed change alone leaves them as they were (the
+// mainline patches that recomputed them were reverted), and an identical
+// PFC write in manual mode recomputes them (mlx5e_port_manual_buffer_config
+// compares the new xoff with the last one). Expected values are worked out
+// here by hand from the driver's formula, 100 Gb/s and 7 m of cable.
+func TestSimMLX5ThresholdsFollowWritesNotMTU(t *testing.T) {
+	s := NewSim(simState())
+	if _, ok := s.Thresholds("mlx"); ok {
+		t.Fatal("thresholds reported for a port the firmware still sizes")
+	}
+	buf := dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262144, 131072}}
+	if err := s.SetBuffer("mlx", buf); err != nil {
+		t.Fatal(err)
+	}
+	th, ok := s.Thresholds("mlx")
+	if !ok || th != (MLX5Thresholds{Lossy: [8]bool{true, true, true, true, true, true, true, true}}) {
+		t.Fatalf("after the buffer write without PFC: %+v, %v; want every buffer lossy, no thresholds", th, ok)
+	}
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+		t.Fatal(err)
+	}
+	// MTU 1500: xoff = 316 × 100 + 2.72 × 1500 = 35680; buffer 1 is
+	// lossless: 131072 − 35680 = 95392 → 745 cells = 95360; xon
+	// 95392 − 9216 = 86176 → 673 cells = 86144.
+	at1500 := MLX5Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
+	at1500.Xoff[1], at1500.Xon[1] = 95360, 86144
+	if th, _ := s.Thresholds("mlx"); th != at1500 {
+		t.Fatalf("after PFC on priority 3 at MTU 1500: %+v, want %+v", th, at1500)
+	}
+	if err := s.SetMTU("mlx", 9000); err != nil {
+		t.Fatal(err)
+	}
+	if th, _ := s.Thresholds("mlx"); th != at1500 {
+		t.Fatalf("an MTU change recomputed the thresholds: %+v, want those of MTU 1500", th)
+	}
+	if err := s.SetBuffer("mlx", buf); err != nil {
+		t.Fatal(err)
+	}
+	if th, _ := s.Thresholds("mlx"); th != at1500 {
+		t.Fatalf("an unchanged buffer write recomputed the thresholds: %+v", th)
+	}
+	// An identical PFC write: no link toggle, thresholds for MTU 9000:
+	// xoff = 31600 + 24480 = 56080; 131072 − 56080 = 74992 → 585 cells =
+	// 74880; 74992 − 9216 = 65776 → 513 cells = 65664.
+	toggles := s.LinkToggles("mlx")
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+		t.Fatal(err)
+	}
+	at9000 := at1500
+	at9000.Xoff[1], at9000.Xon[1] = 74880, 65664
+	if th, _ := s.Thresholds("mlx"); th != at9000 {
+		t.Fatalf("after an identical PFC write at MTU 9000: %+v, want %+v", th, at9000)
+	}
+	if s.LinkToggles("mlx") != toggles {
+		t.Error("an identical PFC write toggled the link")
+	}
+	// Speed: 200 Gb/s leaves them; the next PFC write computes
+	// 316 × 200 + 24480 = 87680; 131072 − 87680 = 43392 (339 cells), xon
+	// 34176 (267 cells).
+	s.SetSpeed("mlx", 200000)
+	if th, _ := s.Thresholds("mlx"); th != at9000 {
+		t.Fatalf("a speed change recomputed the thresholds: %+v", th)
+	}
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+		t.Fatal(err)
+	}
+	at200G := at9000
+	at200G.Xoff[1], at200G.Xon[1] = 43392, 34176
+	if th, _ := s.Thresholds("mlx"); th != at200G {
+		t.Fatalf("after an identical PFC write at 200 Gb/s: %+v, want %+v", th, at200G)
+	}
+}

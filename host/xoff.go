@@ -1,0 +1,236 @@
+package host
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
+)
+
+// mlx5's receive buffer thresholds and the MTU (mlx5/core/en/port_buffer.c,
+// en_dcbnl.c, en_main.c):
+//
+//   - mlx5e_port_manual_buffer_config computes xoff (calculate_xoff) from
+//     the netdev's MTU, link speed and cable length of the moment, and
+//     programs every lossless buffer's xoff/xon thresholds from it
+//     (update_xoff_threshold, port_set_buffer). Only a buffer write
+//     (mlx5e_dcbnl_setbuffer) or, in manual buffer mode, a PFC write
+//     (mlx5e_dcbnl_ieee_setpfc) calls it.
+//   - Setting the MTU (mlx5e_set_dev_port_mtu) and the carrier coming up at
+//     another speed (mlx5e_update_carrier) do not. Mainline recomputed the
+//     thresholds there for a few weeks ("net/mlx5e: Update and set
+//     Xon/Xoff upon MTU set", ceddedc969f0; "... upon port speed set",
+//     d24341740fe4) and reverted both (6f5dacf88a32, 3fbfe251cc9f: they
+//     broke the buffer-to-pool mapping of multi-host NICs); DOCA-OFED
+//     25.10 has neither. So after an MTU change a lossless buffer keeps the
+//     xoff of the old MTU: with a bigger MTU it can overflow before pause
+//     is sent, dropping packets of the lossless class.
+//   - setpfc calls mlx5e_port_manual_buffer_config in manual mode whatever
+//     changed, and that recomputes every threshold when the xoff it
+//     computes differs from the last one (priv->dcbx.xoff): a PFC write of
+//     the port's own pfc_en and cable length (no link toggle, no cable
+//     change) is the least disruptive way to make the driver recompute.
+//     An unchanged buffer write would not do (setbuffer returns before
+//     computing anything), nor would a cable length moved and moved back
+//     be any better (two computations, one of them for the wrong cable).
+//
+// So on an mlx5 port in manual buffer mode an MTU change brings two
+// journalled recomputes with it: one written after the MTU (unless the
+// plan writes the port's PFC, cable length or buffers after it anyway,
+// which computes with the final MTU), and one written before it, whose
+// undo comes after rollback has restored the MTU and everything else, and
+// so computes exactly what the port had. rocectl cannot read manual mode
+// (priv->dcbx.manual_buffer, or the firmware's buffer ownership in PFCC on
+// newer kernels, reaches no dcbnl attribute): a port is taken to be in it
+// when the profile manages its buffers, which puts it there for good. A
+// profile that manages only the cable length says nothing about the mode
+// (the cable length note in buffers.go), and a port a factory recipe
+// leaves in automatic mode gets no extra step; on a port in automatic mode
+// the recompute would be a PFC write that changes nothing.
+
+// xoffRecomputeNote says why, in the plan.
+const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon thresholds for the MTU of the last buffer or PFC write and an MTU change does not recompute them (mainline's recompute was reverted: 6f5dacf88a32, 3fbfe251cc9f), so a bigger MTU could overflow a buffer before pause is sent; a PFC write of the port's own values (no link toggle) makes the driver recompute them (mlx5e_port_manual_buffer_config)"
+
+// planXoffRecompute adds the recomputes an MTU change needs on the mlx5
+// ports in manual buffer mode that it reaches (the port itself, or each
+// slave of a bond, whose MTU bond_change_mtu sets), writes the MTU before
+// their buffer, PFC and cable length changes, and refuses an MTU at which
+// a lossless buffer would be too small for the driver.
+func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
+	for _, dp := range d.Ports {
+		mtuAt := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
+			return c.Port != nil && c.Port.Netdev == dp.Port.Netdev && c.Kind == policy.KindMTU
+		})
+		if mtuAt < 0 {
+			continue
+		}
+		newMTU, err := strconv.Atoi(plan.Changes[mtuAt].Value)
+		if err != nil {
+			continue
+		}
+		var pre, post []policy.Change
+		var ports []string
+		for _, p := range buffersReachedByMTU(dp, plan.Changes[mtuAt].Port) {
+			if !strings.HasPrefix(p.Driver, "mlx5") || !managesMLX5Buffers(dp.Settings, p.Netdev) {
+				continue
+			}
+			before, after, ok := h.xoffRecomputes(plan, p, plan.Changes[mtuAt], newMTU)
+			if !ok {
+				continue
+			}
+			ports = append(ports, p.Netdev)
+			pre = append(pre, before)
+			if after != nil {
+				post = append(post, *after)
+			}
+		}
+		if len(ports) == 0 {
+			continue
+		}
+		mtuAt = mtuFirst(plan, mtuAt, ports)
+		plan.Changes = slices.Concat(plan.Changes[:mtuAt], pre, plan.Changes[mtuAt:mtuAt+1], post, plan.Changes[mtuAt+1:])
+	}
+}
+
+// buffersReachedByMTU lists the physical ports whose buffers dp's MTU
+// change (on port) reaches: the port itself, or each slave of a bond as its
+// settings name it (Place has made them one Port each).
+func buffersReachedByMTU(dp policy.DesiredPort, pt *port.Port) []*port.Port {
+	if len(dp.Port.Slaves()) == 0 {
+		return []*port.Port{pt}
+	}
+	var out []*port.Port
+	for _, s := range dp.Settings {
+		if s.Port != nil && s.Port.Master == dp.Port.Netdev && !slices.ContainsFunc(out, func(p *port.Port) bool { return p.Netdev == s.Port.Netdev }) {
+			out = append(out, s.Port)
+		}
+	}
+	return out
+}
+
+// managesMLX5Buffers says whether the profile manages netdev's receive
+// buffers, which puts (or keeps) an mlx5 port in manual buffer mode.
+func managesMLX5Buffers(ss []policy.Setting, netdev string) bool {
+	return slices.ContainsFunc(ss, func(s policy.Setting) bool {
+		return s.Port != nil && s.Port.Netdev == netdev && (s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize)
+	})
+}
+
+func isBufferKind(k policy.Kind) bool {
+	return k == policy.KindPrioBuffer || k == policy.KindBufferSize || k == policy.KindCableLength
+}
+
+// xoffRecomputes returns p's two recomputes for the MTU change mtu: the one
+// before it (for rollback) and, unless a buffer, PFC or cable length
+// change of p follows, the one after. ok is false when p has no buffers
+// to recompute (or they cannot be read: the plan reports the settings'
+// own errors), or its MTU does not change; a lossless buffer too small
+// for the new MTU refuses the MTU change.
+func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
+	st, err := h.K.DCB(p.Netdev)
+	if err != nil || st.PFC == nil || st.Buffer == nil {
+		return policy.Change{}, nil, false
+	}
+	li, err := h.K.Link(p.Netdev)
+	if err != nil || li.MTU == newMTU {
+		return policy.Change{}, nil, false
+	}
+	follows, buffersChange := false, false
+	final := bufferState{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size, cable: int(st.PFC.Delay), mtu: newMTU}
+	if final.cable == 0 {
+		final.cable = mlx5CableLen
+	}
+	for _, c := range plan.Changes {
+		if c.Port == nil || c.Port.Netdev != p.Netdev {
+			continue
+		}
+		switch c.Kind {
+		case policy.KindPFC:
+			follows = true
+			final.pfc, _ = policy.ParsePrioBitmap(c.Value)
+		case policy.KindCableLength:
+			follows = true
+			final.cable, _ = strconv.Atoi(c.Value)
+		case policy.KindPrioBuffer, policy.KindBufferSize:
+			follows, buffersChange = true, true
+		}
+	}
+	// With buffer changes, planMLX5Port has checked the final state,
+	// MTU included. Without, the recompute at the new MTU checks today's
+	// buffers.
+	if !buffersChange {
+		speed := h.linkSpeed(p.Netdev)
+		if b, need := final.shortBuffer(speed); b >= 0 {
+			plan.Refused = append(plan.Refused, policy.PlanError{Key: mtu.Key, Want: mtu.Value, Port: mtu.Port,
+				Error: fmt.Sprintf("%sbuffer %d is lossless with %d bytes; at MTU %d mlx5 needs at least %d (xoff for %d m of cable at %s, plus 9216 + 128: calculate_xoff, update_xoff_threshold), and the recompute the MTU change needs would fail: raise buffers.buffer_size with the MTU",
+					slaveOf(p, mtu), b, final.sizes[b], newMTU, need, final.cable, speedText(speed))})
+			return policy.Change{}, nil, false
+		}
+	}
+	mk := func(name string, mtu int, note string) policy.Change {
+		v := strconv.Itoa(mtu)
+		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
+			Kind: policy.KindXoffRecompute, Value: v, From: "link.mtu", Port: p}, Before: v, Note: note}
+	}
+	before = mk("link.xoff_recompute_on_rollback", li.MTU, xoffRecomputeNote+fmt.Sprintf("; written before the MTU change, where it changes nothing, so that rollback recomputes them for MTU %d once it has restored the MTU", li.MTU))
+	if !follows {
+		a := mk("link.xoff_recompute", newMTU, xoffRecomputeNote+fmt.Sprintf("; here for MTU %d, after the MTU change", newMTU))
+		after = &a
+	}
+	return before, after, true
+}
+
+// slaveOf names p when the MTU change is its bond's.
+func slaveOf(p *port.Port, mtu policy.Change) string {
+	if mtu.Port != nil && mtu.Port.Netdev != p.Netdev {
+		return p.Netdev + ": "
+	}
+	return ""
+}
+
+// mtuFirst moves the MTU change at mtuAt before the first buffer, PFC or
+// cable length change of ports, so that the driver computes their
+// thresholds with the final MTU (Kind order has it there already; this
+// keeps it so whatever reordered the plan since), and returns where it is.
+func mtuFirst(plan *policy.Plan, mtuAt int, ports []string) int {
+	first := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
+		return c.Port != nil && slices.Contains(ports, c.Port.Netdev) && (c.Kind == policy.KindPFC || isBufferKind(c.Kind))
+	})
+	if first < 0 || first > mtuAt {
+		return mtuAt
+	}
+	mtu := plan.Changes[mtuAt]
+	mtu.Note = joinNote(mtu.Note, "written before the buffer and PFC changes: mlx5 computes the buffer thresholds with the MTU of the moment")
+	rest := slices.Delete(slices.Clone(plan.Changes), mtuAt, mtuAt+1)
+	plan.Changes = slices.Insert(rest, first, mtu)
+	return first
+}
+
+// linkSpeed is the netdev's speed in Mb/s, 0 when unknown.
+func (h *Host) linkSpeed(netdev string) int {
+	v, err := h.FS.ReadTrimmed("/sys/class/net/" + netdev + "/speed")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// writeXoffRecompute writes the port's ieee_pfc back as it is: mlx5 in
+// manual buffer mode then recomputes its buffer thresholds for the MTU of
+// the moment (see the top of this file); the same values in both
+// directions.
+func writeXoffRecompute(w *stepWriter) error {
+	st, err := w.h.K.DCB(w.port.Netdev)
+	if err != nil {
+		return err
+	}
+	if st.PFC == nil {
+		return nic.Unsupportedf("driver does not expose PFC")
+	}
+	return w.h.K.SetPFC(w.port.Netdev, *st.PFC)
+}
