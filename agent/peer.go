@@ -33,10 +33,13 @@ const (
 
 // PeerReport is `rocectl peer -o json` and the state file.
 type PeerReport struct {
-	SchemaVersion int          `json:"schema_version"`
-	Profile       string       `json:"profile"`
-	CheckedAt     time.Time    `json:"checked_at"`
-	Ports         []PeerResult `json:"ports"`
+	SchemaVersion int    `json:"schema_version"`
+	Profile       string `json:"profile"`
+	// Host is the hostname of the machine the ports are on, which names
+	// it in `rocectl report`.
+	Host      string       `json:"host,omitempty"`
+	CheckedAt time.Time    `json:"checked_at"`
+	Ports     []PeerResult `json:"ports"`
 }
 
 // PeerResult is one port's verdict.

@@ -29,6 +29,7 @@ import (
 type peerWatch struct {
 	expect   lldp.Expect
 	profile  string
+	host     string // this machine's hostname, for the fleet report
 	dir      string // state dir; "" writes nothing
 	log      *slog.Logger
 	onResult func(PeerResult) // tests: called after each verdict
@@ -50,7 +51,8 @@ var (
 )
 
 func newPeerWatch(expect lldp.Expect, profile, dir string, log *slog.Logger) *peerWatch {
-	return &peerWatch{expect: expect, profile: profile, dir: dir, log: log, results: map[string]PeerResult{}, byDriver: map[string]bool{}}
+	host, _ := os.Hostname()
+	return &peerWatch{expect: expect, profile: profile, host: host, dir: dir, log: log, results: map[string]PeerResult{}, byDriver: map[string]bool{}}
 }
 
 // pollDriver reads each port's DCB state and records the verdict on the
@@ -130,7 +132,7 @@ func (w *peerWatch) record(r PeerResult) {
 	w.mu.Lock()
 	prev, seen := w.results[r.Netdev]
 	w.results[r.Netdev] = r
-	rep := &PeerReport{SchemaVersion: 1, Profile: w.profile, CheckedAt: time.Now().UTC()}
+	rep := &PeerReport{SchemaVersion: 1, Profile: w.profile, Host: w.host, CheckedAt: time.Now().UTC()}
 	for _, x := range w.results {
 		rep.Ports = append(rep.Ports, x)
 	}

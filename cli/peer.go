@@ -82,7 +82,7 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 					ports = append(ports, port{dp.Port.Netdev, dp.Port.Driver})
 				}
 			}
-			rep := &agent.PeerReport{SchemaVersion: 1, Profile: p.Name, Ports: make([]agent.PeerResult, len(ports))}
+			rep := &agent.PeerReport{SchemaVersion: 1, Profile: p.Name, Host: env.hostName(), Ports: make([]agent.PeerResult, len(ports))}
 			e := agent.PeerExpect(p)
 			driverWhy := make([]string, len(ports))
 			for i, pt := range ports {

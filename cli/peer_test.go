@@ -21,6 +21,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/report"
 )
 
 // switchPort plays the switch on one end of a veth pair: it sends frame
@@ -381,5 +382,32 @@ func TestPeerDriverHeardNothing(t *testing.T) {
 	if code != ExitError || !strings.Contains(out, "? ens2f0: error: ") ||
 		!strings.Contains(out, "qede reports the switch's DCBX through dcbnl but has heard none yet") {
 		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// The fleet report reads what `rocectl peer -o json` really prints: the
+// document is recognised as a peer document, named by its host, and the
+// switch's PFC mismatch becomes drift in the pfc column.
+func TestReportReadsPeerDocument(t *testing.T) {
+	sim := qedeHost(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE)
+	p := roceSwitchPort()
+	p.PFC = 1 << 4
+	sim.SetPartner("ens2f0", p)
+	code, out, _ := run(t, sim, "--state-dir", t.TempDir(), "peer", "-p", repo("profiles/connectx-lossless.toml"), "--netdev", "ens2f0", "-o", "json")
+	if code != ExitDrift {
+		t.Fatalf("peer exit %d\n%s", code, out)
+	}
+	docs, err := report.Parse("somewhere/peer.json", []byte(out))
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("Parse: %v, %d documents", err, len(docs))
+	}
+	d := docs[0]
+	host, _ := os.Hostname()
+	if d.Kind != report.KindPeer || d.Host != host || len(d.Mismatches) != 1 || d.Mismatches[0].Key != "ens2f0.peer.pfc" {
+		t.Fatalf("document %+v", d)
+	}
+	f := report.Build(docs, nil, report.Options{Now: d.GeneratedAt})
+	if len(f.Hosts) != 1 || f.Hosts[0].Peer != report.Drift || f.Hosts[0].Groups["pfc"] != report.Drift {
+		t.Errorf("fleet %+v", f.Hosts)
 	}
 }

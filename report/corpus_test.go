@@ -10,6 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/lldp"
 )
 
 // The corpus under testdata/corpus is what the real rocectl printed for
@@ -85,8 +89,26 @@ func TestCorpus(t *testing.T) {
 		n := fmt.Sprintf("rack-b-%02d", i)
 		save(n+".audit.json", audit(n, "cx6dx-ofed-lossless", rackB, now))
 	}
-	save("rack-b-01.peer.json", map[string]any{"host": "rack-b-01", "generated_at": now, "profile": "connectx-lossless",
-		"dcbx": map[string]any{"mode": "IEEE"}, "mismatches": []any{map[string]any{"key": "ens1f0np0.qos.pfc", "want": "[3]", "have": "[3,4]"}}, "errors": []any{}})
+	// The peer document is the agent's own type, as `rocectl peer -o json`
+	// and the agent's peer.json write it (a snapshot has no switch to
+	// hear): the switch enables PFC on 3 and 4 where the profile says 3,
+	// and the second port heard nothing.
+	at, _ := time.Parse(time.RFC3339, now)
+	heard := at.Add(-10 * time.Second)
+	peer, err := json.Marshal(agent.PeerReport{SchemaVersion: 1, Profile: "connectx-lossless", Host: "rack-b-01", CheckedAt: at,
+		Ports: []agent.PeerResult{
+			{Netdev: "ens1f0np0", Driver: "mlx5_core", Verdict: agent.PeerMismatch, Source: agent.SourceLLDP, HeardAt: &heard, DCBX: "ieee",
+				Mismatches: []lldp.Mismatch{{Key: "pfc", Switch: "3,4", Profile: "3"}}},
+			{Netdev: "ens1f1np1", Driver: "mlx5_core", Verdict: agent.PeerUnknown, Reason: "no LLDP frame within 35s: the switch may not send LLDP on this port"},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peerDoc map[string]any
+	if err := json.Unmarshal(peer, &peerDoc); err != nil {
+		t.Fatal(err)
+	}
+	save("rack-b-01.peer.json", peerDoc)
 	for i := 1; i <= 2; i++ {
 		n := fmt.Sprintf("rack-c-%02d", i)
 		save(n+".audit.json", audit(n, "cx6dx-ofed-factory", lossless, now))

@@ -116,6 +116,9 @@ type Doc struct {
 	Mismatches []Mismatch `json:"mismatches,omitempty"`
 	Traffic    []Traffic  `json:"traffic,omitempty"`
 	Sweep      *SweepEnd  `json:"sweep,omitempty"`
+	// Unknowns are a peer document's ports whose partner was neither
+	// heard nor reported, each "netdev: the likely reason".
+	Unknowns []string `json:"unknowns,omitempty"`
 }
 
 // raw is the union of the documents' JSON fields.
@@ -141,9 +144,24 @@ type raw struct {
 	Traffic    []Traffic       `json:"traffic"`
 	Sweep      *SweepEnd       `json:"sweep"`
 	Verify     json.RawMessage `json:"verify"`
-	// Peer documents (rocectl peer): the switch's DCBX against the profile.
-	DCBX json.RawMessage `json:"dcbx"`
-	LLDP json.RawMessage `json:"lldp"`
+	// Peer documents (rocectl peer -o json, the agent's peer.json): the
+	// switch's DCBX against the profile, one verdict per port.
+	CheckedAt string          `json:"checked_at"`
+	Ports     json.RawMessage `json:"ports"`
+}
+
+// peerPort is the part of one peer document's ports[] the fleet view uses
+// (docs/schema/peer.json).
+type peerPort struct {
+	Netdev     string `json:"netdev"`
+	Verdict    string `json:"verdict"` // consistent, mismatch, unknown, error
+	Reason     string `json:"reason"`
+	Source     string `json:"source"` // lldp, dcbnl
+	Mismatches []struct {
+		Key     string `json:"key"`
+		Switch  string `json:"switch"`
+		Profile string `json:"profile"`
+	} `json:"mismatches"`
 }
 
 // ErrNotDocument marks a JSON file that is none of the documents report
@@ -214,6 +232,14 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 	for _, rf := range r.Refused {
 		d.Refused = append(d.Refused, Mismatch{Key: rf.Key, Reason: rf.Error})
 	}
+	if kind == KindPeer {
+		if err := d.addPeerPorts(r.Ports); err != nil {
+			return Doc{}, err
+		}
+		if r.GeneratedAt == "" {
+			r.GeneratedAt = r.CheckedAt
+		}
+	}
 	if r.GeneratedAt != "" {
 		t, err := time.Parse(time.RFC3339, r.GeneratedAt)
 		if err != nil {
@@ -251,7 +277,7 @@ func detect(r *raw) Kind {
 	switch {
 	case r.Sweep != nil:
 		return KindSweep
-	case len(r.DCBX) > 0 || len(r.LLDP) > 0:
+	case r.CheckedAt != "" && len(r.Ports) > 0 && r.Ports[0] == '[':
 		return KindPeer
 	case r.Changes != nil && (r.InSync != nil || r.Changed != nil):
 		if r.Applied || r.JournalID != "" || r.RolledBack {
@@ -332,4 +358,38 @@ func Load(paths []string) ([]Doc, []Problem, error) {
 		}
 	}
 	return docs, problems, nil
+}
+
+// addPeerPorts turns a peer document's verdicts into the document's
+// mismatches (one per thing the switch and the profile disagree on, keyed
+// "<netdev>.peer.<what>") and errors; a port whose partner was not heard
+// is Unknowns, never "consistent".
+func (d *Doc) addPeerPorts(ports json.RawMessage) error {
+	if len(ports) == 0 || string(ports) == "null" {
+		return nil
+	}
+	var pp []peerPort
+	if err := json.Unmarshal(ports, &pp); err != nil {
+		return fmt.Errorf("ports: %w", err)
+	}
+	for _, p := range pp {
+		switch p.Verdict {
+		case "mismatch":
+			for _, m := range p.Mismatches {
+				d.Mismatches = append(d.Mismatches, Mismatch{Key: p.Netdev + ".peer." + m.Key, Want: m.Profile, Have: m.Switch, Reason: "switch (" + peerSource(p.Source) + ")"})
+			}
+		case "error":
+			d.Errors = append(d.Errors, p.Netdev+": "+p.Reason)
+		case "unknown":
+			d.Unknowns = append(d.Unknowns, p.Netdev+": "+p.Reason)
+		}
+	}
+	return nil
+}
+
+func peerSource(s string) string {
+	if s == "dcbnl" {
+		return "the driver's DCBX"
+	}
+	return "LLDP"
 }

@@ -247,6 +247,9 @@ func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
 			if !ok {
 				g, name = otherGroup, key
 			}
+			if from == KindPeer {
+				g, name = peerGroup(key)
+			}
 			set(g, Drift)
 			h.Drifted++
 			k := driftKey{group: g, setting: name, have: have, want: want, from: from}
@@ -315,6 +318,9 @@ func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
 				addDrift(KindPeer, c.Key, c.Scope, c.Before, c.After)
 				h.Peer = Drift
 			}
+			if h.Peer == InSync && len(p.Unknowns) > 0 {
+				h.Peer = Unknown // a partner not heard is not a consistent one
+			}
 			if len(p.Errors) > 0 {
 				h.Peer = Failed
 			}
@@ -350,6 +356,28 @@ func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
 		f.Sweep = buildSweep(sweep)
 	}
 	return f
+}
+
+// peerGroup places a peer document's mismatch ("<netdev>.peer.<what>",
+// <what> as lldp's check names it) in the group of the host setting it
+// is about, named "switch: <what>" so that the line says who differs.
+func peerGroup(key string) (grp, name string) {
+	_, what, ok := strings.Cut(key, ".peer.")
+	if !ok {
+		return otherGroup, key
+	}
+	grp = otherGroup
+	switch {
+	case what == "pfc":
+		grp = "pfc"
+	case what == "willing":
+		grp = "dcbx"
+	case what == "trust" || strings.HasPrefix(what, "dscp "):
+		grp = "trust/dscp"
+	case strings.HasPrefix(what, "ets "):
+		grp = "ets"
+	}
+	return grp, "switch: " + what
 }
 
 // markUnknown marks the group of a setting that could not be read; false
