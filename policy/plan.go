@@ -18,11 +18,15 @@ type Observed struct {
 	// imported from text dumps that did not contain it), with what is
 	// missing: neither a value nor a claim about support.
 	Unknown map[string]string
+	// Inferred holds, for unknown keys, what other data implies about the
+	// value ("in use (from a.txt:37 → b.txt:37)"): shown as an inference,
+	// never compared as a value.
+	Inferred map[string]string
 }
 
 // NewObserved returns an empty Observed.
 func NewObserved() *Observed {
-	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}}
+	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}, Inferred: map[string]string{}}
 }
 
 // Change is one planned change.
@@ -49,7 +53,12 @@ type Unknown struct {
 	Scope  string `json:"scope"`
 	Reason string `json:"reason"`
 	Want   string `json:"want"`
-	Port   *Port  `json:"-"`
+	// Inferred is what the source's other data implies about the value,
+	// with where from; Note a weaker observation. Neither is a value:
+	// the setting stays unknown (and fails --require-known).
+	Inferred string `json:"inferred,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Port     *Port  `json:"-"`
 }
 
 // UnknownReason is how an unknown value is shown.
@@ -127,7 +136,8 @@ func DiffSettings(ss []Setting, o *Observed) *Plan {
 			continue
 		}
 		if why, ok := o.Unknown[s.Key]; ok {
-			plan.Unknown = append(plan.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value, Port: s.Port})
+			plan.Unknown = append(plan.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value,
+				Inferred: o.Inferred[s.Key], Note: o.Notes[s.Key], Port: s.Port})
 			continue
 		}
 		if e, ok := o.Errors[s.Key]; ok {
