@@ -405,4 +405,20 @@ func TestImportDevlink(t *testing.T) {
 	if strings.Contains(out, "has no devlink parameter") {
 		t.Errorf("a parameter the dump did not list is claimed missing:\n%s", out)
 	}
+
+	// Without ethtool -i nothing gives the port's bus device: its devlink
+	// settings are unknown, not "no bus device" (unsupported).
+	bare := filepath.Join(tmp, "bare")
+	qos := repo("nic/dump/testdata/corpus/mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")
+	if code, out, errs := run(t, nil, "import", "-o", bare, "--netdev", "eth4", qos, dl); code != ExitOK {
+		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
+	}
+	byName := filepath.Join(tmp, "byname.toml")
+	if err := os.WriteFile(byName, []byte("name = \"dl\"\n[match]\nnetdevs = [\"eth4\"]\n[devlink]\nenable_roce = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = run(t, nil, "audit", "-p", byName, "--snapshot", bare)
+	if !strings.Contains(out, "? eth4.devlink.enable_roce = unknown (not in the snapshot (devlink of eth4)), profile wants true\n") || strings.Contains(out, "no bus device") {
+		t.Errorf("devlink of a port without a known bus device:\n%s", out)
+	}
 }

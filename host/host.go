@@ -219,6 +219,16 @@ func (h *Host) filesNotCaptured(s policy.Setting) string {
 	return ""
 }
 
+// notCaptured reports whether a NotCaptured prefix holds path.
+func (h *Host) notCaptured(path string) bool {
+	for _, prefix := range h.NotCaptured {
+		if path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // unknownReason words a value a snapshot does not hold: "unknown (not in
 // the snapshot)" with what was missing, e.g. "pause eth0".
 func unknownReason(err error) string {

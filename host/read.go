@@ -465,6 +465,11 @@ func (h *Host) devlinkHandle(p *policy.Port) (string, error) {
 	if p.PCI != "" {
 		return "pci/" + p.PCI, nil
 	}
+	if h.notCaptured("/sys/class/net/" + p.Netdev + "/device") {
+		// A snapshot without the netdev's sysfs (an import without
+		// ethtool -i) does not say the netdev has no bus device.
+		return "", &nic.NotCapturedError{Op: "devlink", Name: p.Netdev}
+	}
 	return "", nic.Unsupportedf("%s has no bus device, so no devlink instance", p.Netdev)
 }
 

@@ -85,7 +85,8 @@ func (im *Import) addDeviceLevel(b Block) bool {
 
 // noRDMAInImport says why RDMA devices of dumps are not used.
 const noRDMAInImport = "a snapshot holds RDMA devices only as their sysfs, which an import does not write " +
-	"(inventing that tree would make invented files look captured); the netdevs stay netdev-only ports, their RDMA-scoped settings unknown"
+	"(inventing that tree would make invented files look captured); the netdevs other dumps describe stay netdev-only ports, " +
+	"their RDMA-scoped settings unknown"
 
 // noPCIInImport says why PCI functions of dumps are not used.
 const noPCIInImport = "a snapshot holds PCI functions only as their sysfs, which an import does not write; " +
