@@ -266,12 +266,12 @@ func (im *Import) finish(nd string, ls *snapshot.LinkState) {
 	im.inferPause(nd, ls)
 }
 
-// pauseCounters are the counters of global (802.3x) pause frames a port
-// sent, by driver: mlx5 tx_pause_ctrl_phy and tx_global_pause (PPCNT;
-// en_stats.c), bnxt_en tx_pause_frames, ice tx_xoff.nic... of the link,
-// i40e/ixgbe tx_flow_control_xoff. A port that sends them has TX pause
-// on, whatever the driver; counts that rise between two samples say it
-// is in use now.
+// pauseCounters are counters of global (802.3x) pause frames a port
+// sent, in the order they are tried: mlx5's tx_pause_ctrl_phy and
+// tx_global_pause (PPCNT; en_stats.c), then the names other drivers use
+// (bnxt_en's tx_pause_frames; tx_xoff_frames). A port that sends them has
+// TX pause on, whatever the driver; counts that rise between two samples
+// say it is in use now.
 var pauseCounters = []string{"tx_pause_ctrl_phy", "tx_global_pause", "tx_pause_frames", "tx_xoff_frames"}
 
 // inferPause records what the port's own counters say about its global
