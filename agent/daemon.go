@@ -28,6 +28,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -91,10 +92,16 @@ type state struct {
 }
 
 // driftGroup is the drift of one setting kind on one port ("" device:
-// host settings).
+// host settings), and how many of its settings could not be compared.
 type driftGroup struct {
 	device, kind string
-	n            int
+	n            int // settings that differ from the profile
+	// read counts the settings whose host value was read (or found
+	// unsupported): without one, the group has no drift to report.
+	read int
+	// notCaptured counts settings the source does not hold (a snapshot
+	// imported from dumps), unreadable those whose read failed.
+	notCaptured, unreadable int
 }
 
 // portRefs returns the ports of the last good check.
@@ -107,6 +114,9 @@ func (st *state) portRefs() []portRef {
 // driftGroups counts the plan's changes per port and setting kind, with a
 // zero for every kind the profile sets and the host holds: an alert on
 // rocectl_drift_settings > 0 then has a series to watch from the start.
+// Settings whose value is unknown (not captured, or unreadable) are
+// counted apart and never as in sync: a group none of whose settings was
+// read has no drift series at all, only its unknown count.
 func driftGroups(pr *apply.Prepared) []driftGroup {
 	type key struct{ device, kind string }
 	keyOf := func(s policy.Setting) key {
@@ -116,16 +126,54 @@ func driftGroups(pr *apply.Prepared) []driftGroup {
 		}
 		return k
 	}
-	n := map[key]int{}
+	groups := map[key]*driftGroup{}
+	of := func(k key) *driftGroup {
+		g := groups[k]
+		if g == nil {
+			g = &driftGroup{device: k.device, kind: k.kind}
+			groups[k] = g
+		}
+		return g
+	}
+	byKey := map[string]key{}
 	for _, s := range pr.Desired.All() {
-		n[keyOf(s)] += 0
+		k := keyOf(s)
+		byKey[s.Key] = k
+		of(k).read++
+	}
+	// keyOfName finds the group of a plan entry by its key; an unknown
+	// the profile did not set as such (NCCL variables that could not be
+	// derived) belongs to the host's nccl kind.
+	keyOfName := func(name string, p *port.Port) key {
+		if k, ok := byKey[name]; ok {
+			return k
+		}
+		k := key{kind: policy.KindNCCL.String()}
+		if p != nil {
+			k.device = p.Netdev
+		}
+		return k
 	}
 	for _, c := range pr.Plan.Changes {
-		n[keyOf(c.Setting)]++
+		of(keyOf(c.Setting)).n++
 	}
-	out := make([]driftGroup, 0, len(n))
-	for k, v := range n {
-		out = append(out, driftGroup{k.device, k.kind, v})
+	for _, u := range pr.Plan.Unknown {
+		g := of(keyOfName(u.Key, u.Port))
+		g.notCaptured++
+		if _, ok := byKey[u.Key]; ok {
+			g.read--
+		}
+	}
+	for _, e := range pr.Plan.Errors {
+		g := of(keyOfName(e.Key, e.Port))
+		g.unreadable++
+		if _, ok := byKey[e.Key]; ok {
+			g.read--
+		}
+	}
+	out := make([]driftGroup, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, *g)
 	}
 	slices.SortFunc(out, func(a, b driftGroup) int {
 		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.kind, b.kind))

@@ -364,6 +364,10 @@ var (
 	descDrift = prometheus.NewDesc("rocectl_drift_settings",
 		"Settings that differ from the profile at the last check, per port (device; empty for host settings) and setting kind.",
 		[]string{"profile", "device", "kind"}, nil)
+	descUnknown = prometheus.NewDesc("rocectl_unknown_settings",
+		"Settings whose value the last check could not compare with the profile, per port (device; empty for host settings), setting kind and reason: "+
+			"not_captured (the source does not hold it: a snapshot imported from dumps), unreadable (the read failed). Neither in sync nor drift.",
+		[]string{"profile", "device", "kind", "reason"}, nil)
 	descUnsupported = prometheus.NewDesc("rocectl_unsupported_settings",
 		"Profile settings this host cannot take.", []string{"profile"}, nil)
 	descCheckSuccess = prometheus.NewDesc("rocectl_last_check_success",
@@ -433,7 +437,7 @@ func buildInfo(version string) [3]string {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnsupported, descCheckSuccess, descCheckTime,
+	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnknown, descUnsupported, descCheckSuccess, descCheckTime,
 		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBondSlave} {
 		ch <- d
 	}
@@ -466,7 +470,20 @@ func (c *collector) collectState(gauge func(*prometheus.Desc, float64, ...string
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, g := range st.driftGroups {
-		gauge(descDrift, float64(g.n), st.profile, g.device, g.kind)
+		if g.read > 0 {
+			// Only a group with a setting that was read has a drift
+			// count; 0 for one whose settings are all unknown would read
+			// as in sync.
+			gauge(descDrift, float64(g.n), st.profile, g.device, g.kind)
+		}
+		// Present only where something is unknown: the drift series are
+		// the zero baseline an alert watches.
+		if g.notCaptured > 0 {
+			gauge(descUnknown, float64(g.notCaptured), st.profile, g.device, g.kind, "not_captured")
+		}
+		if g.unreadable > 0 {
+			gauge(descUnknown, float64(g.unreadable), st.profile, g.device, g.kind, "unreadable")
+		}
 	}
 	gauge(descUnsupported, float64(st.unsupported), st.profile)
 	gauge(descCheckSuccess, boolFloat(st.lastOK))

@@ -23,6 +23,7 @@ import (
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -212,6 +213,67 @@ func TestExpositionGoldenLAG(t *testing.T) {
 	}
 }
 
+// A setting whose value the host source does not hold (a snapshot that
+// did not capture ens1f0np0's pause) or could not read (its storm tunable
+// refused with EPERM) is exported as unknown, by reason, never as in sync:
+// its drift series is absent, not 0, where none of the kind's settings was
+// read. The same kinds on ens1f1np1, read in full, keep their drift series.
+func TestExpositionUnknown(t *testing.T) {
+	s, err := snapshot.Open(fixturehost.Dir("cx6dx-ofed-factory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.State()
+	ls := st.Links["ens1f0np0"]
+	ls.Pause, ls.PFCPreventionTimeout = nil, nil
+	ls.NotCaptured = []string{snapshot.OpPause}
+	if ls.Errors == nil {
+		ls.Errors = map[string]string{}
+	}
+	ls.Errors[snapshot.OpTunable] = "EPERM"
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := snapshot.Write(dir, s.Meta, st, s.FS(), []string{"/sys"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = snapshot.Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	h := &host.Host{FS: s.FS(), K: s.Kernel(), NotCaptured: s.Meta.NotCaptured}
+	p, err := policy.Load(profile("connectx-lossless.toml"), policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := apply.Prepare(h, p, false)
+	if len(pr.Plan.Unknown) != 1 || len(pr.Plan.Errors) != 1 {
+		t.Fatalf("plan: unknown %v, errors %v; want one of each", pr.Plan.Unknown, pr.Plan.Errors)
+	}
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	state := &state{profile: p.Name, lastCheck: at, lastOK: true, driftGroups: driftGroups(pr), unsupported: len(pr.Plan.Unsupported),
+		applies: map[string]int{}, storms: map[string]int{}, ports: simPorts}
+	got := exposition(t, newCollector(state, nil, "v1.2.3"))
+	got = dropFamily(got, "rocectl_build_info")
+	checkGolden(t, got, "cx6dx-partial-snapshot.prom")
+	for _, line := range []string{
+		`rocectl_unknown_settings{device="ens1f0np0",kind="global_pause",profile="connectx-lossless",reason="not_captured"} 1`,
+		`rocectl_unknown_settings{device="ens1f0np0",kind="pfc_storm_prevention",profile="connectx-lossless",reason="unreadable"} 1`,
+		`rocectl_drift_settings{device="ens1f1np1",kind="global_pause",profile="connectx-lossless"} 1`,
+		`rocectl_drift_settings{device="ens1f1np1",kind="pfc_storm_prevention",profile="connectx-lossless"} 1`,
+	} {
+		if !bytes.Contains(got, []byte(line+"\n")) {
+			t.Errorf("exposition lacks %s", line)
+		}
+	}
+	for _, absent := range []string{
+		`rocectl_drift_settings{device="ens1f0np0",kind="global_pause",`,
+		`rocectl_drift_settings{device="ens1f0np0",kind="pfc_storm_prevention",`,
+		`rocectl_unknown_settings{device="ens1f1np1",`,
+	} {
+		if bytes.Contains(got, []byte(absent)) {
+			t.Errorf("exposition has %s… (an unknown read as in sync or drift, or a known one as unknown)", absent)
+		}
+	}
+}
+
 // promlint (what `promtool check metrics` runs) finds nothing in the
 // daemon's metrics; promtool itself, where installed, checks the full
 // exposition with the Go and process collectors.
@@ -219,7 +281,7 @@ func TestExpositionLint(t *testing.T) {
 	h, sim, _ := simHost(t)
 	sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 10)
 	st := &state{profile: "p", applies: map[string]int{}, storms: map[string]int{}, ports: simPorts,
-		driftGroups: []driftGroup{{"ens1f0np0", "pfc", 1}, {"", "nccl", 0}}}
+		driftGroups: []driftGroup{{device: "ens1f0np0", kind: "pfc", n: 1, read: 1}, {device: "", kind: "nccl", read: 0, notCaptured: 2}}}
 	ctrs := newCounters(h, discardLog())
 	ctrs.poll(simPorts, time.Now())
 	c := newCollector(st, ctrs, "dev")

@@ -18,16 +18,21 @@ func newImportCmd(env *Env) *cobra.Command {
 	var out, netdev, hostname string
 	cmd := &cobra.Command{
 		Use:   "import -o DIR FILE... (- for stdin)",
-		Short: "Build a snapshot from pasted tool output (mlnx_qos, ethtool -S/-a/-i, show_gids, ip -d -s link, dcb)",
+		Short: "Build a snapshot from pasted tool output (mlnx_qos, ethtool, show_gids, ip, dcb, devlink, rdma, ibv_devinfo, lspci, nvidia-smi)",
 		Long: `import reads the text output of mlnx_qos, ethtool -S/-a/-i, show_gids,
-ip -d -s link and iproute2's dcb, recognising each by its content (several
+ip -d -s link, iproute2's dcb, devlink dev param show, rdma link, ibv_devinfo,
+lspci -vvv/-t and nvidia-smi topo -m, recognising each by its content (several
 commands per file, with or without prompt lines), and writes a snapshot to DIR
 for rocectl audit --snapshot DIR. It prints where each fact came from
-(file:line) and warns about what it recognised but could not use. Everything
-the dumps do not contain is recorded as not captured: audit shows it as
-unknown (not in the snapshot), never as supported or unsupported.
+(file:line) and warns about what it recognised but could not use (a snapshot
+has no place for RDMA devices, PCI functions or the GPU/NIC matrix of dumps).
+Everything the dumps do not contain is recorded as not captured: audit shows
+it as unknown (not in the snapshot), never as supported or unsupported.
 Dumps that do not name their interface (mlnx_qos, ethtool -S without the
-command line) are tied to --netdev.`,
+command line) are tied to --netdev. Two ethtool -S dumps of one interface
+are two samples, in the order given: global pause counters that rose
+between them are shown by audit as "inferred: in use (from FILE:LINE →
+FILE:LINE)", still unknown, never as a value.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var blocks []dump.Block

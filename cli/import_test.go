@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -284,4 +285,140 @@ func mustState(t *testing.T, dir string) *snapshot.KernelState {
 		t.Fatal(err)
 	}
 	return s.State()
+}
+
+// laterSample writes the corpus's ConnectX-6 Dx `ethtool -S` with its
+// global pause counters raised by rise: a second sample of the same port
+// taken later (the corpus has no real pair of one port).
+func laterSample(t *testing.T, dir string, rise uint64) string {
+	t.Helper()
+	b, err := os.ReadFile(repo("nic/dump/testdata/corpus/mlx5-cx6dx-ethtool-S-k5.15-txpause.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "tx_pause_ctrl_phy: 5745055", fmt.Sprintf("tx_pause_ctrl_phy: %d", 5745055+rise), 1)
+	s = strings.Replace(s, "tx_global_pause: 5745042", fmt.Sprintf("tx_global_pause: %d", 5745042+rise), 1)
+	p := filepath.Join(dir, "later-ethtool-S.txt")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ethtoolI is `ethtool -i` of the port the kernel documentation's devlink
+// example names (bus 0000:06:00.0), as pasted.
+const ethtoolI = `$ ethtool -i eth4
+driver: mlx5_core
+version: 5.15.0-91-generic
+firmware-version: 22.36.1010 (MT_0000000359)
+bus-info: 0000:06:00.0
+`
+
+// TestImportPauseInferredFromTwoSamples: two `ethtool -S` dumps of one
+// port, in argument order, whose global pause counter rose: audit shows
+// global pause as inferred in use, with both lines, instead of a bare
+// unknown; it stays unknown in the count, in JSON (with the inference)
+// and for --require-known. With one sample the counter is only a note.
+func TestImportPauseInferredFromTwoSamples(t *testing.T) {
+	tmp := t.TempDir()
+	first := repo("nic/dump/testdata/corpus/mlx5-cx6dx-ethtool-S-k5.15-txpause.txt")
+	second := laterSample(t, tmp, 4242)
+	ei := filepath.Join(tmp, "ethtool-i.txt")
+	if err := os.WriteFile(ei, []byte(ethtoolI), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "two")
+	code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4", ei, first, second)
+	if code != ExitOK || !strings.Contains(out, "eth4: global pause in use (tx pause frames sent between the two samples): inferred from ethtool -S tx_pause_ctrl_phy 5745055 → 5749297 (mlx5-cx6dx-ethtool-S-k5.15-txpause.txt:37 → later-ethtool-S.txt:37)") {
+		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
+	}
+	prof := repo("profiles/connectx-lossless.toml")
+	code, out, errs = run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	want := "? eth4.qos.global_pause = inferred: in use (from mlx5-cx6dx-ethtool-S-k5.15-txpause.txt:37 → later-ethtool-S.txt:37), profile wants off\n"
+	if code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, "unknown (not in the snapshot; 1 of them inferred)") {
+		t.Fatalf("audit: exit %d, want %q:\n%s%s", code, want, out, errs)
+	}
+	if strings.Contains(out, "global_pause = on") || strings.Contains(out, "global pause (ethtool -A) not supported") {
+		t.Errorf("an inference shown as a value or a refusal:\n%s", out)
+	}
+	_, js, _ := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", dir)
+	doc := validDoc(t, compileSchema(t, "report"), js)
+	found := false
+	for _, u := range doc["unknown"].([]any) {
+		if m := u.(map[string]any); m["key"] == "eth4.qos.global_pause" {
+			found = m["inferred"] == "in use (from mlx5-cx6dx-ethtool-S-k5.15-txpause.txt:37 → later-ethtool-S.txt:37)"
+		}
+	}
+	if !found {
+		t.Errorf("JSON unknown[] lacks the inferred global pause:\n%s", js)
+	}
+	if code, _, _ := run(t, nil, "audit", "--require-known", "-p", prof, "--snapshot", dir); code != ExitError {
+		t.Errorf("--require-known: exit %d, want %d (an inference is not a known value)", code, ExitError)
+	}
+
+	one := filepath.Join(tmp, "one")
+	if code, out, errs := run(t, nil, "import", "-o", one, "--netdev", "eth4", ei, first); code != ExitOK {
+		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
+	}
+	_, out, _ = run(t, nil, "audit", "-p", prof, "--snapshot", one)
+	for _, w := range []string{
+		"? eth4.qos.global_pause = unknown (not in the snapshot (pause of eth4)), profile wants off\n",
+		"        note: global pause frames were sent at some time (tx_pause_ctrl_phy = 5745055; one sample, so not known to be rising) (from mlx5-cx6dx-ethtool-S-k5.15-txpause.txt:37)\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("one sample: audit lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "inferred") {
+		t.Errorf("one sample inferred a value:\n%s", out)
+	}
+}
+
+// TestImportDevlink: the kernel documentation's `devlink dev param show
+// ... name enable_roce` (mlx5) is the devlink section of the snapshot: a
+// profile's enable_roce is audited against it (in sync), and a parameter
+// the dump does not list reads as unknown, not as missing from mlx5.
+func TestImportDevlink(t *testing.T) {
+	tmp := t.TempDir()
+	ei := filepath.Join(tmp, "ethtool-i.txt")
+	if err := os.WriteFile(ei, []byte(ethtoolI), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "snap")
+	dl := repo("nic/dump/testdata/corpus/mlx5-devlink-dev-param-show-enable_roce-kernel-doc.txt")
+	code, out, errs := run(t, nil, "import", "-o", dir, ei, dl)
+	if code != ExitOK || !strings.Contains(out, "pci/0000:06:00.0: devlink enable_roce (driverinit true) from mlx5-devlink-dev-param-show-enable_roce-kernel-doc.txt:3") {
+		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
+	}
+	prof := filepath.Join(tmp, "devlink.toml")
+	if err := os.WriteFile(prof, []byte("name = \"dl\"\n[match]\ndrivers = [\"mlx5_core\"]\n[devlink]\nenable_roce = true\nio_eq_size = 1024\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	if w := "? eth4.devlink.io_eq_size = unknown (not in the snapshot (devlink of pci/0000:06:00.0)), profile wants 1024\n"; code != ExitOK || !strings.Contains(out, w) {
+		t.Errorf("audit lacks %q (exit %d):\n%s%s", w, code, out, errs)
+	}
+	_, js, _ := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", dir)
+	if doc := validDoc(t, compileSchema(t, "report"), js); doc["in_sync"] != 1.0 {
+		t.Errorf("in_sync %v, want 1 (enable_roce):\n%s", doc["in_sync"], js)
+	}
+	if strings.Contains(out, "has no devlink parameter") {
+		t.Errorf("a parameter the dump did not list is claimed missing:\n%s", out)
+	}
+
+	// Without ethtool -i nothing gives the port's bus device: its devlink
+	// settings are unknown, not "no bus device" (unsupported).
+	bare := filepath.Join(tmp, "bare")
+	qos := repo("nic/dump/testdata/corpus/mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")
+	if code, out, errs := run(t, nil, "import", "-o", bare, "--netdev", "eth4", qos, dl); code != ExitOK {
+		t.Fatalf("import: exit %d:\n%s%s", code, out, errs)
+	}
+	byName := filepath.Join(tmp, "byname.toml")
+	if err := os.WriteFile(byName, []byte("name = \"dl\"\n[match]\nnetdevs = [\"eth4\"]\n[devlink]\nenable_roce = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = run(t, nil, "audit", "-p", byName, "--snapshot", bare)
+	if !strings.Contains(out, "? eth4.devlink.enable_roce = unknown (not in the snapshot (devlink of eth4)), profile wants true\n") || strings.Contains(out, "no bus device") {
+		t.Errorf("devlink of a port without a known bus device:\n%s", out)
+	}
 }

@@ -138,7 +138,16 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			fmt.Fprintf(w, "    x %s: refused: %s\n", e.Key, e.Error)
 		}
 		for _, u := range s.unknown {
-			fmt.Fprintf(w, "    ? %s = unknown (%s), profile wants %s\n", u.Key, u.Reason, showWant(u.Want))
+			if u.Inferred != "" {
+				// Still unknown (counted so, and an error under
+				// --require-known), but the data says more than that.
+				fmt.Fprintf(w, "    ? %s = inferred: %s, profile wants %s\n", u.Key, u.Inferred, showWant(u.Want))
+			} else {
+				fmt.Fprintf(w, "    ? %s = unknown (%s), profile wants %s\n", u.Key, u.Reason, showWant(u.Want))
+			}
+			if u.Note != "" {
+				fmt.Fprintf(w, "        note: %s\n", u.Note)
+			}
 		}
 		fmt.Fprintln(w)
 	}
@@ -146,7 +155,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		fmt.Fprintf(w, "No changes. Host matches profile.")
 		if n := len(plan.Unknown); n > 0 {
 			// Exit 0 must not hide what could not be compared.
-			fmt.Fprintf(w, " But %d setting(s) are unknown (not in the snapshot), listed above.", n)
+			fmt.Fprintf(w, " But %d setting(s) are unknown (not in the snapshot%s), listed above.", n, inferredCount(plan.Unknown))
 		}
 		if n := len(plan.Unsupported); n > 0 {
 			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)
@@ -156,12 +165,27 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	}
 	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable", len(plan.Changes), verb, plan.InSync, len(plan.Unsupported), len(plan.Errors))
 	if n := len(plan.Unknown); n > 0 {
-		fmt.Fprintf(w, ", %d unknown (not in the snapshot)", n)
+		fmt.Fprintf(w, ", %d unknown (not in the snapshot%s)", n, inferredCount(plan.Unknown))
 	}
 	if n := len(plan.Refused); n > 0 {
 		fmt.Fprintf(w, ", %d refused (nothing will be applied)", n)
 	}
 	fmt.Fprintln(w, ".")
+}
+
+// inferredCount says how many unknown settings have an inference:
+// "; 1 of them inferred", or "" when none has.
+func inferredCount(us []policy.Unknown) string {
+	n := 0
+	for _, u := range us {
+		if u.Inferred != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of them inferred", n)
 }
 
 // Report is the JSON document of audit and apply: the contract Ansible's

@@ -128,6 +128,7 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 		maps.Copy(o.Notes, p.Notes)
 		maps.Copy(o.Errors, p.Errors)
 		maps.Copy(o.Unknown, p.Unknown)
+		maps.Copy(o.Inferred, p.Inferred)
 	}
 	return o
 }
@@ -157,6 +158,15 @@ func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *polic
 			// Checked before "unsupported": a snapshot that does not
 			// hold a value says nothing about the driver.
 			o.Unknown[s.Key] = unknownReason(err)
+			var nc *nic.NotCapturedError
+			if errors.As(err, &nc) {
+				if nc.Inferred != "" {
+					o.Inferred[s.Key] = nc.Inferred
+				}
+				if nc.Note != "" {
+					o.Notes[s.Key] = nc.Note
+				}
+			}
 		case (isUnsupported(err) || errors.Is(err, os.ErrNotExist)) && h.filesNotCaptured(s) != "":
 			o.Unknown[s.Key] = fmt.Sprintf("%s (%s)", policy.UnknownReason, h.filesNotCaptured(s))
 		case isUnsupported(err):
@@ -195,6 +205,16 @@ func (h *Host) filesNotCaptured(s policy.Setting) string {
 		}
 	}
 	return ""
+}
+
+// notCaptured reports whether a NotCaptured prefix holds path.
+func (h *Host) notCaptured(path string) bool {
+	for _, prefix := range h.NotCaptured {
+		if path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownReason words a value a snapshot does not hold: "unknown (not in

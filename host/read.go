@@ -466,6 +466,11 @@ func (h *Host) devlinkHandle(p *port.Port) (string, error) {
 	if p.PCI != "" {
 		return "pci/" + p.PCI, nil
 	}
+	if h.notCaptured("/sys/class/net/" + p.Netdev + "/device") {
+		// A snapshot without the netdev's sysfs (an import without
+		// ethtool -i) does not say the netdev has no bus device.
+		return "", &nic.NotCapturedError{Op: "devlink", Name: p.Netdev}
+	}
 	return "", nic.Unsupportedf("%s has no bus device, so no devlink instance", p.Netdev)
 }
 
@@ -478,7 +483,8 @@ func readDevlink(r *portReader, s policy.Setting, notes map[string]string) (stri
 		return "", false, err
 	}
 	params, err := r.h.K.DevlinkParams(dev)
-	if err != nil {
+	partial := errors.Is(err, nic.ErrNotCaptured) && params != nil
+	if err != nil && !partial {
 		return "", false, r.unsupportedAs(err, "devlink")
 	}
 	for _, p := range params {
@@ -501,6 +507,12 @@ func readDevlink(r *portReader, s policy.Setting, notes map[string]string) (stri
 			return fmt.Sprint(driverinit.Value), true, nil
 		}
 		return "", false, nic.Unsupportedf("devlink parameter %s can only be changed permanently (firmware reset), not at run time", s.Arg)
+	}
+	if partial {
+		// A snapshot that lists only some of the device's parameters
+		// (an import of a `devlink dev param show` dump): this one is
+		// unknown, not missing from the driver.
+		return "", false, err
 	}
 	return "", false, nic.Unsupportedf("%s has no devlink parameter %s", dev, s.Arg)
 }

@@ -16,6 +16,13 @@ type NotCapturedError struct {
 	Op    string   // the read, e.g. "dcb"
 	Name  string   // netdev or device
 	Parts []string // members not captured; empty: none of it
+	// Inferred is what other data in the snapshot implies about the
+	// value, with where from ("in use (from a.txt:37 → b.txt:37)"): shown
+	// as an inference, never taken as the value. Note is a weaker
+	// observation ("was used at some time (from a.txt:37)"). Both may be
+	// empty.
+	Inferred string
+	Note     string
 }
 
 func (e *NotCapturedError) Error() string {

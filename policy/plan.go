@@ -22,11 +22,15 @@ type Observed struct {
 	// imported from text dumps that did not contain it), with what is
 	// missing: neither a value nor a claim about support.
 	Unknown map[string]string
+	// Inferred holds, for unknown keys, what other data implies about the
+	// value ("in use (from a.txt:37 → b.txt:37)"): shown as an inference,
+	// never compared as a value.
+	Inferred map[string]string
 }
 
 // NewObserved returns an empty Observed.
 func NewObserved() *Observed {
-	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}}
+	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}, Inferred: map[string]string{}}
 }
 
 // Change is one planned change.
@@ -49,11 +53,16 @@ type Unsupported struct {
 // that did not capture it. It is neither in sync, nor drift, nor
 // unsupported.
 type Unknown struct {
-	Key    string     `json:"key"`
-	Scope  string     `json:"scope"`
-	Reason string     `json:"reason"`
-	Want   string     `json:"want"`
-	Port   *port.Port `json:"-"`
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+	Want   string `json:"want"`
+	// Inferred is what the source's other data implies about the value,
+	// with where from; Note a weaker observation. Neither is a value:
+	// the setting stays unknown (and fails --require-known).
+	Inferred string     `json:"inferred,omitempty"`
+	Note     string     `json:"note,omitempty"`
+	Port     *port.Port `json:"-"`
 }
 
 // UnknownReason is how an unknown value is shown.
@@ -131,7 +140,8 @@ func DiffSettings(ss []Setting, o *Observed) *Plan {
 			continue
 		}
 		if why, ok := o.Unknown[s.Key]; ok {
-			plan.Unknown = append(plan.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value, Port: s.Port})
+			plan.Unknown = append(plan.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value,
+				Inferred: o.Inferred[s.Key], Note: o.Notes[s.Key], Port: s.Port})
 			continue
 		}
 		if e, ok := o.Errors[s.Key]; ok {

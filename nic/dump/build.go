@@ -11,19 +11,35 @@ import (
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
-// Fact is one value an import put into the snapshot, and where from.
+// Fact is one thing an import read, and where from: a value it put into
+// the snapshot, an inference, or something it recognised and reports
+// although the snapshot cannot hold it (RDMA devices, PCI functions).
 type Fact struct {
+	// Netdev is what the fact is about: a netdev, or, for facts of
+	// dumps that name none, the RDMA device port ("mlx5_0/1"), devlink
+	// device ("pci/0000:3b:00.0"), PCI function or GPU.
 	Netdev   string
 	What     string // "pause", "dcb.pfc", "stats (101 counters)", ...
 	From     Source
-	Inferred string // for an inference: what it concludes
+	Then     *Source `json:",omitempty"` // the second sample of a two-sample inference
+	Inferred string  // for an inference: what it concludes
 }
 
 func (f Fact) String() string {
-	if f.Inferred != "" {
-		return fmt.Sprintf("%s: %s: inferred from %s (%s)", f.Netdev, f.Inferred, f.What, f.From)
+	from := f.From.String()
+	if f.Then != nil {
+		from += " → " + f.Then.String()
 	}
-	return fmt.Sprintf("%s: %s from %s", f.Netdev, f.What, f.From)
+	if f.Inferred != "" {
+		return fmt.Sprintf("%s: %s: inferred from %s (%s)", f.Netdev, f.Inferred, f.What, from)
+	}
+	return fmt.Sprintf("%s: %s from %s", f.Netdev, f.What, from)
+}
+
+// statSample is one `ethtool -S` dump of a netdev.
+type statSample struct {
+	values map[string]uint64
+	at     map[string]Source
 }
 
 // Import is what Build made of a set of dumps.
@@ -32,16 +48,19 @@ type Import struct {
 	Facts    []Fact
 	Warnings []Warning
 
-	statLines map[string]map[string]Source // netdev → counter → line
+	samples map[string][]statSample // netdev → its ethtool -S dumps, in argument order
 }
 
 // Build turns parsed blocks into a kernel state. Blocks that do not name
 // their interface are tied to netdev (--netdev); without one they are
 // warnings. Nothing absent from the dumps is filled in: each op and DCB
-// member without data is listed as not captured.
+// member without data is listed as not captured. Two `ethtool -S` dumps
+// of one netdev are two samples in block (argument) order: the snapshot
+// keeps the later value of each counter, and counters that rose between
+// them may support an inference (finish).
 func Build(blocks []Block, netdev string) (*Import, error) {
 	im := &Import{State: &snapshot.KernelState{Links: map[string]*snapshot.LinkState{}, NotCaptured: []string{snapshot.OpDevlink}},
-		statLines: map[string]map[string]Source{}}
+		samples: map[string][]statSample{}}
 	link := func(name string) *snapshot.LinkState {
 		ls := im.State.Links[name]
 		if ls == nil {
@@ -59,6 +78,9 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 	}
 	for _, b := range blocks {
 		nd := b.Netdev
+		if im.addDeviceLevel(b) {
+			continue
+		}
 		if nd == "" && b.Kind != KindIPLink && b.Kind != KindShowGids {
 			if netdev == "" {
 				im.Warnings = append(im.Warnings, Warning{b.At, fmt.Sprintf("%s output does not name its interface: give --netdev", b.Kind)})
@@ -105,11 +127,12 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 				ls.Stats = map[string]uint64{}
 			}
 			maps.Copy(ls.Stats, b.Stats.Values)
-			if im.statLines[nd] == nil {
-				im.statLines[nd] = map[string]Source{}
+			im.samples[nd] = append(im.samples[nd], statSample{values: b.Stats.Values, at: b.Stats.At})
+			what := fmt.Sprintf("stats (%d counters)", len(b.Stats.Values))
+			if n := len(im.samples[nd]); n > 1 {
+				what = fmt.Sprintf("stats sample %d (%d counters; later values kept)", n, len(b.Stats.Values))
 			}
-			maps.Copy(im.statLines[nd], b.Stats.At)
-			fact(nd, fmt.Sprintf("stats (%d counters)", len(b.Stats.Values)), b.At)
+			fact(nd, what, b.At)
 		case KindMlnxQos:
 			im.addQos(nd, dcbOf(link(nd)), b.Qos, fact)
 		case KindDCBPFC:
@@ -240,17 +263,82 @@ func (im *Import) finish(nd string, ls *snapshot.LinkState) {
 			}
 		}
 	}
-	// Global pause: no `ethtool -a`, but the port's own counters show it
-	// sending pause frames, so it is on (tx) whatever the driver is.
-	if _, refused := ls.Errors[snapshot.OpPause]; ls.Pause == nil && !refused && ls.Stats != nil {
-		for _, c := range []string{"tx_pause_ctrl_phy", "tx_global_pause", "tx_pause_frames", "tx_xoff_frames"} {
-			if n := ls.Stats[c]; n > 0 {
-				im.Facts = append(im.Facts, Fact{Netdev: nd, What: fmt.Sprintf("ethtool -S %s = %d", c, n), From: im.statLines[nd][c],
-					Inferred: "global pause sent (non-zero counter; one sample, so not known to be rising); the pause setting itself stays unknown"})
-				break
+	im.inferPause(nd, ls)
+}
+
+// pauseCounters are counters of global (802.3x) pause frames a port
+// sent, in the order they are tried: mlx5's tx_pause_ctrl_phy and
+// tx_global_pause (PPCNT; en_stats.c), then the names other drivers use
+// (bnxt_en's tx_pause_frames; tx_xoff_frames). A port that sends them has
+// TX pause on, whatever the driver; counts that rise between two samples
+// say it is in use now.
+var pauseCounters = []string{"tx_pause_ctrl_phy", "tx_global_pause", "tx_pause_frames", "tx_xoff_frames"}
+
+// inferPause records what the port's own counters say about its global
+// pause setting when no `ethtool -a` said it: with two samples of a
+// counter that rose, the inference "in use (from FILE:LINE → FILE:LINE)";
+// with one non-zero sample (or two equal ones) only a note that pause
+// frames were sent at some time, never a value.
+func (im *Import) inferPause(nd string, ls *snapshot.LinkState) {
+	if _, refused := ls.Errors[snapshot.OpPause]; ls.Pause != nil || refused || len(im.samples[nd]) == 0 {
+		return
+	}
+	samples := im.samples[nd]
+	var note *snapshot.Inference
+	var noteFact Fact
+	for _, c := range pauseCounters {
+		var first, last *statSample
+		for i := range samples {
+			if _, ok := samples[i].values[c]; ok {
+				if first == nil {
+					first = &samples[i]
+				}
+				last = &samples[i]
 			}
 		}
+		if first == nil {
+			continue
+		}
+		a, b := first.values[c], last.values[c]
+		from, to := first.at[c], last.at[c]
+		switch {
+		case first != last && b > a:
+			inf := &snapshot.Inference{Value: "in use", From: []string{from.String(), to.String()}}
+			im.setInference(ls, inf)
+			im.Facts = append(im.Facts, Fact{Netdev: nd, What: fmt.Sprintf("ethtool -S %s %d → %d", c, a, b), From: from, Then: &to,
+				Inferred: "global pause in use (tx pause frames sent between the two samples)"})
+			return
+		case note != nil:
+		case first != last && b == a && b > 0:
+			note = &snapshot.Inference{Note: fmt.Sprintf("global pause frames were sent at some time (%s = %d, unchanged between two samples)", c, b),
+				From: []string{from.String(), to.String()}}
+			noteFact = Fact{Netdev: nd, What: fmt.Sprintf("ethtool -S %s = %d in both samples", c, b), From: from, Then: &to,
+				Inferred: "global pause sent at some time, not between the samples; the pause setting itself stays unknown"}
+		case first != last && b < a:
+			// Lower in the later sample: the counter was reset (driver
+			// reload) in between, so the two do not compare.
+			note = &snapshot.Inference{Note: fmt.Sprintf("global pause frames were sent at some time (%s = %d, then %d: reset between the samples)", c, a, b),
+				From: []string{from.String(), to.String()}}
+			noteFact = Fact{Netdev: nd, What: fmt.Sprintf("ethtool -S %s %d, then %d", c, a, b), From: from, Then: &to,
+				Inferred: "global pause sent at some time (the counter was reset between the samples); the pause setting itself stays unknown"}
+		case first == last && b > 0:
+			note = &snapshot.Inference{Note: fmt.Sprintf("global pause frames were sent at some time (%s = %d; one sample, so not known to be rising)", c, b),
+				From: []string{to.String()}}
+			noteFact = Fact{Netdev: nd, What: fmt.Sprintf("ethtool -S %s = %d", c, b), From: to,
+				Inferred: "global pause sent (non-zero counter; one sample, so not known to be rising); the pause setting itself stays unknown"}
+		}
 	}
+	if note != nil {
+		im.setInference(ls, note)
+		im.Facts = append(im.Facts, noteFact)
+	}
+}
+
+func (im *Import) setInference(ls *snapshot.LinkState, inf *snapshot.Inference) {
+	if ls.Inferred == nil {
+		ls.Inferred = map[string]*snapshot.Inference{}
+	}
+	ls.Inferred[snapshot.OpPause] = inf
 }
 
 func bitmap(b [8]bool) uint8 {

@@ -1,6 +1,7 @@
 // Package dump reads the text output of the tools RoCE troubleshooting
-// starts from — mlnx_qos, ethtool -S/-a/-i, show_gids, ip -d -s link and
-// iproute2's dcb — as pasted into a ticket: several commands in one file,
+// starts from — mlnx_qos, ethtool -S/-a/-i, show_gids, ip -d -s link,
+// iproute2's dcb, rdma link and devlink dev param show, ibv_devinfo,
+// lspci -vvv and -t, nvidia-smi topo -m — as pasted into a ticket: several commands in one file,
 // with or without their prompt lines, from different tool versions. Each
 // block is recognised by its content, never by the file's name; every
 // value carries the file and line it came from, and a line that is
@@ -21,15 +22,21 @@ type Kind string
 
 // The formats Parse recognises.
 const (
-	KindMlnxQos    Kind = "mlnx_qos"
-	KindEthtoolS   Kind = "ethtool -S"
-	KindEthtoolA   Kind = "ethtool -a"
-	KindEthtoolI   Kind = "ethtool -i"
-	KindShowGids   Kind = "show_gids"
-	KindIPLink     Kind = "ip -d -s link"
-	KindDCBPFC     Kind = "dcb pfc show"
-	KindDCBApp     Kind = "dcb app show"
-	KindUnknownCmd Kind = "" // text Parse did not recognise
+	KindMlnxQos       Kind = "mlnx_qos"
+	KindEthtoolS      Kind = "ethtool -S"
+	KindEthtoolA      Kind = "ethtool -a"
+	KindEthtoolI      Kind = "ethtool -i"
+	KindShowGids      Kind = "show_gids"
+	KindIPLink        Kind = "ip -d -s link"
+	KindDCBPFC        Kind = "dcb pfc show"
+	KindDCBApp        Kind = "dcb app show"
+	KindIbvDevinfo    Kind = "ibv_devinfo"
+	KindRdmaLink      Kind = "rdma link"
+	KindDevlinkParams Kind = "devlink dev param show"
+	KindLspci         Kind = "lspci -vvv"
+	KindLspciTree     Kind = "lspci -t"
+	KindGPUTopo       Kind = "nvidia-smi topo -m"
+	KindUnknownCmd    Kind = "" // text Parse did not recognise
 )
 
 // Source is where a value came from.
@@ -70,6 +77,15 @@ type Block struct {
 	Links   []Link // ip link prints every interface; other kinds leave it empty
 	DCBPFC  *DCBPFC
 	DCBApps []DCBApp
+
+	// The kinds below were added later; omitempty keeps the parse of
+	// the older kinds (their golden files) as it was.
+	Devices       []RDMADevice   `json:",omitempty"` // ibv_devinfo
+	RDMALinks     []RDMAPort     `json:",omitempty"` // rdma link
+	DevlinkParams []DevlinkParam `json:",omitempty"`
+	PCI           []PCIFunction  `json:",omitempty"` // lspci -v…
+	PCITree       []PCITreeNode  `json:",omitempty"` // lspci -t
+	GPUTopo       *GPUTopo       `json:",omitempty"`
 }
 
 // line is one input line and where it is.
@@ -114,6 +130,13 @@ func commandNetdev(cmd string) (Kind, string, bool) {
 			break
 		}
 	}
+	// A prompt pasted twice ("$ user@host:~$ cmd") leaves one inside
+	// the command.
+	if m := promptRE.FindStringSubmatch(cmd); m != nil && m[1] != cmd {
+		if k, nd, ok := commandNetdev(m[1]); ok {
+			return k, nd, ok
+		}
+	}
 	switch base := f[0][strings.LastIndex(f[0], "/")+1:]; base {
 	case "mlnx_qos":
 		for i := 1; i+1 < len(f); i++ {
@@ -137,6 +160,21 @@ func commandNetdev(cmd string) (Kind, string, bool) {
 		return KindShowGids, "", true
 	case "ip":
 		return KindIPLink, "", true
+	case "ibv_devinfo":
+		return KindIbvDevinfo, "", true
+	case "rdma":
+		return KindRdmaLink, "", true
+	case "devlink":
+		return KindDevlinkParams, "", true
+	case "lspci":
+		for _, x := range f[1:] {
+			if strings.HasPrefix(x, "-") && !strings.HasPrefix(x, "--") && strings.Contains(x, "t") {
+				return KindLspciTree, "", true
+			}
+		}
+		return KindLspci, "", true
+	case "nvidia-smi":
+		return KindGPUTopo, "", true
 	case "dcb":
 		for i := 1; i+1 < len(f); i++ {
 			if f[i] == "dev" {
@@ -175,6 +213,13 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 			cur = segment{kind: k, netdev: nd}
 			continue
 		}
+		// One of our commands pasted without its prompt ("rdma link"
+		// above its output, as documentation shows it).
+		if k, nd, ok := bareCommand(l.text); ok {
+			segs = append(segs, cur)
+			cur = segment{kind: k, netdev: nd}
+			continue
+		}
 		cur.lines = append(cur.lines, l)
 	}
 	segs = append(segs, cur)
@@ -187,6 +232,21 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 		warns = append(warns, ws...)
 	}
 	return blocks, warns
+}
+
+// bareCommands are the tools whose command line, pasted without a
+// prompt, is still read as a command: no output line of any dump this
+// package reads starts with one of these words followed by an option or
+// subcommand.
+var bareCommands = map[string]bool{"mlnx_qos": true, "ethtool": true, "show_gids": true, "dcb": true, "rdma": true,
+	"devlink": true, "ibv_devinfo": true, "lspci": true, "nvidia-smi": true, "sudo": true}
+
+func bareCommand(text string) (Kind, string, bool) {
+	f := strings.Fields(text)
+	if len(f) == 0 || indented(text) || !bareCommands[f[0]] {
+		return "", "", false
+	}
+	return commandNetdev(text)
 }
 
 // parseSegment parses the lines of one command's output (or of a file
@@ -247,6 +307,8 @@ func skipUnknown(ls []line) []line {
 // parsers each recognise the start of one format; nil Block: not theirs.
 var parsers = []func([]line) (*Block, []line, []Warning){
 	parseMlnxQos, parseEthtoolS, parseEthtoolA, parseEthtoolI, parseShowGids, parseIPLink, parseDCBPFC, parseDCBApp,
+	parseIbvDevinfo, parseRdmaLink, parseRdmaLinkJSON, parseDevlinkParams, parseDevlinkParamsJSON, parseLspci,
+	parseLspciTree, parseGPUTopo,
 }
 
 func clip(s string) string {

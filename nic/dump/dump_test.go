@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -153,6 +154,9 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("Receive buffer size (bytes): 1,2,3,4,5,6,7,8,max_buffer_size=9\n"))
+	f.Add([]byte("$ ethtool -S eth0\nNIC statistics:\n     tx_pause_ctrl_phy: 5\n$ ethtool -S eth0\nNIC statistics:\n     tx_pause_ctrl_phy: 9\n"))
+	f.Add([]byte(`[{"ifindex":0,"ifname":"mlx5_0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"eth0"}]` + "\n"))
+	f.Add([]byte(`{"param":{"pci/0000:01:00.0":[{"name":"enable_roce","type":"generic","values":[{"cmode":"driverinit","value":true}]}]}}` + "\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		blocks, warns := Parse("f", b)
 		lines := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
@@ -188,6 +192,73 @@ func FuzzParse(f *testing.F) {
 					within(at)
 				}
 			}
+			onLine := func(at Source, what string) {
+				within(at)
+				if !strings.Contains(lines[at.Line-1], what) {
+					t.Fatalf("%q not on its line %q", what, lines[at.Line-1])
+				}
+			}
+			for _, d := range bl.Devices {
+				onLine(d.At, d.Name)
+				for _, p := range d.Ports {
+					onLine(p.At, "port")
+					for _, g := range p.GIDs {
+						onLine(g.At, g.GID)
+					}
+				}
+			}
+			for _, l := range bl.RDMALinks {
+				onLine(l.At, l.Device)
+			}
+			for _, p := range bl.DevlinkParams {
+				within(p.At)
+				if !strings.Contains(string(b), p.Name) || !strings.Contains(string(b), p.Dev) {
+					t.Fatalf("devlink %s %s not in the input", p.Dev, p.Name)
+				}
+				for _, v := range p.Values {
+					within(v.At)
+				}
+			}
+			for _, f := range bl.PCI {
+				onLine(f.At, f.Addr[len(f.Addr)-7:])
+				for _, at := range f.AtOf {
+					within(at)
+				}
+			}
+			for _, n := range bl.PCITree {
+				within(n.At)
+			}
+			if g := bl.GPUTopo; g != nil {
+				for row, at := range g.At {
+					onLine(at, strings.TrimSuffix(row, " legend"))
+				}
+			}
+		}
+		// Build invents nothing either: what it records came from a line
+		// of the input, and an inference names lines that exist.
+		im, err := Build(blocks, "eth0")
+		if err != nil {
+			return
+		}
+		for dev, ps := range im.State.Devlink {
+			for _, p := range ps {
+				if !strings.Contains(string(b), dev) || !strings.Contains(string(b), p.Name) {
+					t.Fatalf("devlink %s %s not in the input", dev, p.Name)
+				}
+			}
+		}
+		for _, ls := range im.State.Links {
+			for _, inf := range ls.Inferred {
+				for _, from := range inf.From {
+					_, n, _ := strings.Cut(from, "f:")
+					if ln, err := strconv.Atoi(n); err != nil || ln < 1 || ln > len(lines) {
+						t.Fatalf("inference from %q outside the input", from)
+					}
+				}
+			}
+		}
+		for _, f := range im.Facts {
+			within(f.From)
 		}
 	})
 }

@@ -57,7 +57,21 @@ func (ls *LinkState) Clone() *LinkState {
 		DCB:                  cloneDCB(ls.DCB),
 		Errors:               maps.Clone(ls.Errors),
 		NotCaptured:          slices.Clone(ls.NotCaptured),
+		Inferred:             cloneInferred(ls.Inferred),
 	}
+}
+
+func cloneInferred(m map[string]*Inference) map[string]*Inference {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*Inference, len(m))
+	for op, inf := range m {
+		c := *inf
+		c.From = slices.Clone(inf.From)
+		out[op] = &c
+	}
+	return out
 }
 
 func cloneDCB(s *dcb.State) *dcb.State {

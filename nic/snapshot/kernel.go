@@ -45,7 +45,20 @@ func unsupported(errs map[string]string, op, name string) error {
 // when the snapshot says nobody captured it, else what unsupported says.
 func missing(ls *LinkState, op, name string) error {
 	if slices.Contains(ls.NotCaptured, op) {
-		return &nic.NotCapturedError{Op: op, Name: name}
+		e := &nic.NotCapturedError{Op: op, Name: name}
+		if inf := ls.Inferred[op]; inf != nil {
+			from := ""
+			if len(inf.From) > 0 {
+				from = " (from " + strings.Join(inf.From, " → ") + ")"
+			}
+			if inf.Value != "" {
+				e.Inferred = inf.Value + from
+			}
+			if inf.Note != "" {
+				e.Note = inf.Note + from
+			}
+		}
+		return e
 	}
 	return unsupported(ls.Errors, op, name)
 }
@@ -185,6 +198,12 @@ func (r reader) DCB(name string) (*dcb.State, error) {
 
 func (r reader) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
 	if ps, ok := r.st.Devlink[dev]; ok {
+		if _, refused := r.st.Errors[OpDevlink]; !refused && slices.Contains(r.st.NotCaptured, OpDevlink) {
+			// An import knows the parameters its dumps listed (one
+			// `devlink dev param show DEV name X`, or a dump that stopped
+			// early), not that the device has no others.
+			return cloneParams(ps), &nic.NotCapturedError{Op: OpDevlink, Name: dev}
+		}
 		return cloneParams(ps), nil
 	}
 	if _, ok := r.st.Errors[OpDevlink]; !ok && slices.Contains(r.st.NotCaptured, OpDevlink) {
@@ -263,6 +282,19 @@ func (st *KernelState) Validate() error {
 			part, isPart := strings.CutPrefix(op, OpDCB+".")
 			if !slices.Contains(ReadOps, op) && !(isPart && slices.Contains(DCBParts, part)) {
 				errs = append(errs, fmt.Errorf("links[%q] not_captured: unknown op %q", name, op))
+			}
+		}
+		for _, op := range slices.Sorted(maps.Keys(ls.Inferred)) {
+			inf := ls.Inferred[op]
+			switch {
+			case !slices.Contains(ReadOps, op):
+				errs = append(errs, fmt.Errorf("links[%q] inferred: unknown op %q", name, op))
+			case inf == nil || inf.Value == "" && inf.Note == "":
+				errs = append(errs, fmt.Errorf("links[%q] inferred[%q]: neither a value nor a note", name, op))
+			case !slices.Contains(ls.NotCaptured, op):
+				// An inference stands in for data nobody captured; next
+				// to data or a refusal it would contradict them.
+				errs = append(errs, fmt.Errorf("links[%q] inferred[%q]: the op is not listed as not captured", name, op))
 			}
 		}
 	}

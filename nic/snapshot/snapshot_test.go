@@ -412,6 +412,54 @@ func TestNotCapturedIsUnknown(t *testing.T) {
 	}
 }
 
+// TestInferenceIsNoValue: an op not captured but inferred still answers
+// nic.ErrNotCaptured (no pause value is invented), and the error carries
+// the inference with its sources, or the weaker note; a write and read
+// of the JSON keep it; Validate refuses an inference next to captured data
+// or for an unknown op. Devlink data of a snapshot that lists devlink as
+// not captured is partial: the parameters come with ErrNotCaptured.
+func TestInferenceIsNoValue(t *testing.T) {
+	st := &KernelState{
+		Links: map[string]*LinkState{
+			"a": {NotCaptured: []string{OpPause}, Inferred: map[string]*Inference{OpPause: {Value: "in use", From: []string{"a.txt:37", "b.txt:37"}}}},
+			"b": {NotCaptured: []string{OpPause}, Inferred: map[string]*Inference{OpPause: {Note: "sent at some time", From: []string{"a.txt:37"}}}},
+		},
+		Devlink:     map[string][]nic.DevlinkParam{"pci/0000:06:00.0": {{Name: "enable_roce", Generic: true, Type: "bool", Values: []nic.DevlinkParamValue{{Cmode: nic.CmodeDriverinit, Value: true}}}}},
+		NotCaptured: []string{OpDevlink},
+	}
+	if err := st.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "s")
+	if err := Write(dir, Meta{CapturedAt: "2026-01-01T00:00:00Z"}, st, nic.NewFS("/", true), nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.Kernel()
+	var nc *nic.NotCapturedError
+	if p, err := k.Pause("a"); p != (nic.Pause{}) || !errors.As(err, &nc) || nc.Inferred != "in use (from a.txt:37 → b.txt:37)" || nc.Note != "" {
+		t.Errorf("Pause(a) = %v, %v", p, err)
+	}
+	if _, err := k.Pause("b"); !errors.As(err, &nc) || nc.Inferred != "" || nc.Note != "sent at some time (from a.txt:37)" {
+		t.Errorf("Pause(b): %v", err)
+	}
+	if ps, err := k.DevlinkParams("pci/0000:06:00.0"); len(ps) != 1 || !errors.Is(err, nic.ErrNotCaptured) {
+		t.Errorf("partial devlink: %v, %v", ps, err)
+	}
+	for _, bad := range []*LinkState{
+		{Pause: &nic.Pause{}, Inferred: map[string]*Inference{OpPause: {Value: "in use"}}},
+		{NotCaptured: []string{OpPause}, Inferred: map[string]*Inference{"colour": {Value: "in use"}}},
+		{NotCaptured: []string{OpPause}, Inferred: map[string]*Inference{OpPause: {}}},
+	} {
+		if err := (&KernelState{Links: map[string]*LinkState{"a": bad}}).Validate(); err == nil || !strings.Contains(err.Error(), "inferred") {
+			t.Errorf("Validate(%+v): %v", bad, err)
+		}
+	}
+}
+
 // NCCL reads $NCCL_CONF_FILE instead of ~/.nccl.conf, then /etc/nccl.conf.
 func TestNCCLConfFiles(t *testing.T) {
 	env := func(v string) func(string) string {

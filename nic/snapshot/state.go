@@ -80,6 +80,23 @@ type LinkState struct {
 	// a snapshot imported from a few text dumps. Reading them answers
 	// nic.ErrNotCaptured: the value is unknown, not unsupported.
 	NotCaptured []string `json:"not_captured,omitempty"`
+	// Inferred holds, by op, what the snapshot's other data implies about
+	// an op it does not hold (an import's `ethtool -S` counters about the
+	// pause setting). It is no value: reading the op still answers
+	// nic.ErrNotCaptured, which carries the inference so that audit can
+	// show it, labelled as such.
+	Inferred map[string]*Inference `json:"inferred,omitempty"`
+}
+
+// Inference is what a snapshot's data implies about an op it lacks.
+type Inference struct {
+	// Value is the conclusion the data supports ("in use"); Note a weaker
+	// observation that is no value ("was used at some time"). One of the
+	// two is set.
+	Value string `json:"value,omitempty"`
+	Note  string `json:"note,omitempty"`
+	// From lists where the data came from, in order ("a.txt:37").
+	From []string `json:"from"`
 }
 
 // Read operations: the keys of LinkState.Errors and KernelState.Errors.

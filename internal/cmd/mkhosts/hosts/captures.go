@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,9 +93,9 @@ type MlnxQos struct {
 // fixture hosts and an import read the same captures the same way. A
 // capture here must parse cleanly: any warning of nic/dump (a line it
 // recognised but could not use, text it did not recognise) is an error.
-// ibv_devinfo, `rdma statistic` and the OFED qos/buffer_size and
-// qos/prio2buffer sysfs files have no nic/dump parser (import does not
-// read them), so their parsers stay below.
+// ibv_devinfo is read with nic/dump too; `rdma statistic` and the OFED
+// qos/buffer_size and qos/prio2buffer sysfs files have no nic/dump parser
+// (import does not read them), so their parsers stay below.
 
 // parseDump parses text as exactly one dump of kind k.
 func parseDump(text string, k dump.Kind) (*dump.Block, error) {
@@ -261,21 +260,22 @@ func (c *Captures) procfsFile(sysPath string) (string, error) {
 	return string(e.Data), nil
 }
 
-var devinfoGID = regexp.MustCompile(`^GID\[\s*(\d+)\]:\s+(\S+), (RoCE v[12])$`)
-
-// parseDevinfo reads the fields the hosts use from ibv_devinfo -v.
+// parseDevinfo reads the fields the hosts use from ibv_devinfo -v of one
+// device with nic/dump's parser: device attributes, the first port's
+// width and speed, and its GIDs.
 func parseDevinfo(s string) (Devinfo, error) {
-	var d Devinfo
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if m := devinfoGID.FindStringSubmatch(line); m != nil {
-			i, _ := strconv.Atoi(m[1])
-			d.GIDs = append(d.GIDs, DevinfoGID{Index: i, GID: m[2], Type: m[3]})
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			d.set(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
+	b, err := parseDump(s, dump.KindIbvDevinfo)
+	if err != nil {
+		return Devinfo{}, err
+	}
+	if len(b.Devices) != 1 || len(b.Devices[0].Ports) == 0 {
+		return Devinfo{}, fmt.Errorf("want one device with a port, got %d device(s)", len(b.Devices))
+	}
+	d := devinfoOf(b.Devices[0])
+	p := b.Devices[0].Ports[0]
+	d.ActiveWidth, d.ActiveSpeed = p.ActiveWidth, p.ActiveSpeed
+	for _, g := range p.GIDs {
+		d.GIDs = append(d.GIDs, DevinfoGID{Index: g.Index, GID: g.GID, Type: g.Type})
 	}
 	if d.FwVer == "" || d.NodeGUID == "" || len(d.GIDs) == 0 {
 		return d, fmt.Errorf("fw_ver, node_guid or GIDs missing")
@@ -283,43 +283,24 @@ func parseDevinfo(s string) (Devinfo, error) {
 	return d, nil
 }
 
-// set takes one "key: value" line of ibv_devinfo.
-func (d *Devinfo) set(k, v string) {
-	switch k {
-	case "fw_ver":
-		d.FwVer = v
-	case "node_guid":
-		d.NodeGUID = v
-	case "sys_image_guid":
-		d.SysImageGUID = v
-	case "board_id":
-		d.BoardID = v
-	case "vendor_part_id":
-		d.VendorPartID = v
-	case "active_width":
-		d.ActiveWidth = v
-	case "active_speed":
-		d.ActiveSpeed = v
-	}
+func devinfoOf(d dump.RDMADevice) Devinfo {
+	return Devinfo{FwVer: d.FWVer, NodeGUID: d.NodeGUID, SysImageGUID: d.SysImageGUID, BoardID: d.BoardID, VendorPartID: d.VendorPartID}
 }
 
 // parseDevinfoDevs reads plain ibv_devinfo output (no GIDs) of several
 // devices, by hca_id.
 func parseDevinfoDevs(s string) (map[string]Devinfo, error) {
+	b, err := parseDump(s, dump.KindIbvDevinfo)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]Devinfo{}
-	for _, block := range strings.Split(s, "hca_id:")[1:] {
-		name, rest, _ := strings.Cut(block, "\n")
-		name = strings.TrimSpace(name)
-		var d Devinfo
-		for _, line := range strings.Split(rest, "\n") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k != "active_width" && k != "active_speed" {
-				d.set(strings.TrimSpace(k), strings.TrimSpace(v))
-			}
-		}
+	for _, dev := range b.Devices {
+		d := devinfoOf(dev)
 		if d.FwVer == "" || d.NodeGUID == "" {
-			return nil, fmt.Errorf("%s: fw_ver or node_guid missing", name)
+			return nil, fmt.Errorf("%s: fw_ver or node_guid missing", dev.Name)
 		}
-		out[name] = d
+		out[dev.Name] = d
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no hca_id")
