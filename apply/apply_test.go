@@ -341,7 +341,10 @@ func TestStepsGroupObjectsWrittenTogether(t *testing.T) {
 	}
 	// The profile manages buffers and raises the MTU: the recompute of
 	// mlx5's buffer thresholds that rollback needs goes first (xoff.go).
-	want := []string{"link.xoff_recompute_on_rollback", "link.mtu", "qos.global_pause", "qos.dcbx", "app", "pfc", "buffer", "qos.pfc_storm_prevention"}
+	// The buffers go before PFC: written after it, mlx5 would check the
+	// new map (priority 3 into buffer 1) against buffer 1's size before
+	// the write, 0 (host/buffers.go).
+	want := []string{"link.xoff_recompute_on_rollback", "link.mtu", "qos.global_pause", "qos.dcbx", "app", "buffer", "pfc", "qos.pfc_storm_prevention"}
 	if !reflect.DeepEqual(groups, want) {
 		t.Errorf("steps of ens1f0np0: %v, want %v", groups, want)
 	}

@@ -2,10 +2,13 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/policy"
@@ -19,6 +22,11 @@ import (
 func manualLayout(t *testing.T) func(*nictest.Sim) {
 	return func(s *nictest.Sim) {
 		for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+			// Global pause off first: with it on, mlx5 would make every
+			// buffer a priority maps to lossless (fill_pfc_en).
+			if err := s.SetPause(nd, nic.Pause{}); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{29952, 200064}}); err != nil {
 				t.Fatal(err)
 			}
@@ -58,8 +66,12 @@ func TestMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 func TestBufferSizesRefusedAtPlanTime(t *testing.T) {
 	for _, tc := range []struct{ name, buffers, want string }{
 		{"not whole cells", "priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [130001, 131072, 0, 0, 0, 0, 0, 0]\n", "use 129920 or 130048"},
-		// MTU 9000, cable 7 m, 100 Gb/s: 316 × 100 + 24480 + 9216 + 128.
-		{"lossless below the driver's minimum", "priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n", "needs at least 65424"},
+		// MTU 9000, cable 7 m, 100 Gb/s, max_mtu 9978: 316 × 100 + 24480 +
+		// 9978 + 128.
+		{"lossless below the driver's minimum", "priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n", "needs at least 66186"},
+		// Enough for xoff + 9216 + 128 (65424), not for the max_mtu the
+		// driver uses, max(9978, 9216): ENOMEM from the driver.
+		{"between the 9216 and the max_mtu minimum", "priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", "needs at least 66186 (xoff for 7 m of cable at 100 Gb/s, MTU 9000, plus max_mtu 9978 + 128"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\n"+tc.buffers, nil)
@@ -113,6 +125,11 @@ func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 	r := driverRig(t, "cx5-roce-lag", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [4]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]\n",
 		func(s *nictest.Sim) {
 			for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+				// Global pause off first: with it on, mlx5 would make every
+				// buffer a priority maps to lossless (fill_pfc_en).
+				if err := s.SetPause(nd, nic.Pause{}); err != nil {
+					t.Fatal(err)
+				}
 				if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
 					t.Fatal(err)
 				}
@@ -143,13 +160,14 @@ func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 
 // wantThresholds is what mlx5's update_xoff_threshold programs on a
 // 100 Gb/s port with 7 m of cable at mtu, buffer 1 lossless (PFC
-// priority 3 maps to it) with size1 bytes and the others lossy: worked out
-// from the driver's formula here, not taken from the simulator.
+// priority 3 maps to it) with size1 bytes and the others lossy, xon the
+// fixture's max_mtu (9978) below xoff: worked out from the driver's
+// formula here, not taken from the simulator.
 func wantThresholds(mtu, size1 int) nictest.MLX5Thresholds {
 	xoff := (301+216*7/100)*100000/1000 + 272*mtu/100
 	th := nictest.MLX5Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
 	th.Xoff[1] = uint32((size1 - xoff) / 128 * 128)
-	th.Xon[1] = uint32((size1 - xoff - 9216) / 128 * 128)
+	th.Xon[1] = uint32((size1 - xoff - 9978) / 128 * 128)
 	return th
 }
 
@@ -283,6 +301,11 @@ func TestMTUChangeRefusedWhenLosslessBufferTooSmall(t *testing.T) {
 	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 49920, 0, 0, 0, 0, 0, 0]\n",
 		func(s *nictest.Sim) {
 			for _, nd := range mlx5Ports {
+				// Global pause off first: with it on, mlx5 would make every
+				// buffer a priority maps to lossless (fill_pfc_en).
+				if err := s.SetPause(nd, nic.Pause{}); err != nil {
+					t.Fatal(err)
+				}
 				if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{29952, 49920}}); err != nil {
 					t.Fatal(err)
 				}
@@ -294,8 +317,8 @@ func TestMTUChangeRefusedWhenLosslessBufferTooSmall(t *testing.T) {
 	var refused []string
 	for _, e := range r.plan.Refused {
 		refused = append(refused, e.Key)
-		// MTU 9000, 7 m, 100 Gb/s: 31600 + 24480 + 9216 + 128.
-		if !strings.Contains(e.Error, "needs at least 65424") {
+		// MTU 9000, 7 m, 100 Gb/s: 31600 + 24480 + max_mtu 9978 + 128.
+		if !strings.Contains(e.Error, "needs at least 66186") {
 			t.Errorf("%s: %s, want the minimum at MTU 9000", e.Key, e.Error)
 		}
 	}
@@ -328,5 +351,126 @@ func TestNoXoffRecomputeOffManualMLX5(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// On a factory host global pause is on. A profile that moves priority 3
+// into buffer 1 and manages neither PFC nor global pause makes mlx5 take
+// every buffer a priority maps to as lossless (fill_pfc_en), checked
+// against buffer 1's size before the write (0): refused at plan time,
+// saying why and what to do, where the driver answers -ENOMEM. With
+// qos.global_pause = false, written before the buffers, the same buffers
+// apply and roll back.
+func TestGlobalPauseMakesMappedBuffersLossless(t *testing.T) {
+	const buffers = "[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [262144, 131072, 0, 0, 0, 0, 0, 0]\n"
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n"+buffers, nil)
+	var refused []string
+	for _, e := range r.plan.Refused {
+		refused = append(refused, e.Key)
+		for _, want := range []string{"buffer 1 lossless with 0 bytes", "fill_pfc_en", "qos.global_pause = false"} {
+			if !strings.Contains(e.Error, want) {
+				t.Errorf("%s: %s, want %q", e.Key, e.Error, want)
+			}
+		}
+	}
+	if want := []string{"ens1f0np0.buffers.priority_to_buffer", "ens1f1np1.buffers.priority_to_buffer"}; !slices.Equal(refused, want) {
+		t.Fatalf("refused %v, want %v", refused, want)
+	}
+	// What the plan would have written, the driver refuses.
+	err := r.sim.SetBuffer("ens1f0np0", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262144, 131072}})
+	if !errors.Is(err, syscall.ENOMEM) {
+		t.Fatalf("the driver took the refused write: %v", err)
+	}
+
+	r = driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\nglobal_pause = false\n"+buffers, nil)
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	for _, nd := range mlx5Ports {
+		if got, want := portChanges(r.plan, nd), []string{"qos.global_pause", "buffers.priority_to_buffer", "buffers.buffer_size"}; !slices.Equal(got, want) {
+			t.Errorf("%s: changes %v, want %v", nd, got, want)
+		}
+	}
+	config := r.sim.Config()
+	r.applyAndRollBack(t)
+	if r.sim.Config() != config {
+		t.Error("rollback did not restore the host")
+	}
+}
+
+// mlx5 takes a new priority-to-buffer map before new sizes: on a host
+// whose priority 3 is already lossless (PFC on, every priority in buffer
+// 0), moving it into buffer 1 and sizing buffer 1 in one write is checked
+// with buffer 1's size before the write, 0. No order of this plan's
+// writes avoids it: refused, saying to size buffer 1 in an earlier apply.
+func TestMapIntoEmptyLosslessBufferRefused(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-lossless", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3]\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [262144, 131072, 0, 0, 0, 0, 0, 0]\n", nil)
+	if len(r.plan.Refused) != 2 {
+		t.Fatalf("refused %+v, want both ports' buffer map", r.plan.Refused)
+	}
+	for _, e := range r.plan.Refused {
+		for _, want := range []string{"buffer 1 lossless with 0 bytes", "before new sizes", "give buffer 1 its size in an apply before"} {
+			if !strings.Contains(e.Error, want) {
+				t.Errorf("%s: %s, want %q", e.Key, e.Error, want)
+			}
+		}
+	}
+	err := r.sim.SetBuffer("ens1f0np0", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262144, 131072}})
+	if !errors.Is(err, syscall.ENOMEM) {
+		t.Fatalf("the driver took the refused write: %v", err)
+	}
+}
+
+// A port in manual buffer mode whose buffers the profile keeps as they
+// are: moving PFC from priority 3 to 4 makes buffer 0 (29952 bytes, where
+// priority 4 maps) lossless, which the PFC write checks. Refused at plan
+// time; the driver answers -ENOMEM after toggling the link.
+func TestPFCChangeCheckedAgainstUnchangedBuffers(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [4]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+	var refused []string
+	for _, e := range r.plan.Refused {
+		refused = append(refused, e.Key)
+		if !strings.Contains(e.Error, "buffer 0 would be lossless with 29952 bytes") {
+			t.Errorf("%s: %s", e.Key, e.Error)
+		}
+	}
+	if want := []string{"ens1f0np0.qos.pfc", "ens1f1np1.qos.pfc"}; !slices.Equal(refused, want) {
+		t.Fatalf("refused %v, want %v", refused, want)
+	}
+	if err := r.sim.SetPFC("ens1f0np0", dcb.PFC{Enable: 1 << 4, Delay: 7}); !errors.Is(err, syscall.ENOMEM) {
+		t.Fatalf("the driver took the refused PFC write: %v", err)
+	}
+}
+
+// The order is checked for the rollback too. Buffer 0 large, PFC off; the
+// profile turns PFC on priority 3, moves it into buffer 1 and shrinks
+// buffer 0. PFC first applies (priority 3 lossless in the large buffer 0,
+// then the map moves it to buffer 1), but its rollback would put priority
+// 3 back into buffer 0, now 29952 bytes, with PFC still on: -ENOMEM. The
+// buffers go first, and the apply and its rollback both pass.
+func TestMLX5OrderCheckedForRollback(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n",
+		func(s *nictest.Sim) {
+			for _, nd := range mlx5Ports {
+				if err := s.SetPause(nd, nic.Pause{}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SetBuffer(nd, dcb.Buffer{Size: [8]uint32{262144, 131072}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	for _, nd := range mlx5Ports {
+		if got, want := portChanges(r.plan, nd), []string{"buffers.priority_to_buffer", "buffers.buffer_size", "qos.pfc"}; !slices.Equal(got, want) {
+			t.Errorf("%s: changes %v, want %v", nd, got, want)
+		}
+	}
+	config := r.sim.Config()
+	r.applyAndRollBack(t)
+	if r.sim.Config() != config {
+		t.Error("rollback did not restore the host")
 	}
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,25 +11,48 @@ import (
 )
 
 // mlx5's receive buffers, as the driver sizes them (mlx5/core/en/
-// port_buffer.c, en_dcbnl.c):
+// port_buffer.c, en_dcbnl.c; mainline and DOCA-OFED 25.10 alike):
 //
-//   - A buffer is lossless when a PFC-enabled priority maps to it, and
-//     then must hold at least xoff + MLX5E_MAX_PORT_MTU (9216) + one 128-byte
-//     cell, or the driver answers -ENOMEM (update_xoff_threshold), with
-//     xoff = (301 + 2.16 × cable m) × max(speed, 40) Gb/s + 2.72 × MTU
-//     (calculate_xoff).
-//   - The PFC write judges losslessness by the current priority-to-buffer
-//     map, the buffer write by the current pfc_en: the order of the two
-//     steps decides which intermediate state the driver checks.
+//   - A buffer is lossless when PBMC's lossy bit says so, and then must
+//     hold at least xoff + max_mtu + one 128-byte cell, or the driver
+//     answers -ENOMEM (update_xoff_threshold), with xoff = (301 + 2.16 ×
+//     cable m) × max(speed, 40) Gb/s + 2.72 × MTU (calculate_xoff) and
+//     max_mtu = max(netdev->max_mtu, MINIMUM_MAX_MTU 9216)
+//     (mlx5e_port_manual_buffer_config): 9978 on the ConnectX ports seen,
+//     so 762 bytes more than 9216. MLNX_OFED 4.6 and older took 9216
+//     whatever the max_mtu; they are not planned for.
+//   - mlx5e_port_manual_buffer_config recomputes the lossy bits and
+//     checks, in this order: a cable length change (current bits and
+//     sizes); a PFC change (the pfc_en written, the current priority-to-
+//     buffer map); a map change (the new map and fill_pfc_en: every
+//     buffer a priority maps to is lossless while rx or tx global pause
+//     is on, else the port's pfc_en — against the sizes the port has
+//     before the write); a size change (the new sizes); and, whatever
+//     changed, the current state when the xoff differs from the last one.
+//     A PFC write (mlx5e_dcbnl_ieee_setpfc) runs it in manual buffer mode,
+//     a buffer write (mlx5e_dcbnl_setbuffer) whenever it changes
+//     something. So the order of the global pause, PFC and buffer writes
+//     decides which intermediate states the driver checks, in the apply
+//     and in its rollback.
 //   - Sizes are programmed in 128-byte cells: a size that is not a
 //     multiple reads back smaller, and the apply would fail its read-back.
 //   - The first buffer write that changes something sets manual_buffer
 //     for good: rollback restores sizes and mapping, not automatic sizing.
+//
+// rocectl cannot read what the checks depend on beyond dcbnl: the manual
+// buffer mode, PBMC's lossy bits, the last xoff. The planner takes the
+// strictest reading: the port is in manual mode (its PFC writes check),
+// the lossy bits are what PFC makes them plus, while global pause is on,
+// every buffer a priority maps to, and every write checks its final state.
 
 const (
-	mlx5Cell       = 128
-	mlx5MaxPortMTU = 9216
-	mlx5CableLen   = 7 // MLX5E_DEFAULT_CABLE_LEN
+	mlx5Cell = 128
+	// mlx5MinMaxMTU is MINIMUM_MAX_MTU, the smallest max_mtu the driver
+	// sizes a lossless buffer for.
+	mlx5MinMaxMTU   = 9216
+	mlx5CableLen    = 7    // MLX5E_DEFAULT_CABLE_LEN
+	mlx5MaxCable    = 1000 // MLX5E_MAX_CABLE_LENGTH: setpfc takes delay below it
+	mlx5AllLossless = 0xff // fill_pfc_en under global pause
 )
 
 func mlx5Xoff(speedMbps, mtu, cable int) int {
@@ -36,28 +60,239 @@ func mlx5Xoff(speedMbps, mtu, cable int) int {
 	return (301+216*cable/100)*speedMbps/1000 + 272*mtu/100
 }
 
-// bufferState is what the driver's check looks at.
-type bufferState struct {
+// mlx5Port is one mlx5 port's receive buffers as the driver's checks see
+// them, followed through the plan's writes.
+type mlx5Port struct {
+	pause      bool // rx or tx global pause on
+	pauseKnown bool
 	pfc        uint8
 	prio2buf   [8]uint8
 	sizes      [8]uint32
+	lossless   [8]bool // PBMC's lossy bits, inverted
 	cable, mtu int
+	speed      int // Mb/s, 0 unknown
+	maxMTU     int // the netdev's max_mtu, 0 unknown
 }
 
-// shortBuffer returns the first lossless buffer that is too small in s, and
-// the minimum it needs, or -1.
-func (s bufferState) shortBuffer(speed int) (int, int) {
-	need := mlx5Xoff(speed, s.mtu, s.cable) + mlx5MaxPortMTU + mlx5Cell
-	for b := range 8 {
-		lossless := false
-		for p := range 8 {
-			lossless = lossless || (s.pfc&(1<<p) != 0 && int(s.prio2buf[p]) == b)
-		}
-		if lossless && int(s.sizes[b]) < need {
-			return b, need
+// mlx5State reads netdev's buffer state; ok is false when the driver
+// reports no PFC or buffers, or they cannot be read (the plan reports the
+// settings' own errors).
+func (h *Host) mlx5State(netdev string) (p mlx5Port, ok bool) {
+	st, err := h.K.DCB(netdev)
+	if err != nil || st.PFC == nil || st.Buffer == nil {
+		return p, false
+	}
+	li, err := h.K.Link(netdev)
+	if err != nil {
+		return p, false
+	}
+	p = mlx5Port{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size,
+		cable: int(st.PFC.Delay), mtu: li.MTU, maxMTU: li.MaxMTU, speed: h.linkSpeed(netdev)}
+	if p.cable == 0 {
+		p.cable = mlx5CableLen
+	}
+	if pa, err := h.K.Pause(netdev); err == nil {
+		p.pause, p.pauseKnown = pa.Rx || pa.Tx, true
+	}
+	// The lossy bits cannot be read: every buffer PFC makes lossless and,
+	// with global pause on, every buffer a priority maps to (what a map
+	// write under global pause leaves), so that no check is missed.
+	p.lossless = losslessBy(p.pfc, p.prio2buf)
+	if p.pause {
+		for b, l := range losslessBy(mlx5AllLossless, p.prio2buf) {
+			p.lossless[b] = p.lossless[b] || l
 		}
 	}
-	return -1, need
+	return p, true
+}
+
+// losslessBy is update_buffer_lossy's rule: a buffer is lossless when a
+// priority of pfcEn maps to it.
+func losslessBy(pfcEn uint8, prio2buf [8]uint8) [8]bool {
+	var out [8]bool
+	for p := range 8 {
+		if pfcEn&(1<<p) != 0 {
+			out[prio2buf[p]] = true
+		}
+	}
+	return out
+}
+
+// need is the least a lossless buffer may hold in p's state.
+func (p mlx5Port) need() int {
+	return mlx5Xoff(p.speed, p.mtu, p.cable) + max(p.maxMTU, mlx5MinMaxMTU) + mlx5Cell
+}
+
+// minimumText says where need comes from, max_mtu in its three states.
+func (p mlx5Port) minimumText() string {
+	var mtu string
+	switch {
+	case p.maxMTU <= 0:
+		mtu = "max(max_mtu, 9216) + 128 with the port's max_mtu unknown: 9216 taken, the driver may need more"
+	case p.maxMTU < mlx5MinMaxMTU:
+		mtu = fmt.Sprintf("9216 (max_mtu %d, raised to 9216) + 128", p.maxMTU)
+	default:
+		mtu = fmt.Sprintf("max_mtu %d + 128", p.maxMTU)
+	}
+	return fmt.Sprintf("xoff for %d m of cable at %s, MTU %d, plus %s: calculate_xoff, update_xoff_threshold", p.cable, speedText(p.speed), p.mtu, mtu)
+}
+
+// shortfall is a lossless buffer below the driver's minimum at one of its
+// checks.
+type shortfall struct {
+	buf  int
+	size uint32
+	at   mlx5Port // the state checked
+	why  string   // what makes the buffer lossless or checked there, if not plain PFC
+	// write names the write that fails, and rollback says it is an undo.
+	write    string
+	rollback bool
+}
+
+func (p mlx5Port) check(why string) *shortfall {
+	need := p.need()
+	for b := range 8 {
+		if p.lossless[b] && int(p.sizes[b]) < need {
+			return &shortfall{buf: b, size: p.sizes[b], at: p, why: why}
+		}
+	}
+	return nil
+}
+
+// setPFC is mlx5e_dcbnl_ieee_setpfc with the port in manual buffer mode:
+// p is left as the write leaves it, and the first failing check is
+// returned.
+func (p *mlx5Port) setPFC(pfc uint8, cable int) (sf *shortfall) {
+	first := func(s *shortfall) {
+		if sf == nil {
+			sf = s
+		}
+	}
+	if cable > 0 && cable < mlx5MaxCable && cable != p.cable {
+		p.cable = cable
+		first(p.check("mlx5 checks the lossless buffers for the new cable length first"))
+	}
+	if pfc != p.pfc {
+		// mlx5_set_port_pfc writes PFCC with global pause off.
+		p.pfc, p.pause, p.pauseKnown = pfc, false, true
+		p.lossless = losslessBy(pfc, p.prio2buf)
+	}
+	first(p.check(""))
+	return sf
+}
+
+// setBuffer is mlx5e_dcbnl_setbuffer, leaving p as the write does.
+func (p *mlx5Port) setBuffer(prio2buf [8]uint8, sizes [8]uint32) (sf *shortfall) {
+	if prio2buf == p.prio2buf && sizes == p.sizes {
+		return nil // nothing changed: the driver does nothing
+	}
+	if prio2buf != p.prio2buf {
+		en, why := p.pfc, "mlx5 takes a new priority-to-buffer map before new sizes and checks it against the sizes the port has (mlx5e_port_manual_buffer_config)"
+		if p.pause {
+			en, why = mlx5AllLossless, "global pause is on, so mlx5 makes every buffer a priority maps to lossless when the map changes (fill_pfc_en), checked against the sizes the port has before the write"
+		}
+		p.prio2buf, p.lossless = prio2buf, losslessBy(en, prio2buf)
+		sf = p.check(why)
+	}
+	p.sizes = sizes
+	if sf == nil {
+		sf = p.check("")
+	}
+	return sf
+}
+
+// mlx5Write is one kernel write of the plan on an mlx5 port, as the
+// planner follows it: apply moves the state to the write's values, undo
+// back to the port's current ones.
+type mlx5Write struct {
+	obj         string // "pause", "pfc", "buffer", "mtu"
+	name        string // for the plan: "the PFC write"
+	apply, undo func(p *mlx5Port) *shortfall
+}
+
+// mlx5Writes lists, in plan order, the writes the plan makes on netdev
+// (bond: the bond whose MTU change is netdev's) that the buffer checks
+// depend on, going from cur to final.
+func mlx5Writes(plan *policy.Plan, netdev, bond string, cur, final mlx5Port) []mlx5Write {
+	var ws []mlx5Write
+	seen := map[string]bool{}
+	for _, c := range plan.Changes {
+		if c.Port == nil || !(c.Port.Netdev == netdev || (bond != "" && c.Port.Netdev == bond && c.Kind == policy.KindMTU)) {
+			continue
+		}
+		var w mlx5Write
+		switch c.Kind {
+		case policy.KindGlobalPause:
+			on := final.pause
+			w = mlx5Write{obj: "pause", name: "the global pause write",
+				apply: func(p *mlx5Port) *shortfall { p.pause, p.pauseKnown = on, true; return nil },
+				undo:  func(p *mlx5Port) *shortfall { p.pause, p.pauseKnown = cur.pause, cur.pauseKnown; return nil }}
+		case policy.KindPFC, policy.KindCableLength:
+			w = mlx5Write{obj: "pfc", name: "the PFC write",
+				apply: func(p *mlx5Port) *shortfall { return p.setPFC(final.pfc, final.cable) },
+				undo:  func(p *mlx5Port) *shortfall { return p.setPFC(cur.pfc, cur.cable) }}
+		case policy.KindPrioBuffer, policy.KindBufferSize:
+			w = mlx5Write{obj: "buffer", name: "the buffer write",
+				apply: func(p *mlx5Port) *shortfall { return p.setBuffer(final.prio2buf, final.sizes) },
+				undo:  func(p *mlx5Port) *shortfall { return p.setBuffer(cur.prio2buf, cur.sizes) }}
+		case policy.KindMTU:
+			w = mlx5Write{obj: "mtu", name: "the MTU change",
+				apply: func(p *mlx5Port) *shortfall { p.mtu = final.mtu; return nil },
+				undo:  func(p *mlx5Port) *shortfall { p.mtu = cur.mtu; return nil }}
+		default:
+			continue
+		}
+		if !seen[w.obj] {
+			seen[w.obj] = true
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+// runWrites follows ws from cur: the apply, and the rollback from each
+// point the apply can stop at. It returns the first check that fails.
+func runWrites(cur mlx5Port, ws []mlx5Write) *shortfall {
+	for k := 1; k <= len(ws); k++ {
+		p := cur
+		for _, w := range ws[:k] {
+			if sf := w.apply(&p); sf != nil {
+				sf.write = w.name
+				return sf
+			}
+		}
+		for i := k - 1; i >= 0; i-- {
+			if sf := ws[i].undo(&p); sf != nil {
+				sf.write, sf.rollback = ws[i].name, true
+				return sf
+			}
+		}
+	}
+	return nil
+}
+
+// buffersBeforePFC is ws with the buffer write moved before the PFC write,
+// or nil when it is not after it.
+func buffersBeforePFC(ws []mlx5Write) []mlx5Write {
+	pfc := slices.IndexFunc(ws, func(w mlx5Write) bool { return w.obj == "pfc" })
+	buf := slices.IndexFunc(ws, func(w mlx5Write) bool { return w.obj == "buffer" })
+	if pfc < 0 || buf < pfc {
+		return nil
+	}
+	out := slices.Delete(slices.Clone(ws), buf, buf+1)
+	return slices.Insert(out, pfc, ws[buf])
+}
+
+func (sf *shortfall) String() string {
+	s := fmt.Sprintf("%s would leave buffer %d lossless with %d bytes; mlx5 needs at least %d (%s)",
+		sf.write, sf.buf, sf.size, sf.at.need(), sf.at.minimumText())
+	if sf.rollback {
+		s = "rolling back, " + s
+	}
+	if sf.why != "" {
+		s += "; " + sf.why
+	}
+	return s
 }
 
 // planMLX5Buffers checks and orders one mlx5 port's PFC, cable length and
@@ -108,26 +343,23 @@ func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []po
 		i := idx[policy.KindCableLength]
 		plan.Changes[i].Note = joinNote(plan.Changes[i].Note, "mlx5 uses the cable length only in manual buffer mode: without [buffers] it changes nothing unless an earlier buffer write set that mode")
 	}
-	if !p2bChange && !sizeChange {
+	// A port whose buffers the profile manages is in manual buffer mode,
+	// where a PFC or cable change is checked against the buffers too.
+	if !managesBuffers {
 		return
 	}
-	st, err := h.K.DCB(netdev)
-	if err != nil || st.PFC == nil || st.Buffer == nil {
-		return // the plan reports the unreadable or unsupported settings
-	}
-	li, err := h.K.Link(netdev)
-	if err != nil {
+	cur, ok := h.mlx5State(netdev)
+	if !ok {
 		return
-	}
-	speed := h.linkSpeed(netdev)
-	cur := bufferState{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size, cable: int(st.PFC.Delay), mtu: li.MTU}
-	if cur.cable == 0 {
-		cur.cable = mlx5CableLen
 	}
 	final := cur
 	for k, i := range idx {
 		v := plan.Changes[i].Value
 		switch k {
+		case policy.KindGlobalPause:
+			if pa, err := parsePause(v); err == nil {
+				final.pause, final.pauseKnown = pa.Rx || pa.Tx, true
+			}
 		case policy.KindPFC:
 			final.pfc, _ = policy.ParsePrioBitmap(v)
 		case policy.KindCableLength:
@@ -148,62 +380,98 @@ func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []po
 			}
 		}
 	}
-	refuse := func(k policy.Kind, why string) {
-		c := plan.Changes[idx[k]]
-		plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})
-	}
-	if sizeChange {
-		for b, sz := range final.sizes {
-			if sz%mlx5Cell != 0 {
-				refuse(policy.KindBufferSize, fmt.Sprintf("buffer %d: %d bytes is not a whole number of mlx5's %d-byte cells (port_set_buffer programs size/%d): use %d or %d",
-					b, sz, mlx5Cell, mlx5Cell, sz/mlx5Cell*mlx5Cell, (sz/mlx5Cell+1)*mlx5Cell))
+	refuse := func(why string, ks ...policy.Kind) {
+		for _, k := range ks {
+			if i, ok := idx[k]; ok {
+				c := plan.Changes[i]
+				plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})
 				return
 			}
 		}
 	}
-	if b, need := final.shortBuffer(speed); b >= 0 {
-		k := policy.KindBufferSize
-		if !sizeChange {
-			k = policy.KindPrioBuffer
+	if sizeChange {
+		for b, sz := range final.sizes {
+			if sz%mlx5Cell != 0 {
+				refuse(fmt.Sprintf("buffer %d: %d bytes is not a whole number of mlx5's %d-byte cells (port_set_buffer programs size/%d): use %d or %d",
+					b, sz, mlx5Cell, mlx5Cell, sz/mlx5Cell*mlx5Cell, (sz/mlx5Cell+1)*mlx5Cell), policy.KindBufferSize)
+				return
+			}
 		}
-		refuse(k, fmt.Sprintf("buffer %d would be lossless with %d bytes; mlx5 needs at least %d (xoff for %d m of cable at %s, MTU %d, plus 9216 + 128: calculate_xoff, update_xoff_threshold)",
-			b, final.sizes[b], need, final.cable, speedText(speed), final.mtu))
+	}
+	ws := mlx5Writes(plan, netdev, bond, cur, final)
+	// The state the plan leaves, whatever the order: refused with the
+	// sizes it needs, before any question of order.
+	end := cur
+	for _, w := range ws {
+		w.apply(&end)
+	}
+	if sf := end.check(""); sf != nil {
+		why := fmt.Sprintf("buffer %d would be lossless with %d bytes; mlx5 needs at least %d (%s)", sf.buf, sf.size, end.need(), end.minimumText())
+		switch {
+		case losslessBy(end.pfc, end.prio2buf)[sf.buf]:
+		case p2bChange:
+			why += "; global pause is on, and mlx5 makes every buffer a priority maps to lossless when the map changes (fill_pfc_en): turn global pause off (qos.global_pause = false, written before the buffers) or size every buffer in use for it"
+		default:
+			why += "; global pause is on, under which a map write makes every buffer a priority maps to lossless (fill_pfc_en), and which buffers are lossless now cannot be read (PBMC's lossy bits), so it is taken as lossless"
+		}
+		refuse(why, policy.KindBufferSize, policy.KindPrioBuffer, policy.KindPFC, policy.KindCableLength)
 		return
 	}
-	if pfcChange || cableChange {
-		// PFC first (the apply order) makes the driver check the new
-		// pfc_en and cable length against the old buffers (if the port
-		// is already in manual mode, which cannot be read); buffers first
-		// checks the new buffers against the old pfc_en.
-		pfcFirst := cur
-		pfcFirst.pfc, pfcFirst.cable, pfcFirst.mtu = final.pfc, final.cable, final.mtu
-		bufFirst := cur
-		bufFirst.prio2buf, bufFirst.sizes, bufFirst.mtu = final.prio2buf, final.sizes, final.mtu
-		pfcOK, _ := pfcFirst.shortBuffer(speed)
-		bufOK, _ := bufFirst.shortBuffer(speed)
+	if sf := runWrites(cur, ws); sf != nil {
+		alt := buffersBeforePFC(ws)
+		altSF := (*shortfall)(nil)
+		if alt != nil {
+			altSF = runWrites(cur, alt)
+		}
 		switch {
-		case pfcOK < 0:
-		case bufOK < 0:
+		case alt != nil && altSF == nil:
 			moveBuffersFirst(plan, netdev)
+		case alt != nil:
+			refuse("no order of the PFC and buffer writes passes mlx5's buffer checks: PFC first, "+sf.String()+"; buffers first, "+altSF.String()+"; change PFC and buffers in two applies",
+				policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize)
+			return
 		default:
-			refuse(policy.KindPFC, "no order of the PFC and buffer writes passes mlx5's buffer check: each intermediate state leaves a lossless buffer too small; change PFC and buffers in two applies")
+			refuse(sf.String()+advice(sf), policy.KindPrioBuffer, policy.KindBufferSize, policy.KindPFC, policy.KindCableLength)
 			return
 		}
 	}
-	for _, k := range []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize} {
-		if i, ok := idx[k]; ok {
-			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, irreversibleBuffer)
-			break
+	for _, k := range []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize, policy.KindPFC, policy.KindCableLength} {
+		i, ok := idx[k]
+		if !ok {
+			continue
 		}
+		if k == policy.KindPrioBuffer || k == policy.KindBufferSize {
+			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, irreversibleBuffer)
+		}
+		if cur.maxMTU <= 0 {
+			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, "mlx5 needs xoff + max(max_mtu, 9216) + 128 bytes in a lossless buffer and this port's max_mtu is unknown (not captured): checked with 9216, the driver may need more")
+		}
+		if !cur.pauseKnown && p2bChange && !slices.ContainsFunc(ws, func(w mlx5Write) bool { return w.obj == "pause" }) {
+			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, "global pause could not be read: if it is on when the map is written, mlx5 makes every buffer a priority maps to lossless (fill_pfc_en), which this plan has not checked")
+		}
+		break
 	}
+}
+
+// advice says what the operator can do about a shortfall that no order
+// of this plan avoids.
+func advice(sf *shortfall) string {
+	switch {
+	case sf.at.pause && strings.Contains(sf.why, "fill_pfc_en"):
+		return ": turn global pause off before the map changes (qos.global_pause = false: rocectl writes it before the buffers)"
+	case strings.Contains(sf.why, "before new sizes"):
+		return fmt.Sprintf(": give buffer %d its size in an apply before the one that maps priorities to it", sf.buf)
+	}
+	return ""
 }
 
 // irreversibleBuffer is the note on a buffer change: mlx5e_dcbnl_setbuffer
 // sets manual_buffer, which only driver init clears.
 const irreversibleBuffer = "irreversible in part: switches mlx5 to manual buffer mode for good (manual_buffer is cleared only when the driver loads); rollback restores sizes and mapping, not automatic sizing"
 
-// moveBuffersFirst puts the port's buffer changes before its PFC change, so
-// the buffer step is written (and undone) on the other side of it.
+// moveBuffersFirst puts the port's buffer changes before its PFC write
+// (PFC or cable length change), so the buffer step is written (and undone)
+// on the other side of it.
 func moveBuffersFirst(plan *policy.Plan, netdev string) {
 	var buf, rest []policy.Change
 	pfcAt := -1
@@ -212,7 +480,7 @@ func moveBuffersFirst(plan *policy.Plan, netdev string) {
 			buf = append(buf, c)
 			continue
 		}
-		if c.Port != nil && c.Port.Netdev == netdev && c.Kind == policy.KindPFC && pfcAt < 0 {
+		if c.Port != nil && c.Port.Netdev == netdev && (c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength) && pfcAt < 0 {
 			pfcAt = len(rest)
 		}
 		rest = append(rest, c)
@@ -221,7 +489,7 @@ func moveBuffersFirst(plan *policy.Plan, netdev string) {
 		return
 	}
 	for i := range buf {
-		buf[i].Note = joinNote(buf[i].Note, "written before PFC: mlx5 checks the buffers against the PFC setting of the moment, and only this order passes")
+		buf[i].Note = joinNote(buf[i].Note, "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back")
 	}
 	out := append(append(append([]policy.Change{}, rest[:pfcAt]...), buf...), rest[pfcAt:]...)
 	copy(plan.Changes, out)

@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 )
@@ -44,8 +45,9 @@ func lagPlan(t *testing.T, profile string, prep func(*nictest.Sim)) *policy.Plan
 // A lossless buffer the driver would refuse is refused on each slave:
 // planned on the bond, no buffer change was seen at all. 32768 bytes hold
 // a lossless priority at the slaves' MTU of 1500 (xoff at the 40 Gb/s
-// floor: 316 × 40 + 4080, + 9216 + 128 = 26064), not at the MTU 9000 the
-// bond gives them in the same apply (12640 + 24480 + 9344 = 46464).
+// floor: 316 × 40 + 4080, + max_mtu 9978 + 128 = 26826), not at the MTU
+// 9000 the bond gives them in the same apply (12640 + 24480 + 10106 =
+// 47226).
 func TestLAGBufferRefusedOnEachSlave(t *testing.T) {
 	plan := lagPlan(t, `[match]
 drivers = ["mlx5_core"]
@@ -61,8 +63,8 @@ buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]
 	var refused []string
 	for _, r := range plan.Refused {
 		refused = append(refused, r.Key)
-		if !strings.Contains(r.Error, "mlx5 needs at least 46464") || !strings.Contains(r.Error, "MTU 9000") {
-			t.Errorf("%s: %s, want the minimum at MTU 9000 (46464)", r.Key, r.Error)
+		if !strings.Contains(r.Error, "mlx5 needs at least 47226") || !strings.Contains(r.Error, "MTU 9000") {
+			t.Errorf("%s: %s, want the minimum at MTU 9000 (47226)", r.Key, r.Error)
 		}
 	}
 	slices.Sort(refused)
@@ -88,6 +90,11 @@ global_pause = false
 priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 `, func(s *nictest.Sim) {
 		for _, nd := range lagSlaves {
+			// Global pause off first: with it on, mlx5 would make every
+			// buffer a priority maps to lossless (fill_pfc_en).
+			if err := s.SetPause(nd, nic.Pause{}); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
 				t.Fatal(err)
 			}
@@ -146,6 +153,11 @@ priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
 buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
 `, func(s *nictest.Sim) {
 		for _, nd := range lagSlaves {
+			// Global pause off first: with it on, mlx5 would make every
+			// buffer a priority maps to lossless (fill_pfc_en).
+			if err := s.SetPause(nd, nic.Pause{}); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
 				t.Fatal(err)
 			}
@@ -214,5 +226,68 @@ func TestMTUFirstMovesMTUBeforeBufferChanges(t *testing.T) {
 	}
 	if !strings.Contains(plan.Changes[2].Note, "MTU of the moment") {
 		t.Errorf("moved MTU change's note %q", plan.Changes[2].Note)
+	}
+}
+
+// planWithState plans profile on the fixture host, its kernel state
+// edited first.
+func planWithState(t *testing.T, fixture, profile string, edit func(*snapshot.KernelState)) *policy.Plan {
+	t.Helper()
+	root, sim := fixturehost.Copy(t, fixture)
+	st := sim.State()
+	edit(st)
+	pf := filepath.Join(t.TempDir(), "p.toml")
+	if err := os.WriteFile(pf, []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(pf, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{FS: nic.NewFS(root, false), K: nictest.NewSim(st)}
+	return h.Plan(policy.Resolve(p, h.Ports(h.Discover(), false)))
+}
+
+// mlx5 sizes a lossless buffer for max(netdev->max_mtu, 9216). A port
+// whose max_mtu was not captured (IFLA_MAX_MTU absent: 0) is checked with
+// 9216, the least the driver can need, and the plan says so: a size the
+// 9216 minimum refuses is refused naming the unknown, a size it takes
+// carries a note that the driver may need more.
+func TestMLX5MinimumWithMaxMTUUnknown(t *testing.T) {
+	const profile = "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\n"
+	unknown := func(st *snapshot.KernelState) {
+		for _, ls := range st.Links {
+			ls.Link.MaxMTU = 0
+		}
+	}
+	// MTU 9000, 7 m, 100 Gb/s: 31600 + 24480 + 9216 + 128 = 65424.
+	plan := planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n", unknown)
+	if len(plan.Refused) != 2 {
+		t.Fatalf("refused %+v, want both ports' buffer sizes", plan.Refused)
+	}
+	for _, e := range plan.Refused {
+		for _, want := range []string{"needs at least 65424", "max_mtu unknown: 9216 taken, the driver may need more"} {
+			if !strings.Contains(e.Error, want) {
+				t.Errorf("%s: %s, want %q", e.Key, e.Error, want)
+			}
+		}
+	}
+	// 65536 passes 9216; with the fixture's max_mtu (9978) it would not.
+	plan = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", unknown)
+	if len(plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", plan.Refused)
+	}
+	noted := 0
+	for _, c := range plan.Changes {
+		if strings.Contains(c.Note, "max_mtu is unknown (not captured): checked with 9216, the driver may need more") {
+			noted++
+		}
+	}
+	if noted != 2 {
+		t.Errorf("%d changes note the unknown max_mtu, want one per port", noted)
+	}
+	plan = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", func(*snapshot.KernelState) {})
+	if len(plan.Refused) != 2 || !strings.Contains(plan.Refused[0].Error, "needs at least 66186") {
+		t.Errorf("with max_mtu 9978 known: refused %+v, want the 66186 minimum", plan.Refused)
 	}
 }

@@ -131,19 +131,13 @@ func isBufferKind(k policy.Kind) bool {
 // own errors), or its MTU does not change; a lossless buffer too small
 // for the new MTU refuses the MTU change.
 func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
-	st, err := h.K.DCB(p.Netdev)
-	if err != nil || st.PFC == nil || st.Buffer == nil {
-		return policy.Change{}, nil, false
-	}
-	li, err := h.K.Link(p.Netdev)
-	if err != nil || li.MTU == newMTU {
+	cur, ok := h.mlx5State(p.Netdev)
+	if !ok || cur.mtu == newMTU {
 		return policy.Change{}, nil, false
 	}
 	follows, buffersChange := false, false
-	final := bufferState{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size, cable: int(st.PFC.Delay), mtu: newMTU}
-	if final.cable == 0 {
-		final.cable = mlx5CableLen
-	}
+	final := cur
+	final.mtu = newMTU
 	for _, c := range plan.Changes {
 		if c.Port == nil || c.Port.Netdev != p.Netdev {
 			continue
@@ -152,6 +146,7 @@ func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change
 		case policy.KindPFC:
 			follows = true
 			final.pfc, _ = policy.ParsePrioBitmap(c.Value)
+			final.lossless = losslessBy(final.pfc, final.prio2buf)
 		case policy.KindCableLength:
 			follows = true
 			final.cable, _ = strconv.Atoi(c.Value)
@@ -163,11 +158,10 @@ func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change
 	// MTU included. Without, the recompute at the new MTU checks today's
 	// buffers.
 	if !buffersChange {
-		speed := h.linkSpeed(p.Netdev)
-		if b, need := final.shortBuffer(speed); b >= 0 {
+		if sf := final.check(""); sf != nil {
 			plan.Refused = append(plan.Refused, policy.PlanError{Key: mtu.Key, Want: mtu.Value, Port: mtu.Port,
-				Error: fmt.Sprintf("%sbuffer %d is lossless with %d bytes; at MTU %d mlx5 needs at least %d (xoff for %d m of cable at %s, plus 9216 + 128: calculate_xoff, update_xoff_threshold), and the recompute the MTU change needs would fail: raise buffers.buffer_size with the MTU",
-					slaveOf(p, mtu), b, final.sizes[b], newMTU, need, final.cable, speedText(speed))})
+				Error: fmt.Sprintf("%sbuffer %d is lossless with %d bytes; at MTU %d mlx5 needs at least %d (%s), and the recompute the MTU change needs would fail: raise buffers.buffer_size with the MTU",
+					slaveOf(p, mtu), sf.buf, sf.size, newMTU, final.need(), final.minimumText())})
 			return policy.Change{}, nil, false
 		}
 	}
@@ -176,7 +170,7 @@ func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change
 		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
 			Kind: policy.KindXoffRecompute, Value: v, From: "link.mtu", Port: p}, Before: v, Note: note}
 	}
-	before = mk("link.xoff_recompute_on_rollback", li.MTU, xoffRecomputeNote+fmt.Sprintf("; written before the MTU change, where it changes nothing, so that rollback recomputes them for MTU %d once it has restored the MTU", li.MTU))
+	before = mk("link.xoff_recompute_on_rollback", cur.mtu, xoffRecomputeNote+fmt.Sprintf("; written before the MTU change, where it changes nothing, so that rollback recomputes them for MTU %d once it has restored the MTU", cur.mtu))
 	if !follows {
 		a := mk("link.xoff_recompute", newMTU, xoffRecomputeNote+fmt.Sprintf("; here for MTU %d, after the MTU change", newMTU))
 		after = &a

@@ -7,50 +7,67 @@ import (
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
-// The mlx5 port buffer model (mlx5/core/en/port_buffer.c, en_dcbnl.c).
+// The mlx5 port buffer model (mlx5/core/en/port_buffer.c, en_dcbnl.c), as
+// mainline and DOCA-OFED 25.10 have it.
 //
 //   - mlx5e_dcbnl_ieee_setpfc writes PFCC and toggles the link
 //     (mlx5_toggle_port_link) when pfc_en changes, takes a cable length
 //     change (0 < delay < 1000), and then, with the port in manual buffer
 //     mode, always calls mlx5e_port_manual_buffer_config with what changed
-//     (possibly nothing). A failure there is returned after PFCC was
-//     written: pfc_en stays changed, the cable length goes back.
+//     (possibly nothing) and the pfc_en it was given. A failure there is
+//     returned after PFCC was written: pfc_en stays changed, the cable
+//     length goes back.
 //   - mlx5e_dcbnl_setbuffer: nothing changed is nothing done; any change
 //     sets manual_buffer for good (only driver init clears it) and runs the
-//     same configuration, judging losslessness by the current pfc_en.
-//   - A buffer is lossless when a PFC-enabled priority maps to it
-//     (update_buffer_lossy). Whenever thresholds are recomputed, a lossless
-//     buffer smaller than xoff + MLX5E_MAX_PORT_MTU (9216) + one cell is
-//     -ENOMEM (update_xoff_threshold), and a zero-size lossless buffer in a
-//     size change is -EINVAL.
+//     same configuration with the new map and/or sizes.
+//   - mlx5e_port_manual_buffer_config works on the buffers as PBMC holds
+//     them (sizes and lossy bits) in a fixed order, and every step that
+//     recomputes runs update_xoff_threshold over the buffers the lossy bits
+//     call lossless at that point, with the sizes of that point:
+//     1. a cable length change: the current lossy bits and sizes;
+//     2. a pfc_en change: update_buffer_lossy with the given pfc_en and
+//     the current priority-to-buffer map; checked if a lossy bit changes;
+//     3. a map change: update_buffer_lossy with the new map and
+//     fill_pfc_en — 0xff (every buffer a priority maps to is lossless)
+//     while rx or tx global pause is on, else the port's pfc_en —
+//     checked, if a bit changes, against the sizes before the write;
+//     4. a size change: a lossless buffer of size 0 is -EINVAL, then the
+//     new sizes are checked;
+//     5. otherwise, when the xoff differs from the last one
+//     (priv->dcbx.xoff), the current state is checked.
+//     The check: a lossless buffer smaller than xoff + max_mtu + one cell
+//     is -ENOMEM, max_mtu being max(netdev->max_mtu, MINIMUM_MAX_MTU 9216)
+//     — in mainline since before "net/mlx5e: Query global pause state
+//     before setting prio2buffer" (netdev, December 2019, which added
+//     fill_pfc_en) and in MLNX_OFED/DOCA-OFED from 4.7 (fill_pfc_en from
+//     5.1) to 25.10; MLNX_OFED 4.6 and older used the constant
+//     MLX5E_MAX_PORT_MTU (9216), and had no fill_pfc_en (not modelled).
 //   - xoff = (301 + 2.16 × cable_len) × max(speed, 40 Gb/s) [Gb/s] + 2.72 ×
 //     MTU, in integer arithmetic as calculate_xoff does.
-//   - Sizes are programmed in 128-byte cells (size >> MLX5E_BUFFER_CELL_SHIFT)
+//   - Sizes are programmed in 128-byte cells (size / port_buff_cell_sz)
 //     and read back as cells × 128: a size that is not a multiple reads
 //     back smaller.
 //
 // The thresholds themselves (mlx5PBMC, Sim.Thresholds) are what rocectl
-// cannot read: no dcbnl attribute carries them. mlx5e_port_manual_buffer_config
-// computes xoff from the MTU, speed and cable length of the moment and
-// recomputes every buffer's xoff/xon (update_xoff_threshold: xoff_threshold
-// = size − xoff, xon_threshold = xoff_threshold − max MTU, both programmed in
-// whole cells by port_set_buffer) when the cable length or the sizes
-// change, when a buffer's losslessness changes, or when the xoff it
-// computes differs from the last one (priv->dcbx.xoff) — so an identical
-// PFC write in manual mode recomputes them after an MTU or speed change.
-// Nothing else does: setting the MTU (mlx5e_set_dev_port_mtu) and the
+// cannot read: no dcbnl attribute carries them, nor the lossy bits.
+// update_xoff_threshold sets each lossless buffer's xoff threshold to size
+// − xoff and its xon threshold max_mtu below that, both programmed in
+// whole cells by port_set_buffer. Nothing but the configuration above
+// recomputes them: setting the MTU (mlx5e_set_dev_port_mtu) and the
 // carrier coming up at a new speed (mlx5e_update_carrier) leave them as
 // they were. Mainline briefly recomputed them there ("net/mlx5e: Update
 // and set Xon/Xoff upon MTU set", ceddedc969f0; "... upon port speed set",
 // d24341740fe4) and reverted both (6f5dacf88a32, 3fbfe251cc9f: they broke
 // the buffer-to-pool mapping of multi-host NICs); DOCA-OFED 25.10 has
-// neither. The driver's newer max(netdev->max_mtu, 9216) in place of 9216,
-// and fill_pfc_en (global pause makes every used buffer lossless in a
-// priority-to-buffer change), are not modelled.
+// neither. The lossy bits a port has when it enters manual buffer mode are
+// the firmware's; the model takes them as its PFC makes them
+// (pbmcOf).
 
 const (
-	mlx5CellSize   = 128
-	mlx5MaxPortMTU = 9216
+	mlx5CellSize = 128
+	// mlx5MinMaxMTU is MINIMUM_MAX_MTU: the smallest max_mtu
+	// mlx5e_port_manual_buffer_config sizes a lossless buffer for.
+	mlx5MinMaxMTU = 9216
 	// mlx5DefaultCableLen is MLX5E_DEFAULT_CABLE_LEN, the cable length the
 	// driver assumes until one is set.
 	mlx5DefaultCableLen = 7
@@ -65,12 +82,19 @@ func mlx5Xoff(speed, mtu, cable int) int {
 	return (301+216*cable/100)*speed/1000 + 272*mtu/100
 }
 
-// mlx5Lossless says which buffers a PFC-enabled priority maps to.
-func mlx5Lossless(pfcEn uint8, prio2buffer [8]uint8) [8]bool {
-	var out [8]bool
+// mlx5MaxMTU is the max_mtu mlx5e_port_manual_buffer_config uses: the
+// netdev's, at least MINIMUM_MAX_MTU.
+func mlx5MaxMTU(ls *snapshot.LinkState) int {
+	return max(ls.Link.MaxMTU, mlx5MinMaxMTU)
+}
+
+// mlx5Lossy is update_buffer_lossy's rule: a buffer is lossy unless a
+// PFC-enabled priority maps to it.
+func mlx5Lossy(pfcEn uint8, prio2buffer [8]uint8) [8]bool {
+	out := [8]bool{true, true, true, true, true, true, true, true}
 	for p := range 8 {
 		if pfcEn&(1<<p) != 0 {
-			out[prio2buffer[p]] = true
+			out[prio2buffer[p]] = false
 		}
 	}
 	return out
@@ -78,9 +102,9 @@ func mlx5Lossless(pfcEn uint8, prio2buffer [8]uint8) [8]bool {
 
 // mlx5CheckXoff is update_xoff_threshold's check over every lossless
 // buffer.
-func mlx5CheckXoff(sizes [8]uint32, lossless [8]bool, xoff int) error {
-	for i, l := range lossless {
-		if l && int(sizes[i]) < xoff+mlx5MaxPortMTU+mlx5CellSize {
+func mlx5CheckXoff(sizes [8]uint32, lossy [8]bool, xoff, maxMTU int) error {
+	for i, l := range lossy {
+		if !l && int(sizes[i]) < xoff+maxMTU+mlx5CellSize {
 			return syscall.ENOMEM
 		}
 	}
@@ -120,15 +144,13 @@ func (s *Sim) Thresholds(name string) (th MLX5Thresholds, ok bool) {
 }
 
 // pbmcOf returns the link's PBMC state, made when the port enters manual
-// buffer mode: the lossy bits the firmware left, no thresholds computed.
+// buffer mode: the lossy bits the firmware left (taken as the port's PFC
+// makes them), no thresholds computed.
 func (s *Sim) pbmcOf(name string, d *dcb.State) *mlx5PBMC {
 	if pb := s.pbmc[name]; pb != nil {
 		return pb
 	}
-	pb := &mlx5PBMC{}
-	for i, l := range mlx5Lossless(d.PFC.Enable, d.Buffer.PrioBuffer) {
-		pb.lossy[i] = !l
-	}
+	pb := &mlx5PBMC{lossy: mlx5Lossy(d.PFC.Enable, d.Buffer.PrioBuffer)}
 	s.pbmc[name] = pb
 	return pb
 }
@@ -143,37 +165,83 @@ const (
 )
 
 // mlx5BufferConfig is mlx5e_port_manual_buffer_config as far as the
-// thresholds go, for the port state the write would leave (pfc_en, cable
-// length, priority map, sizes): it decides whether the driver recomputes
-// them, checks every lossless buffer when it does (update_xoff_threshold,
-// the only source of -ENOMEM), and on success stores what port_set_buffer
-// programs.
-func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, pb *mlx5PBMC, change int, pfcEn uint8, cable int, p2b [8]uint8, sizes [8]uint32) error {
+// thresholds go, run on the link's current state d (map, sizes, pfc_en)
+// and global pause: change says what the caller changed, pfcEn is the
+// pfc_en a PFC write passes, cable the cable length it has already taken,
+// p2b and sizes what a buffer write asks for. It checks in the driver's
+// order (see the top of this file) and, when every check passes, stores
+// what port_set_buffer programs.
+func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, d *dcb.State, pb *mlx5PBMC, change int, pfcEn uint8, cable int, p2b [8]uint8, sizes [8]uint32) error {
 	xoff := mlx5Xoff(s.mlx5Speed(name), ls.Link.MTU, cable)
-	lossless := mlx5Lossless(pfcEn, p2b)
-	var lossy [8]bool
-	for i, l := range lossless {
-		lossy[i] = !l
+	maxMTU := mlx5MaxMTU(ls)
+	lossy, cur := pb.lossy, d.Buffer.Size
+	update := false
+	if change&mlx5ChangeCable != 0 {
+		update = true
+		if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+			return err
+		}
 	}
-	recompute := change&(mlx5ChangeCable|mlx5ChangeSize) != 0 ||
-		(change&(mlx5ChangePFC|mlx5ChangePrio2Buffer) != 0 && lossy != pb.lossy) || // update_buffer_lossy
-		xoff != pb.lastXoff // "Need to update buffer configuration if xoff value is changed"
-	if !recompute {
+	if change&mlx5ChangePFC != 0 {
+		if l := mlx5Lossy(pfcEn, d.Buffer.PrioBuffer); l != lossy {
+			lossy, update = l, true
+			if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+				return err
+			}
+		}
+	}
+	if change&mlx5ChangePrio2Buffer != 0 {
+		// fill_pfc_en: global pause makes every used buffer lossless.
+		en := d.PFC.Enable
+		if ls.Pause != nil && (ls.Pause.Rx || ls.Pause.Tx) {
+			en = 0xff
+		}
+		if l := mlx5Lossy(en, p2b); l != lossy {
+			lossy, update = l, true
+			if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+				return err // checked against the sizes before the write
+			}
+		}
+	}
+	if change&mlx5ChangeSize != 0 {
+		for i, sz := range sizes {
+			if !lossy[i] && sz == 0 {
+				return syscall.EINVAL // "lossless buffer size cannot be zero"
+			}
+		}
+		var total uint64
+		for _, sz := range sizes {
+			total += uint64(sz)
+		}
+		if d.Buffer.TotalSize > 0 && total > uint64(d.Buffer.TotalSize) {
+			return syscall.EINVAL // more than the port buffer has spare
+		}
+		cur, update = sizes, true
+		if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+			return err
+		}
+	}
+	if !update && xoff != pb.lastXoff {
+		// "Need to update buffer configuration if xoff value is changed"
+		update = true
+		if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+			return err
+		}
+	}
+	pb.lastXoff = xoff
+	if !update {
 		return nil
-	}
-	if err := mlx5CheckXoff(sizes, lossless, xoff); err != nil {
-		return err
 	}
 	pb.lossy = lossy
 	for i := range 8 {
 		pb.xoff[i], pb.xon[i] = 0, 0
 		if !lossy[i] {
-			thr := int(sizes[i]) - xoff
+			thr := int(cur[i]) - xoff
 			pb.xoff[i] = uint32(thr / mlx5CellSize * mlx5CellSize)
-			pb.xon[i] = uint32((thr - mlx5MaxPortMTU) / mlx5CellSize * mlx5CellSize)
+			pb.xon[i] = uint32((thr - maxMTU) / mlx5CellSize * mlx5CellSize)
 		}
 	}
-	pb.lastXoff, pb.computed = xoff, true
+	pb.computed = true
 	return nil
 }
 
@@ -241,7 +309,7 @@ func (s *Sim) mlx5SetPFC(name string, ls *snapshot.LinkState, d *dcb.State, pfc 
 		// Called whatever changed: an identical write recomputes the
 		// thresholds when the MTU or speed moved since the last time.
 		pb := s.pbmcOf(name, d)
-		if err := s.mlx5BufferConfig(name, ls, pb, change, d.PFC.Enable, newCable, d.Buffer.PrioBuffer, d.Buffer.Size); err != nil {
+		if err := s.mlx5BufferConfig(name, ls, d, pb, change, d.PFC.Enable, newCable, d.Buffer.PrioBuffer, d.Buffer.Size); err != nil {
 			return err // PFCC stays written; the cable length is not taken
 		}
 	}
@@ -269,22 +337,11 @@ func (s *Sim) mlx5SetBuffer(name string, ls *snapshot.LinkState, d *dcb.State, b
 	if sizes != d.Buffer.Size {
 		change |= mlx5ChangeSize
 	}
-	lossless := mlx5Lossless(d.PFC.Enable, buf.PrioBuffer)
-	var total uint64
-	for i, sz := range sizes {
-		if lossless[i] && sz == 0 && sizes != d.Buffer.Size {
-			return syscall.EINVAL // "lossless buffer size cannot be zero"
-		}
-		total += uint64(sz)
-	}
-	if d.Buffer.TotalSize > 0 && total > uint64(d.Buffer.TotalSize) {
-		return syscall.EINVAL
-	}
 	cable := int(d.PFC.Delay)
 	if cable == 0 {
 		cable = mlx5DefaultCableLen
 	}
-	if err := s.mlx5BufferConfig(name, ls, pb, change, d.PFC.Enable, cable, buf.PrioBuffer, sizes); err != nil {
+	if err := s.mlx5BufferConfig(name, ls, d, pb, change, d.PFC.Enable, cable, buf.PrioBuffer, sizes); err != nil {
 		return err
 	}
 	d.Buffer.PrioBuffer, d.Buffer.Size = buf.PrioBuffer, sizes

@@ -362,6 +362,11 @@ func TestSimApps(t *testing.T) {
 
 func TestSimBuffer(t *testing.T) {
 	s := NewSim(simState())
+	// Global pause off: with it on, mlx5 would make the remapped buffer 1
+	// lossless (fill_pfc_en, TestSimMLX5GlobalPauseMakesMappedBuffersLossless).
+	if err := s.SetPause("mlx", nic.Pause{}); err != nil {
+		t.Fatal(err)
+	}
 	wantErrno(t, s.SetBuffer("mlx", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 8}}), syscall.EINVAL)
 	wantErrno(t, s.SetBuffer("mlx", dcb.Buffer{Size: [8]uint32{400000, 200000}}), syscall.EINVAL)
 	buf := dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262016, 262016}}
