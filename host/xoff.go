@@ -61,6 +61,26 @@ const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon threshol
 // their buffer, PFC and cable length changes, and refuses an MTU at which
 // a lossless buffer would be too small for the driver.
 func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
+	// The recomputes go around their MTU change, found by its key when
+	// every port has been seen: the plan is rebuilt once, not once per
+	// port (on 64 ports that was 480 MB of copies per plan).
+	type around struct{ pre, post []policy.Change }
+	insert := map[string]around{}
+	defer func() {
+		if len(insert) == 0 {
+			return
+		}
+		out := make([]policy.Change, 0, len(plan.Changes)+3*len(insert))
+		for _, c := range plan.Changes {
+			a, ok := insert[c.Key]
+			if !ok {
+				out = append(out, c)
+				continue
+			}
+			out = append(append(append(out, a.pre...), c), a.post...)
+		}
+		plan.Changes = out
+	}()
 	for _, dp := range d.Ports {
 		mtuAt := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
 			return c.Port != nil && c.Port.Netdev == dp.Port.Netdev && c.Kind == policy.KindMTU
@@ -92,7 +112,7 @@ func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
 			continue
 		}
 		mtuAt = mtuFirst(plan, mtuAt, ports)
-		plan.Changes = slices.Concat(plan.Changes[:mtuAt], pre, plan.Changes[mtuAt:mtuAt+1], post, plan.Changes[mtuAt+1:])
+		insert[plan.Changes[mtuAt].Key] = around{pre, post}
 	}
 }
 
@@ -199,8 +219,9 @@ func mtuFirst(plan *policy.Plan, mtuAt int, ports []string) int {
 	}
 	mtu := plan.Changes[mtuAt]
 	mtu.Note = joinNote(mtu.Note, "written before the buffer and PFC changes: mlx5 computes the buffer thresholds with the MTU of the moment")
-	rest := slices.Delete(slices.Clone(plan.Changes), mtuAt, mtuAt+1)
-	plan.Changes = slices.Insert(rest, first, mtu)
+	// Shift what lies between one place on, in place.
+	copy(plan.Changes[first+1:mtuAt+1], plan.Changes[first:mtuAt])
+	plan.Changes[first] = mtu
 	return first
 }
 
