@@ -139,6 +139,15 @@ func TestPeerOverVeth(t *testing.T) {
 		{"captured Juniper QFX3500, IEEE", [][]byte{capture(t, "juniper-qfx3500-ieee")}, "20s", 2, agent.PeerMismatch,
 			[]string{"host0 <-> chassis 84:18:88:d6:39:48 port 526: pfc: switch says priorities none, profile says priorities 3",
 				"port 526: trust: switch says pcp (no DSCP → priority entry), profile says dscp"}},
+		// Sent by lldpad (SOURCES.md): the same port with the profile's
+		// DSCP map, then with DSCP 26 on priority 4, then in CEE mode.
+		{"lldpad, IEEE, DSCP map as the profile", [][]byte{capture(t, "lldpad-ieee-dscp")}, "20s", 0, agent.PeerConsistent,
+			[]string{"host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: consistent (IEEE DCBX, from LLDP)"}},
+		{"lldpad, IEEE, DSCP 26 on priority 4", [][]byte{capture(t, "lldpad-ieee-dscp-differs")}, "20s", 2, agent.PeerMismatch,
+			[]string{"~ host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: 1 mismatch(es) (IEEE DCBX, from LLDP)\n",
+				"host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: dscp 26 (RoCE data): switch says priority 4, profile says priority 3 (from LLDP)\n"}},
+		{"lldpad, CEE", [][]byte{capture(t, "lldpad-cee")}, "20s", 0, agent.PeerConsistent,
+			[]string{"host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: consistent (CEE DCBX, from LLDP)"}},
 		{"silent switch", nil, "300ms", 1, agent.PeerUnknown,
 			[]string{"? host0: unknown: no LLDP frame in 300ms"}},
 	}

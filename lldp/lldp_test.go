@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -32,7 +33,10 @@ func readHex(t testing.TB, name string) []byte {
 	return b
 }
 
-var captures = []string{"cisco-nexus5k-cee", "juniper-qfx3500-cee", "juniper-qfx3500-ieee", "chelsio-cee"}
+var captures = []string{"cisco-nexus5k-cee", "juniper-qfx3500-cee", "juniper-qfx3500-ieee", "chelsio-cee",
+	// Sent by lldpad on a veth and captured with tcpdump
+	// (regen-lldpad.sh); the only frames with DSCP entries.
+	"lldpad-ieee-dscp", "lldpad-ieee-dscp-differs", "lldpad-cee"}
 
 // Each capture decodes to its golden structure (testdata/*.golden.json).
 func TestCapturesGolden(t *testing.T) {
@@ -130,6 +134,112 @@ func TestCaptureFields(t *testing.T) {
 			t.Errorf("PGID = %v", c.PG.PGID)
 		}
 	})
+}
+
+// The frames lldpad sent (SOURCES.md), read off the bytes by hand: the
+// 802.1Qaz Application Priority TLV with selector 5 (DSCP) entries as an
+// implementation other than this package's encodes it.
+func TestLLDPadFrames(t *testing.T) {
+	// Chassis ID and Port ID are sw0's MAC (subtypes 4 and 3), System
+	// Name the namespace's hostname, TTL 120.
+	header := func(t *testing.T, f *lldp.Frame) {
+		t.Helper()
+		if f.ChassisIDSubtype != 4 || f.ChassisID != "02:dc:b0:00:00:01" || f.PortIDSubtype != 3 || f.PortID != "02:dc:b0:00:00:01" ||
+			f.TTL != 120 || f.SystemName != "lldpad-netns" || f.PortDescription != "Interface   3 as sw0" {
+			t.Errorf("header TLVs: %+v", f)
+		}
+	}
+	// fe 19 00 80 c2 09 | 00: not willing, no CBS, max TCs 0 (= 8) |
+	// 00 01 00 20: priority 3 in TC 1, 6 in TC 2, the rest in TC 0 |
+	// 32 32 00*6: TC 0 and 1 50 % each | 02 02 00*6: ETS, ETS, strict...
+	ets := &lldp.ETSConfig{PrioTC: [8]uint8{3: 1, 6: 2}, TCBandwidth: [8]uint8{50, 50}, TSA: [8]uint8{lldp.TSAETS, lldp.TSAETS}}
+	// fe 06 00 80 c2 0b | 08 08: not willing, no MBC, 8 PFC TCs, PFC on 3
+	pfc := &lldp.PFC{Cap: 8, Enable: 1 << 3}
+	for _, c := range []struct {
+		name string
+		app  []lldp.App
+		tlv  []byte
+	}{
+		// fe 0b 00 80 c2 0c 00 | 65 00 1a: priority 3, selector 5, DSCP 26 |
+		// c5 00 30: priority 6, selector 5, DSCP 48
+		{"lldpad-ieee-dscp", []lldp.App{{Priority: 3, Selector: lldp.SelDSCP, Protocol: 26}, {Priority: 6, Selector: lldp.SelDSCP, Protocol: 48}},
+			[]byte{0xfe, 0x0b, 0x00, 0x80, 0xc2, 0x0c, 0x00, 0x65, 0x00, 0x1a, 0xc5, 0x00, 0x30}},
+		// ... 00 | c5 00 30 | 85 00 1a: priority 4, selector 5, DSCP 26
+		{"lldpad-ieee-dscp-differs", []lldp.App{{Priority: 6, Selector: lldp.SelDSCP, Protocol: 48}, {Priority: 4, Selector: lldp.SelDSCP, Protocol: 26}},
+			[]byte{0xfe, 0x0b, 0x00, 0x80, 0xc2, 0x0c, 0x00, 0xc5, 0x00, 0x30, 0x85, 0x00, 0x1a}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := readHex(t, c.name+".hex")
+			if !bytes.Contains(b, c.tlv) {
+				t.Fatalf("frame lacks the APP TLV % x", c.tlv)
+			}
+			f, err := lldp.DecodeFrame(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			header(t, f)
+			want := &lldp.IEEE{ETS: ets, PFC: pfc, App: c.app}
+			if f.CEE != nil || !reflect.DeepEqual(f.IEEE, want) {
+				t.Errorf("IEEE = %+v, CEE = %+v; want IEEE %+v", f.IEEE, f.CEE, want)
+			}
+		})
+	}
+	t.Run("lldpad-cee", func(t *testing.T) {
+		f, err := lldp.DecodeFrame(readHex(t, "lldpad-cee.hex"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		header(t, f)
+		on := lldp.CEEFeature{Enabled: true}
+		want := &lldp.CEE{
+			// 02 0a | 00 00 | 00 00 00 01 | 00 00 00 00: seq 1, ack 0
+			Control: &lldp.CEEControl{Seq: 1},
+			// 04 11 | 00 00 80 00: enabled, not willing | 00 01 00 00:
+			// priority 3 in group 1 | 32 32 00*6 | 08 TCs
+			PG: &lldp.CEEPG{CEEFeature: on, PGID: [8]uint8{3: 1}, Percent: [8]uint8{50, 50}, NumTCs: 8},
+			// 06 06 | 00 00 80 00 | 08 08: PFC on 3, 8 TCs
+			PFC: &lldp.CEEPFC{CEEFeature: on, Enable: 1 << 3, NumTCs: 8},
+			// 08 16 | 00 00 c0 00: enabled, willing | 89 06 00 1b 21 08:
+			// FCoE on 3 | 0c bc 01 1b 21 10: TCP port 3260 (iSCSI), selector
+			// 1 in the OUI's low bits, on 4 | 89 14 00 1b 21 08: FIP on 3
+			App: &lldp.CEEApp{CEEFeature: lldp.CEEFeature{Enabled: true, Willing: true}, Entries: []lldp.CEEAppEntry{
+				{Protocol: 0x8906, Selector: lldp.CEESelEthertype, Priorities: 0x08},
+				{Protocol: 3260, Selector: lldp.CEESelPort, Priorities: 0x10},
+				{Protocol: 0x8914, Selector: lldp.CEESelEthertype, Priorities: 0x08}}},
+		}
+		if f.IEEE != nil || !reflect.DeepEqual(f.CEE, want) {
+			t.Errorf("CEE = %+v, IEEE = %+v\nwant CEE %+v", f.CEE, f.IEEE, want)
+		}
+	})
+	// lldpad and this package's encoder agree byte for byte: the decoded
+	// frame encodes back to exactly what lldpad sent, and the PFC and APP
+	// TLVs of lldptest.RoCEFrame (the same settings) are lldpad's bytes.
+	for _, name := range []string{"lldpad-ieee-dscp", "lldpad-ieee-dscp-differs", "lldpad-cee"} {
+		b := readHex(t, name+".hex")
+		f, err := lldp.DecodeFrame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := lldp.EncodeFrame(net.HardwareAddr(b[6:12]), f)
+		if err != nil || !bytes.Equal(enc, b) {
+			t.Errorf("%s: EncodeFrame(DecodeFrame(b)) = %v\n% x\nwant\n% x", name, err, enc, b)
+		}
+	}
+	ours, err := lldp.Encode(lldptest.RoCEFrame())
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := readHex(t, "lldpad-ieee-dscp.hex")
+	for _, tlv := range [][]byte{{0xfe, 0x06, 0x00, 0x80, 0xc2, 0x0b}, {0xfe, 0x0b, 0x00, 0x80, 0xc2, 0x0c}} {
+		i, j := bytes.Index(ours, tlv), bytes.Index(theirs, tlv)
+		if i < 0 || j < 0 {
+			t.Fatalf("TLV % x: at %d in ours, %d in lldpad's", tlv, i, j)
+		}
+		n := 2 + int(tlv[1])
+		if !bytes.Equal(ours[i:i+n], theirs[j:j+n]) {
+			t.Errorf("Encode: % x, lldpad: % x", ours[i:i+n], theirs[j:j+n])
+		}
+	}
 }
 
 // A frame built from the structures decodes back to them, byte layout
