@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rocectl/rocectl/policy"
@@ -26,5 +29,60 @@ func TestPortHeaderShowsTopology(t *testing.T) {
 		if got := portHeader(c.p); got != c.want {
 			t.Errorf("portHeader = %q, want %q", got, c.want)
 		}
+	}
+}
+
+// The plan of a RoCE LAG host shows each setting the slaves share on one
+// line in the bond's section, naming both slaves; disruptions and
+// warnings about the slaves likewise.
+func TestAuditLAGShowsOneLinePerSettingForBothSlaves(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "lag.toml")
+	if err := os.WriteFile(prof, []byte("name = \"lag\"\n[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n"+
+		"[qos]\ntrust = \"dscp\"\npfc_priorities = [3]\nglobal_pause = false\n[roce]\ndefault_tos = 106\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "audit", "-p", prof, "--snapshot", repo("testdata/hosts/cx5-roce-lag"))
+	if code != ExitDrift {
+		t.Fatalf("exit %d, want 2\n%s%s", code, out, errs)
+	}
+	golden(t, "audit-cx5-roce-lag.txt", out)
+	for _, want := range []string{
+		"~ mlx5_bond_0 (bond0: ens1f0np0 + ens1f1np1, 802.3ad) port 1, mlx5_core\n",
+		"    ~ {ens1f0np0,ens1f1np1}.qos.pfc = [] -> [3]\n",
+		"    ~ bond0.link.mtu = 1500 -> 9000\n",
+		"    ! disrupts: ens1f0np0 + ens1f1np1: link toggle:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "slave of bond0") || strings.Contains(out, "~ ens1f0np0.") {
+		t.Errorf("a slave shown on its own:\n%s", out)
+	}
+}
+
+// Slaves that held different values before show each one's; a change
+// on one slave only is its own line.
+func TestSlaveChangeLines(t *testing.T) {
+	s0 := &policy.Port{Netdev: "ens1f0np0", Bond: "bond0"}
+	s1 := &policy.Port{Netdev: "ens1f1np1", Bond: "bond0"}
+	ch := func(p *policy.Port, name, before, after string, absent bool) policy.Change {
+		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Value: after, Port: p}, Before: before, Absent: absent}
+	}
+	var b strings.Builder
+	for _, l := range mergeSlaveChanges([]policy.Change{
+		ch(s0, "qos.pfc", "[4]", "[3]", false), ch(s1, "qos.pfc", "[]", "[3]", false),
+		ch(s1, "qos.trust", "pcp", "dscp", false),
+		ch(s0, "roce.x", "", "1", true), ch(s1, "roce.x", "", "1", true),
+		ch(s0, "qos.y", "", "2", true), ch(s1, "qos.y", "1", "2", false),
+	}) {
+		renderChangeLine(&b, l)
+	}
+	want := "    ~ {ens1f0np0,ens1f1np1}.qos.pfc = ens1f0np0: [4], ens1f1np1: [] -> [3]\n" +
+		"    ~ ens1f1np1.qos.trust = pcp -> dscp\n" +
+		"    + {ens1f0np0,ens1f1np1}.roce.x = 1\n" +
+		"    ~ {ens1f0np0,ens1f1np1}.qos.y = ens1f0np0: (none), ens1f1np1: 1 -> 2\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
