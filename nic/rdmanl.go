@@ -123,8 +123,9 @@ func rdmaPortsRequest(devIndex uint32) *nl.NetlinkRequest {
 // family header: RDMA netlink attributes follow the nlmsghdr directly.
 type rdmaAttrs map[uint16][]byte
 
-// The walk is its own rather than nl.ParseRouteAttr, which slices past the
-// end of a message whose last attribute is not padded to 4 bytes.
+// parseRDMAAttrs splits a message's payload into its attributes. The walk
+// is its own rather than nl.ParseRouteAttr, which slices past the end of a
+// message whose last attribute is not padded to 4 bytes.
 func parseRDMAAttrs(payload []byte) (rdmaAttrs, error) {
 	a := rdmaAttrs{}
 	for b := payload; len(b) > 0; {
