@@ -67,7 +67,7 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log
 			add(ib + "/device/" + a)
 		}
 		net := "/sys/class/net/" + p.Netdev
-		for _, a := range []string{"mtu", "operstate", "speed", "address", "ifindex", "type", "ecn", "qos", "device"} {
+		for _, a := range []string{"mtu", "operstate", "speed", "address", "ifindex", "type", "ecn", "qos", "device", "phys_port_name"} {
 			add(net + "/" + a)
 		}
 		if p.PCI != "" && !seenPCI[p.PCI] {
