@@ -4,7 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic/snapshot"
 
 	"github.com/rocectl/rocectl/policy"
 )
@@ -84,5 +88,55 @@ func TestSlaveChangeLines(t *testing.T) {
 		"    ~ {ens1f0np0,ens1f1np1}.qos.y = ens1f0np0: (none), ens1f1np1: 1 -> 2\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// The LAG host end to end through the CLI: apply, audit in sync, rollback
+// leaves both slaves and the bond byte for byte as they were; then a
+// refused write on the second slave: apply fails, says the first slave
+// was put back, and the host is as before.
+func TestLAGApplyAuditRollbackThroughCLI(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx5-roce-lag")
+	state := t.TempDir()
+	prof := filepath.Join(t.TempDir(), "lag.toml")
+	if err := os.WriteFile(prof, []byte("name = \"lag\"\n[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n"+
+		"[qos]\ntrust = \"dscp\"\npfc_priorities = [3]\nglobal_pause = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rocectl := func(args ...string) (int, string, string) {
+		return run(t, sim, append([]string{"--root", root, "--state-dir", state}, args...)...)
+	}
+	beforeK, beforeF := sim.Config(), fixturehost.Files(t, root)
+	if code, out, errs := rocectl("apply", "--soak", "0", "--no-verify", "-p", prof); code != ExitOK || !strings.Contains(out, "{ens1f0np0,ens1f1np1}.qos.pfc = [] -> [3]") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := rocectl("audit", "-p", prof); code != ExitOK {
+		t.Fatalf("audit after apply: exit %d\n%s", code, out)
+	}
+	if code, out, errs := rocectl("rollback"); code != ExitOK {
+		t.Fatalf("rollback: exit %d\n%s%s", code, out, errs)
+	}
+	if sim.Config() != beforeK {
+		t.Error("slaves and bond not as before after rollback")
+	}
+	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, root)); len(d) > 0 {
+		t.Errorf("files differ after rollback: %v", d)
+	}
+
+	refused := false
+	sim.Inject(func(op, ifname string) error {
+		if op == snapshot.OpSetPFC && ifname == "ens1f1np1" && !refused {
+			refused = true
+			return syscall.EIO
+		}
+		return nil
+	})
+	code, out, errs := rocectl("apply", "--soak", "0", "--no-verify", "-p", prof)
+	if code != ExitError || !strings.Contains(errs, "LAG bond0: ens1f0np0 put back, ens1f1np1 unchanged: every slave holds what it held before this step") ||
+		!strings.Contains(errs, "host restored") {
+		t.Fatalf("apply with the second slave refusing PFC: exit %d\n%s%s", code, out, errs)
+	}
+	if sim.Config() != beforeK {
+		t.Error("host not as before after the failed apply")
 	}
 }
