@@ -160,26 +160,17 @@ func (t *Txn) writeStep(ctx context.Context, st host.Step) error {
 		return verifyStep(ctx, t.h, st, false, t.opts)
 	}
 	parts := st.Parts()
-	var err error
-	failed := ""
 	for _, p := range parts {
-		if err = t.h.WriteStep(t.d, p, false); err != nil {
-			failed = p.Scope
-			break
+		if err := t.h.WriteStep(t.d, p, false); err != nil {
+			return undoSlaves(t.h, st, p.Scope, err, t.opts)
 		}
 	}
 	for _, p := range parts {
-		if err != nil {
-			break
-		}
-		if err = verifyStep(ctx, t.h, p, false, t.opts); err != nil {
-			failed = p.Scope
+		if err := verifyStep(ctx, t.h, p, false, t.opts); err != nil {
+			return undoSlaves(t.h, st, p.Scope, err, t.opts)
 		}
 	}
-	if err == nil {
-		return nil
-	}
-	return undoSlaves(t.h, st, failed, err, t.opts)
+	return nil
 }
 
 // undoSlaves puts back, last written first, the slaves of a LAG step

@@ -73,9 +73,9 @@ const (
 var ErrNoRoCE = errors.New("no RoCE devices found")
 
 // Discover finds every RDMA device port with an Ethernet link layer, with its
-// netdev, PCI address, driver, firmware, NUMA node and link state. It uses
-// rdmamap for the device and port lists and sysfs for the rest; the Kernel
-// supplies ethtool driver info. A host without RDMA devices yields an empty
+// netdev, PCI address, driver, firmware, NUMA node and link state. The link
+// layer, PCI address and the rest come from sysfs; the Kernel supplies
+// ethtool driver info. A host without RDMA devices yields an empty
 // inventory, not an error. A Kernel that is a NetdevLister (a snapshot
 // imported from text dumps) adds its netdevs that no RDMA port claimed, as
 // netdev-only ports.
@@ -83,8 +83,9 @@ var ErrNoRoCE = errors.New("no RoCE devices found")
 // The RDMA device ports, each one's netdev and its state come from the
 // kernel's RDMA netlink when the Kernel can give them (an RDMALinker: the
 // live kernel for the live root, a snapshot that recorded them), from
-// sysfs otherwise; Inventory.RDMASource says which, and SysfsReason why
-// not netlink.
+// sysfs otherwise (rdmamap's device and port lists, ports/N/state, and
+// the netdev from device/net, "parent" or the GIDs); Inventory.RDMASource
+// says which, and SysfsReason why not netlink.
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
