@@ -83,15 +83,20 @@ func TestDiscoverSkipsPortWhoseNetdevIsElsewhere(t *testing.T) {
 }
 
 // RoCE LAG from netlink: mlx5 names a slave as the LAG device's netdev
-// (mlx5_lag_get_roce_netdev); discovery still finds the bond.
+// (mlx5_ib_get_netdev → mlx5_lag_get_roce_netdev: the active slave of an
+// active-backup bond, else PF0's), which may be the second slave, whose
+// PCI function is not the one the LAG device sits on; discovery still
+// finds the bond.
 func TestDiscoverRoCELAGFromRDMANetlink(t *testing.T) {
-	fs, k := withRDMA(t, "cx5-roce-lag", []nic.RDMALink{
-		{Device: "mlx5_bond_0", DevIndex: 3, Port: 1, State: "ACTIVE", PhysState: "LINK_UP", Netdev: "ens1f0np0", NetdevIndex: 2},
-	})
-	inv := nic.Discover(fs, k, slog.New(slog.DiscardHandler))
 	sysfs := discoverHost(t, "cx5-roce-lag")
-	if inv.RDMASource != nic.RDMASourceNetlink || !reflect.DeepEqual(inv.Ports, sysfs.Ports) {
-		t.Fatalf("from netlink %+v\nfrom sysfs %+v", inv.Ports, sysfs.Ports)
+	for _, slave := range []string{"ens1f0np0", "ens1f1np1"} {
+		fs, k := withRDMA(t, "cx5-roce-lag", []nic.RDMALink{
+			{Device: "mlx5_bond_0", DevIndex: 3, Port: 1, State: "ACTIVE", PhysState: "LINK_UP", Netdev: slave, NetdevIndex: 2},
+		})
+		inv := nic.Discover(fs, k, slog.New(slog.DiscardHandler))
+		if inv.RDMASource != nic.RDMASourceNetlink || !reflect.DeepEqual(inv.Ports, sysfs.Ports) {
+			t.Errorf("netlink naming %s:\nfrom netlink %+v\nfrom sysfs %+v", slave, inv.Ports, sysfs.Ports)
+		}
 	}
 }
 

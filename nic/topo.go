@@ -121,7 +121,10 @@ func bondMaster(fs FS, netdev string) string {
 // the port's GIDs live on the bond (the RoCE GID cache puts a LAG device's
 // addresses on the bond master) and no other slave of the bond has an RDMA
 // device of its own (mlx5 removes the PFs' devices while LAG is active; a
-// bond over two HCAs keeps both, and is not a LAG).
+// bond over two HCAs keeps both, and is not a LAG). netdev may be any
+// slave: RDMA netlink names the one mlx5_lag_get_roce_netdev picks (the
+// active one of an active-backup bond), while the LAG device sits on
+// PF0's PCI function, so the slave there lists dev itself.
 func lagNetdev(fs FS, dev string, pn int, netdev string) string {
 	master := bondMaster(fs, netdev)
 	if master == "" {
@@ -136,7 +139,8 @@ func lagNetdev(fs FS, dev string, pn int, netdev string) string {
 		if s.Netdev == netdev {
 			continue
 		}
-		if ents, err := fs.ReadDir("/sys/class/net/" + s.Netdev + "/device/infiniband"); err == nil && len(ents) > 0 {
+		ents, _ := fs.ReadDir("/sys/class/net/" + s.Netdev + "/device/infiniband")
+		if slices.ContainsFunc(ents, func(e string) bool { return e != dev }) {
 			return ""
 		}
 	}
