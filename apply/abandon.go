@@ -58,7 +58,11 @@ func Abandon(h *host.Host, store Store, id string) (*Abandoned, error) {
 		return nil, a.ReadErr
 	}
 	if j := a.Journal; j != nil {
+		var parts []host.Step // a LAG step's slaves each on their own
 		for _, st := range j.Steps {
+			parts = append(parts, st.Parts()...)
+		}
+		for _, st := range parts {
 			var err error
 			if !sameRoot(j.Root, h.FS.Root()) {
 				err = fmt.Errorf("journal is for root %s, not %s", j.Root, h.FS.Root())

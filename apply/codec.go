@@ -22,9 +22,16 @@ import (
 // and a checksum over the content and the step count catches a journal cut
 // short or edited.
 
-// JournalVersion is the format version this rocectl writes. It reads
-// JournalVersion and 1 (migrated on read).
-const JournalVersion = 2
+// JournalVersion is the newest format version this rocectl writes, and
+// reads along with 2 and 1 (migrated on read). Version 3 is version 2 with
+// steps that span the slaves of a RoCE LAG bond (a step's "slaves", a
+// port's "bond"); a journal without such a step is still written as
+// version 2, so that a rocectl from before version 3 can read (and roll
+// back) the journals of hosts without RoCE LAG.
+const JournalVersion = 3
+
+// lagFreeVersion is the version a journal without LAG steps is written in.
+const lagFreeVersion = 2
 
 const journalFormat = "rocectl-journal"
 
@@ -45,6 +52,7 @@ type envelope struct {
 	Journal json.RawMessage `json:"journal"`
 }
 
+// bodyV2 is the body of versions 2 and 3 (3 adds optional fields only).
 type bodyV2 struct {
 	ID          string     `json:"id"`
 	Profile     string     `json:"profile"`
@@ -70,6 +78,14 @@ type stepV2 struct {
 	Undo    *undoV2    `json:"undo,omitempty"`
 	// DSCPApps is the port's whole DSCP APP table before the step (trust
 	// and DSCP-map steps), restored exactly on undo.
+	DSCPApps *appTableV2 `json:"dscp_apps,omitempty"`
+	// Slaves (version 3) are the slaves of the RoCE LAG bond a step
+	// writes, in write order, each with its saved state.
+	Slaves []slaveV3 `json:"slaves,omitempty"`
+}
+
+type slaveV3 struct {
+	Netdev   string      `json:"netdev"`
 	DSCPApps *appTableV2 `json:"dscp_apps,omitempty"`
 }
 
@@ -104,6 +120,8 @@ type portV2 struct {
 	Driver     string `json:"driver"`
 	PCI        string `json:"pci"`
 	RoCEv2GID  int    `json:"roce_v2_gid"`
+	// Bond (version 3) is the bond of a slave's port in a LAG step.
+	Bond string `json:"bond,omitempty"`
 }
 
 type undoV2 struct {
@@ -144,11 +162,13 @@ var kindByName = func() map[string]policy.Kind {
 var knownStates = map[string]bool{StateApplying: true, StateApplied: true, StateConfirmPending: true,
 	StateCommitted: true, StateRolledBack: true, StateRollbackFailed: true}
 
-// encodeJournal is the file content of j in the current format.
+// encodeJournal is the file content of j: version 2, or 3 when a step
+// spans the slaves of a bond.
 func encodeJournal(j *Journal) ([]byte, error) {
 	b := bodyV2{ID: j.ID, Profile: j.Profile, ProfileHash: j.ProfileHash, Root: j.Root, Started: j.Started,
 		Updated: j.Updated, State: j.State, Deadline: j.Deadline, StepCount: len(j.Steps), Done: j.Done,
 		Restored: j.Restored, Failures: j.Failures, Skipped: j.Skipped, PID: j.PID}
+	version := lagFreeVersion
 	for _, st := range j.Steps {
 		s := stepV2{Scope: st.Scope, Group: st.Group}
 		for _, c := range st.Changes {
@@ -156,18 +176,20 @@ func encodeJournal(j *Journal) ([]byte, error) {
 				Value: c.Value, Before: c.Before, Absent: c.Absent, From: c.From, Note: c.Note}
 			if p := c.Port; p != nil {
 				cv.Port = &portV2{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
-					Driver: p.Driver, PCI: p.PCI, RoCEv2GID: p.RoCEv2GID}
+					Driver: p.Driver, PCI: p.PCI, RoCEv2GID: p.RoCEv2GID, Bond: p.Master}
+				if p.Master != "" {
+					version = JournalVersion
+				}
 			}
 			s.Changes = append(s.Changes, cv)
 		}
 		if u := st.Undo; u != nil {
 			s.Undo = &undoV2{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode}
 		}
-		if t := st.DSCPApps; t != nil {
-			s.DSCPApps = &appTableV2{Entries: []appV2{}}
-			for _, a := range t.Entries {
-				s.DSCPApps.Entries = append(s.DSCPApps.Entries, appV2{Selector: a.Selector, Priority: a.Priority, Protocol: a.Protocol})
-			}
+		s.DSCPApps = encodeApps(st.DSCPApps)
+		for _, sl := range st.Slaves {
+			s.Slaves = append(s.Slaves, slaveV3{Netdev: sl.Netdev, DSCPApps: encodeApps(sl.DSCPApps)})
+			version = JournalVersion
 		}
 		b.Steps = append(b.Steps, s)
 	}
@@ -178,11 +200,33 @@ func encodeJournal(j *Journal) ([]byte, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(body)
-	out, err := json.Marshal(envelope{Format: journalFormat, Version: JournalVersion, SHA256: hex.EncodeToString(sum[:]), Journal: body})
+	out, err := json.Marshal(envelope{Format: journalFormat, Version: version, SHA256: hex.EncodeToString(sum[:]), Journal: body})
 	if err != nil {
 		return nil, err
 	}
 	return append(out, '\n'), nil
+}
+
+func encodeApps(t *host.AppTable) *appTableV2 {
+	if t == nil {
+		return nil
+	}
+	out := &appTableV2{Entries: []appV2{}}
+	for _, a := range t.Entries {
+		out.Entries = append(out.Entries, appV2{Selector: a.Selector, Priority: a.Priority, Protocol: a.Protocol})
+	}
+	return out
+}
+
+func decodeApps(t *appTableV2) *host.AppTable {
+	if t == nil {
+		return nil
+	}
+	out := &host.AppTable{Entries: []dcb.App{}}
+	for _, a := range t.Entries {
+		out.Entries = append(out.Entries, dcb.App{Selector: a.Selector, Priority: a.Priority, Protocol: a.Protocol})
+	}
+	return out
 }
 
 // DecodeJournal reads a journal file of any version this rocectl knows
@@ -203,10 +247,10 @@ func DecodeJournal(data []byte) (*Journal, error) {
 	switch *head.Version {
 	case 1:
 		j, err = decodeV1(data)
-	case 2:
-		j, err = decodeV2(data)
+	case 2, 3:
+		j, err = decodeV2(data, *head.Version)
 	default:
-		return nil, fmt.Errorf("%w %d: this rocectl reads versions 1 and %d; use the rocectl that wrote it", ErrJournalVersion, *head.Version, JournalVersion)
+		return nil, fmt.Errorf("%w %d: this rocectl reads versions 1 to %d; use the rocectl that wrote it", ErrJournalVersion, *head.Version, JournalVersion)
 	}
 	if err != nil {
 		return nil, err
@@ -217,7 +261,8 @@ func DecodeJournal(data []byte) (*Journal, error) {
 	return j, nil
 }
 
-func decodeV2(data []byte) (*Journal, error) {
+// decodeV2 reads versions 2 and 3 (which only adds fields).
+func decodeV2(data []byte, version int) (*Journal, error) {
 	var env envelope
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -246,29 +291,33 @@ func decodeV2(data []byte) (*Journal, error) {
 	if b.StepCount != len(b.Steps) {
 		return nil, fmt.Errorf("%w: it records %d steps but holds %d", ErrJournalDamaged, b.StepCount, len(b.Steps))
 	}
-	j := &Journal{Version: 2, ID: b.ID, Profile: b.Profile, ProfileHash: b.ProfileHash, Root: b.Root,
+	j := &Journal{Version: version, ID: b.ID, Profile: b.Profile, ProfileHash: b.ProfileHash, Root: b.Root,
 		Started: b.Started, Updated: b.Updated, State: b.State, Deadline: b.Deadline, Done: b.Done,
 		Restored: b.Restored, Failures: b.Failures, Skipped: b.Skipped, PID: b.PID}
-	for _, s := range b.Steps {
+	for i, s := range b.Steps {
 		st := host.Step{Scope: s.Scope, Group: s.Group}
 		for _, c := range s.Changes {
 			pc := policy.Change{Setting: policy.Setting{Key: c.Key, Scope: c.Scope, Name: c.Name,
 				Kind: policy.Kind(c.Kind), Arg: c.Arg, Value: c.Value, From: c.From},
 				Before: c.Before, Absent: c.Absent, Note: c.Note}
 			if p := c.Port; p != nil {
+				if p.Bond != "" && version < 3 {
+					return nil, fmt.Errorf("%w: step %d: a port's bond is not in format version %d", ErrJournalDamaged, i+1, version)
+				}
 				pc.Port = &port.Port{Netdev: p.Netdev, RDMADevice: p.RDMADevice, PortNum: p.PortNum,
-					Driver: p.Driver, PCI: p.PCI, RoCEv2GID: p.RoCEv2GID}
+					Driver: p.Driver, PCI: p.PCI, RoCEv2GID: p.RoCEv2GID, Master: p.Bond}
 			}
 			st.Changes = append(st.Changes, pc)
 		}
 		if u := s.Undo; u != nil {
 			st.Undo = &host.UndoBlob{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode}
 		}
-		if t := s.DSCPApps; t != nil {
-			st.DSCPApps = &host.AppTable{Entries: []dcb.App{}}
-			for _, a := range t.Entries {
-				st.DSCPApps.Entries = append(st.DSCPApps.Entries, dcb.App{Selector: a.Selector, Priority: a.Priority, Protocol: a.Protocol})
-			}
+		st.DSCPApps = decodeApps(s.DSCPApps)
+		if len(s.Slaves) > 0 && version < 3 {
+			return nil, fmt.Errorf("%w: step %d: a step's slaves are not in format version %d", ErrJournalDamaged, i+1, version)
+		}
+		for _, sl := range s.Slaves {
+			st.Slaves = append(st.Slaves, host.SlaveState{Netdev: sl.Netdev, DSCPApps: decodeApps(sl.DSCPApps)})
 		}
 		j.Steps = append(j.Steps, st)
 	}
@@ -290,6 +339,46 @@ func (j *Journal) check() error {
 	for i, st := range j.Steps {
 		if len(st.Changes) == 0 {
 			return fmt.Errorf("%w: step %d has no changes", ErrJournalDamaged, i+1)
+		}
+		if err := checkSlaves(st); err != nil {
+			return fmt.Errorf("%w: step %d: %v", ErrJournalDamaged, i+1, err)
+		}
+	}
+	return nil
+}
+
+// checkSlaves: a LAG step names each slave once, every slave has a change
+// and every change is on one of the slaves, so that undoing it slave by
+// slave (host.Step.Parts) undoes every change.
+func checkSlaves(st host.Step) error {
+	if len(st.Slaves) == 0 {
+		return nil
+	}
+	if st.DSCPApps != nil {
+		return errors.New("a LAG step keeps its saved APP tables per slave")
+	}
+	n := map[string]int{}
+	for _, s := range st.Slaves {
+		if s.Netdev == "" {
+			return errors.New("a slave without a netdev")
+		}
+		if _, dup := n[s.Netdev]; dup {
+			return fmt.Errorf("slave %s listed twice", s.Netdev)
+		}
+		n[s.Netdev] = 0
+	}
+	for _, c := range st.Changes {
+		if c.Port == nil {
+			return fmt.Errorf("%s: a LAG step's change without a port", c.Key)
+		}
+		if _, ok := n[c.Port.Netdev]; !ok {
+			return fmt.Errorf("%s: on %s, not one of the step's slaves", c.Key, c.Port.Netdev)
+		}
+		n[c.Port.Netdev]++
+	}
+	for _, s := range st.Slaves {
+		if n[s.Netdev] == 0 {
+			return fmt.Errorf("slave %s has no change", s.Netdev)
 		}
 	}
 	return nil

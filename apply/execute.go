@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -120,10 +121,7 @@ func (t *Txn) Run(ctx context.Context) error {
 			}
 		}
 		if err == nil {
-			err = t.h.WriteStep(t.d, st, false)
-		}
-		if err == nil {
-			err = verifyStep(ctx, t.h, st, false, t.opts)
+			err = t.writeStep(ctx, st)
 		}
 		if err != nil {
 			t.J.Done = i
@@ -148,6 +146,98 @@ func (t *Txn) Run(ctx context.Context) error {
 	return nil
 }
 
+// writeStep writes one step and reads it back. A LAG step (one setting,
+// or one kernel object, on every slave of a RoCE LAG bond) is written to
+// each slave, then read back on each; when any slave fails, the slaves
+// the step changed are put back before Run rolls back the steps before
+// it, and the error says which: mlx5 keeps RoCE LAG only while the slaves
+// agree, so a step is never left half done on a bond.
+func (t *Txn) writeStep(ctx context.Context, st host.Step) error {
+	if len(st.Slaves) == 0 {
+		if err := t.h.WriteStep(t.d, st, false); err != nil {
+			return err
+		}
+		return verifyStep(ctx, t.h, st, false, t.opts)
+	}
+	parts := st.Parts()
+	for _, p := range parts {
+		if err := t.h.WriteStep(t.d, p, false); err != nil {
+			return undoSlaves(t.h, st, p.Scope, err, t.opts)
+		}
+	}
+	for _, p := range parts {
+		if err := verifyStep(ctx, t.h, p, false, t.opts); err != nil {
+			return undoSlaves(t.h, st, p.Scope, err, t.opts)
+		}
+	}
+	return nil
+}
+
+// undoSlaves puts back, last written first, the slaves of a LAG step
+// that no longer hold their values from before it, after err on slave
+// failed.
+func undoSlaves(h *host.Host, st host.Step, failed string, err error, opts Options) *LAGStepError {
+	e := &LAGStepError{Bond: st.Scope, Slave: failed, Err: err}
+	parts := st.Parts()
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if h.CheckStep(p, true) == nil {
+			e.Unchanged = append(e.Unchanged, p.Scope)
+			continue
+		}
+		uerr := h.WriteStep(nil, p, true)
+		if uerr == nil {
+			uerr = verifyStep(context.Background(), h, p, true, opts)
+		}
+		if uerr != nil {
+			e.UndoErr = errors.Join(e.UndoErr, fmt.Errorf("%s: %w", p.Scope, uerr))
+			continue
+		}
+		e.PutBack = append(e.PutBack, p.Scope)
+	}
+	slices.Reverse(e.PutBack)
+	slices.Reverse(e.Unchanged)
+	return e
+}
+
+// LAGStepError is a step on the slaves of a RoCE LAG bond that failed on
+// one slave, and what became of the others before the transaction's
+// rollback went on.
+type LAGStepError struct {
+	Bond  string
+	Slave string // the slave whose write or read-back failed
+	Err   error
+	// PutBack are the slaves the step had changed and that were put
+	// back; Unchanged those that still held their values (never written,
+	// or the failed write had no effect).
+	PutBack   []string
+	Unchanged []string
+	// UndoErr is why a slave could not be put back; nil when every
+	// slave holds what it held before the step.
+	UndoErr error
+}
+
+func (e *LAGStepError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v; LAG %s: ", e.Err, e.Bond)
+	var parts []string
+	if len(e.PutBack) > 0 {
+		parts = append(parts, strings.Join(e.PutBack, ", ")+" put back")
+	}
+	if len(e.Unchanged) > 0 {
+		parts = append(parts, strings.Join(e.Unchanged, ", ")+" unchanged")
+	}
+	b.WriteString(strings.Join(parts, ", "))
+	if e.UndoErr != nil {
+		fmt.Fprintf(&b, "; NOT put back: %v (the slaves may differ)", e.UndoErr)
+	} else {
+		b.WriteString(": every slave holds what it held before this step")
+	}
+	return b.String()
+}
+
+func (e *LAGStepError) Unwrap() error { return e.Err }
+
 // SkippedSummary words the steps a rollback skipped, for messages.
 func SkippedSummary(sk []Skipped) string {
 	var parts []string
@@ -160,6 +250,9 @@ func SkippedSummary(sk []Skipped) string {
 }
 
 func scopeLabel(st host.Step) string {
+	if len(st.Slaves) > 0 {
+		return st.Scope + " (" + strings.Join(st.Netdevs(), " + ") + ")"
+	}
 	if c := st.Changes[0]; c.Port != nil {
 		return c.Port.Netdev
 	}
@@ -209,31 +302,37 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 	j.Restored, j.Failures, j.Skipped = nil, nil, nil
 	var errs []error
 	for i := last; i >= 0; i-- {
-		st := j.Steps[i]
-		// A step that already holds its before-values (never written, or
-		// the write that failed had no effect) is left alone: no needless
-		// write, no link flap, and no failure on a device that refused it.
-		// A driver action (mlx5's buffer threshold recompute after the MTU
-		// is restored) has no value of its own to find restored: it is
-		// written anyway.
-		if !st.AlwaysUndo() && h.CheckStep(st, true) == nil {
-			j.Restored = append(j.Restored, stepKeys(st)...)
-			continue
-		}
-		err := h.WriteStep(nil, st, true)
-		if err == nil {
-			err = verifyStep(context.Background(), h, st, true, opts)
-		}
-		if err != nil {
-			if why := vanished(h, st, err); why != "" {
-				j.Skipped = append(j.Skipped, Skipped{Scope: scopeLabel(st), Keys: stepKeys(st), Reason: why})
+		// A LAG step is undone slave by slave (the last written first),
+		// each slave on its own: one that is gone or refuses does not
+		// keep the others from being put back.
+		parts := j.Steps[i].Parts()
+		for k := len(parts) - 1; k >= 0; k-- {
+			st := parts[k]
+			// A step that already holds its before-values (never
+			// written, or the write that failed had no effect) is left
+			// alone: no needless write, no link flap, and no failure on
+			// a device that refused it. A driver action (mlx5's buffer
+			// threshold recompute after the MTU is restored) has no value
+			// of its own to find restored: it is written anyway.
+			if !st.AlwaysUndo() && h.CheckStep(st, true) == nil {
+				j.Restored = append(j.Restored, stepKeys(st)...)
 				continue
 			}
-			errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
-			j.Failures = append(j.Failures, err.Error())
-			continue
+			err := h.WriteStep(nil, st, true)
+			if err == nil {
+				err = verifyStep(context.Background(), h, st, true, opts)
+			}
+			if err != nil {
+				if why := vanished(h, st, err); why != "" {
+					j.Skipped = append(j.Skipped, Skipped{Scope: scopeLabel(st), Keys: stepKeys(st), Reason: why})
+					continue
+				}
+				errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
+				j.Failures = append(j.Failures, err.Error())
+				continue
+			}
+			j.Restored = append(j.Restored, stepKeys(st)...)
 		}
-		j.Restored = append(j.Restored, stepKeys(st)...)
 	}
 	prev := j.State
 	j.State = StateRolledBack

@@ -14,6 +14,9 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 const goldenV1 = "testdata/journal-v1-connectx-lossless.json"
@@ -87,8 +90,10 @@ func TestGoldenV1JournalMigratesAndRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j2, err := DecodeJournal(raw); err != nil || j2.Version != JournalVersion || j2.State != StateRolledBack {
-		t.Fatalf("saved journal: %+v, %v; want version %d, rolled back", j2, err, JournalVersion)
+	// Saved back as version 2: the host has no RoCE LAG, so nothing needs
+	// version 3, and a rocectl that knows only 2 can still read it.
+	if j2, err := DecodeJournal(raw); err != nil || j2.Version != lagFreeVersion || j2.State != StateRolledBack {
+		t.Fatalf("saved journal: %+v, %v; want version %d, rolled back", j2, err, lagFreeVersion)
 	}
 }
 
@@ -160,7 +165,7 @@ func TestDamagedJournalsAreRefused(t *testing.T) {
 		}(), ErrJournalDamaged},
 		"steps cut, checksum redone": {reseal(t, good, cut), ErrJournalDamaged},
 		"before-value edited":        {bytes.Replace(good, []byte(`"before":"1500"`), []byte(`"before":"1280"`), 1), ErrJournalDamaged},
-		"unknown version":            {bytes.Replace(good, []byte(`"version":2`), []byte(`"version":3`), 1), ErrJournalVersion},
+		"unknown version":            {bytes.Replace(good, []byte(`"version":2`), []byte(`"version":4`), 1), ErrJournalVersion},
 		"no version":                 {bytes.Replace(good, []byte(`"version":2,`), nil, 1), ErrJournalDamaged},
 		"unknown kind": {reseal(t, good, func(b map[string]any) {
 			b["steps"].([]any)[0].(map[string]any)["changes"].([]any)[0].(map[string]any)["kind"] = "frobnicate"
@@ -221,7 +226,13 @@ func FuzzDecodeJournal(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(v2)
+	lag, err := encodeJournal(lagJournal())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(lag)
 	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":3}`))
 	f.Add([]byte(`{"version":1,"id":"x","state":"applying","steps":[{"changes":[]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		j, err := DecodeJournal(data)
@@ -258,4 +269,79 @@ func normalize(j *Journal) *Journal {
 	var out Journal
 	_ = json.Unmarshal(b, &out)
 	return &out
+}
+
+// lagJournal is a journal with steps on the two slaves of a RoCE LAG bond:
+// PFC on both, and the APP table with each slave's saved DSCP entries.
+func lagJournal() *Journal {
+	slave := func(nd string) *port.Port {
+		return &port.Port{Netdev: nd, RDMADevice: "mlx5_bond_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00." + nd[len(nd)-3:len(nd)-2], RoCEv2GID: -1, Master: "bond0"}
+	}
+	s0, s1 := slave("ens1f0np0"), slave("ens1f1np1")
+	ch := func(p *port.Port, name string, k policy.Kind, before, after string) policy.Change {
+		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Kind: k, Value: after, From: name, Port: p}, Before: before}
+	}
+	return &Journal{Version: JournalVersion, ID: "20260101T000000Z-000001", Profile: "lag", ProfileHash: "h", Root: "/",
+		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), State: StateCommitted, Done: 2, PID: 1,
+		Steps: []host.Step{
+			{Scope: "bond0", Group: "pfc", Changes: []policy.Change{ch(s0, "qos.pfc", policy.KindPFC, "[]", "[3]"), ch(s1, "qos.pfc", policy.KindPFC, "[]", "[3]")},
+				Slaves: []host.SlaveState{{Netdev: "ens1f0np0"}, {Netdev: "ens1f1np1"}}},
+			{Scope: "bond0", Group: "app", Changes: []policy.Change{ch(s0, "qos.trust", policy.KindTrust, "dscp", "dscp"), ch(s1, "qos.trust", policy.KindTrust, "pcp", "dscp")},
+				Slaves: []host.SlaveState{
+					{Netdev: "ens1f0np0", DSCPApps: &host.AppTable{Entries: []dcb.App{{Selector: dcb.SelDSCP, Priority: 3, Protocol: 46}}}},
+					{Netdev: "ens1f1np1", DSCPApps: &host.AppTable{Entries: []dcb.App{}}}}},
+		}}
+}
+
+// A journal with LAG steps is version 3 and decodes to what was encoded;
+// version 2 has no place for a step's slaves, and a LAG step that does
+// not cover its changes exactly is refused.
+func TestLAGJournalVersion3(t *testing.T) {
+	j := lagJournal()
+	data, err := encodeJournal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"version":3`)) || !bytes.Contains(data, []byte(`"slaves":[{"netdev":"ens1f0np0","dscp_apps":{"entries":[{"selector":5,"priority":3,"protocol":46}]}}`)) {
+		t.Fatalf("encoded: %s", data)
+	}
+	got, err := DecodeJournal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(j)) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got.Steps, j.Steps)
+	}
+	step := func(i int) func(b map[string]any) map[string]any {
+		return func(b map[string]any) map[string]any { return b["steps"].([]any)[i].(map[string]any) }
+	}
+	for name, edit := range map[string]func(b map[string]any){
+		"slave listed twice": func(b map[string]any) {
+			s := step(0)(b)
+			s["slaves"] = append(s["slaves"].([]any), s["slaves"].([]any)[0])
+		},
+		"slave without a change": func(b map[string]any) {
+			s := step(0)(b)
+			s["changes"] = s["changes"].([]any)[:1]
+		},
+		"change on no slave": func(b map[string]any) {
+			s := step(0)(b)
+			s["slaves"] = s["slaves"].([]any)[:1]
+		},
+		"APP table outside the slaves": func(b map[string]any) {
+			step(1)(b)["dscp_apps"] = map[string]any{"entries": []any{}}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeJournal(reseal(t, data, edit)); !errors.Is(err, ErrJournalDamaged) {
+				t.Errorf("DecodeJournal = %v, want damaged", err)
+			}
+		})
+	}
+	t.Run("as version 2", func(t *testing.T) {
+		v2 := bytes.Replace(data, []byte(`"version":3`), []byte(`"version":2`), 1)
+		if _, err := DecodeJournal(v2); !errors.Is(err, ErrJournalDamaged) || !strings.Contains(err.Error(), "not in format version 2") {
+			t.Errorf("DecodeJournal = %v, want damaged: not in version 2", err)
+		}
+	})
 }

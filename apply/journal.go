@@ -31,7 +31,8 @@ const (
 // this struct but codec.go's (docs/journal-format.md).
 type Journal struct {
 	// Version is the format version the journal was read in (a version
-	// 1 journal is migrated on read); Save always writes JournalVersion.
+	// 1 journal is migrated on read); Save writes version 2, or 3 when a
+	// step spans the slaves of a bond (codec.go).
 	Version     int
 	ID          string
 	Profile     string

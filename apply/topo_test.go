@@ -1,10 +1,14 @@
 package apply
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +17,8 @@ import (
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 )
@@ -39,7 +45,17 @@ IB_GID_INDEX = "auto"
 // topoRig is newRig with an inline profile.
 func topoRig(t *testing.T, fixture, profile string) *rig {
 	t.Helper()
+	return topoRigWith(t, fixture, profile, nil)
+}
+
+// topoRigWith is topoRig with setup run on the simulated kernel before
+// the host is discovered and planned.
+func topoRigWith(t *testing.T, fixture, profile string, setup func(*nictest.Sim)) *rig {
+	t.Helper()
 	root, sim := fixturehost.Copy(t, fixture)
+	if setup != nil {
+		setup(sim)
+	}
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -212,5 +228,156 @@ func TestVFsSkipPFOwnedSettings(t *testing.T) {
 	}
 	if !mtu {
 		t.Errorf("roles = [\"vf\"]: no MTU change on the VF: %+v", r.plan.Changes)
+	}
+}
+
+// Every per-physical-port setting of a LAG is one step for both slaves,
+// with each slave's saved state (its DSCP APP table for the APP step),
+// and such a journal round-trips through its file format, version 3.
+func TestLAGStepsSpanBothSlavesAndRoundTrip(t *testing.T) {
+	// One slave with a DSCP entry of its own, the other with none: each
+	// slave's saved table is its own.
+	r := topoRigWith(t, "cx5-roce-lag", lagProfile, ownDSCPEntry(t))
+	txn, err := Begin(r.h, r.d, r.plan, "lag", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slaves := []string{"ens1f0np0", "ens1f1np1"}
+	groups := map[string]bool{}
+	for _, st := range txn.J.Steps {
+		for _, c := range st.Changes {
+			if c.Port == nil || c.Port.Master == "" {
+				continue
+			}
+			if !slices.Equal(st.Netdevs(), slaves) || st.Scope != "bond0" {
+				t.Errorf("step %s/%s: slave change %s in a step on %v, want one step on bond0 for %v", st.Scope, st.Group, c.Key, st.Netdevs(), slaves)
+			}
+		}
+		if len(st.Slaves) > 0 {
+			groups[st.Group] = true
+		}
+		if st.Group == "app" {
+			for _, s := range st.Slaves {
+				if s.DSCPApps == nil {
+					t.Errorf("APP step: no saved APP table for %s", s.Netdev)
+				}
+			}
+		}
+	}
+	for _, g := range []string{"pfc", "app", "qos.global_pause"} {
+		if !groups[g] {
+			t.Errorf("no LAG step %q (have %v)", g, groups)
+		}
+	}
+	raw, err := os.ReadFile(r.opts.Store.path(txn.J.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := DecodeJournal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Version != 3 {
+		t.Errorf("journal with LAG steps written as version %d, want 3", j.Version)
+	}
+	if again, err := encodeJournal(j); err != nil || !bytes.Equal(again, raw) {
+		t.Errorf("decoded and encoded again, the journal differs (%v):\n%s\n%s", err, again, raw)
+	}
+	// What the undo needs survived: each step's slaves, each slave's saved
+	// APP table, each change on its slave.
+	for i, st := range j.Steps {
+		want := txn.J.Steps[i]
+		if st.Scope != want.Scope || !slices.Equal(st.Netdevs(), want.Netdevs()) {
+			t.Errorf("step %d: %s on %v, want %s on %v", i, st.Scope, st.Netdevs(), want.Scope, want.Netdevs())
+			continue
+		}
+		for k, s := range st.Slaves {
+			w := want.Slaves[k].DSCPApps
+			if (s.DSCPApps == nil) != (w == nil) || (w != nil && len(s.DSCPApps.Entries)+len(w.Entries) > 0 && !slices.Equal(s.DSCPApps.Entries, w.Entries)) {
+				t.Errorf("step %d slave %s: saved APP table %+v, want %+v", i, s.Netdev, s.DSCPApps, w)
+			}
+		}
+		if st.Group == "app" {
+			custom := dcb.App{Selector: dcb.SelDSCP, Priority: 3, Protocol: 46}
+			if len(st.Slaves) != 2 || !slices.Equal(st.Slaves[0].DSCPApps.Entries, []dcb.App{custom}) || len(st.Slaves[1].DSCPApps.Entries) != 0 {
+				t.Errorf("APP step: saved tables %+v, want ens1f0np0's own entry and none on ens1f1np1", st.Slaves)
+			}
+		}
+		for k, p := range st.Parts() {
+			if len(st.Slaves) == 0 {
+				break
+			}
+			if !slices.Equal(stepKeys(p), stepKeys(want.Parts()[k])) {
+				t.Errorf("step %d part %d: keys %v, want %v", i, k, stepKeys(p), stepKeys(want.Parts()[k]))
+			}
+			for _, c := range p.Changes {
+				if c.Port == nil || c.Port.Netdev != p.Scope {
+					t.Errorf("step %d: %s is not on %s", i, c.Key, p.Scope)
+				}
+			}
+		}
+	}
+}
+
+// ownDSCPEntry gives ens1f0np0 a DSCP APP entry that the default map
+// does not have (46 on priority 3, not 46>>3 = 5), and ens1f1np1 none.
+func ownDSCPEntry(t *testing.T) func(*nictest.Sim) {
+	return func(sim *nictest.Sim) {
+		if err := sim.AddApps("ens1f0np0", []dcb.App{{Selector: dcb.SelDSCP, Priority: 3, Protocol: 46}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A write refused on the second slave of a LAG step: the first slave,
+// already written, is put back before the earlier steps are rolled back,
+// both slaves end as they were, and the error says so.
+func TestLAGFaultOnSecondSlaveUndoesTheFirst(t *testing.T) {
+	for _, op := range []string{snapshot.OpSetPFC, snapshot.OpAddApps, snapshot.OpSetPause} {
+		t.Run(op, func(t *testing.T) {
+			r := topoRigWith(t, "cx5-roce-lag", lagProfile, ownDSCPEntry(t))
+			beforeK, beforeF := r.sim.Config(), fixturehost.Files(t, r.root)
+			setupOps := len(r.sim.Ops())
+			failed := false
+			r.sim.Inject(func(o, ifname string) error {
+				if o == op && ifname == "ens1f1np1" && !failed {
+					failed = true
+					return syscall.EIO
+				}
+				return nil
+			})
+			err := r.apply(t)
+			var ae *ApplyError
+			var le *LAGStepError
+			if !errors.As(err, &ae) || !errors.As(err, &le) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("apply = %v; want an ApplyError from a LAGStepError wrapping EIO", err)
+			}
+			if ae.RestoreErr != nil || le.UndoErr != nil {
+				t.Fatalf("restore failed: %v / %v", ae.RestoreErr, le.UndoErr)
+			}
+			if le.Bond != "bond0" || le.Slave != "ens1f1np1" || !slices.Equal(le.PutBack, []string{"ens1f0np0"}) {
+				t.Errorf("LAGStepError %+v, want bond0, failed on ens1f1np1, ens1f0np0 put back", le)
+			}
+			for _, want := range []string{"bond0 (ens1f0np0 + ens1f1np1): ", "ens1f1np1.", "LAG bond0: ens1f0np0 put back",
+				"every slave holds what it held before this step", "host restored"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			// The first slave's undo is the write right after its forward
+			// write: nothing else ran in between (the second slave's
+			// write was refused), before the earlier steps' undo.
+			ops := r.sim.Ops()[setupOps:]
+			i := slices.Index(ops, op+" ens1f0np0")
+			if i < 0 || i+1 >= len(ops) || !strings.HasSuffix(ops[i+1], " ens1f0np0") {
+				t.Errorf("writes %v: the first slave's %s is not followed by its undo", ops, op)
+			}
+			if got := r.sim.Config(); got != beforeK {
+				t.Errorf("slaves not as before:\n got %s\nwant %s", got, beforeK)
+			}
+			if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
+				t.Errorf("files differ: %v", d)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ package cli
 // requests and a mismatch between slaves are checked against them.
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -120,10 +122,13 @@ func TestLabRoCEOnBondDiscoveryMTUAndPerSlaveDCB(t *testing.T) {
 	}
 }
 
-// netdevsim's SR-IOV makes VF configs (ip link ... vf N) but no VF
-// netdevs or PCI functions, so the PF/VF relation of discovery cannot be
-// exercised here (the cx4lx-sriov fixture host covers it): enabling VFs
-// must leave the port's discovery as it was.
+// What 6.1's netdevsim gives SR-IOV (checked in the lab VM, Debian
+// 6.1.0-48): sriov_numvfs on the bus device (no sriov_totalvfs), and in
+// legacy mode only the PF's VF configs (ip link's "vf N" lines,
+// IFLA_VFINFO_LIST). No VF netdevs, and netdevsim is no PCI device, so no
+// device/physfn or virtfn* links: the VF-netdev side of the PF/VF
+// relation is the cx4lx-sriov fixture host's to test. In legacy mode
+// enabling VFs must leave the port's discovery as it was.
 func TestLabSRIOVOnNetdevsimKeepsThePort(t *testing.T) {
 	l := newLabNIC(t)
 	k, err := nic.NewLive(slog.New(slog.DiscardHandler))
@@ -161,4 +166,100 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// In switchdev mode 6.1's netdevsim does make the eswitch side of SR-IOV:
+// one representor netdev per VF on the PF's device, with devlink port
+// flavour pcivf (pfnum 0, vfnum N) and phys_port_name pf0vfN, next to the
+// physical port (flavour physical, p1); they go when the VFs do. An rxe
+// on a representor is discovered as a VF of that physical port (the
+// port's QoS is the uplink's), and its plan says so: PF-owned settings
+// "set on <uplink>", the rest left alone unless [match] roles has "vf".
+func TestLabSRIOVRepresentorIsAVFOfItsUplink(t *testing.T) {
+	labenv.Get(t)
+	dev := labenv.NewNetdevsim(t, 6, 1)
+	uplink := dev.Ports[0].Ifname
+	bus := "/sys/bus/netdevsim/devices/netdevsim6"
+	if err := os.WriteFile(bus+"/sriov_numvfs", []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(bus+"/sriov_numvfs", []byte("0"), 0o644) })
+	sh(t, "devlink", "dev", "eswitch", "set", "netdevsim/netdevsim6", "mode", "switchdev")
+
+	// devlink's view of the device's ports, against which rocectl's
+	// phys_port_name reading is checked.
+	var ports struct {
+		Port map[string]struct {
+			Netdev  string `json:"netdev"`
+			Flavour string `json:"flavour"`
+			PFNum   *int   `json:"pfnum"`
+			VFNum   *int   `json:"vfnum"`
+		} `json:"port"`
+	}
+	if err := json.Unmarshal([]byte(sh(t, "devlink", "-j", "port", "show")), &ports); err != nil {
+		t.Fatal(err)
+	}
+	rep := map[int]string{}
+	for name, p := range ports.Port {
+		if !strings.HasPrefix(name, "netdevsim/netdevsim6/") {
+			continue
+		}
+		switch {
+		case p.Flavour == "physical" && p.Netdev != uplink:
+			t.Errorf("physical port %s has netdev %s, want %s", name, p.Netdev, uplink)
+		case p.Flavour == "pcivf" && p.PFNum != nil && *p.PFNum == 0 && p.VFNum != nil:
+			rep[*p.VFNum] = p.Netdev
+		}
+	}
+	if len(rep) != 2 || rep[0] == "" || rep[1] == "" {
+		t.Fatalf("devlink pcivf ports %+v, want representors of VFs 0 and 1", ports.Port)
+	}
+	sh(t, "ip", "link", "set", rep[0], "up")
+	sh(t, "rdma", "link", "add", "rxe66", "type", "rxe", "netdev", rep[0])
+	t.Cleanup(func() { exec.Command("rdma", "link", "del", "rxe66").Run() })
+
+	k, err := nic.NewLive(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := nic.Discover(nic.NewFS("/", true), k, slog.New(slog.DiscardHandler))
+	i := slices.IndexFunc(inv.Ports, func(p nic.Port) bool { return p.RDMADevice == "rxe66" })
+	if i < 0 {
+		t.Fatalf("rxe66 not discovered: %+v", inv)
+	}
+	if p := inv.Ports[i]; p.Netdev != rep[0] || p.Role != nic.RoleVF || p.PF != uplink {
+		t.Fatalf("rxe66: netdev %s role %s PF %q, want a VF of %s on %s", p.Netdev, p.Role, p.PF, uplink, rep[0])
+	}
+
+	prof := filepath.Join(t.TempDir(), "rep.toml")
+	if err := os.WriteFile(prof, []byte("name = \"rep\"\n[match]\nrdma_devices = [\"rxe66\"]\n[link]\nmtu = 4200\n[qos]\npfc_priorities = [3]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, nil, "--state-dir", t.TempDir(), "audit", "-o", "json", "-p", prof)
+	var r Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("audit exit %d: %v\n%s\n%s", code, err, out, errOut)
+	}
+	reasons := map[string]string{}
+	for _, u := range r.Unsupported {
+		reasons[u.Key] = u.Reason
+	}
+	if got := reasons[rep[0]+".qos.pfc"]; !strings.HasPrefix(got, "set on "+uplink) {
+		t.Errorf("%s.qos.pfc: %q, want set on %s", rep[0], got, uplink)
+	}
+	if got := reasons[rep[0]+".link.mtu"]; !strings.Contains(got, `roles includes "vf"`) {
+		t.Errorf("%s.link.mtu: %q", rep[0], got)
+	}
+	if len(r.Changes) != 0 {
+		t.Errorf("changes planned on a representor: %+v", r.Changes)
+	}
+
+	// The representors go with the VFs.
+	sh(t, "rdma", "link", "del", "rxe66")
+	if err := os.WriteFile(bus+"/sriov_numvfs", []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + rep[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("representor %s still there with no VFs: %v", rep[0], err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,11 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		id := policy.HostScope
 		if p != nil {
 			id = p.Netdev
+			// A RoCE LAG's slaves are shown in their bond's section:
+			// one line per setting for all of them.
+			if _, ok := sections[p.Master]; ok && p.Master != "" {
+				id = p.Master
+			}
 		}
 		s, ok := sections[id]
 		if !ok {
@@ -76,8 +82,12 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		}
 		return s
 	}
+	slavesOf := map[string][]string{} // a bond's slaves, for its disruptions
 	for _, dp := range pl.Desired.Ports {
 		get(&dp.Port)
+		for _, m := range dp.Port.Slaves() {
+			slavesOf[dp.Port.Netdev] = append(slavesOf[dp.Port.Netdev], m.Netdev)
+		}
 	}
 	for _, c := range plan.Changes {
 		s := get(c.Port)
@@ -114,21 +124,14 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			mark = " "
 		}
 		fmt.Fprintf(w, "%s %s\n", mark, s.header)
-		for _, d := range disruptions[id] {
+		for _, d := range sectionDisruptions(disruptions, id, slavesOf[id]) {
 			fmt.Fprintf(w, "    ! disrupts: %s\n", d)
 		}
-		for _, wn := range s.warnings {
+		for _, wn := range mergeSlaveWarnings(s.warnings) {
 			fmt.Fprintf(w, "    ! warning: %s: %s\n", wn.Key, wn.Message)
 		}
-		for _, c := range s.changes {
-			if c.Absent {
-				fmt.Fprintf(w, "    + %s = %s\n", c.Key, c.Value)
-			} else {
-				fmt.Fprintf(w, "    ~ %s = %s -> %s\n", c.Key, c.Before, c.Value)
-			}
-			if c.Note != "" {
-				fmt.Fprintf(w, "        note: %s\n", c.Note)
-			}
+		for _, l := range mergeSlaveChanges(s.changes) {
+			renderChangeLine(w, l)
 		}
 		renderUnsupported(w, s.unsupported)
 		for _, e := range s.errors {
@@ -368,4 +371,133 @@ func portHeader(p *port.Port) string {
 		return fmt.Sprintf("%s (%s port %d, VF of %s, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.PF), orDash(p.Driver))
 	}
 	return fmt.Sprintf("%s (%s port %d, %s)", p.Netdev, p.RDMADevice, p.PortNum, orDash(p.Driver))
+}
+
+// mergeSlaveChanges makes one line of the changes of one setting on the
+// slaves of a RoCE LAG (one journal step writes them all: host.Steps);
+// any other change is a line of its own. Lines keep the plan's order.
+func mergeSlaveChanges(cs []policy.Change) [][]policy.Change {
+	var lines [][]policy.Change
+	at := map[string]int{}
+	for _, c := range cs {
+		if c.Port == nil || c.Port.Master == "" {
+			lines = append(lines, []policy.Change{c})
+			continue
+		}
+		id := c.Port.Master + "\x00" + c.Name + "\x00" + c.Value
+		if i, ok := at[id]; ok {
+			lines[i] = append(lines[i], c)
+			continue
+		}
+		at[id] = len(lines)
+		lines = append(lines, []policy.Change{c})
+	}
+	return lines
+}
+
+// slaveKey names a setting on several slaves as a shell brace expansion
+// of their keys, {ens1f0np0,ens1f1np1}.qos.pfc, so that each slave's own
+// key (what JSON output, errors and the journal use) is still findable.
+func slaveKey(netdevs []string, name string) string {
+	if len(netdevs) == 1 {
+		return netdevs[0] + "." + name
+	}
+	return "{" + strings.Join(netdevs, ",") + "}." + name
+}
+
+// renderChangeLine prints one change, or one setting's change on several
+// slaves: "~ {a,b}.qos.pfc = [] -> [3]", with each slave's before-value
+// when they differ ("a: [4], b: [] -> [3]").
+func renderChangeLine(w io.Writer, l []policy.Change) {
+	c := l[0]
+	key := c.Key
+	sameBefore, allAbsent := true, true
+	if len(l) > 1 {
+		nds := make([]string, len(l))
+		for i, x := range l {
+			nds[i] = x.Port.Netdev
+			sameBefore = sameBefore && x.Before == c.Before && x.Absent == c.Absent
+			allAbsent = allAbsent && x.Absent
+		}
+		key = slaveKey(nds, c.Name)
+	} else {
+		allAbsent = c.Absent
+	}
+	switch {
+	case allAbsent:
+		fmt.Fprintf(w, "    + %s = %s\n", key, c.Value)
+	case sameBefore:
+		fmt.Fprintf(w, "    ~ %s = %s -> %s\n", key, c.Before, c.Value)
+	default:
+		befores := make([]string, len(l))
+		for i, x := range l {
+			befores[i] = x.Port.Netdev + ": " + displayBefore(x)
+		}
+		fmt.Fprintf(w, "    ~ %s = %s -> %s\n", key, strings.Join(befores, ", "), c.Value)
+	}
+	var notes []string
+	for _, x := range l {
+		if x.Note != "" && !slices.Contains(notes, x.Note) {
+			notes = append(notes, x.Note)
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "        note: %s\n", n)
+	}
+}
+
+func displayBefore(c policy.Change) string {
+	if c.Absent {
+		return "(none)"
+	}
+	return c.Before
+}
+
+// mergeSlaveWarnings makes one warning of those that say the same about
+// the same setting on each slave of a bond.
+func mergeSlaveWarnings(ws []policy.Warning) []policy.Warning {
+	var out []policy.Warning
+	var nds [][]string
+	at := map[string]int{}
+	for _, wn := range ws {
+		p := wn.Port
+		name, ok := "", false
+		if p != nil && p.Master != "" {
+			name, ok = strings.CutPrefix(wn.Key, p.Netdev+".")
+		}
+		if !ok {
+			out, nds = append(out, wn), append(nds, nil)
+			continue
+		}
+		id := p.Master + "\x00" + name + "\x00" + wn.Message
+		if i, seen := at[id]; seen {
+			nds[i] = append(nds[i], p.Netdev)
+			out[i].Key = slaveKey(nds[i], name)
+			continue
+		}
+		at[id] = len(out)
+		out, nds = append(out, wn), append(nds, []string{p.Netdev})
+	}
+	return out
+}
+
+// sectionDisruptions lists what applying disturbs on a section's netdev
+// and, for a bond, on its slaves: one line for what all slaves share,
+// named by the slaves it concerns.
+func sectionDisruptions(d map[string][]string, id string, slaves []string) []string {
+	out := slices.Clone(d[id])
+	var whats []string
+	on := map[string][]string{}
+	for _, nd := range slaves {
+		for _, what := range d[nd] {
+			if _, ok := on[what]; !ok {
+				whats = append(whats, what)
+			}
+			on[what] = append(on[what], nd)
+		}
+	}
+	for _, what := range whats {
+		out = append(out, strings.Join(on[what], " + ")+": "+what)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,58 @@ type Step struct {
 	// steps that change trust or the DSCP map: undo restores exactly it
 	// (nil in journals written before rocectl kept it).
 	DSCPApps *AppTable `json:"dscp_apps,omitempty"`
+	// Slaves is set on a step that writes a per-physical-port setting to
+	// the slaves of a RoCE LAG bond (Scope is the bond): each slave's part
+	// of the step, in write order, with what its undo needs (DSCPApps
+	// above is then nil). Changes holds every slave's changes, each on its
+	// slave's port. The slaves are one step because mlx5 keeps RoCE LAG
+	// only while they agree: a transaction writes all of them, and puts
+	// back those it wrote when one fails, before it goes on (package
+	// apply). Parts splits such a step into one step per slave.
+	Slaves []SlaveState `json:"slaves,omitempty"`
+}
+
+// SlaveState is one slave's part of a LAG step: its netdev and its saved
+// state from before the step.
+type SlaveState struct {
+	Netdev   string    `json:"netdev"`
+	DSCPApps *AppTable `json:"dscp_apps,omitempty"`
+}
+
+// Parts splits a step into the steps of one netdev each that it writes: a
+// LAG step into one per slave, in write order (each with the slave's saved
+// state); any other step is its own one part.
+func (st Step) Parts() []Step {
+	if len(st.Slaves) == 0 {
+		return []Step{st}
+	}
+	parts := make([]Step, 0, len(st.Slaves))
+	for _, s := range st.Slaves {
+		p := Step{Scope: s.Netdev, Group: st.Group, Undo: st.Undo, DSCPApps: s.DSCPApps}
+		for _, c := range st.Changes {
+			if c.Port != nil && c.Port.Netdev == s.Netdev {
+				p.Changes = append(p.Changes, c)
+			}
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// Netdevs lists the netdevs a step writes: a LAG step's slaves, or the
+// port of its changes ("" for a host step).
+func (st Step) Netdevs() []string {
+	if len(st.Slaves) > 0 {
+		out := make([]string, len(st.Slaves))
+		for i, s := range st.Slaves {
+			out[i] = s.Netdev
+		}
+		return out
+	}
+	if p := st.Changes[0].Port; p != nil {
+		return []string{p.Netdev}
+	}
+	return []string{""}
 }
 
 // AppTable is a saved set of APP entries.
@@ -45,31 +98,62 @@ type UndoBlob struct {
 }
 
 // Steps groups a plan's changes into write steps, keeping the apply order:
-// the changes of one port that go through one kernel object are one step.
+// the changes of one port that go through one kernel object are one step,
+// and so are those of a RoCE LAG's slaves (Place put a bond's setting on
+// each of them): one step per setting, or per object, for all slaves of
+// the bond.
+//
+// A LAG step's slaves are in the order they first appear in the plan,
+// which Place made the bond's order (each setting fanned out slave by
+// slave), so that a slave in sync on the step's first setting does not
+// come first in one step and second in another.
 func Steps(plan *policy.Plan) ([]Step, error) {
 	var steps []Step
 	index := map[string]int{}
+	slaveRank := map[string]int{}
+	for _, c := range plan.Changes {
+		if c.Port != nil && c.Port.Master != "" {
+			if _, ok := slaveRank[c.Port.Netdev]; !ok {
+				slaveRank[c.Port.Netdev] = len(slaveRank)
+			}
+		}
+	}
 	for _, c := range plan.Changes {
 		k, err := kindOf(c.Kind)
 		if err != nil {
 			return nil, err
 		}
 		g := k.obj.group
-		if g == "" {
-			steps = append(steps, Step{Scope: c.Scope, Group: c.Name, Changes: []policy.Change{c}})
-			continue
-		}
 		scope := c.Scope
 		if c.Port != nil {
 			scope = c.Port.Netdev
 		}
-		id := scope + "/" + g
-		if i, ok := index[id]; ok {
-			steps[i].Changes = append(steps[i].Changes, c)
-			continue
+		slave := ""
+		if c.Port != nil && c.Port.Master != "" {
+			scope, slave = c.Port.Master, c.Port.Netdev
 		}
-		index[id] = len(steps)
-		steps = append(steps, Step{Scope: scope, Group: g, Changes: []policy.Change{c}})
+		if g == "" {
+			if slave == "" {
+				steps = append(steps, Step{Scope: c.Scope, Group: c.Name, Changes: []policy.Change{c}})
+				continue
+			}
+			g = c.Name // one setting, on every slave
+		}
+		id := scope + "/" + g
+		i, ok := index[id]
+		if !ok {
+			i = len(steps)
+			index[id] = i
+			steps = append(steps, Step{Scope: scope, Group: g})
+		}
+		st := &steps[i]
+		st.Changes = append(st.Changes, c)
+		if slave != "" && !slices.ContainsFunc(st.Slaves, func(s SlaveState) bool { return s.Netdev == slave }) {
+			st.Slaves = append(st.Slaves, SlaveState{Netdev: slave})
+		}
+	}
+	for i := range steps {
+		slices.SortStableFunc(steps[i].Slaves, func(a, b SlaveState) int { return slaveRank[a.Netdev] - slaveRank[b.Netdev] })
 	}
 	return steps, nil
 }
@@ -104,12 +188,22 @@ func (st Step) AlwaysUndo() bool {
 
 // CaptureUndo records, before the first write, what the step needs for a
 // byte-exact undo beyond its before-values.
+// A LAG step saves each slave's.
 func (h *Host) CaptureUndo(d *policy.Desired, st *Step) error {
 	k, err := kindOf(st.Changes[0].Kind)
 	if err != nil || k.obj.capture == nil {
 		return err
 	}
-	return k.obj.capture(h, d, st)
+	if len(st.Slaves) == 0 {
+		return k.obj.capture(h, d, st)
+	}
+	for i, p := range st.Parts() {
+		if err := k.obj.capture(h, d, &p); err != nil {
+			return err
+		}
+		st.Slaves[i].DSCPApps = p.DSCPApps
+	}
+	return nil
 }
 
 // stepWriter is one step being written: its port, the values to write
@@ -158,7 +252,24 @@ func (w *stepWriter) fail(c policy.Change, err error) error {
 
 // WriteStep writes a step's values: the after-values going forward, the
 // before-values when undoing (undo = true). d may be nil when undoing.
+//
+// A LAG step is written slave by slave (Parts): going forward it stops at
+// the first slave that fails, undoing puts back every slave it can. What
+// to do about the slaves a failed forward write left changed is the
+// transaction's business (package apply writes the parts itself).
 func (h *Host) WriteStep(d *policy.Desired, st Step, undo bool) error {
+	if len(st.Slaves) > 0 {
+		var errs []error
+		for _, p := range st.Parts() {
+			if err := h.WriteStep(d, p, undo); err != nil {
+				if !undo {
+					return err
+				}
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
 	c0 := st.Changes[0]
 	k, err := kindOf(c0.Kind)
 	if err != nil {
@@ -181,7 +292,17 @@ func (h *Host) WriteStep(d *policy.Desired, st Step, undo bool) error {
 // values the step should have left (after-values, or before-values when
 // undone). A setting that differs is a *policy.Mismatch; a read that
 // fails is returned as such.
+//
+// A LAG step is checked on every slave; the first that differs is returned.
 func (h *Host) CheckStep(st Step, undo bool) error {
+	if len(st.Slaves) > 0 {
+		for _, p := range st.Parts() {
+			if err := h.CheckStep(p, undo); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	c0 := st.Changes[0]
 	k, err := kindOf(c0.Kind)
 	if err != nil {

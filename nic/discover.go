@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/rocectl/rocectl/internal/parallel"
 	"github.com/rocectl/rocectl/port"
@@ -25,41 +28,90 @@ type SkippedDevice struct {
 type Inventory struct {
 	Ports   []port.Port     `json:"ports"`
 	Skipped []SkippedDevice `json:"skipped,omitempty"`
+	// RDMASource says where the RDMA device ports, their netdevs and
+	// states came from: RDMASourceNetlink or RDMASourceSysfs.
+	RDMASource string `json:"rdma_source,omitempty"`
+	// SysfsReason says why sysfs was read rather than the kernel's RDMA
+	// netlink ("the RDMA core (ib_core) is not loaded").
+	SysfsReason string `json:"sysfs_reason,omitempty"`
 }
+
+// Where discovery found the RDMA device ports (Inventory.RDMASource).
+const (
+	RDMASourceNetlink = "netlink" // RDMA_NLDEV_CMD_PORT_GET (rdmanl.go)
+	RDMASourceSysfs   = "sysfs"   // /sys/class/infiniband
+)
 
 // ErrNoRoCE says a host has no RoCE device. Callers report it as a fact
 // ("no RoCE devices found"), not as a failure.
 var ErrNoRoCE = errors.New("no RoCE devices found")
 
 // Discover finds every RDMA device port with an Ethernet link layer, with its
-// netdev, PCI address, driver, firmware, NUMA node and link state. It uses
-// rdmamap for the device and port lists and sysfs for the rest; the Kernel
-// supplies ethtool driver info. A host without RDMA devices yields an empty
+// netdev, PCI address, driver, firmware, NUMA node and link state. The link
+// layer, PCI address and the rest come from sysfs; the Kernel supplies
+// ethtool driver info. A host without RDMA devices yields an empty
 // inventory, not an error. A Kernel that is a NetdevLister (a snapshot
 // imported from text dumps) adds its netdevs that no RDMA port claimed, as
 // netdev-only ports.
+//
+// The RDMA device ports, each one's netdev and its state come from the
+// kernel's RDMA netlink when the Kernel can give them (an RDMALinker: the
+// live kernel for the live root, a snapshot that recorded them), from
+// sysfs otherwise (rdmamap's device and port lists, ports/N/state, and
+// the netdev from device/net, "parent" or the GIDs); Inventory.RDMASource
+// says which, and SysfsReason why not netlink.
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
-	inv := &Inventory{}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	inv := &Inventory{RDMASource: RDMASourceSysfs}
+	var links map[string]map[int]*RDMALink // by device and port
+	var devs []string
+	if view, err := rdmaLinks(fs, k); err != nil {
+		inv.SysfsReason = err.Error()
+		log.Debug("RDMA ports from sysfs", "reason", err)
+		devs = RDMADevices(fs)
+	} else {
+		inv.RDMASource = RDMASourceNetlink
+		links = map[string]map[int]*RDMALink{}
+		for i := range view {
+			l := &view[i]
+			if links[l.Device] == nil {
+				links[l.Device] = map[int]*RDMALink{}
+				devs = append(devs, l.Device)
+			}
+			links[l.Device][l.Port] = l
+		}
+	}
 	type job struct {
-		dev string
-		num int
-		p   port.Port
-		err error
+		dev  string
+		num  int
+		link *RDMALink
+		p    port.Port
+		err  error
 	}
 	var jobs []job
-	for _, dev := range RDMADevices(fs) {
-		ports := RDMAPorts(fs, dev)
+	for _, dev := range devs {
+		var ports []int
+		if links != nil {
+			ports = slices.Sorted(maps.Keys(links[dev]))
+		} else {
+			ports = RDMAPorts(fs, dev)
+		}
 		if len(ports) == 0 {
 			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Reason: "no ports in sysfs"})
 			continue
 		}
 		for _, pn := range ports {
-			jobs = append(jobs, job{dev: dev, num: pn})
+			jobs = append(jobs, job{dev: dev, num: pn, link: links[dev][pn]})
 		}
 	}
 	// Ports are independent: a 64-port host's discovery is ~20 file reads
 	// and an ethtool query per port, run a few ports at a time.
-	parallel.Each(len(jobs), func(i int) { jobs[i].p, jobs[i].err = discoverPort(fs, k, jobs[i].dev, jobs[i].num) })
+	parallel.Each(len(jobs), func(i int) {
+		j := &jobs[i]
+		j.p, j.err = discoverPort(fs, k, j.dev, j.num, j.link, log)
+	})
 	for _, j := range jobs {
 		if j.err != nil {
 			log.Debug("skipping RDMA port", "device", j.dev, "port", j.num, "reason", j.err)
@@ -138,7 +190,19 @@ func netdevOnlyPorts(k Kernel, ports []port.Port) []port.Port {
 	return out
 }
 
-func discoverPort(fs FS, k Kernel, dev string, pn int) (port.Port, error) {
+// rdmaLinks is the kernel's RDMA netlink view of the host fs describes,
+// or why there is none.
+func rdmaLinks(fs FS, k Kernel) ([]RDMALink, error) {
+	rl, ok := k.(RDMALinker)
+	if !ok {
+		return nil, fmt.Errorf("%w: the source has none", ErrNoRDMANetlink)
+	}
+	return rl.RDMALinks(fs)
+}
+
+// discoverPort reads one RDMA port. link is what RDMA netlink said of it,
+// nil when discovery reads sysfs: its state and netdev are then sysfs's.
+func discoverPort(fs FS, k Kernel, dev string, pn int, link *RDMALink, log *slog.Logger) (port.Port, error) {
 	// The device's class entry is a symlink: resolve it once for the
 	// dozen reads below instead of once per open.
 	ib := fs.Dir("/sys/class/infiniband/" + dev)
@@ -151,7 +215,11 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (port.Port, error) {
 		return port.Port{}, fmt.Errorf("link layer %s, not RoCE", ll)
 	}
 	p := port.Port{RDMADevice: dev, PortNum: pn, NUMANode: -1, RoCEv2GID: -1}
-	p.State = portState(ib.ReadTrimmed(pbase + "/state"))
+	if link != nil {
+		p.State = link.State
+	} else {
+		p.State = portState(ib.ReadTrimmed(pbase + "/state"))
+	}
 	p.Rate, _ = ib.ReadTrimmed(pbase + "/rate")
 	p.HCAType, _ = ib.ReadTrimmed("hca_type")
 	p.BoardID, _ = ib.ReadTrimmed("board_id")
@@ -164,7 +232,25 @@ func discoverPort(fs FS, k Kernel, dev string, pn int) (port.Port, error) {
 			}
 		}
 	}
-	p.Netdev = portNetdev(ib, dev, pn)
+	switch {
+	case link != nil && link.Netdev != "":
+		p.Netdev = link.Netdev
+	case link != nil:
+		// The kernel names no netdev in this namespace, or is older
+		// than 4.16 and names none at all. sysfs may know one, but its
+		// netdev counts only if rtnetlink finds it here too: sysfs is
+		// the mount's namespace, not the one rocectl works in.
+		p.Netdev = portNetdev(ib, dev, pn)
+		if p.Netdev == "" {
+			return port.Port{}, errors.New("no netdev found for this port (RDMA netlink names none in this network namespace; no device/net, parent or GID netdev)")
+		}
+		if _, err := k.Link(p.Netdev); errors.Is(err, syscall.ENODEV) {
+			return port.Port{}, fmt.Errorf("its netdev %s (sysfs) is not in this network namespace, and RDMA netlink names none here", p.Netdev)
+		}
+		log.Debug("RDMA netlink names no netdev for the port; sysfs's used", "device", dev, "port", pn, "netdev", p.Netdev)
+	default:
+		p.Netdev = portNetdev(ib, dev, pn)
+	}
 	if p.Netdev == "" {
 		return port.Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}

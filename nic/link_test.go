@@ -17,7 +17,7 @@ import (
 	"github.com/rocectl/rocectl/internal/netnstest"
 )
 
-func unhex(t *testing.T, s string) []byte {
+func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
 	if err != nil {

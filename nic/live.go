@@ -35,6 +35,10 @@ type Live struct {
 	route *nl.SocketHandle
 	// genl is a Handle on NETLINK_GENERIC for devlink.
 	genl *netlink.Handle
+	// rdma is a NETLINK_RDMA socket for the RDMA device ports
+	// (rdmanl.go), or nil with rdmaErr saying why there is none.
+	rdma    *nl.SocketHandle
+	rdmaErr error
 	// ioctlFD is the datagram socket that carries the SIOCETHTOOL ioctls
 	// (ethtool.go, tunable.go).
 	ioctlFD int
@@ -89,6 +93,11 @@ func NewLive(log *slog.Logger) (*Live, error) {
 		return nil, fmt.Errorf("generic netlink socket: %w", err)
 	}
 
+	l.rdma, l.rdmaErr = openRDMASocket(ibCoreLoaded())
+	if l.rdmaErr != nil {
+		log.Debug("no RDMA netlink: discovery reads sysfs", "reason", l.rdmaErr)
+	}
+
 	if l.ioctlFD, err = ioctlSocket(); err != nil {
 		return nil, fmt.Errorf("open ethtool socket: %w", err)
 	}
@@ -123,6 +132,10 @@ func (l *Live) Close() error {
 	if l.genl != nil {
 		l.genl.Close()
 		l.genl = nil
+	}
+	if l.rdma != nil {
+		l.rdma.Close()
+		l.rdma = nil
 	}
 	if l.ioctlFD >= 0 {
 		if err := unix.Close(l.ioctlFD); err != nil {

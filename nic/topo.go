@@ -3,14 +3,20 @@ package nic
 import (
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rocectl/rocectl/port"
 )
 
 // topology fills in p's role and its relations: the bond and its slaves
-// for a bond master, the owning PF for a VF. It reads only sysfs links the
-// kernel maintains (master, bonding/, lower_*, device/physfn), never names.
+// for a bond master, the owning PF for a VF. It reads only sysfs links and
+// attributes the kernel maintains (master, bonding/, lower_*,
+// device/physfn, phys_port_name), never names.
+//
+// A VF's representor (switchdev mode: the eswitch's port of a VF, on the
+// PF's device) counts as a VF: it is no physical port, and the port's
+// QoS is its uplink's, as for the VF itself.
 func topology(fs FS, p *port.Port) {
 	nd := "/sys/class/net/" + p.Netdev
 	switch {
@@ -20,6 +26,9 @@ func topology(fs FS, p *port.Port) {
 	case fs.Exists(nd + "/device/physfn"):
 		p.Role = port.RoleVF
 		p.PF = pciNetdev(fs, nd+"/device/physfn")
+	case isVFRepresentor(fs, p.Netdev):
+		p.Role = port.RoleVF
+		p.PF = uplinkOf(fs, p.Netdev)
 	case p.PCI != "":
 		p.Role = port.RolePF
 		p.VFs = countVFs(fs, nd+"/device")
@@ -81,7 +90,10 @@ func bondMaster(fs FS, netdev string) string {
 // the port's GIDs live on the bond (the RoCE GID cache puts a LAG device's
 // addresses on the bond master) and no other slave of the bond has an RDMA
 // device of its own (mlx5 removes the PFs' devices while LAG is active; a
-// bond over two HCAs keeps both, and is not a LAG).
+// bond over two HCAs keeps both, and is not a LAG). netdev may be any
+// slave: RDMA netlink names the one mlx5_lag_get_roce_netdev picks (the
+// active one of an active-backup bond), while the LAG device sits on
+// PF0's PCI function, so the slave there lists dev itself.
 func lagNetdev(fs FS, dev string, pn int, netdev string) string {
 	master := bondMaster(fs, netdev)
 	if master == "" {
@@ -96,11 +108,93 @@ func lagNetdev(fs FS, dev string, pn int, netdev string) string {
 		if s.Netdev == netdev {
 			continue
 		}
-		if ents, err := fs.ReadDir("/sys/class/net/" + s.Netdev + "/device/infiniband"); err == nil && len(ents) > 0 {
+		ents, _ := fs.ReadDir("/sys/class/net/" + s.Netdev + "/device/infiniband")
+		if slices.ContainsFunc(ents, func(e string) bool { return e != dev }) {
 			return ""
 		}
 	}
 	return master
+}
+
+// physPortName reads a netdev's phys_port_name, which the kernel makes
+// from its devlink port (__devlink_port_phys_port_name_get): "p<N>" or
+// "p<N>s<M>" for a physical port (split), "[c<C>]pf<N>" for a PF's
+// representor, "[c<C>]pf<N>vf<M>" for a VF's, "[c<C>]pf<N>sf<M>" for a
+// subfunction's; "" when the netdev has none (EOPNOTSUPP: no devlink
+// port, e.g. a VF's own netdev or a veth).
+func physPortName(fs FS, netdev string) string {
+	s, err := fs.ReadTrimmed("/sys/class/net/" + netdev + "/phys_port_name")
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
+// parsePortName splits a phys_port_name into its letters and numbers:
+// "c1pf0vf3" is [c pf vf] and [1 0 3]; ok is false for anything that is
+// not letters each followed by a decimal number.
+func parsePortName(s string) (keys []string, nums []int, ok bool) {
+	for s != "" {
+		i := strings.IndexAny(s, "0123456789")
+		if i <= 0 {
+			return nil, nil, false
+		}
+		j := i + len(s[i:]) - len(strings.TrimLeft(s[i:], "0123456789"))
+		n, err := strconv.Atoi(s[i:j])
+		if err != nil {
+			return nil, nil, false
+		}
+		keys, nums = append(keys, s[:i]), append(nums, n)
+		s = s[j:]
+	}
+	return keys, nums, len(keys) > 0
+}
+
+// isVFRepresentor says whether netdev is the representor of an SR-IOV VF:
+// phys_port_name "pf<N>vf<M>", or "c<C>pf<N>vf<M>" on an external
+// controller (devlink port flavour pcivf).
+func isVFRepresentor(fs FS, netdev string) bool {
+	return isVFRepresentorName(physPortName(fs, netdev))
+}
+
+func isVFRepresentorName(name string) bool {
+	keys, _, ok := parsePortName(name)
+	if !ok {
+		return false
+	}
+	if keys[0] == "c" {
+		keys = keys[1:]
+	}
+	return slices.Equal(keys, []string{"pf", "vf"})
+}
+
+// isPhysicalPortName: "p<N>" or "p<N>s<M>" (devlink port flavour
+// physical).
+func isPhysicalPortName(name string) bool {
+	keys, _, ok := parsePortName(name)
+	return ok && (slices.Equal(keys, []string{"p"}) || slices.Equal(keys, []string{"p", "s"}))
+}
+
+// uplinkOf is the physical port a VF representor's traffic leaves by: the
+// one netdev of the representor's device (on mlx5 the PF's PCI function,
+// whose net/ holds the uplink and the representors) with a physical
+// phys_port_name; "" when there is none or more than one.
+func uplinkOf(fs FS, rep string) string {
+	nets, err := fs.ReadDir("/sys/class/net/" + rep + "/device/net")
+	if err != nil {
+		return ""
+	}
+	up := ""
+	for _, n := range nets {
+		if n == rep || !isPhysicalPortName(physPortName(fs, n)) {
+			continue
+		}
+		if up != "" {
+			return ""
+		}
+		up = n
+	}
+	return up
 }
 
 // pciNetdev is the single netdev of the PCI function at dev (a

@@ -36,6 +36,19 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log
 		meta.CapturedAt = time.Now().UTC().Format(time.RFC3339)
 	}
 	st := &KernelState{Links: map[string]*LinkState{}, Devlink: map[string][]nic.DevlinkParam{}, Errors: map[string]string{}}
+	// The RDMA netlink view discovery used, so that discovery of the
+	// snapshot sees the ports as the host's did.
+	// A socket or dump that failed with an errno is kept as such.
+	if rl, ok := k.(nic.RDMALinker); ok {
+		links, err := rl.RDMALinks(fs)
+		var en syscall.Errno
+		switch {
+		case err == nil && inv.RDMASource == nic.RDMASourceNetlink:
+			st.RDMA = &RDMAState{Links: links}
+		case errors.As(err, &en):
+			st.Errors[OpRDMANetlink] = ErrnoName(en)
+		}
+	}
 	netdevs, _ := fs.ReadDir("/sys/class/net")
 	for _, nd := range netdevs {
 		if nd == "lo" {
@@ -54,7 +67,7 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log
 			add(ib + "/device/" + a)
 		}
 		net := "/sys/class/net/" + p.Netdev
-		for _, a := range []string{"mtu", "operstate", "speed", "address", "ifindex", "type", "ecn", "qos", "device"} {
+		for _, a := range []string{"mtu", "operstate", "speed", "address", "ifindex", "type", "ecn", "qos", "device", "phys_port_name"} {
 			add(net + "/" + a)
 		}
 		if p.PCI != "" && !seenPCI[p.PCI] {
@@ -252,5 +265,9 @@ func Describe(inv *nic.Inventory, links int) string {
 	for _, p := range inv.Ports {
 		names = append(names, fmt.Sprintf("%s/%d (%s)", p.RDMADevice, p.PortNum, p.Netdev))
 	}
-	return fmt.Sprintf("%d RoCE port(s): %s; %d netdev(s)", len(inv.Ports), strings.Join(names, ", "), links)
+	src := "RDMA ports from " + inv.RDMASource
+	if inv.SysfsReason != "" {
+		src += " (" + inv.SysfsReason + ")"
+	}
+	return fmt.Sprintf("%d RoCE port(s): %s; %d netdev(s); %s", len(inv.Ports), strings.Join(names, ", "), links, src)
 }

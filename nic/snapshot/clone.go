@@ -29,6 +29,9 @@ func (st *KernelState) Clone() *KernelState {
 		Errors:      maps.Clone(st.Errors),
 		NotCaptured: slices.Clone(st.NotCaptured),
 	}
+	if st.RDMA != nil {
+		c.RDMA = &RDMAState{Links: slices.Clone(st.RDMA.Links)}
+	}
 	for name, ls := range st.Links {
 		c.Links[name] = ls.Clone()
 	}

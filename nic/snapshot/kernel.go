@@ -220,6 +220,19 @@ func (r reader) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
 // replay is the read-only nic.Kernel of an opened snapshot.
 type replay struct{ reader }
 
+// RDMALinks answers with the RDMA netlink view the capture recorded; a
+// snapshot without one (the host's discovery read sysfs, or an older or
+// hand-written snapshot) says so, and its discovery reads sysfs too.
+func (r reader) RDMALinks(nic.FS) ([]nic.RDMALink, error) {
+	if r.st.RDMA != nil {
+		return slices.Clone(r.st.RDMA.Links), nil
+	}
+	if _, ok := r.st.Errors[OpRDMANetlink]; ok {
+		return nil, fmt.Errorf("%w: the capture's RDMA netlink failed: %w", nic.ErrNoRDMANetlink, unsupported(r.st.Errors, OpRDMANetlink, "rdma"))
+	}
+	return nil, fmt.Errorf("%w: the snapshot recorded the sysfs view", nic.ErrNoRDMANetlink)
+}
+
 // Replay answers nic.Kernel from st as an opened snapshot does: reads
 // return copies of what st holds, or the errno it records (EOPNOTSUPP for
 // missing data, ENODEV for an unknown link), each an *OpError naming the
@@ -266,6 +279,13 @@ func (st *KernelState) Validate() error {
 		}
 	}
 	check("kernel", st.Errors)
+	if st.RDMA != nil {
+		for i, l := range st.RDMA.Links {
+			if l.Device == "" || l.Port <= 0 || l.State == "" {
+				errs = append(errs, fmt.Errorf("rdma links[%d]: device %q port %d state %q: a link needs all three", i, l.Device, l.Port, l.State))
+			}
+		}
+	}
 	for _, op := range st.NotCaptured {
 		if op != OpDevlink {
 			errs = append(errs, fmt.Errorf("kernel not_captured: unknown op %q", op))

@@ -57,6 +57,18 @@ type KernelState struct {
 	// NotCaptured lists the ops not tied to one link ("devlink") that
 	// nobody asked the host about: unknown, not refused.
 	NotCaptured []string `json:"not_captured,omitempty"`
+	// RDMA is the kernel's RDMA netlink view of the host's RDMA device
+	// ports, when the capture had one; nil when the host's discovery
+	// read sysfs (Errors[OpRDMANetlink] then holds the errno, if the
+	// socket or a dump failed with one). Discovery of the snapshot uses
+	// the same view as discovery of the host did.
+	RDMA *RDMAState `json:"rdma,omitempty"`
+}
+
+// RDMAState is what RDMA netlink said: every device port, with its state
+// and netdev (`rdma link show`).
+type RDMAState struct {
+	Links []nic.RDMALink `json:"links"`
 }
 
 // LinkState is one netdev in kernel.json. A nil member means "no data";
@@ -110,6 +122,8 @@ const (
 	OpTunable   = "tunable"
 	OpDCB       = "dcb"
 	OpDevlink   = "devlink"
+	// OpRDMANetlink is the RDMA netlink port dump (KernelState.RDMA).
+	OpRDMANetlink = "rdma_netlink"
 )
 
 // DCB members a snapshot may hold without the others: "dcb." + the
