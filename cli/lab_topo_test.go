@@ -223,11 +223,11 @@ func TestLabSRIOVRepresentorIsAVFOfItsUplink(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := nic.Discover(nic.NewFS("/", true), k, slog.New(slog.DiscardHandler))
-	i := slices.IndexFunc(inv.Ports, func(p nic.Port) bool { return p.RDMADevice == "rxe66" })
+	i := slices.IndexFunc(inv.Ports, func(p port.Port) bool { return p.RDMADevice == "rxe66" })
 	if i < 0 {
 		t.Fatalf("rxe66 not discovered: %+v", inv)
 	}
-	if p := inv.Ports[i]; p.Netdev != rep[0] || p.Role != nic.RoleVF || p.PF != uplink {
+	if p := inv.Ports[i]; p.Netdev != rep[0] || p.Role != port.RoleVF || p.PF != uplink {
 		t.Fatalf("rxe66: netdev %s role %s PF %q, want a VF of %s on %s", p.Netdev, p.Role, p.PF, uplink, rep[0])
 	}
 

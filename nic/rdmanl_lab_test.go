@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 
 	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/test/lab/labenv"
 )
 
@@ -113,8 +114,8 @@ func TestLabRDMANetlinkMatchesRdmaLink(t *testing.T) {
 	if inv.RDMASource != RDMASourceNetlink || inv.SysfsReason != "" {
 		t.Fatalf("discovery read %s (%s), want netlink", inv.RDMASource, inv.SysfsReason)
 	}
-	for _, w := range []struct{ dev, netdev, role string }{{env.RXE[0], env.If[0], RoleVirtual}, {"rxe9", "bond9", RoleBond}} {
-		i := slices.IndexFunc(inv.Ports, func(p Port) bool { return p.RDMADevice == w.dev })
+	for _, w := range []struct{ dev, netdev, role string }{{env.RXE[0], env.If[0], port.RoleVirtual}, {"rxe9", "bond9", port.RoleBond}} {
+		i := slices.IndexFunc(inv.Ports, func(p port.Port) bool { return p.RDMADevice == w.dev })
 		if i < 0 {
 			t.Fatalf("%s not discovered: %+v", w.dev, inv)
 		}
@@ -122,7 +123,7 @@ func TestLabRDMANetlinkMatchesRdmaLink(t *testing.T) {
 		if p.Netdev != w.netdev || p.Role != w.role || p.State != "ACTIVE" {
 			t.Errorf("%s: netdev %s role %s state %s, want %s, %s, ACTIVE", w.dev, p.Netdev, p.Role, p.State, w.netdev, w.role)
 		}
-		if w.role == RoleBond && (p.Bond == nil || len(p.Bond.Slaves) != 2) {
+		if w.role == port.RoleBond && (p.Bond == nil || len(p.Bond.Slaves) != 2) {
 			t.Errorf("%s: bond %+v, want two slaves", w.dev, p.Bond)
 		}
 	}
@@ -177,7 +178,7 @@ func TestLabRDMANetlinkNamesNetdevsOfItsNamespaceOnly(t *testing.T) {
 	if inv.RDMASource != RDMASourceNetlink {
 		t.Fatalf("discovery read %s (%s)", inv.RDMASource, inv.SysfsReason)
 	}
-	if slices.ContainsFunc(inv.Ports, func(p Port) bool { return p.RDMADevice == env.RXE[0] }) {
+	if slices.ContainsFunc(inv.Ports, func(p port.Port) bool { return p.RDMADevice == env.RXE[0] }) {
 		t.Errorf("%s discovered from a namespace without its netdev: %+v", env.RXE[0], inv.Ports)
 	}
 	k := slices.IndexFunc(inv.Skipped, func(s SkippedDevice) bool { return s.Device == env.RXE[0] })
@@ -186,7 +187,7 @@ func TestLabRDMANetlinkNamesNetdevsOfItsNamespaceOnly(t *testing.T) {
 	}
 	// sysfs alone (a kernel without RDMA netlink) would have taken it.
 	sysfsOnly := Discover(fs, kernelOnly{l}, log)
-	if !slices.ContainsFunc(sysfsOnly.Ports, func(p Port) bool { return p.RDMADevice == env.RXE[0] && p.Netdev == env.If[0] }) {
+	if !slices.ContainsFunc(sysfsOnly.Ports, func(p port.Port) bool { return p.RDMADevice == env.RXE[0] && p.Netdev == env.If[0] }) {
 		t.Errorf("sysfs-only discovery: %+v; the comparison expects it to claim %s", sysfsOnly.Ports, env.If[0])
 	}
 }
