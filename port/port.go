@@ -108,7 +108,7 @@ type Slave struct {
 // nowhere (a VF: its PF owns the port's QoS).
 const (
 	RolePF      = "pf"      // a physical function (with or without SR-IOV VFs)
-	RoleVF      = "vf"      // an SR-IOV virtual function (device/physfn exists)
+	RoleVF      = "vf"      // an SR-IOV virtual function (device/physfn exists), or a VF's eswitch representor
 	RoleBond    = "bond"    // the port's netdev is a bond master (RoCE LAG, or rxe on a bond)
 	RoleVirtual = "virtual" // a software device on a netdev without a PCI function (rxe on a veth)
 )
