@@ -86,20 +86,19 @@ func (h *Host) logger() *slog.Logger {
 func (h *Host) Ports(inv *nic.Inventory, withGID bool) []port.Port {
 	out := append(make([]port.Port, 0, len(inv.Ports)), inv.Ports...)
 	// Each GID table is dozens of files (up to 255 entries of three on
-	// mlx5): read the ports' tables concurrently, as Observe reads ports.
+	// mlx5), read until the selected entry: the ports' tables are read
+	// concurrently, as Observe reads ports.
 	parallel.Each(len(out), func(i int) {
 		p := &out[i]
 		p.RoCEv2GID = -1
 		if !withGID {
 			return
 		}
-		if gids, err := nic.ReadGIDs(h.FS, p.RDMADevice, p.PortNum); err == nil {
-			// Any netdev: the port's GID table holds its own GIDs and
-			// those of its upper devices (VLAN, bond, macvlan), and NCCL
-			// never reads gid_attrs/ndevs, so a VLAN's GID counts.
-			if g, ok := nic.SelectGID(gids, nic.GIDQuery{}); ok {
-				p.RoCEv2GID = g.Index
-			}
+		// Any netdev: the port's GID table holds its own GIDs and those of
+		// its upper devices (VLAN, bond, macvlan), and NCCL never reads
+		// gid_attrs/ndevs, so a VLAN's GID counts.
+		if g, ok, err := nic.SelectGIDOn(h.FS, p.RDMADevice, p.PortNum, nic.GIDQuery{}); err == nil && ok {
+			p.RoCEv2GID = g.Index
 		}
 	})
 	return out

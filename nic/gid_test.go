@@ -297,3 +297,51 @@ func TestSelectGIDAgreesWithNCCL(t *testing.T) {
 		}
 	}
 }
+
+// SelectGIDOn reads a table only up to the entry it selects, and selects
+// what SelectGID does over the whole table: on every GID fixture (real
+// captures: VLAN GIDs, a 256-entry table, an InfiniBand port, unreadable
+// slots) and every shipped snapshot host, for queries by family, netdev,
+// subnet and RoCE version.
+func TestSelectGIDOnAgreesWithSelectGID(t *testing.T) {
+	var roots []string
+	for _, h := range gidFxHosts {
+		roots = append(roots, gidFxRoot(h.dir))
+	}
+	hosts, _ := filepath.Glob(filepath.Join("..", "testdata", "hosts", "*"))
+	roots = append(roots, hosts...)
+	_, v4net, _ := net.ParseCIDR("172.19.0.0/16")
+	_, v6net, _ := net.ParseCIDR("fd00::/8")
+	checked := 0
+	for _, root := range roots {
+		fs := NewFS(root, true)
+		for _, dev := range RDMADevices(fs) {
+			for _, pn := range RDMAPorts(fs, dev) {
+				all, err := ReadGIDs(fs, dev, pn)
+				if err != nil {
+					continue
+				}
+				queries := []GIDQuery{{}, {Family: 6}, {RoCEVersion: 1}, {Subnet: v4net}, {Family: 6, Subnet: v6net}}
+				for _, g := range all {
+					if g.Netdev != "" {
+						queries = append(queries, GIDQuery{Netdev: g.Netdev}, GIDQuery{Netdev: g.Netdev, RoCEVersion: 1})
+					}
+				}
+				for _, q := range queries {
+					want, wantOK := SelectGID(all, q)
+					got, ok, err := SelectGIDOn(fs, dev, pn, q)
+					if err != nil || ok != wantOK || got.Index != want.Index || !got.GID.Equal(want.GID) || got.Type != want.Type {
+						t.Errorf("%s %s/%d %+v: SelectGIDOn = %+v %v %v, SelectGID = %+v %v", root, dev, pn, q, got, ok, err, want, wantOK)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d queries checked", checked)
+	}
+	if _, _, err := SelectGIDOn(NewFS(t.TempDir(), true), "mlx5_0", 1, GIDQuery{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing device: %v, want ErrNotExist", err)
+	}
+}
