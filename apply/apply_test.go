@@ -35,6 +35,34 @@ type rig struct {
 	opts Options
 }
 
+// hostState is the whole host as a rollback must leave it: the simulated
+// kernel's configuration and every file under the root.
+type hostState struct {
+	kernel string
+	files  map[string]string
+}
+
+// state records the host now.
+func (r *rig) state(t *testing.T) hostState {
+	t.Helper()
+	return hostState{kernel: r.sim.Config(), files: fixturehost.Files(t, r.root)}
+}
+
+// assertRestored fails t unless the host is again as before, naming what
+// differs; what says which case it is.
+func (r *rig) assertRestored(t *testing.T, before hostState, what string) {
+	t.Helper()
+	if what != "" {
+		what += ": "
+	}
+	if got := r.sim.Config(); got != before.kernel {
+		t.Errorf("%skernel state not restored:\n got %s\nwant %s", what, got, before.kernel)
+	}
+	if d := fixturehost.DiffTrees(before.files, fixturehost.Files(t, r.root)); len(d) > 0 {
+		t.Errorf("%sfiles not restored: %v", what, d)
+	}
+}
+
 // newRig is a writable copy of a fixture host with a profile resolved and
 // planned against it.
 func newRig(t *testing.T, fixture, profile string) *rig {
@@ -175,8 +203,7 @@ func TestFaultMatrixRestoresHostExactly(t *testing.T) {
 	// check runs the apply with one fault in place and checks the host.
 	check := func(t *testing.T, r *rig, errno syscall.Errno, what func() string) {
 		t.Helper()
-		beforeK := r.sim.Config()
-		beforeF := fixturehost.Files(t, r.root)
+		before := r.state(t)
 		err := r.apply(t)
 		var ae *ApplyError
 		if !errors.As(err, &ae) || !errors.Is(err, errno) {
@@ -185,12 +212,7 @@ func TestFaultMatrixRestoresHostExactly(t *testing.T) {
 		if ae.RestoreErr != nil {
 			t.Fatalf("%s: rollback failed: %v", what(), ae.RestoreErr)
 		}
-		if got := r.sim.Config(); got != beforeK {
-			t.Errorf("%s: kernel state differs after rollback", what())
-		}
-		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-			t.Errorf("%s: files differ after rollback: %v", what(), d)
-		}
+		r.assertRestored(t, before, what())
 	}
 	for k := range kernelWrites {
 		t.Run(fmt.Sprintf("kernel-%02d", k), func(t *testing.T) {
@@ -235,8 +257,7 @@ func TestWriteErrorNamesPortSettingValueAndReason(t *testing.T) {
 
 func TestRollbackOfCommittedApply(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-	before := r.sim.Config()
-	beforeF := fixturehost.Files(t, r.root)
+	before := r.state(t)
 	txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -254,12 +275,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 	if err := Rollback(r.h, j, r.opts); err != nil {
 		t.Fatal(err)
 	}
-	if r.sim.Config() != before {
-		t.Error("kernel state not restored")
-	}
-	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-		t.Errorf("files not restored: %v", d)
-	}
+	r.assertRestored(t, before, "")
 	j2, _ := r.opts.Store.Load(j.ID)
 	if j2.State != StateRolledBack || len(j2.Restored) != len(r.plan.Changes) {
 		t.Errorf("journal after rollback: state %s, %d restored of %d", j2.State, len(j2.Restored), len(r.plan.Changes))
@@ -271,8 +287,7 @@ func TestRollbackOfCommittedApply(t *testing.T) {
 func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 	for _, k := range []int{0, 1, 5, 9, 20} {
 		r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-		before := r.sim.Config()
-		beforeF := fixturehost.Files(t, r.root)
+		before := r.state(t)
 		crash := errors.New("crash")
 		r.opts.BeforeStep = func(i int, st host.Step) error {
 			if i == k {
@@ -299,12 +314,7 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if r.sim.Config() != before {
-			t.Errorf("k=%d: kernel state not restored", k)
-		}
-		if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-			t.Errorf("k=%d: files not restored: %v", k, d)
-		}
+		r.assertRestored(t, before, fmt.Sprintf("k=%d", k))
 	}
 }
 
@@ -509,7 +519,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 // back.
 func TestRollbackRootSpelledDifferently(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-	before, beforeF := r.sim.Config(), fixturehost.Files(t, r.root)
+	before := r.state(t)
 	link := filepath.Join(t.TempDir(), "tree")
 	if err := os.Symlink(r.root, link); err != nil {
 		t.Fatal(err)
@@ -541,12 +551,7 @@ func TestRollbackRootSpelledDifferently(t *testing.T) {
 	if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if r.sim.Config() != before {
-		t.Error("kernel state not restored")
-	}
-	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-		t.Errorf("files not restored: %v", d)
-	}
+	r.assertRestored(t, before, "")
 	// Another tree is still refused.
 	other := &host.Host{FS: nic.NewFS(t.TempDir(), false), K: r.sim}
 	if err := Rollback(other, open[0], Options{Store: r.opts.Store, Retries: 1}); err == nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
@@ -40,11 +39,11 @@ func TestGoldenV1JournalMigratesAndRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
-	beforeK, beforeF := r.sim.Config(), fixturehost.Files(t, r.root)
+	before := r.state(t)
 	if err := r.apply(t); err != nil {
 		t.Fatal(err)
 	}
-	if r.sim.Config() == beforeK {
+	if r.sim.Config() == before.kernel {
 		t.Fatal("the apply changed nothing")
 	}
 	// The golden journal was written for another copy of the fixture: the
@@ -79,12 +78,7 @@ func TestGoldenV1JournalMigratesAndRollsBack(t *testing.T) {
 	if err := Rollback(r.h, j, Options{Store: s, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.sim.Config(); got != beforeK {
-		t.Errorf("kernel after the v1 rollback differs from before the apply:\n got %s\nwant %s", got, beforeK)
-	}
-	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-		t.Errorf("files after the v1 rollback differ: %v", d)
-	}
+	r.assertRestored(t, before, "after the v1 rollback")
 	// Saved back in the current format.
 	raw, err := os.ReadFile(s.donePath(j.ID))
 	if err != nil {

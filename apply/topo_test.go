@@ -101,8 +101,7 @@ func TestLAGApplyAuditRollback(t *testing.T) {
 	if hca != "=mlx5_bond_0:1" {
 		t.Errorf("NCCL_IB_HCA %q, want =mlx5_bond_0:1", hca)
 	}
-	before := r.sim.Config()
-	beforeF := fixturehost.Files(t, r.root)
+	before := r.state(t)
 	txn, err := Begin(r.h, r.d, r.plan, "lag", r.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +131,7 @@ func TestLAGApplyAuditRollback(t *testing.T) {
 	if err := Rollback(r.h, j, r.opts); err != nil {
 		t.Fatal(err)
 	}
-	if r.sim.Config() != before {
-		t.Error("kernel state of the slaves and the bond not restored")
-	}
-	if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-		t.Errorf("files not restored: %v", d)
-	}
+	r.assertRestored(t, before, "the slaves and the bond")
 }
 
 // A LAG whose slaves differ is drift, and the plan says so on each slave.
@@ -336,7 +330,7 @@ func TestLAGFaultOnSecondSlaveUndoesTheFirst(t *testing.T) {
 	for _, op := range []string{snapshot.OpSetPFC, snapshot.OpAddApps, snapshot.OpSetPause} {
 		t.Run(op, func(t *testing.T) {
 			r := topoRigWith(t, "cx5-roce-lag", lagProfile, ownDSCPEntry(t))
-			beforeK, beforeF := r.sim.Config(), fixturehost.Files(t, r.root)
+			before := r.state(t)
 			setupOps := len(r.sim.Ops())
 			failed := false
 			r.sim.Inject(func(o, ifname string) error {
@@ -372,12 +366,7 @@ func TestLAGFaultOnSecondSlaveUndoesTheFirst(t *testing.T) {
 			if i < 0 || i+1 >= len(ops) || !strings.HasSuffix(ops[i+1], " ens1f0np0") {
 				t.Errorf("writes %v: the first slave's %s is not followed by its undo", ops, op)
 			}
-			if got := r.sim.Config(); got != beforeK {
-				t.Errorf("slaves not as before:\n got %s\nwant %s", got, beforeK)
-			}
-			if d := fixturehost.DiffTrees(beforeF, fixturehost.Files(t, r.root)); len(d) > 0 {
-				t.Errorf("files differ: %v", d)
-			}
+			r.assertRestored(t, before, "slaves")
 		})
 	}
 }
