@@ -141,7 +141,7 @@ clean:
 
 # --- lab (test/lab) ---
 # Soft-RoCE + netdevsim QEMU lab (see test/lab/README.md). Needs root and Debian 12.
-# Work dir $(LAB) is outside the tree; CI may cache $(LAB)/out (~19 MB) to skip the setup.
+# Work dir $(LAB) is outside the tree; CI may cache $(LAB)/out (~23 MB) to skip the setup.
 # LAB_GO_FLAGS is passed to every Go test binary (e.g. LAB_GO_FLAGS='-test.run TestPFC').
 LAB ?= /var/tmp/roce-lab
 LAB_SCRIPTS := test/lab

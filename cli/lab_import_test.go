@@ -87,6 +87,18 @@ func TestLabImportRoundTrip(t *testing.T) {
 	if strings.Contains(out, "warning:") {
 		t.Errorf("import warned about real tool output:\n%s", out)
 	}
+	compareImport(t, l, capDir, impDir, labInDumps, labNotInDumps)
+}
+
+// compareImport audits the capture and the import of one lab port with
+// the lab profile (PFC on [3]) and compares them per setting: the import
+// must agree with the capture on the settings in inDumps (names after the
+// port's scope, all of which the profile must cover), read as unknown
+// or agree on those starting with a prefix in notInDumps, and agree on
+// the rest.
+func compareImport(t *testing.T, l *labNIC, capDir, impDir string, inDumps, notInDumps []string) {
+	t.Helper()
+	nd := l.port.Ifname
 	capSnap, err := snapshot.Open(capDir)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +125,7 @@ func TestLabImportRoundTrip(t *testing.T) {
 		}
 		g, ok := got[ikey]
 		delete(got, ikey)
-		inDumps := scope == nd && slices.Contains(labInDumps, rest)
+		carried := scope == nd && slices.Contains(inDumps, rest)
 		switch {
 		case !ok && gidSelection[ikey]:
 			// Present only under NCCL's dynamic GID selection, which
@@ -121,14 +133,14 @@ func TestLabImportRoundTrip(t *testing.T) {
 		case !ok:
 			t.Errorf("%s: not in the import's audit (capture: %s)", ikey, w)
 		case g == w:
-		case inDumps:
+		case carried:
 			t.Errorf("%s = %s in the import, %s in the capture (the dumps carry it)", ikey, g, w)
 		case g != "unknown":
 			t.Errorf("%s = %s in the import, %s in the capture", ikey, g, w)
 		case scope == "host":
 			// NCCL: derived from the RDMA devices and GIDs, which
 			// these dumps do not carry.
-		case (scope == nd || isRDMA) && slices.ContainsFunc(labNotInDumps, func(p string) bool { return strings.HasPrefix(rest, p) }):
+		case (scope == nd || isRDMA) && slices.ContainsFunc(notInDumps, func(p string) bool { return strings.HasPrefix(rest, p) }):
 		default:
 			t.Errorf("%s is unknown in the import but %s in the capture, and the dumps carry it", ikey, w)
 		}
@@ -137,7 +149,7 @@ func TestLabImportRoundTrip(t *testing.T) {
 		t.Errorf("%s = %s only in the import's audit", key, g)
 	}
 	// The settings the dumps carry were all audited, so the test can fail.
-	for _, k := range labInDumps {
+	for _, k := range inDumps {
 		if _, ok := want[nd+"."+k]; !ok {
 			t.Errorf("%s.%s: not in the capture's audit; the profile no longer covers it", nd, k)
 		}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
@@ -215,6 +217,19 @@ func (im *Import) addQos(nd string, st *dcb.State, q *MlnxQos, fact func(string,
 		fact(nd, "dcb.buffer", q.At["buffer_size"])
 	}
 	if q.TSA != nil {
+		// mlnx_qos prints a "tc:" row only for the TCs that priorities
+		// map to (all 8 with -a); the others' TSA and bandwidth are
+		// not in the dump, and ETS is set as one whole.
+		var absent []string
+		for tc := 0; tc < 8; tc++ {
+			if _, ok := q.TSA[tc]; !ok {
+				absent = append(absent, strconv.Itoa(tc))
+			}
+		}
+		if absent != nil {
+			warn(q.At["ets"], fmt.Sprintf("no tc row for tc %s (mlnx_qos lists only the TCs that priorities map to; mlnx_qos -a lists all 8): ETS not used", strings.Join(absent, ",")))
+			return
+		}
 		e := &dcb.ETS{}
 		for p, tc := range q.PrioTC {
 			e.PrioTC[p] = uint8(tc)

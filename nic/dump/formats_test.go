@@ -367,3 +367,51 @@ func TestPauseInferenceTwoSamples(t *testing.T) {
 		t.Errorf("falling counter: %+v", inf)
 	}
 }
+
+// TestMlnxQosNetdevsimCorpus: real mlnx_qos output of three mlnx-tools
+// revisions on one netdevsim port (SOURCES.md). The old "total_size=" and
+// the new "max_buffer_size=" both give dcbnl's total_size (256 KiB in
+// the lab's netdevsim); a plain query lists only the TCs that priorities
+// map to, which is no ETS (warned, not guessed), and -a lists all 8.
+func TestMlnxQosNetdevsimCorpus(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		allTCs bool
+		delay  uint16
+	}{
+		{"netdevsim-mlnx_qos-v5.6-total_size.txt", false, 7},
+		{"netdevsim-mlnx_qos-v23.10.0-max_buffer_size.txt", false, 7},
+		{"netdevsim-mlnx_qos-v2607.0.6-a.txt", true, 7},
+		{"netdevsim-mlnx_qos-v23.10.0-pfc-3-4-cable-len-reset.txt", false, 0},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			blocks, warns := parseCorpus(t, c.file)
+			if len(warns) != 0 || len(blocks) != 1 || blocks[0].Kind != KindMlnxQos {
+				t.Fatalf("blocks %+v, warnings %v", blocks, warns)
+			}
+			im, err := Build(blocks, "eth0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := im.State.Links["eth0"].DCB
+			if b := st.Buffer; b == nil || b.TotalSize != 256*1024 || b.Size[1] != 128*1024 || b.PrioBuffer[3] != 1 {
+				t.Errorf("buffer %+v", b)
+			}
+			if p := st.PFC; p == nil || p.Enable&(1<<3) == 0 || p.Delay != c.delay {
+				t.Errorf("pfc %+v, want prio 3 on, delay %d", p, c.delay)
+			}
+			if len(st.Apps) != 1 || st.Apps[0].Protocol != 26 || st.Apps[0].Priority != 3 {
+				t.Errorf("apps %+v", st.Apps)
+			}
+			if c.allTCs {
+				if e := st.ETS; e == nil || e.PrioTC != [8]uint8{0, 0, 0, 3, 0, 0, 6, 0} || e.TCTxBW != [8]uint8{50, 0, 0, 50} || e.TCTSA[6] != 0 || e.TCTSA[3] != 2 || len(im.Warnings) != 0 {
+					t.Errorf("ETS %+v, warnings %v", e, im.Warnings)
+				}
+				return
+			}
+			if st.ETS != nil || len(im.Warnings) != 1 || !strings.Contains(im.Warnings[0].Msg, "no tc row for tc 1,2,4,5,7") {
+				t.Errorf("ETS %+v from a partial tc list; warnings %v", st.ETS, im.Warnings)
+			}
+		})
+	}
+}

@@ -14,7 +14,11 @@ type MlnxQos struct {
 	Trust     string // "pcp", "dscp"
 	DSCP2Prio map[uint8]uint8
 	// BufferSize is the "Receive buffer size (bytes)" row; MaxBufferSize
-	// the max_buffer_size=N that OFED 23.x appends to it (0: not printed).
+	// the size it ends with (0: not printed): max_buffer_size=N from
+	// mlnx-tools 23.07 on, total_size=N before (mlnx-tools commit b8c08c5
+	// only renamed it). Either is dcbnl's dcbnl_buffer.total_size, or with
+	// OFED's mlx5 the first line of sysfs qos/buffer_size (23.07 on only;
+	// older revisions print nothing there).
 	BufferSize    []uint32
 	MaxBufferSize uint32
 	CableLen      *uint16
@@ -147,16 +151,16 @@ loop:
 	return &Block{Kind: KindMlnxQos, At: ls[0].at, Qos: q}, ls[i:], warns
 }
 
-// parseBufferRow reads "N,N,...,N," with, from OFED 23.x on, a trailing
-// "max_buffer_size=N" (and possibly other key=value items) after the
-// sizes.
+// parseBufferRow reads "N,N,...,N," and the "max_buffer_size=N"
+// (mlnx-tools 23.07 on: OFED 23.07 and later, DOCA) or "total_size=N"
+// (before, when the buffers came from dcbnl) after the sizes.
 func (q *MlnxQos) parseBufferRow(l line, s string, warn func(line, string, ...any)) {
 	var sizes []uint32
 	for _, x := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
 		if k, v, ok := strings.Cut(x, "="); ok {
 			n, err := strconv.ParseUint(v, 10, 32)
 			switch {
-			case k == "max_buffer_size" && err == nil:
+			case (k == "max_buffer_size" || k == "total_size") && err == nil:
 				q.MaxBufferSize = uint32(n)
 			default:
 				warn(l, "receive buffer row: %q not used", x)

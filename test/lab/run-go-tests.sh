@@ -15,7 +15,9 @@
 # here come after that -test.run, so a -test.run of yours replaces it.
 # ./cmd/rocectl, when it exists, is built too and lands on the guest's PATH
 # (LAB_ROCECTL). A package's testdata/ goes along (the binary runs from its
-# own folder).
+# own folder). The pinned mlnx_qos revisions of setup (mlnx-tools.sh), when
+# $LAB/out/mlnx-tools has them, go along as /lab/share/mlnx-tools
+# (LAB_MLNX_TOOLS).
 #
 # env: LAB (work dir)  LAB_GO_PKGS="./nic/... ./verify" (default ./...)
 #      LAB_GO_TIMEOUT (per binary, default 5m)  LAB_MEM (default 1024)
@@ -104,6 +106,10 @@ done < "$SHARE/verbs.pkgs"
 if [ -d cmd/rocectl ] && [ -n "$(go list -e -f '{{if eq .Name "main"}}main{{end}}' ./cmd/rocectl 2>/dev/null)" ]; then
   ts "build ./cmd/rocectl"
   CGO_ENABLED=0 go build -ldflags=-s -o "$SHARE/bin/rocectl" ./cmd/rocectl || buildfail="$buildfail ./cmd/rocectl"
+fi
+if [ -n "$(ls "$LAB/out/mlnx-tools" 2>/dev/null)" ]; then
+  cp -a "$LAB/out/mlnx-tools" "$SHARE/mlnx-tools"
+  ts "mlnx_qos revisions: $(ls "$SHARE/mlnx-tools" | xargs)"
 fi
 nbin=$(find "$SHARE/tests" -name '*.test' | wc -l)
 ts "built $nbin test binaries ($(du -sh "$SHARE" | cut -f1)) in $(elapsed "$t1")s${buildfail:+; BUILD FAILED:$buildfail}"

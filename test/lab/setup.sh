@@ -6,6 +6,9 @@
 #   $LAB/out/vmlinuz        Debian 6.1 kernel (extracted, never installed on the host)
 #   $LAB/out/base.cpio.gz   busybox + dash + modules (rdma_rxe, netdevsim with the
 #                           lab patches) + rdma-core + perftest + iproute2 + ethtool
+#                           + python3 (Debian's minimal interpreter and stdlib)
+#   $LAB/out/mlnx-tools/    pinned mlnx_qos revisions, when they could be fetched
+#                           (mlnx-tools.sh; not part of the image or its stamp)
 #   $LAB/out/kver, stamp    kernel ABI used, hash of the inputs that built the above
 #
 # Idempotent: when out/stamp matches the inputs (this script, lib.sh, the netdevsim
@@ -29,7 +32,7 @@ flock 9
 
 RUN_PKGS="qemu-system-x86 cpio gzip"
 BUILD_PKGS="rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest busybox-static ethtool
- iproute2 kmod gcc-12 make xz-utils libelf1 patch"
+ iproute2 kmod gcc-12 make xz-utils libelf1 patch python3-minimal"
 PATCHES=""
 if [ "${LAB_NSIM_DCB:-1}" = 1 ]; then
   # order matters: the stats patch builds on the dcbnl one
@@ -37,6 +40,9 @@ if [ "${LAB_NSIM_DCB:-1}" = 1 ]; then
 fi
 
 ensure_pkgs $RUN_PKGS
+# pinned mlnx_qos revisions, beside the image (not in its stamp): without
+# them only the mlnx_qos lab test skips
+"$SRC/mlnx-tools.sh" || ts "mlnx-tools.sh failed: the mlnx_qos lab test will skip"
 
 # ---- which kernel ------------------------------------------------------------
 debian_kver() {
@@ -150,6 +156,10 @@ BINS="/usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong /usr/bi
  /usr/bin/rdma /usr/sbin/ip /usr/sbin/bridge /usr/sbin/tc /usr/sbin/devlink /usr/sbin/dcb /usr/sbin/ethtool
  /usr/bin/kmod /usr/bin/dash /usr/bin/bash /usr/bin/timeout /usr/bin/env"
 LIBS="/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
+# python3 runs NVIDIA's mlnx_qos (a Python script; see mlnx-tools.sh): the
+# interpreter of python3-minimal, with the ldd loop below bringing its libs.
+PY=$(readlink -f /usr/bin/python3); PYV=${PY##*/}
+BINS="$BINS $PY"
 for b in $BINS; do cp -L "$b" "$R$b"; done
 ln -s dash "$R/usr/bin/sh"   # busybox-static's ash prefers applets over $PATH; use dash
 mkdir -p "$R/usr/lib/x86_64-linux-gnu/libibverbs" "$R/etc/libibverbs.d"
@@ -165,6 +175,11 @@ cp -L /lib64/ld-linux-x86-64.so.2 "$R/usr/lib64/"
 cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$R/usr/lib/x86_64-linux-gnu/"   # pthread_exit/cancel (rping, cgo)
 cp -a /etc/ld.so.conf /etc/ld.so.conf.d "$R/etc/"; ldconfig -r "$R" 2>/dev/null || true
 cp -a /etc/iproute2 "$R/etc/" 2>/dev/null || true   # rt_tables etc.
+# Python's own modules: Debian's minimal set (libpython3.X-minimal, what
+# python3-minimal promises to run), without _ssl/_hashlib (they need libssl).
+dpkg -L "$PYV-minimal" "lib$PYV-minimal" | sed -n -E "s#^/((usr/lib|etc)/$PYV/.*)#\1#p" | grep -v '\.so$' |
+  tar -C / -cf - --no-recursion -T - | tar -C "$R" -xf -
+ln -s "$PYV" "$R/usr/bin/python3"
 # busybox for everything else
 cp /bin/busybox "$R/usr/bin/busybox"
 for a in $("$R/usr/bin/busybox" --list); do

@@ -32,6 +32,10 @@ type Env struct {
 	// Rocectl is the path of the rocectl binary, "" when it was not built
 	// (LAB_ROCECTL).
 	Rocectl string
+	// MlnxTools is the folder of pinned mlnx_qos revisions, one
+	// subfolder each (test/lab/mlnx-tools.sh), "" when setup could not
+	// fetch them (LAB_MLNX_TOOLS).
+	MlnxTools string
 }
 
 // Parse reads the topology from getenv (os.Getenv in the guest).
@@ -69,6 +73,7 @@ func Parse(getenv func(string) string) (Env, error) {
 	}
 	e.Topo = getenv("LAB_TOPO")
 	e.Rocectl = getenv("LAB_ROCECTL")
+	e.MlnxTools = getenv("LAB_MLNX_TOOLS")
 	return e, nil
 }
 
