@@ -14,8 +14,9 @@
 # belong to the host's `go test` (LAB_GO_ALL=1 runs everything). Flags given
 # here come after that -test.run, so a -test.run of yours replaces it.
 # ./cmd/rocectl, when it exists, is built too and lands on the guest's PATH
-# (LAB_ROCECTL). A package's testdata/ goes along (the binary runs from its
-# own folder).
+# (LAB_ROCECTL), once static and once with verbs (cgo, -tags verbs:
+# LAB_ROCECTL_VERBS, bin/rocectl-verbs). A package's testdata/ goes along
+# (the binary runs from its own folder).
 #
 # env: LAB (work dir)  LAB_GO_PKGS="./nic/... ./verify" (default ./...)
 #      LAB_GO_TIMEOUT (per binary, default 5m)  LAB_MEM (default 1024)
@@ -102,8 +103,13 @@ while read -r ip dir files; do
   build "$(pkgname "$ip")" "$ip" "$dir" "$files" 1 "lab verbs"
 done < "$SHARE/verbs.pkgs"
 if [ -d cmd/rocectl ] && [ -n "$(go list -e -f '{{if eq .Name "main"}}main{{end}}' ./cmd/rocectl 2>/dev/null)" ]; then
-  ts "build ./cmd/rocectl"
+  ts "build ./cmd/rocectl, static and with verbs"
   CGO_ENABLED=0 go build -ldflags=-s -o "$SHARE/bin/rocectl" ./cmd/rocectl || buildfail="$buildfail ./cmd/rocectl"
+  # The shipped verbs build (make build-verbs): tests that run rocectl
+  # verify --peer/--listen as a command need traffic, not the stub.
+  ensure_pkgs gcc libibverbs-dev
+  CGO_ENABLED=1 go build -tags verbs -ldflags=-s -o "$SHARE/bin/rocectl-verbs" ./cmd/rocectl ||
+    buildfail="$buildfail ./cmd/rocectl(verbs)"
 fi
 nbin=$(find "$SHARE/tests" -name '*.test' | wc -l)
 ts "built $nbin test binaries ($(du -sh "$SHARE" | cut -f1)) in $(elapsed "$t1")s${buildfail:+; BUILD FAILED:$buildfail}"
