@@ -170,6 +170,9 @@ func (s Store) Save(j *Journal) error {
 	return nil
 }
 
+// fallocate is syscall.Fallocate; tests replace it.
+var fallocate = syscall.Fallocate
+
 // reserve allocates size bytes of disk to path (fallocate, or zeros where
 // the filesystem has no fallocate), durably.
 func reserve(path string, size int64) error {
@@ -177,7 +180,16 @@ func reserve(path string, size int64) error {
 	if err != nil {
 		return err
 	}
-	err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	// tmpfs gives up with EINTR whenever a signal is pending
+	// (shmem_fallocate), and the Go runtime signals its threads to
+	// preempt them: a state dir on tmpfs failed applies that way. Calling
+	// again is safe: what is already allocated stays so.
+	for {
+		err = fallocate(int(f.Fd()), 0, 0, size)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		_, err = f.Write(make([]byte, size))
 	}

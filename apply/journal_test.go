@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,5 +198,26 @@ func TestJournalIDsSortByStart(t *testing.T) {
 	}
 	if got, want := newID(time.Date(2026, 11, 30, 12, 29, 55, 481_203_999, time.UTC)), "20261130T122955Z-481203"; got != want {
 		t.Errorf("newID = %s, want %s", got, want)
+	}
+}
+
+// An interrupted fallocate (tmpfs, with the runtime's preemption signals)
+// is tried again, not a failed apply.
+func TestReserveRetriesEINTR(t *testing.T) {
+	calls := 0
+	fallocate = func(fd int, mode uint32, off, size int64) error {
+		calls++
+		if calls < 3 {
+			return syscall.EINTR
+		}
+		return syscall.Fallocate(fd, mode, off, size)
+	}
+	t.Cleanup(func() { fallocate = syscall.Fallocate })
+	p := filepath.Join(t.TempDir(), ".x.reserve")
+	if err := reserve(p, 4096); err != nil || calls != 3 {
+		t.Fatalf("reserve: %v after %d calls, want success on the 3rd", err, calls)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Size() != 4096 {
+		t.Errorf("reserved file %v, %v; want 4096 bytes", fi, err)
 	}
 }

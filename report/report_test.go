@@ -186,3 +186,30 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// A pair whose listener timed out waiting is failed; the connector's own
+// error, the reason it never came, is still in the pair's why (the lab's
+// sweep lost "no RoCE v2 IPv4 GID" that way).
+func TestSweepFailedPairSaysTheOtherEndsError(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"sweep.r2.h3--h4.h3.json": `{"sweep": {"round": 2, "pair": ["h3", "h4"], "host": "h3", "peer": "h4", "role": "listen",
+			"rc": 124, "timed_out": true, "elapsed_s": 20.1, "stderr": ""}, "verify": null}`,
+		"sweep.r2.h3--h4.h4.json": `{"sweep": {"round": 2, "pair": ["h3", "h4"], "host": "h4", "peer": "h3", "role": "peer",
+			"rc": 1, "timed_out": false, "elapsed_s": 0.4, "stderr": ""},
+			"verify": {"ok": false, "errors": ["no RoCE v2 IPv4 GID on rxe44 port 1: configure an IPv4 address on eth3"], "mismatches": []}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, problems, err := Load([]string{dir})
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("load: %v %v", err, problems)
+	}
+	p := Build(docs, problems, Options{Now: time.Now()}).Sweep.Cell("h3", "h4")
+	want := []string{"h3: timed out after 20s", "h4: no RoCE v2 IPv4 GID on rxe44 port 1: configure an IPv4 address on eth3"}
+	if p == nil || p.State != PairFailed || strings.Join(p.Why, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pair %+v, want failed with why %q", p, want)
+	}
+}

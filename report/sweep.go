@@ -221,11 +221,16 @@ func addEnd(p *Pair, d *Doc) {
 			errs = append(errs, msg)
 		}
 	}
-	if len(errs) > 0 && p.State != PairFailed {
+	if len(errs) == 0 {
+		return
+	}
+	// A pair the other end already failed (it timed out waiting) keeps
+	// that state, and this end's error, often the cause, is still said.
+	if p.State != PairFailed {
 		p.State = PairError
-		for _, msg := range errs {
-			p.Why = append(p.Why, e.Host+": "+firstLine(msg))
-		}
+	}
+	for _, msg := range errs {
+		p.Why = append(p.Why, e.Host+": "+firstLine(msg))
 	}
 }
 

@@ -120,13 +120,17 @@ const (
 )
 
 // QP transport parameters (reference §D steps 8-9). timeout 14 is
-// 4.096 µs·2^14 ≈ 67 ms per try; with retry_cnt 7 a dead path is reported
+// 4.096 µs·2^14 ≈ 67 ms per try; with retry_cnt 6 a dead path is reported
 // as IBV_WC_RETRY_EXC_ERR after about half a second instead of NCCL's
-// minutes, which is what a verification wants. rnr_retry 7 means "retry
-// forever": our receivers are always posted, so RNR only means "slow".
+// minutes, which is what a verification wants. Not 7: Soft-RoCE reads
+// retry_cnt 7 as "retry forever" (rxe_completer never decrements it,
+// rxe_comp.c), so a dead path there never completed and only the stall
+// timeout ended the run (seen in the lab's sweep with a pulled cable).
+// rnr_retry 7 means "retry forever" (IBTA): our receivers are always
+// posted, so RNR only means "slow".
 const (
 	qpTimeout     = 14
-	qpRetryCount  = 7
+	qpRetryCount  = 6
 	qpRNRRetry    = 7
 	qpMinRNRTimer = 12
 	qpSendDepth   = 128 // outstanding RDMA WRITEs, like perftest's default tx_depth

@@ -705,4 +705,17 @@ func TestSweep(t *testing.T) {
 			t.Errorf("h3's command line lacks --duration 1s --size 1MiB: %s", c)
 		}
 	}
+	// Each host listens on its own port (18600+i): a connector dials the
+	// listener's, not its own.
+	for _, want := range []string{"--listen :18603", "--peer 127.0.0.1:18602", "--peer 127.0.0.1:18601"} {
+		n := 0
+		for _, c := range calls {
+			if strings.Contains(c, " "+want+" ") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d of h3's command lines have %q, want 1:\n%s", n, want, lines)
+		}
+	}
 }

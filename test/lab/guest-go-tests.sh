@@ -11,7 +11,8 @@
 # Every binary starts from a clean slate: netdevsim loaded with NO devices
 # (tests create their own, any id, e.g. with labenv.NewNetdevsim), no rxe link
 # but rxe0/rxe1, no rdma_cm configfs entries, LAB_IF0/1 up with MTU 1500.
-# LAB_ROCECTL=/lab/share/bin/rocectl when it was built (also on PATH);
+# LAB_ROCECTL=/lab/share/bin/rocectl when it was built (also on PATH),
+# LAB_ROCECTL_VERBS=/lab/share/bin/rocectl-verbs, the same with verbs (cgo);
 # LAB_MLNX_TOOLS=/lab/share/mlnx-tools when setup could fetch mlnx_qos.
 TESTS=/lab/share/tests
 TMO=${LAB_GO_TIMEOUT:-5m}
@@ -40,6 +41,7 @@ reset_state() {
 
 [ -x /lab/share/bin/rocectl ] && export LAB_ROCECTL=/lab/share/bin/rocectl
 [ -d /lab/share/mlnx-tools ] && export LAB_MLNX_TOOLS=/lab/share/mlnx-tools
+[ -x /lab/share/bin/rocectl-verbs ] && export LAB_ROCECTL_VERBS=/lab/share/bin/rocectl-verbs
 pass=0; fail=0; failed=""
 for dir in "$TESTS"/*/; do
   [ -d "$dir" ] || continue

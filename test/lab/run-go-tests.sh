@@ -14,10 +14,11 @@
 # belong to the host's `go test` (LAB_GO_ALL=1 runs everything). Flags given
 # here come after that -test.run, so a -test.run of yours replaces it.
 # ./cmd/rocectl, when it exists, is built too and lands on the guest's PATH
-# (LAB_ROCECTL). A package's testdata/ goes along (the binary runs from its
-# own folder). The pinned mlnx_qos revisions of setup (mlnx-tools.sh), when
-# $LAB/out/mlnx-tools has them, go along as /lab/share/mlnx-tools
-# (LAB_MLNX_TOOLS).
+# (LAB_ROCECTL), once static and once with verbs (cgo, -tags verbs:
+# LAB_ROCECTL_VERBS, bin/rocectl-verbs). A package's testdata/ goes along
+# (the binary runs from its own folder). The pinned mlnx_qos revisions of
+# setup (mlnx-tools.sh), when $LAB/out/mlnx-tools has them, go along as
+# /lab/share/mlnx-tools (LAB_MLNX_TOOLS).
 #
 # env: LAB (work dir)  LAB_GO_PKGS="./nic/... ./verify" (default ./...)
 #      LAB_GO_TIMEOUT (per binary, default 5m)  LAB_MEM (default 1024)
@@ -104,8 +105,13 @@ while read -r ip dir files; do
   build "$(pkgname "$ip")" "$ip" "$dir" "$files" 1 "lab verbs"
 done < "$SHARE/verbs.pkgs"
 if [ -d cmd/rocectl ] && [ -n "$(go list -e -f '{{if eq .Name "main"}}main{{end}}' ./cmd/rocectl 2>/dev/null)" ]; then
-  ts "build ./cmd/rocectl"
+  ts "build ./cmd/rocectl, static and with verbs"
   CGO_ENABLED=0 go build -ldflags=-s -o "$SHARE/bin/rocectl" ./cmd/rocectl || buildfail="$buildfail ./cmd/rocectl"
+  # The shipped verbs build (make build-verbs): tests that run rocectl
+  # verify --peer/--listen as a command need traffic, not the stub.
+  ensure_pkgs gcc libibverbs-dev
+  CGO_ENABLED=1 go build -tags verbs -ldflags=-s -o "$SHARE/bin/rocectl-verbs" ./cmd/rocectl ||
+    buildfail="$buildfail ./cmd/rocectl(verbs)"
 fi
 if [ -n "$(ls "$LAB/out/mlnx-tools" 2>/dev/null)" ]; then
   cp -a "$LAB/out/mlnx-tools" "$SHARE/mlnx-tools"

@@ -11,13 +11,14 @@
 #      LAB_MEM=MiB (512)  LAB_SMP (nproc)  LAB_TIMEOUT=sec (1800, whole VM)  LAB_TOPO=veth|virtio (veth)
 #      LAB_ENV="K=V K2=V2" (exported in the guest)  LAB_QUIET=1 (hide kernel log)
 #      LAB_LOG=FILE (also keep the console log there)
+#      LAB_ANSIBLE=1 (add Python + ansible-core: ansible-layer.sh; slow under TCG)
 # exit: the test's code; 124 test timed out in the guest; 125 guest died before reporting
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 LAB=${LAB:-/var/tmp/roce-lab}
 SHARE=""
 [ "${1:-}" = "-s" ] && { SHARE=$2; shift 2; }
-[ $# -ge 1 ] || { sed -n '2,16p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,17p' "$0"; exit 2; }
 TEST=$(readlink -f "$1"); shift
 [ -f "$TEST" ] || { echo "run-lab: no such file: $TEST" >&2; exit 2; }
 [ -f "$LAB/out/base.cpio.gz" ] || "$SRC/setup.sh"
@@ -35,7 +36,13 @@ cp "$TEST" "$W/root/lab/test"; chmod +x "$W/root/lab/test"
 : > "$W/root/lab/env"; for kv in ${LAB_ENV:-}; do printf 'export %q\n' "$kv" >> "$W/root/lab/env"; done
 if [ -n "$SHARE" ]; then cp -a "$SHARE" "$W/root/lab/share"; fi
 (cd "$W/root" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 > "$W/overlay.cpio.gz")
-cat "$LAB/out/base.cpio.gz" "$W/overlay.cpio.gz" > "$W/initrd"
+LAYERS=""
+if [ "${LAB_ANSIBLE:-0}" = 1 ]; then
+  "$SRC/ansible-layer.sh" >&2
+  LAYERS=$LAB/out/ansible.cpio.gz
+fi
+# later archives win: the overlay (with /init) comes last
+cat "$LAB/out/base.cpio.gz" $LAYERS "$W/overlay.cpio.gz" > "$W/initrd"
 
 if [ "$ACCEL" = auto ]; then
   # /dev/kvm may exist but be unusable (e.g. kvm_pvm hosts: SeaBIOS runs, the stock

@@ -191,7 +191,7 @@ printf '127.0.0.1 localhost\n::1 localhost\n' > "$R/etc/hosts"
 
 # kernel modules: only what we need (+deps from modules.dep)
 MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad rdma_ucm veth virtio_net virtio_pci psample configfs
- sch_mqprio sch_ets 8021q vrf dummy bridge bonding"
+ sch_mqprio sch_ets 8021q vrf dummy bridge bonding sch_ingress cls_flower act_mirred act_gact"
 MD=kroot/lib/modules/$KVER
 need=$(for m in $MODS; do
   line=$(grep -E "/$m\.ko(\.[a-z]+)?:" "$MD/modules.dep" || true)

@@ -30,12 +30,16 @@ type Env struct {
 	// Topo is "veth" or "virtio" (LAB_TOPO).
 	Topo string
 	// Rocectl is the path of the rocectl binary, "" when it was not built
-	// (LAB_ROCECTL).
+	// (LAB_ROCECTL). It is static, without verbs: verify --peer/--listen
+	// and --loopback answer "verbs support not built in".
 	Rocectl string
 	// MlnxTools is the folder of pinned mlnx_qos revisions, one
 	// subfolder each (test/lab/mlnx-tools.sh), "" when setup could not
 	// fetch them (LAB_MLNX_TOOLS).
 	MlnxTools string
+	// RocectlVerbs is the same rocectl built with verbs (cgo, -tags verbs,
+	// as make build-verbs), "" when it was not built (LAB_ROCECTL_VERBS).
+	RocectlVerbs string
 }
 
 // Parse reads the topology from getenv (os.Getenv in the guest).
@@ -74,6 +78,7 @@ func Parse(getenv func(string) string) (Env, error) {
 	e.Topo = getenv("LAB_TOPO")
 	e.Rocectl = getenv("LAB_ROCECTL")
 	e.MlnxTools = getenv("LAB_MLNX_TOOLS")
+	e.RocectlVerbs = getenv("LAB_ROCECTL_VERBS")
 	return e, nil
 }
 

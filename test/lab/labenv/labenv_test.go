@@ -18,7 +18,7 @@ var guestEnv = map[string]string{
 	"LAB_RXE0": "rxe0", "LAB_RXE1": "rxe1", "LAB_IF0": "lab0", "LAB_IF1": "lab1",
 	"LAB_IP0": "192.168.77.1", "LAB_IP1": "192.168.77.2",
 	"LAB_GID_INDEX0": "1", "LAB_GID_INDEX1": "1",
-	"LAB_ROCECTL": "/lab/share/bin/rocectl", "LAB_MLNX_TOOLS": "/lab/share/mlnx-tools",
+	"LAB_ROCECTL": "/lab/share/bin/rocectl", "LAB_ROCECTL_VERBS": "/lab/share/bin/rocectl-verbs", "LAB_MLNX_TOOLS": "/lab/share/mlnx-tools",
 }
 
 func getenvFrom(m map[string]string, drop ...string) func(string) string {
@@ -38,13 +38,14 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Env{
-		RXE:       [2]string{"rxe0", "rxe1"},
-		If:        [2]string{"lab0", "lab1"},
-		IP:        [2]netip.Addr{netip.MustParseAddr("192.168.77.1"), netip.MustParseAddr("192.168.77.2")},
-		GIDIndex:  [2]int{1, 1},
-		Topo:      "veth",
-		Rocectl:   "/lab/share/bin/rocectl",
-		MlnxTools: "/lab/share/mlnx-tools",
+		RXE:          [2]string{"rxe0", "rxe1"},
+		If:           [2]string{"lab0", "lab1"},
+		IP:           [2]netip.Addr{netip.MustParseAddr("192.168.77.1"), netip.MustParseAddr("192.168.77.2")},
+		GIDIndex:     [2]int{1, 1},
+		Topo:         "veth",
+		Rocectl:      "/lab/share/bin/rocectl",
+		RocectlVerbs: "/lab/share/bin/rocectl-verbs",
+		MlnxTools:    "/lab/share/mlnx-tools",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", got, want)
@@ -53,11 +54,11 @@ func TestParse(t *testing.T) {
 
 func TestParseWithoutRocectl(t *testing.T) {
 	// a binary started by run-lab.sh directly, or a tree without cmd/rocectl
-	got, err := Parse(getenvFrom(guestEnv, "LAB_ROCECTL", "LAB_TOPO", "LAB_MLNX_TOOLS"))
+	got, err := Parse(getenvFrom(guestEnv, "LAB_ROCECTL", "LAB_ROCECTL_VERBS", "LAB_TOPO", "LAB_MLNX_TOOLS"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Rocectl != "" || got.Topo != "" || got.MlnxTools != "" || got.RXE[1] != "rxe1" {
+	if got.Rocectl != "" || got.RocectlVerbs != "" || got.Topo != "" || got.MlnxTools != "" || got.RXE[1] != "rxe1" {
 		t.Errorf("Parse = %+v", got)
 	}
 }
