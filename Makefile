@@ -108,8 +108,8 @@ test-all:
 	$(GO) vet ./...
 	$(GO) vet -tags "lab $(VERBS_TAGS)" ./...
 	$(MAKE) --no-print-directory test-unit
-	@echo "test: Soft-RoCE lab VM in $(LAB) (about 757 MB; a cold setup builds netdevsim: 0.5-1.5 minutes, then one boot running the Go lab tests: 1-2 minutes)..."
-	$(MAKE) --no-print-directory lab-short
+	@echo "test: Soft-RoCE lab VM in $(LAB) (about 757 MB; a cold setup builds netdevsim: 0.5-1.5 minutes, then one boot running the Go lab tests, with the Ansible layer so that the rack sweep runs the real sweep.yml: 4-6 minutes)..."
+	LAB_ANSIBLE=1 $(MAKE) --no-print-directory lab-short
 
 # Unit, fixture, namespace and end-to-end tests (root runs the namespace ones;
 # they create their own network namespaces and never touch the host's links).
