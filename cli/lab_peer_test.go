@@ -99,7 +99,7 @@ default_tos = 106
 		{"consistent", func(*lldp.Frame) {}, ExitOK, agent.PeerConsistent,
 			"  " + sw + ": consistent (IEEE DCBX, from LLDP)"},
 		{"pfc on another priority", func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 }, ExitDrift, agent.PeerMismatch,
-			"    " + sw + ": pfc: switch says priorities 4, profile says priorities 3"},
+			"    " + sw + ": pfc: switch says priorities 4, profile says priorities 3 (from LLDP)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
