@@ -22,15 +22,7 @@ import (
 func manualLayout(t *testing.T) func(*nictest.Sim) {
 	return func(s *nictest.Sim) {
 		for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
-			// Global pause off first: with it on, mlx5 would make every
-			// buffer a priority maps to lossless (fill_pfc_en).
-			if err := s.SetPause(nd, nic.Pause{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{29952, 200064}}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+			if err := s.ManualLossless(nd, 29952, 200064); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -125,15 +117,7 @@ func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 	r := driverRig(t, "cx5-roce-lag", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [4]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]\n",
 		func(s *nictest.Sim) {
 			for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
-				// Global pause off first: with it on, mlx5 would make every
-				// buffer a priority maps to lossless (fill_pfc_en).
-				if err := s.SetPause(nd, nic.Pause{}); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+				if err := s.ManualLossless(nd, 16384, 200064); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -301,15 +285,7 @@ func TestMTUChangeRefusedWhenLosslessBufferTooSmall(t *testing.T) {
 	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 49920, 0, 0, 0, 0, 0, 0]\n",
 		func(s *nictest.Sim) {
 			for _, nd := range mlx5Ports {
-				// Global pause off first: with it on, mlx5 would make every
-				// buffer a priority maps to lossless (fill_pfc_en).
-				if err := s.SetPause(nd, nic.Pause{}); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{29952, 49920}}); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+				if err := s.ManualLossless(nd, 29952, 49920); err != nil {
 					t.Fatal(err)
 				}
 			}

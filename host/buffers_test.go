@@ -9,7 +9,6 @@ import (
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
-	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
@@ -90,15 +89,7 @@ global_pause = false
 priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 `, func(s *nictest.Sim) {
 		for _, nd := range lagSlaves {
-			// Global pause off first: with it on, mlx5 would make every
-			// buffer a priority maps to lossless (fill_pfc_en).
-			if err := s.SetPause(nd, nic.Pause{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+			if err := s.ManualLossless(nd, 16384, 200064); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -153,15 +144,7 @@ priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
 buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
 `, func(s *nictest.Sim) {
 		for _, nd := range lagSlaves {
-			// Global pause off first: with it on, mlx5 would make every
-			// buffer a priority maps to lossless (fill_pfc_en).
-			if err := s.SetPause(nd, nic.Pause{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SetBuffer(nd, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{16384, 200064}}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.SetPFC(nd, dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+			if err := s.ManualLossless(nd, 16384, 200064); err != nil {
 				t.Fatal(err)
 			}
 		}

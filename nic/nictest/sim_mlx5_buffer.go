@@ -3,6 +3,7 @@ package nictest
 import (
 	"syscall"
 
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
@@ -346,4 +347,20 @@ func (s *Sim) mlx5SetBuffer(name string, ls *snapshot.LinkState, d *dcb.State, b
 	}
 	d.Buffer.PrioBuffer, d.Buffer.Size = buf.PrioBuffer, sizes
 	return nil
+}
+
+// ManualLossless sets up an mlx5 netdev as a host a recipe already made
+// lossless: global pause off, priority 3 mapped to buffer 1, buffers 0
+// and 1 of size0 and size1 bytes (manual buffer mode), PFC on priority 3
+// with a 7 m cable. Global pause goes first: with it on, mlx5 makes every
+// buffer a priority maps to lossless (fill_pfc_en). Every write goes
+// through the driver model, so its buffer checks apply.
+func (s *Sim) ManualLossless(name string, size0, size1 uint32) error {
+	if err := s.SetPause(name, nic.Pause{}); err != nil {
+		return err
+	}
+	if err := s.SetBuffer(name, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{size0, size1}}); err != nil {
+		return err
+	}
+	return s.SetPFC(name, dcb.PFC{Enable: 1 << 3, Delay: 7})
 }
