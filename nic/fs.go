@@ -333,13 +333,19 @@ func (f FS) Rmdir(p string) error {
 
 // ReadDir lists the names in a directory, sorted.
 func (f FS) ReadDir(p string) ([]string, error) {
+	return f.readDirWith(p, func(flags int) (int, error) { return f.dir.open(p, flags) })
+}
+
+// readDirWith lists the directory open opens, sorted; asked names it in
+// errors.
+func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]string, error) {
 	var names []string
-	err := f.withDeadline("readdir", p, func() error {
-		fd, err := f.dir.open(p, unix.O_RDONLY|unix.O_DIRECTORY)
+	err := f.withDeadline("readdir", asked, func() error {
+		fd, err := open(unix.O_RDONLY | unix.O_DIRECTORY)
 		if err != nil {
-			return &os.PathError{Op: "open", Path: f.Path(p), Err: err}
+			return &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
 		}
-		d := os.NewFile(uintptr(fd), f.Path(p))
+		d := os.NewFile(uintptr(fd), f.Path(asked))
 		defer d.Close()
 		names, err = d.Readdirnames(-1)
 		return err
@@ -485,23 +491,7 @@ func (d Dir) ReadTrimmed(rel string) (string, error) {
 
 // ReadDir lists the names in d/rel ("." for d itself), sorted.
 func (d Dir) ReadDir(rel string) ([]string, error) {
-	asked := d.path + "/" + rel
-	var names []string
-	err := d.fs.withDeadline("readdir", asked, func() error {
-		fd, err := d.openRel(rel, unix.O_RDONLY|unix.O_DIRECTORY)
-		if err != nil {
-			return &os.PathError{Op: "open", Path: d.fs.Path(asked), Err: err}
-		}
-		dir := os.NewFile(uintptr(fd), d.fs.Path(asked))
-		defer dir.Close()
-		names, err = dir.Readdirnames(-1)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	return names, nil
+	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
 }
 
 // retryEINTR repeats a system call the Go runtime's signals interrupted, as
