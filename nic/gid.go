@@ -50,18 +50,12 @@ type GID struct {
 // device or port, or no RDMA sysfs at all); it wraps the file system error, so
 // errors.Is(err, os.ErrNotExist) holds for a missing device.
 func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
-	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
-		return nil, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
-	}
-	// The port's directory, resolved and held once: a table is dozens
-	// (on mlx5 up to 255) of entries of three files each.
-	base := fs.Dir(path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port)))
-	names, err := base.ReadDir("gids")
+	base, idx, err := openGIDTable(fs, rdmaDev, port)
 	if err != nil {
-		return nil, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
+		return nil, err
 	}
 	var out []GID
-	for _, i := range gidIndexes(names) {
+	for _, i := range idx {
 		s := strconv.Itoa(i)
 		raw, err := base.ReadTrimmed("gids/" + s)
 		if err != nil {
@@ -114,14 +108,7 @@ type GIDQuery struct {
 // version (and never checks index 0 against the subnet), which is a
 // misconfiguration rocectl reports instead of reproducing.
 func SelectGID(gids []GID, q GIDQuery) (GID, bool) {
-	family := q.Family
-	if family == 0 {
-		family = 4
-	}
-	version := q.RoCEVersion
-	if version == 0 {
-		version = 2
-	}
+	family, version := q.defaults()
 	best := -1
 	for i, g := range gids {
 		if q.Netdev != "" && g.Netdev != q.Netdev {
@@ -170,22 +157,12 @@ func (q GIDQuery) addressMatches(gid net.IP, family int) bool {
 // 3 of up to 255: 8 files read instead of hundreds. The error is
 // ReadGIDs's.
 func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error) {
-	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
-		return GID{}, false, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
-	}
-	family, version := q.Family, q.RoCEVersion
-	if family == 0 {
-		family = 4
-	}
-	if version == 0 {
-		version = 2
-	}
-	base := fs.Dir(path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port)))
-	names, err := base.ReadDir("gids")
+	base, idx, err := openGIDTable(fs, rdmaDev, port)
 	if err != nil {
-		return GID{}, false, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
+		return GID{}, false, err
 	}
-	for _, i := range gidIndexes(names) {
+	family, version := q.defaults()
+	for _, i := range idx {
 		s := strconv.Itoa(i)
 		raw, err := base.ReadTrimmed("gids/" + s)
 		if err != nil {
@@ -210,8 +187,18 @@ func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error)
 	return GID{}, false, nil
 }
 
-// gidIndexes are the entry numbers among a gids directory's names, sorted.
-func gidIndexes(names []string) []int {
+// openGIDTable is the port's directory, resolved and held once (a table is
+// dozens, on mlx5 up to 255, entries of three files each), and the entry
+// numbers its gids directory lists, sorted.
+func openGIDTable(fs FS, rdmaDev string, port int) (Dir, []int, error) {
+	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
+		return Dir{}, nil, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
+	}
+	base := fs.Dir(path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port)))
+	names, err := base.ReadDir("gids")
+	if err != nil {
+		return Dir{}, nil, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
+	}
 	idx := make([]int, 0, len(names))
 	for _, n := range names {
 		if i, err := strconv.Atoi(n); err == nil && i >= 0 {
@@ -219,7 +206,20 @@ func gidIndexes(names []string) []int {
 		}
 	}
 	sort.Ints(idx)
-	return idx
+	return base, idx, nil
+}
+
+// defaults are q's family and RoCE version with NCCL's defaults (4, 2)
+// for zero.
+func (q GIDQuery) defaults() (family, version int) {
+	family, version = q.Family, q.RoCEVersion
+	if family == 0 {
+		family = 4
+	}
+	if version == 0 {
+		version = 2
+	}
+	return family, version
 }
 
 // gidRoCEVersion maps a types/<i> string to 1 or 2 the way NCCL's
