@@ -35,6 +35,9 @@ back by itself when they spike.`,
 				return errors.New("--root and --snapshot exclude each other: a snapshot is its own root")
 			}
 			env.setupLog()
+			if env.TuneGC {
+				tuneGC(cmd.Name())
+			}
 			return nil
 		},
 	}

@@ -83,6 +83,11 @@ type Env struct {
 	Stderr               io.Writer
 	Log                  *slog.Logger
 
+	// TuneGC lets a one-shot command set the process's garbage collector
+	// (tuneGC). Only the rocectl binary sets it: a test runs commands in
+	// its own process, whose collector is not theirs to change.
+	TuneGC bool
+
 	// NewKernel builds the live kernel; tests may replace it.
 	NewKernel func(log *slog.Logger) (nic.Kernel, func() error, error)
 }

@@ -15,6 +15,7 @@ func main() {
 	// an apply in progress rolls back and says "interrupted by signal …".
 	ctx, stop := cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := cli.NewEnv(os.Stdout, os.Stderr)
+	env.TuneGC = true
 	err := cli.NewRootCommand(env).ExecuteContext(ctx)
 	stop()
 	if msg := cli.ErrorMessage(err); msg != "" {
