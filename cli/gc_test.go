@@ -22,7 +22,7 @@ func TestTuneGCOnlyForOneShotCommandsWithoutEnvironment(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		command, gogc string
-		off        bool
+		off           bool
 	}{
 		{"audit", "", true},
 		{"nccl-env", "", true},
