@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -35,16 +34,16 @@ var (
 	// devlinkDevRE is the device line, "pci/0000:82:00.0:", and in the
 	// one-line form iproute2 uses for a single parameter (and devlink
 	// monitor), "pci/0000:82:00.0: name X type generic".
-	devlinkDevRE   = regexp.MustCompile(`^([a-z0-9_.-]+/[^\s:]+(?::[^\s:]+)*):(?:\s+name (\S+) type (\S+))?$`)
-	devlinkNameRE  = regexp.MustCompile(`^name (\S+) type (\S+)$`)
-	devlinkValueRE = regexp.MustCompile(`^cmode (\S+)(?: value (.*))?$`)
+	devlinkDevRE   = lazyRegexp(`^([a-z0-9_.-]+/[^\s:]+(?::[^\s:]+)*):(?:\s+name (\S+) type (\S+))?$`)
+	devlinkNameRE  = lazyRegexp(`^name (\S+) type (\S+)$`)
+	devlinkValueRE = lazyRegexp(`^cmode (\S+)(?: value (.*))?$`)
 )
 
 // parseDevlinkParams reads `devlink dev param show [DEV [name NAME]]`.
 // "kernel answers: ..." (the dump stopped at a driver's error) is a
 // warning: the device's parameters after it are unknown.
 func parseDevlinkParams(ls []line) (*Block, []line, []Warning) {
-	m := devlinkDevRE.FindStringSubmatch(strings.TrimSpace(ls[0].text))
+	m := devlinkDevRE().FindStringSubmatch(strings.TrimSpace(ls[0].text))
 	if m == nil || !strings.HasPrefix(m[1], "pci/") && !strings.HasPrefix(m[1], "netdevsim/") && !strings.HasPrefix(m[1], "auxiliary/") {
 		return nil, ls, nil
 	}
@@ -65,7 +64,7 @@ func parseDevlinkParams(ls []line) (*Block, []line, []Warning) {
 		if t == "" {
 			break
 		}
-		if m := devlinkDevRE.FindStringSubmatch(t); m != nil {
+		if m := devlinkDevRE().FindStringSubmatch(t); m != nil {
 			flush()
 			dev = m[1]
 			if m[2] != "" {
@@ -73,7 +72,7 @@ func parseDevlinkParams(ls []line) (*Block, []line, []Warning) {
 			}
 			continue
 		}
-		if m := devlinkNameRE.FindStringSubmatch(t); m != nil && dev != "" {
+		if m := devlinkNameRE().FindStringSubmatch(t); m != nil && dev != "" {
 			flush()
 			cur = &DevlinkParam{Dev: dev, Name: m[1], Generic: m[2] == "generic", At: l.at}
 			continue
@@ -81,7 +80,7 @@ func parseDevlinkParams(ls []line) (*Block, []line, []Warning) {
 		if t == "values:" && cur != nil {
 			continue
 		}
-		if m := devlinkValueRE.FindStringSubmatch(t); m != nil && cur != nil {
+		if m := devlinkValueRE().FindStringSubmatch(t); m != nil && cur != nil {
 			if m[2] == "" {
 				warns = append(warns, Warning{l.at, fmt.Sprintf("%s %s cmode %s without a value: not used", dev, cur.Name, m[1])})
 				continue

@@ -2,7 +2,6 @@ package dump
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -20,12 +19,12 @@ type Stats struct {
 
 // counterRE is one "name: value" row; bnxt prefixes per-ring names with
 // "[N]: ".
-var counterRE = regexp.MustCompile(`^\s*((?:\[\d+\]: )?[A-Za-z0-9_.\-\[\]]+): (\d+)$`)
+var counterRE = lazyRegexp(`^\s*((?:\[\d+\]: )?[A-Za-z0-9_.\-\[\]]+): (\d+)$`)
 
 func parseEthtoolS(ls []line) (*Block, []line, []Warning) {
 	t := strings.TrimSpace(ls[0].text)
 	partial := t != "NIC statistics:"
-	if partial && !counterRE.MatchString(ls[0].text) {
+	if partial && !counterRE().MatchString(ls[0].text) {
 		return nil, ls, nil
 	}
 	st := &Stats{Values: map[string]uint64{}, At: map[string]Source{}, Partial: partial}
@@ -35,7 +34,7 @@ func parseEthtoolS(ls []line) (*Block, []line, []Warning) {
 		i = 1
 	}
 	for ; i < len(ls); i++ {
-		m := counterRE.FindStringSubmatch(ls[i].text)
+		m := counterRE().FindStringSubmatch(ls[i].text)
 		if m == nil {
 			break
 		}
@@ -60,10 +59,10 @@ type Pause struct {
 	At              Source
 }
 
-var pauseHeadRE = regexp.MustCompile(`^Pause parameters for (\S+):$`)
+var pauseHeadRE = lazyRegexp(`^Pause parameters for (\S+):$`)
 
 func parseEthtoolA(ls []line) (*Block, []line, []Warning) {
-	m := pauseHeadRE.FindStringSubmatch(strings.TrimSpace(ls[0].text))
+	m := pauseHeadRE().FindStringSubmatch(strings.TrimSpace(ls[0].text))
 	if m == nil {
 		return nil, ls, nil
 	}

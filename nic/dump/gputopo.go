@@ -2,7 +2,6 @@ package dump
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -21,9 +20,9 @@ type GPUTopo struct {
 }
 
 var (
-	topoCellRE   = regexp.MustCompile(`^(X|PIX|PXB|PHB|NODE|SYS|NV\d+|SOC)$`)
-	nicLegendRE  = regexp.MustCompile(`^(NIC\d+): (\S+)$`)
-	topoDeviceRE = regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+[a-zA-Z0-9_]*\d)$`)
+	topoCellRE   = lazyRegexp(`^(X|PIX|PXB|PHB|NODE|SYS|NV\d+|SOC)$`)
+	nicLegendRE  = lazyRegexp(`^(NIC\d+): (\S+)$`)
+	topoDeviceRE = lazyRegexp(`^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+[a-zA-Z0-9_]*\d)$`)
 )
 
 // parseGPUTopo reads the matrix, its legend and its NIC legend. The
@@ -48,7 +47,7 @@ func parseGPUTopo(ls []line) (*Block, []line, []Warning) {
 		l := ls[i]
 		t := strings.TrimSpace(l.text)
 		row := strings.Fields(t)
-		if len(row) == 0 || !topoDeviceRE.MatchString(row[0]) || row[0] == "Legend" {
+		if len(row) == 0 || !topoDeviceRE().MatchString(row[0]) || row[0] == "Legend" {
 			break
 		}
 		cells := row[1:]
@@ -59,7 +58,7 @@ func parseGPUTopo(ls []line) (*Block, []line, []Warning) {
 		m := map[string]string{}
 		bad := false
 		for j, d := range g.Devices {
-			if !topoCellRE.MatchString(cells[j]) {
+			if !topoCellRE().MatchString(cells[j]) {
 				warns = append(warns, Warning{l.at, fmt.Sprintf("topo row %s column %s: %q is not a connection type: row not used", row[0], d, cells[j])})
 				bad = true
 				break
@@ -90,7 +89,7 @@ func parseGPUTopo(ls []line) (*Block, []line, []Warning) {
 		case t == "", t == "Legend:", t == "NIC Legend:":
 		case strings.Contains(t, " = "):
 		default:
-			if m := nicLegendRE.FindStringSubmatch(t); m != nil {
+			if m := nicLegendRE().FindStringSubmatch(t); m != nil {
 				if g.NICs == nil {
 					g.NICs = map[string]string{}
 				}

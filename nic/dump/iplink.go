@@ -1,7 +1,6 @@
 package dump
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -23,18 +22,18 @@ type Link struct {
 }
 
 var (
-	ipHeadRE  = regexp.MustCompile(`^(\d+): ([^:@\s]+)(?:@(\S+))?: <([^>]*)> (.*)$`)
-	ipEtherRE = regexp.MustCompile(`^\s+link/ether ([0-9a-f:]{17})`)
+	ipHeadRE  = lazyRegexp(`^(\d+): ([^:@\s]+)(?:@(\S+))?: <([^>]*)> (.*)$`)
+	ipEtherRE = lazyRegexp(`^\s+link/ether ([0-9a-f:]{17})`)
 )
 
 func parseIPLink(ls []line) (*Block, []line, []Warning) {
-	if !ipHeadRE.MatchString(ls[0].text) {
+	if !ipHeadRE().MatchString(ls[0].text) {
 		return nil, ls, nil
 	}
 	b := &Block{Kind: KindIPLink, At: ls[0].at}
 	i := 0
 	for i < len(ls) {
-		m := ipHeadRE.FindStringSubmatch(ls[i].text)
+		m := ipHeadRE().FindStringSubmatch(ls[i].text)
 		if m == nil {
 			break
 		}
@@ -56,7 +55,7 @@ func parseIPLink(ls []line) (*Block, []line, []Warning) {
 		i++
 		for ; i < len(ls) && (strings.HasPrefix(ls[i].text, " ") || strings.HasPrefix(ls[i].text, "\t")); i++ {
 			t := ls[i].text
-			if m := ipEtherRE.FindStringSubmatch(t); m != nil {
+			if m := ipEtherRE().FindStringSubmatch(t); m != nil {
 				l.MAC = m[1]
 			}
 			f := strings.Fields(t)

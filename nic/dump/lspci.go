@@ -2,7 +2,6 @@ package dump
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -33,14 +32,14 @@ type PCIFunction struct {
 var (
 	// lspciSlotRE is a function's first line: [domain:]bus:dev.fn and its
 	// class and name.
-	lspciSlotRE = regexp.MustCompile(`^(?:([0-9a-f]{4,}):)?([0-9a-f]{2}):([0-1][0-9a-f])\.([0-7]) (\S.*)$`)
-	lnkRE       = regexp.MustCompile(`^Lnk(Cap|Sta):\s+(?:Port #\d+, )?Speed ([0-9.]+GT/s)( \(downgraded\))?, Width x(\d+)( \(downgraded\))?`)
+	lspciSlotRE = lazyRegexp(`^(?:([0-9a-f]{4,}):)?([0-9a-f]{2}):([0-1][0-9a-f])\.([0-7]) (\S.*)$`)
+	lnkRE       = lazyRegexp(`^Lnk(Cap|Sta):\s+(?:Port #\d+, )?Speed ([0-9.]+GT/s)( \(downgraded\))?, Width x(\d+)( \(downgraded\))?`)
 )
 
 // parseLspci reads `lspci -v`, `-vv` and `-vvv`: per function a slot line
 // and indented detail lines, functions separated by blank lines.
 func parseLspci(ls []line) (*Block, []line, []Warning) {
-	if !lspciSlotRE.MatchString(ls[0].text) || len(ls) < 2 || !indented(ls[1].text) {
+	if !lspciSlotRE().MatchString(ls[0].text) || len(ls) < 2 || !indented(ls[1].text) {
 		return nil, ls, nil
 	}
 	b := &Block{Kind: KindLspci, At: ls[0].at}
@@ -56,7 +55,7 @@ func parseLspci(ls []line) (*Block, []line, []Warning) {
 	for ; i < len(ls); i++ {
 		l := ls[i]
 		t := strings.TrimSpace(l.text)
-		if m := lspciSlotRE.FindStringSubmatch(l.text); m != nil {
+		if m := lspciSlotRE().FindStringSubmatch(l.text); m != nil {
 			flush()
 			dom := m[1]
 			if dom == "" {
@@ -66,7 +65,7 @@ func parseLspci(ls []line) (*Block, []line, []Warning) {
 			continue
 		}
 		if t == "" {
-			if i+1 < len(ls) && lspciSlotRE.MatchString(ls[i+1].text) {
+			if i+1 < len(ls) && lspciSlotRE().MatchString(ls[i+1].text) {
 				continue
 			}
 			break
@@ -84,7 +83,7 @@ func parseLspci(ls []line) (*Block, []line, []Warning) {
 			f.NUMANode = &n
 			f.AtOf["numa"] = l.at
 		case strings.HasPrefix(t, "LnkCap:"), strings.HasPrefix(t, "LnkSta:"):
-			m := lnkRE.FindStringSubmatch(t)
+			m := lnkRE().FindStringSubmatch(t)
 			if m == nil {
 				warns = append(warns, Warning{l.at, fmt.Sprintf("%s: %q has no speed and width: not used", f.Addr, clip(t))})
 				continue
@@ -119,11 +118,11 @@ type PCITreeNode struct {
 
 var (
 	// treeRootRE is a root bus in a tree line: "[0000:00]".
-	treeRootRE = regexp.MustCompile(`\[([0-9a-f]{4,}):([0-9a-f]{2})\]`)
+	treeRootRE = lazyRegexp(`\[([0-9a-f]{4,}):([0-9a-f]{2})\]`)
 	// treeDevRE is a function in a tree line: "+-01.1", "\-00.1",
 	// "----00.0", optionally followed by "-[01]" or "-[61-73]", the bridge's
 	// secondary bus (range), and, with -v, two spaces and the name.
-	treeDevRE = regexp.MustCompile(`[-+\\]-([0-1][0-9a-f])\.([0-7])(?:-\[([0-9a-f]{2})(?:-[0-9a-f]{2})?\])?(?:--|  (\S[^|]*?)\s*$)?`)
+	treeDevRE = lazyRegexp(`[-+\\]-([0-1][0-9a-f])\.([0-7])(?:-\[([0-9a-f]{2})(?:-[0-9a-f]{2})?\])?(?:--|  (\S[^|]*?)\s*$)?`)
 )
 
 // parseLspciTree reads `lspci -t` and `lspci -tv`. lspci draws each bus
@@ -135,7 +134,7 @@ func parseLspciTree(ls []line) (*Block, []line, []Warning) {
 	if !strings.HasPrefix(strings.TrimLeft(first, " "), "-") && !strings.HasPrefix(first, "+-[") && !strings.HasPrefix(first, "\\-[") {
 		return nil, ls, nil
 	}
-	if !treeRootRE.MatchString(first) && !treeDevRE.MatchString(first) {
+	if !treeRootRE().MatchString(first) && !treeDevRE().MatchString(first) {
 		return nil, ls, nil
 	}
 	b := &Block{Kind: KindLspciTree, At: ls[0].at}
@@ -152,13 +151,13 @@ func parseLspciTree(ls []line) (*Block, []line, []Warning) {
 			break
 		}
 		pending = nil
-		if m := treeRootRE.FindStringSubmatchIndex(t); m != nil {
+		if m := treeRootRE().FindStringSubmatchIndex(t); m != nil {
 			dom = t[m[2]:m[3]]
 			pending = &bus{dom: dom, num: t[m[4]:m[5]]}
 			// Functions of a new root bus replace what the column held.
 			t = strings.Repeat(" ", m[1]) + t[m[1]:]
 		}
-		for _, m := range treeDevRE.FindAllStringSubmatchIndex(t, -1) {
+		for _, m := range treeDevRE().FindAllStringSubmatchIndex(t, -1) {
 			col := m[2] // where "dd" starts
 			var on bus
 			if pending != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -57,11 +56,11 @@ type PortGID struct {
 }
 
 var (
-	hcaRE      = regexp.MustCompile(`^hca_id:\s+(\S+)$`)
-	portRE     = regexp.MustCompile(`^port:\s+(\d+)$`)
-	devGIDRE   = regexp.MustCompile(`^GID\[\s*(\d+)\]:\s+(\S+?)(?:, (RoCE v[12]))?$`)
-	mtuRE      = regexp.MustCompile(`^(\d+) \(\d+\)$`)
-	ibvStateRE = regexp.MustCompile(`^(?:PORT_)?([A-Z_]+) \((\d+)\)$`)
+	hcaRE      = lazyRegexp(`^hca_id:\s+(\S+)$`)
+	portRE     = lazyRegexp(`^port:\s+(\d+)$`)
+	devGIDRE   = lazyRegexp(`^GID\[\s*(\d+)\]:\s+(\S+?)(?:, (RoCE v[12]))?$`)
+	mtuRE      = lazyRegexp(`^(\d+) \(\d+\)$`)
+	ibvStateRE = lazyRegexp(`^(?:PORT_)?([A-Z_]+) \((\d+)\)$`)
 )
 
 // parseIbvDevinfo reads `ibv_devinfo` and `ibv_devinfo -v`: one hca_id
@@ -70,7 +69,7 @@ var (
 // their own, blank lines between groups) are recognised and skipped: the
 // import uses none of them.
 func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
-	if !hcaRE.MatchString(strings.TrimSpace(ls[0].text)) {
+	if !hcaRE().MatchString(strings.TrimSpace(ls[0].text)) {
 		return nil, ls, nil
 	}
 	b := &Block{Kind: KindIbvDevinfo, At: ls[0].at}
@@ -93,7 +92,7 @@ func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
 	for ; i < len(ls); i++ {
 		l := ls[i]
 		t := strings.TrimSpace(l.text)
-		if m := hcaRE.FindStringSubmatch(t); m != nil {
+		if m := hcaRE().FindStringSubmatch(t); m != nil {
 			flush()
 			dev = &RDMADevice{Name: m[1], At: l.at}
 			continue
@@ -105,7 +104,7 @@ func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
 		if t == "" || dev == nil {
 			continue
 		}
-		if m := portRE.FindStringSubmatch(t); m != nil {
+		if m := portRE().FindStringSubmatch(t); m != nil {
 			if port != nil {
 				dev.Ports = append(dev.Ports, *port)
 			}
@@ -113,7 +112,7 @@ func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
 			port = &RDMAPort{Port: n, At: l.at}
 			continue
 		}
-		if m := devGIDRE.FindStringSubmatch(t); m != nil && port != nil {
+		if m := devGIDRE().FindStringSubmatch(t); m != nil && port != nil {
 			n, _ := strconv.Atoi(m[1])
 			port.GIDs = append(port.GIDs, PortGID{Index: n, GID: m[2], Type: m[3], At: l.at})
 			continue
@@ -140,7 +139,7 @@ func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
 		}
 		switch k {
 		case "state", "phys_state":
-			m := ibvStateRE.FindStringSubmatch(v)
+			m := ibvStateRE().FindStringSubmatch(v)
 			if m == nil {
 				warn(l, "%s/%d %s %q: not a port state", dev.Name, port.Port, k, v)
 				continue
@@ -151,7 +150,7 @@ func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
 				port.PhysState = m[1]
 			}
 		case "active_mtu", "max_mtu":
-			m := mtuRE.FindStringSubmatch(v)
+			m := mtuRE().FindStringSubmatch(v)
 			if m == nil {
 				warn(l, "%s/%d %s %q: not an MTU", dev.Name, port.Port, k, v)
 				continue
@@ -176,14 +175,14 @@ func parseIbvDevinfo(ls []line) (*Block, []line, []Warning) {
 
 // rdmaLinkRE is one `rdma link [show]` line (iproute2 rdma/link.c):
 // "link DEV/PORT ..." and, before iproute2 4.19, "IDX/PORT: DEV/PORT: ...".
-var rdmaLinkRE = regexp.MustCompile(`^(?:link |\d+/\d+: )([^\s/]+)/(\d+):? +(\S.*)$`)
+var rdmaLinkRE = lazyRegexp(`^(?:link |\d+/\d+: )([^\s/]+)/(\d+):? +(\S.*)$`)
 
 // parseRdmaLink reads `rdma link [show] [-d]` in the text form: one line
 // per port with "key value" words (state, physical_state, netdev, and on
 // an InfiniBand port subnet_prefix, lid, sm_lid, lmc), and with -d a
 // "caps: <...>" line after it.
 func parseRdmaLink(ls []line) (*Block, []line, []Warning) {
-	if !rdmaLinkRE.MatchString(strings.TrimSpace(ls[0].text)) {
+	if !rdmaLinkRE().MatchString(strings.TrimSpace(ls[0].text)) {
 		return nil, ls, nil
 	}
 	b := &Block{Kind: KindRdmaLink, At: ls[0].at}
@@ -194,7 +193,7 @@ func parseRdmaLink(ls []line) (*Block, []line, []Warning) {
 		if strings.HasPrefix(t, "caps: <") && len(b.RDMALinks) > 0 {
 			continue // -d
 		}
-		m := rdmaLinkRE.FindStringSubmatch(t)
+		m := rdmaLinkRE().FindStringSubmatch(t)
 		if m == nil {
 			break
 		}
