@@ -57,7 +57,12 @@ func cnpPrioCompanions(r *portReader, c policy.Setting) []companion {
 // threshold recomputes an MTU change needs (planXoffRecompute, last: it
 // places its changes around the MTU change itself).
 func (h *Host) Plan(d *policy.Desired) *policy.Plan {
-	o := h.Observe(d)
+	return h.planObserved(d, h.Observe(d))
+}
+
+// planObserved is Plan once the host has been read (o), d placed: what
+// BenchmarkPlanAfterObserve measures.
+func (h *Host) planObserved(d *policy.Desired, o *policy.Observed) *policy.Plan {
 	plan := policy.Diff(d, o)
 	h.addCompanions(plan)
 	h.addImplied(d, plan)
