@@ -60,7 +60,8 @@ const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon threshol
 // slave of a bond, whose MTU bond_change_mtu sets), writes the MTU before
 // their buffer, PFC and cable length changes, and refuses an MTU at which
 // a lossless buffer would be too small for the driver.
-func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
+func (pl *planning) planXoffRecompute() {
+	plan := pl.plan
 	// The recomputes go around their MTU change, found by its key when
 	// every port has been seen: the plan is rebuilt once, not once per
 	// port (on 64 ports that was 480 MB of copies per plan).
@@ -81,10 +82,8 @@ func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
 		}
 		plan.Changes = out
 	}()
-	for _, dp := range d.Ports {
-		mtuAt := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
-			return c.Port != nil && c.Port.Netdev == dp.Port.Netdev && c.Kind == policy.KindMTU
-		})
+	for _, dp := range pl.d.Ports {
+		mtuAt := pl.first(dp.Port.Netdev, func(c policy.Change) bool { return c.Kind == policy.KindMTU })
 		if mtuAt < 0 {
 			continue
 		}
@@ -98,7 +97,7 @@ func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
 			if !strings.HasPrefix(p.Driver, "mlx5") || !managesMLX5Buffers(dp.Settings, p.Netdev) {
 				continue
 			}
-			before, after, ok := h.xoffRecomputes(plan, p, plan.Changes[mtuAt], newMTU)
+			before, after, ok := pl.xoffRecomputes(p, plan.Changes[mtuAt], newMTU)
 			if !ok {
 				continue
 			}
@@ -111,7 +110,7 @@ func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
 		if len(ports) == 0 {
 			continue
 		}
-		mtuAt = mtuFirst(plan, mtuAt, ports)
+		mtuAt = pl.mtuFirst(mtuAt, ports)
 		insert[plan.Changes[mtuAt].Key] = around{pre, post}
 	}
 }
@@ -150,18 +149,17 @@ func isBufferKind(k policy.Kind) bool {
 // to recompute (or they cannot be read: the plan reports the settings'
 // own errors), or its MTU does not change; a lossless buffer too small
 // for the new MTU refuses the MTU change.
-func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
-	cur, ok := h.mlx5State(p.Netdev)
+func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
+	plan := pl.plan
+	cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
 	if !ok || cur.mtu == newMTU {
 		return policy.Change{}, nil, false
 	}
 	follows, buffersChange := false, false
 	final := cur
 	final.mtu = newMTU
-	for _, c := range plan.Changes {
-		if c.Port == nil || c.Port.Netdev != p.Netdev {
-			continue
-		}
+	for _, i := range pl.at[p.Netdev] {
+		c := plan.Changes[i]
 		switch c.Kind {
 		case policy.KindPFC:
 			follows = true
@@ -210,10 +208,15 @@ func slaveOf(p *port.Port, mtu policy.Change) string {
 // cable length change of ports, so that the driver computes their
 // thresholds with the final MTU (Kind order has it there already; this
 // keeps it so whatever reordered the plan since), and returns where it is.
-func mtuFirst(plan *policy.Plan, mtuAt int, ports []string) int {
-	first := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
-		return c.Port != nil && slices.Contains(ports, c.Port.Netdev) && (c.Kind == policy.KindPFC || isBufferKind(c.Kind))
-	})
+func (pl *planning) mtuFirst(mtuAt int, ports []string) int {
+	plan := pl.plan
+	first := -1
+	for _, nd := range ports {
+		i := pl.first(nd, func(c policy.Change) bool { return c.Kind == policy.KindPFC || isBufferKind(c.Kind) })
+		if i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
 	if first < 0 || first > mtuAt {
 		return mtuAt
 	}
@@ -222,6 +225,7 @@ func mtuFirst(plan *policy.Plan, mtuAt int, ports []string) int {
 	// Shift what lies between one place on, in place.
 	copy(plan.Changes[first+1:mtuAt+1], plan.Changes[first:mtuAt])
 	plan.Changes[first] = mtu
+	pl.at = indexChanges(plan.Changes) // what lay between has moved
 	return first
 }
 
