@@ -345,9 +345,13 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 			slices.Sort(at)
 		}
 	}
+	// Where the port's last change of each kind the buffers depend on is.
 	idx := map[policy.Kind]int{}
 	for _, i := range at {
-		idx[plan.Changes[i].Kind] = i
+		switch k := plan.Changes[i].Kind; k {
+		case policy.KindGlobalPause, policy.KindPFC, policy.KindCableLength, policy.KindMTU, policy.KindPrioBuffer, policy.KindBufferSize:
+			idx[k] = i
+		}
 	}
 	_, pfcChange := idx[policy.KindPFC]
 	_, cableChange := idx[policy.KindCableLength]
@@ -499,28 +503,43 @@ func moveBuffersFirst(plan *policy.Plan, at []int) {
 	// plan is every port's, and copying it whole for each port made a
 	// 64-port plan cost 100 MB of copies. So the plan's index of
 	// positions stays right.
-	var buf, rest []policy.Change
+	var buf []int                   // positions of its buffer changes
+	rest := make([]int, 0, len(at)) // of the others
 	pfcAt := -1
 	for _, i := range at {
-		c := plan.Changes[i]
+		c := &plan.Changes[i]
 		if c.Kind == policy.KindPrioBuffer || c.Kind == policy.KindBufferSize {
-			buf = append(buf, c)
+			buf = append(buf, i)
 			continue
 		}
 		if (c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength) && pfcAt < 0 {
 			pfcAt = len(rest)
 		}
-		rest = append(rest, c)
+		rest = append(rest, i)
 	}
 	if pfcAt < 0 {
 		return
 	}
-	for i := range buf {
-		buf[i].Note = joinNote(buf[i].Note, "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back")
+	for _, i := range buf {
+		plan.Changes[i].Note = joinNote(plan.Changes[i].Note, "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back")
 	}
-	out := append(append(append(make([]policy.Change, 0, len(at)), rest[:pfcAt]...), buf...), rest[pfcAt:]...)
-	for k, i := range at {
-		plan.Changes[i] = out[k]
+	// from[k] is where the change that goes to at[k] is now. Only the
+	// stretch from the first change that moves to the last is copied: a
+	// few changes, not the port's forty.
+	from := slices.Concat(rest[:pfcAt], buf, rest[pfcAt:])
+	lo, hi := 0, len(at)
+	for lo < hi && from[lo] == at[lo] {
+		lo++
+	}
+	for hi > lo && from[hi-1] == at[hi-1] {
+		hi--
+	}
+	moved := make([]policy.Change, hi-lo)
+	for k := range moved {
+		moved[k] = plan.Changes[from[lo+k]]
+	}
+	for k := range moved {
+		plan.Changes[at[lo+k]] = moved[k]
 	}
 }
 

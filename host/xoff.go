@@ -62,26 +62,10 @@ const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon threshol
 // a lossless buffer would be too small for the driver.
 func (pl *planning) planXoffRecompute() {
 	plan := pl.plan
-	// The recomputes go around their MTU change, found by its key when
-	// every port has been seen: the plan is rebuilt once, not once per
-	// port (on 64 ports that was 480 MB of copies per plan).
-	type around struct{ pre, post []policy.Change }
-	insert := map[string]around{}
-	defer func() {
-		if len(insert) == 0 {
-			return
-		}
-		out := make([]policy.Change, 0, len(plan.Changes)+3*len(insert))
-		for _, c := range plan.Changes {
-			a, ok := insert[c.Key]
-			if !ok {
-				out = append(out, c)
-				continue
-			}
-			out = append(append(append(out, a.pre...), c), a.post...)
-		}
-		plan.Changes = out
-	}()
+	// The recomputes go around their MTU change, put in when every port
+	// has been seen: the plan is rebuilt once, not once per port (on 64
+	// ports that was 480 MB of copies per plan).
+	var arounds []around
 	for _, dp := range pl.d.Ports {
 		mtuAt := pl.first(dp.Port.Netdev, func(c policy.Change) bool { return c.Kind == policy.KindMTU })
 		if mtuAt < 0 {
@@ -111,8 +95,50 @@ func (pl *planning) planXoffRecompute() {
 			continue
 		}
 		mtuAt = pl.mtuFirst(mtuAt, ports)
-		insert[plan.Changes[mtuAt].Key] = around{pre, post}
+		arounds = append(arounds, around{netdev: dp.Port.Netdev, key: plan.Changes[mtuAt].Key, pre: pre, post: post})
 	}
+	pl.insertAround(arounds)
+}
+
+// around is what goes just before and after a port's MTU change.
+type around struct {
+	netdev, key string // the MTU change's
+	pre, post   []policy.Change
+}
+
+// insertAround puts each around in the plan, found through the index
+// (which it leaves out of date: planXoffRecompute is the last step).
+func (pl *planning) insertAround(arounds []around) {
+	if len(arounds) == 0 {
+		return
+	}
+	cs := pl.plan.Changes
+	type place struct {
+		at int
+		a  *around
+	}
+	var places []place
+	n := len(cs)
+	for k := range arounds {
+		a := &arounds[k]
+		for _, i := range pl.at[a.netdev] {
+			if cs[i].Key == a.key {
+				places = append(places, place{i, a})
+			}
+		}
+		n += len(a.pre) + len(a.post)
+	}
+	slices.SortFunc(places, func(x, y place) int { return x.at - y.at })
+	out := make([]policy.Change, 0, n)
+	from := 0 // cs[from:] is not in out yet
+	for _, p := range places {
+		out = append(out, cs[from:p.at]...)
+		out = append(out, p.a.pre...)
+		out = append(out, cs[p.at])
+		out = append(out, p.a.post...)
+		from = p.at + 1
+	}
+	pl.plan.Changes = append(out, cs[from:]...)
 }
 
 // buffersReachedByMTU lists the physical ports whose buffers dp's MTU
