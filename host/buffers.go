@@ -88,6 +88,7 @@ func (pl *planning) mlx5State(netdev string, speedMbps int) (mlx5Port, bool) {
 	return p, ok
 }
 
+// readMLX5State reads what mlx5State returns.
 func (h *Host) readMLX5State(netdev string, speedMbps int) (p mlx5Port, ok bool) {
 	st, err := h.K.DCB(netdev)
 	if err != nil || st.PFC == nil || st.Buffer == nil {

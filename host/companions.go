@@ -100,7 +100,7 @@ type mlx5Read struct {
 // changeIndex is where each netdev's changes are in the plan, in plan
 // order (changes without a port are not indexed). The driver planning
 // looks at one port's changes at a time: scanning the whole plan for each
-// port made a 64-port plan (about 2,400 changes) cost ports × changes in
+// port made a 64-port plan (about 1,700 changes) cost ports × changes in
 // every step. Positions hold while changes move only among their own
 // netdev's positions (moveBuffersFirst); whatever inserts or shifts
 // changes indexes the plan again.
