@@ -74,10 +74,22 @@ type mlx5Port struct {
 	maxMTU     int // the netdev's max_mtu, 0 unknown
 }
 
-// mlx5State reads netdev's buffer state; ok is false when the driver
-// reports no PFC or buffers, or they cannot be read (the plan reports the
-// settings' own errors).
-func (h *Host) mlx5State(netdev string) (p mlx5Port, ok bool) {
+// mlx5State is netdev's buffer state, read once per Plan; ok is false
+// when the driver reports no PFC or buffers, or they cannot be read (the
+// plan reports the settings' own errors). speedMbps is the netdev's link
+// speed as discovery found it, 0 when unknown or not discovered (a bond's
+// slave): then it is read here.
+func (pl *planning) mlx5State(netdev string, speedMbps int) (mlx5Port, bool) {
+	if r, ok := pl.mlx5[netdev]; ok {
+		return r.p, r.ok
+	}
+	p, ok := pl.h.readMLX5State(netdev, speedMbps)
+	pl.mlx5[netdev] = mlx5Read{p, ok}
+	return p, ok
+}
+
+// readMLX5State reads what mlx5State returns.
+func (h *Host) readMLX5State(netdev string, speedMbps int) (p mlx5Port, ok bool) {
 	st, err := h.K.DCB(netdev)
 	if err != nil || st.PFC == nil || st.Buffer == nil {
 		return p, false
@@ -87,7 +99,10 @@ func (h *Host) mlx5State(netdev string) (p mlx5Port, ok bool) {
 		return p, false
 	}
 	p = mlx5Port{pfc: st.PFC.Enable, prio2buf: st.Buffer.PrioBuffer, sizes: st.Buffer.Size,
-		cable: int(st.PFC.Delay), mtu: li.MTU, maxMTU: li.MaxMTU, speed: h.linkSpeed(netdev)}
+		cable: int(st.PFC.Delay), mtu: li.MTU, maxMTU: li.MaxMTU, speed: speedMbps}
+	if p.speed <= 0 {
+		p.speed = h.linkSpeed(netdev)
+	}
 	if p.cable == 0 {
 		p.cable = mlx5CableLen
 	}
@@ -210,16 +225,13 @@ type mlx5Write struct {
 	apply, undo func(p *mlx5Port) *shortfall
 }
 
-// mlx5Writes lists, in plan order, the writes the plan makes on netdev
-// (bond: the bond whose MTU change is netdev's) that the buffer checks
+// mlx5Writes lists, in plan order, the writes that the changes at (a
+// port's, and its bond's MTU change) make and that the buffer checks
 // depend on, going from cur to final.
-func mlx5Writes(plan *policy.Plan, netdev, bond string, cur, final mlx5Port) []mlx5Write {
+func mlx5Writes(plan *policy.Plan, at []int, cur, final mlx5Port) []mlx5Write {
 	var ws []mlx5Write
-	seen := map[string]bool{}
-	for _, c := range plan.Changes {
-		if c.Port == nil || !(c.Port.Netdev == netdev || (bond != "" && c.Port.Netdev == bond && c.Kind == policy.KindMTU)) {
-			continue
-		}
+	for _, i := range at {
+		c := plan.Changes[i]
 		var w mlx5Write
 		switch c.Kind {
 		case policy.KindGlobalPause:
@@ -242,8 +254,7 @@ func mlx5Writes(plan *policy.Plan, netdev, bond string, cur, final mlx5Port) []m
 		default:
 			continue
 		}
-		if !seen[w.obj] {
-			seen[w.obj] = true
+		if !slices.ContainsFunc(ws, func(x mlx5Write) bool { return x.obj == w.obj }) {
 			ws = append(ws, w)
 		}
 	}
@@ -303,29 +314,44 @@ func (sf *shortfall) String() string {
 // made the bond's PFC, cable and buffer changes its slaves', and each
 // slave is planned on its own, against its own buffers and link speed and
 // the MTU the bond gives it (bond_change_mtu sets every slave's).
-func (h *Host) planMLX5Buffers(plan *policy.Plan, p *port.Port, desired []policy.Setting) {
+func (pl *planning) planMLX5Buffers(p *port.Port, desired []policy.Setting) {
 	if len(p.Slaves()) == 0 {
-		h.planMLX5Port(plan, p.Netdev, "", desired)
+		pl.planMLX5Port(p.Netdev, p.SpeedMbps, "", desired)
 		return
 	}
 	for _, m := range p.Slaves() {
 		if m.Driver == "" || strings.HasPrefix(m.Driver, "mlx5") {
-			h.planMLX5Port(plan, m.Netdev, p.Netdev, desired)
+			pl.planMLX5Port(m.Netdev, 0, p.Netdev, desired)
 		}
 	}
 }
 
-// planMLX5Port is planMLX5Buffers on one physical netdev; bond, when not
-// "", is the bond over it, whose MTU change is the netdev's.
-func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []policy.Setting) {
+// planMLX5Port is planMLX5Buffers on one physical netdev, whose link speed
+// discovery found (0: unknown, or a bond's slave); bond, when not "", is
+// the bond over it, whose MTU change is the netdev's.
+func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desired []policy.Setting) {
+	plan := pl.plan
+	// The changes the port's buffers depend on, in plan order: its own,
+	// and its bond's MTU change.
+	at := pl.at[netdev]
+	if bond != "" {
+		var mtu []int
+		for _, i := range pl.at[bond] {
+			if plan.Changes[i].Kind == policy.KindMTU {
+				mtu = append(mtu, i)
+			}
+		}
+		if len(mtu) > 0 {
+			at = append(slices.Clone(at), mtu...)
+			slices.Sort(at)
+		}
+	}
+	// Where the port's last change of each kind the buffers depend on is.
 	idx := map[policy.Kind]int{}
-	for i, c := range plan.Changes {
-		switch {
-		case c.Port == nil:
-		case c.Port.Netdev == netdev:
-			idx[c.Kind] = i
-		case bond != "" && c.Port.Netdev == bond && c.Kind == policy.KindMTU:
-			idx[c.Kind] = i
+	for _, i := range at {
+		switch k := plan.Changes[i].Kind; k {
+		case policy.KindGlobalPause, policy.KindPFC, policy.KindCableLength, policy.KindMTU, policy.KindPrioBuffer, policy.KindBufferSize:
+			idx[k] = i
 		}
 	}
 	_, pfcChange := idx[policy.KindPFC]
@@ -348,7 +374,7 @@ func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []po
 	if !managesBuffers {
 		return
 	}
-	cur, ok := h.mlx5State(netdev)
+	cur, ok := pl.mlx5State(netdev, speedMbps)
 	if !ok {
 		return
 	}
@@ -398,7 +424,7 @@ func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []po
 			}
 		}
 	}
-	ws := mlx5Writes(plan, netdev, bond, cur, final)
+	ws := mlx5Writes(plan, at, cur, final)
 	// The state the plan leaves, whatever the order: refused with the
 	// sizes it needs, before any question of order.
 	end := cur
@@ -425,7 +451,7 @@ func (h *Host) planMLX5Port(plan *policy.Plan, netdev, bond string, desired []po
 		}
 		switch {
 		case alt != nil && altSF == nil:
-			moveBuffersFirst(plan, netdev)
+			moveBuffersFirst(plan, pl.at[netdev])
 		case alt != nil:
 			refuse("no order of the PFC and buffer writes passes mlx5's buffer checks: PFC first, "+sf.String()+"; buffers first, "+altSF.String()+"; change PFC and buffers in two applies",
 				policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize)
@@ -471,37 +497,50 @@ const irreversibleBuffer = "irreversible in part: switches mlx5 to manual buffer
 
 // moveBuffersFirst puts the port's buffer changes before its PFC write
 // (PFC or cable length change), so the buffer step is written (and undone)
-// on the other side of it.
-func moveBuffersFirst(plan *policy.Plan, netdev string) {
+// on the other side of it. at is where the port's changes are, in plan
+// order.
+func moveBuffersFirst(plan *policy.Plan, at []int) {
 	// Only this port's changes move, among the places they hold: the
 	// plan is every port's, and copying it whole for each port made a
-	// 64-port plan cost 100 MB of copies.
-	var at []int // where this port's changes are, in plan order
-	var buf, rest []policy.Change
+	// 64-port plan cost 100 MB of copies. So the plan's index of
+	// positions stays right.
+	var buf []int                   // positions of its buffer changes
+	rest := make([]int, 0, len(at)) // of the others
 	pfcAt := -1
-	for i, c := range plan.Changes {
-		if c.Port == nil || c.Port.Netdev != netdev {
-			continue
-		}
-		at = append(at, i)
+	for _, i := range at {
+		c := &plan.Changes[i]
 		if c.Kind == policy.KindPrioBuffer || c.Kind == policy.KindBufferSize {
-			buf = append(buf, c)
+			buf = append(buf, i)
 			continue
 		}
 		if (c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength) && pfcAt < 0 {
 			pfcAt = len(rest)
 		}
-		rest = append(rest, c)
+		rest = append(rest, i)
 	}
 	if pfcAt < 0 {
 		return
 	}
-	for i := range buf {
-		buf[i].Note = joinNote(buf[i].Note, "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back")
+	for _, i := range buf {
+		plan.Changes[i].Note = joinNote(plan.Changes[i].Note, "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back")
 	}
-	out := append(append(append(make([]policy.Change, 0, len(at)), rest[:pfcAt]...), buf...), rest[pfcAt:]...)
-	for k, i := range at {
-		plan.Changes[i] = out[k]
+	// from[k] is where the change that goes to at[k] is now. Only the
+	// stretch from the first change that moves to the last is copied: a
+	// few changes, not the port's forty.
+	from := slices.Concat(rest[:pfcAt], buf, rest[pfcAt:])
+	lo, hi := 0, len(at)
+	for lo < hi && from[lo] == at[lo] {
+		lo++
+	}
+	for hi > lo && from[hi-1] == at[hi-1] {
+		hi--
+	}
+	moved := make([]policy.Change, hi-lo)
+	for k := range moved {
+		moved[k] = plan.Changes[from[lo+k]]
+	}
+	for k := range moved {
+		plan.Changes[at[lo+k]] = moved[k]
 	}
 }
 

@@ -62,8 +62,8 @@ buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]
 	var refused []string
 	for _, r := range plan.Refused {
 		refused = append(refused, r.Key)
-		if !strings.Contains(r.Error, "mlx5 needs at least 47226") || !strings.Contains(r.Error, "MTU 9000") {
-			t.Errorf("%s: %s, want the minimum at MTU 9000 (47226)", r.Key, r.Error)
+		if !strings.Contains(r.Error, "mlx5 needs at least 47226") || !strings.Contains(r.Error, "at 25 Gb/s, MTU 9000") {
+			t.Errorf("%s: %s, want the minimum at the slave's 25 Gb/s and MTU 9000 (47226)", r.Key, r.Error)
 		}
 	}
 	slices.Sort(refused)
@@ -196,7 +196,8 @@ func TestMTUFirstMovesMTUBeforeBufferChanges(t *testing.T) {
 		mk(pt, policy.KindPFC, "qos.pfc"),
 		mk(pt, policy.KindMTU, "link.mtu"),
 	}}
-	if at := mtuFirst(plan, 4, []string{"ens1f0np0"}); at != 2 {
+	pl := &planning{plan: plan, at: indexChanges(plan.Changes)}
+	if at := pl.mtuFirst(4, []string{"ens1f0np0"}); at != 2 {
 		t.Errorf("MTU at %d, want 2", at)
 	}
 	var got []string
@@ -209,6 +210,9 @@ func TestMTUFirstMovesMTUBeforeBufferChanges(t *testing.T) {
 	}
 	if !strings.Contains(plan.Changes[2].Note, "MTU of the moment") {
 		t.Errorf("moved MTU change's note %q", plan.Changes[2].Note)
+	}
+	if !slices.Equal(pl.at["ens1f0np0"], []int{1, 2, 3, 4}) || !slices.Equal(pl.at["ens1f1np1"], []int{0}) {
+		t.Errorf("index after the move %v", pl.at)
 	}
 }
 
@@ -272,5 +276,44 @@ func TestMLX5MinimumWithMaxMTUUnknown(t *testing.T) {
 	plan = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", func(*snapshot.KernelState) {})
 	if len(plan.Refused) != 2 || !strings.Contains(plan.Refused[0].Error, "needs at least 66186") {
 		t.Errorf("with max_mtu 9978 known: refused %+v, want the 66186 minimum", plan.Refused)
+	}
+}
+
+// Each Plan reads the ports' buffers again: a Plan after the buffers
+// changed (an apply, another tool) checks the MTU change against the
+// buffers the port has now. 49152 bytes in the lossless buffer (enough at
+// MTU 1500) are too few at MTU 9000 (100 Gb/s, 7 m, max_mtu 9978:
+// 66186), 70016 enough.
+func TestPlanReadsBuffersAgain(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	pf := filepath.Join(t.TempDir(), "p.toml")
+	profile := "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\n"
+	if err := os.WriteFile(pf, []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(pf, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	plan := func(size1 uint32) *policy.Plan {
+		for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+			if err := sim.ManualLossless(nd, 131072, size1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h.Plan(policy.Resolve(p, h.Ports(h.Discover(), false)))
+	}
+	refused := plan(49152).Refused
+	if len(refused) != 2 {
+		t.Fatalf("refused %+v, want both ports' MTU changes", refused)
+	}
+	for _, r := range refused {
+		if !strings.HasSuffix(r.Key, ".link.mtu") || !strings.Contains(r.Error, "buffer 1 is lossless with 49152 bytes; at MTU 9000 mlx5 needs at least 66186") {
+			t.Errorf("%s: %s", r.Key, r.Error)
+		}
+	}
+	if refused := plan(70016).Refused; len(refused) != 0 {
+		t.Errorf("with 70016 bytes: refused %+v", refused)
 	}
 }

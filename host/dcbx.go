@@ -53,10 +53,10 @@ type dcbxPort struct {
 // manages PFC/ETS/APP; on bnxt_en, what its "firmware" mode really is, and
 // a refusal of any DCBX change while its firmware agent manages DCBX.
 // d must be placed (Observe has run): a bond's settings are its slaves'.
-func (h *Host) planDCBX(d *policy.Desired, plan *policy.Plan) {
+func (pl *planning) planDCBX() {
 	var order []string
 	ports := map[string]*dcbxPort{}
-	for _, dp := range d.Ports {
+	for _, dp := range pl.d.Ports {
 		for i, s := range dp.Settings {
 			if s.Port == nil || (s.Kind != policy.KindDCBX && !isDCBXNegotiated(s.Kind)) {
 				continue
@@ -78,9 +78,9 @@ func (h *Host) planDCBX(d *policy.Desired, plan *policy.Plan) {
 		p := ports[nd]
 		switch {
 		case strings.HasPrefix(p.port.Driver, "mlx5"):
-			h.warnMLX5WillingDCBX(plan, p)
+			pl.h.warnMLX5WillingDCBX(pl.plan, p)
 		case p.port.Driver == "bnxt_en" && p.dcbx != nil:
-			h.planBnxtDCBX(plan, p)
+			pl.planBnxtDCBX(p)
 		}
 	}
 }
@@ -108,10 +108,12 @@ func (h *Host) warnMLX5WillingDCBX(plan *policy.Plan, p *dcbxPort) {
 
 // planBnxtDCBX: "firmware" on bnxt_en is said for what it is, and a DCBX
 // change on a port whose firmware agent manages DCBX is refused.
-func (h *Host) planBnxtDCBX(plan *policy.Plan, p *dcbxPort) {
+func (pl *planning) planBnxtDCBX(p *dcbxPort) {
+	h, plan := pl.h, pl.plan
+	// The change of a setting is on the setting's port.
 	change := -1
-	for i, c := range plan.Changes {
-		if c.Key == p.dcbx.Key {
+	for _, i := range pl.at[p.dcbx.Port.Netdev] {
+		if plan.Changes[i].Key == p.dcbx.Key {
 			change = i
 		}
 	}

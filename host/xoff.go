@@ -60,31 +60,14 @@ const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon threshol
 // slave of a bond, whose MTU bond_change_mtu sets), writes the MTU before
 // their buffer, PFC and cable length changes, and refuses an MTU at which
 // a lossless buffer would be too small for the driver.
-func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
-	// The recomputes go around their MTU change, found by its key when
-	// every port has been seen: the plan is rebuilt once, not once per
-	// port (on 64 ports that was 480 MB of copies per plan).
-	type around struct{ pre, post []policy.Change }
-	insert := map[string]around{}
-	defer func() {
-		if len(insert) == 0 {
-			return
-		}
-		out := make([]policy.Change, 0, len(plan.Changes)+3*len(insert))
-		for _, c := range plan.Changes {
-			a, ok := insert[c.Key]
-			if !ok {
-				out = append(out, c)
-				continue
-			}
-			out = append(append(append(out, a.pre...), c), a.post...)
-		}
-		plan.Changes = out
-	}()
-	for _, dp := range d.Ports {
-		mtuAt := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
-			return c.Port != nil && c.Port.Netdev == dp.Port.Netdev && c.Kind == policy.KindMTU
-		})
+func (pl *planning) planXoffRecompute() {
+	plan := pl.plan
+	// The recomputes go around their MTU change, put in when every port
+	// has been seen: the plan is rebuilt once, not once per port (on 64
+	// ports that was 480 MB of copies per plan).
+	var arounds []around
+	for _, dp := range pl.d.Ports {
+		mtuAt := pl.first(dp.Port.Netdev, func(c policy.Change) bool { return c.Kind == policy.KindMTU })
 		if mtuAt < 0 {
 			continue
 		}
@@ -98,7 +81,7 @@ func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
 			if !strings.HasPrefix(p.Driver, "mlx5") || !managesMLX5Buffers(dp.Settings, p.Netdev) {
 				continue
 			}
-			before, after, ok := h.xoffRecomputes(plan, p, plan.Changes[mtuAt], newMTU)
+			before, after, ok := pl.xoffRecomputes(p, plan.Changes[mtuAt], newMTU)
 			if !ok {
 				continue
 			}
@@ -111,9 +94,51 @@ func (h *Host) planXoffRecompute(d *policy.Desired, plan *policy.Plan) {
 		if len(ports) == 0 {
 			continue
 		}
-		mtuAt = mtuFirst(plan, mtuAt, ports)
-		insert[plan.Changes[mtuAt].Key] = around{pre, post}
+		mtuAt = pl.mtuFirst(mtuAt, ports)
+		arounds = append(arounds, around{netdev: dp.Port.Netdev, key: plan.Changes[mtuAt].Key, pre: pre, post: post})
 	}
+	pl.insertAround(arounds)
+}
+
+// around is what goes just before and after a port's MTU change.
+type around struct {
+	netdev, key string // the MTU change's
+	pre, post   []policy.Change
+}
+
+// insertAround puts each around in the plan, found through the index
+// (which it leaves out of date: planXoffRecompute is the last step).
+func (pl *planning) insertAround(arounds []around) {
+	if len(arounds) == 0 {
+		return
+	}
+	cs := pl.plan.Changes
+	type place struct {
+		at int
+		a  *around
+	}
+	var places []place
+	n := len(cs)
+	for k := range arounds {
+		a := &arounds[k]
+		for _, i := range pl.at[a.netdev] {
+			if cs[i].Key == a.key {
+				places = append(places, place{i, a})
+			}
+		}
+		n += len(a.pre) + len(a.post)
+	}
+	slices.SortFunc(places, func(x, y place) int { return x.at - y.at })
+	out := make([]policy.Change, 0, n)
+	from := 0 // cs[from:] is not in out yet
+	for _, p := range places {
+		out = append(out, cs[from:p.at]...)
+		out = append(out, p.a.pre...)
+		out = append(out, cs[p.at])
+		out = append(out, p.a.post...)
+		from = p.at + 1
+	}
+	pl.plan.Changes = append(out, cs[from:]...)
 }
 
 // buffersReachedByMTU lists the physical ports whose buffers dp's MTU
@@ -150,18 +175,17 @@ func isBufferKind(k policy.Kind) bool {
 // to recompute (or they cannot be read: the plan reports the settings'
 // own errors), or its MTU does not change; a lossless buffer too small
 // for the new MTU refuses the MTU change.
-func (h *Host) xoffRecomputes(plan *policy.Plan, p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
-	cur, ok := h.mlx5State(p.Netdev)
+func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
+	plan := pl.plan
+	cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
 	if !ok || cur.mtu == newMTU {
 		return policy.Change{}, nil, false
 	}
 	follows, buffersChange := false, false
 	final := cur
 	final.mtu = newMTU
-	for _, c := range plan.Changes {
-		if c.Port == nil || c.Port.Netdev != p.Netdev {
-			continue
-		}
+	for _, i := range pl.at[p.Netdev] {
+		c := plan.Changes[i]
 		switch c.Kind {
 		case policy.KindPFC:
 			follows = true
@@ -210,10 +234,15 @@ func slaveOf(p *port.Port, mtu policy.Change) string {
 // cable length change of ports, so that the driver computes their
 // thresholds with the final MTU (Kind order has it there already; this
 // keeps it so whatever reordered the plan since), and returns where it is.
-func mtuFirst(plan *policy.Plan, mtuAt int, ports []string) int {
-	first := slices.IndexFunc(plan.Changes, func(c policy.Change) bool {
-		return c.Port != nil && slices.Contains(ports, c.Port.Netdev) && (c.Kind == policy.KindPFC || isBufferKind(c.Kind))
-	})
+func (pl *planning) mtuFirst(mtuAt int, ports []string) int {
+	plan := pl.plan
+	first := -1
+	for _, nd := range ports {
+		i := pl.first(nd, func(c policy.Change) bool { return c.Kind == policy.KindPFC || isBufferKind(c.Kind) })
+		if i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
 	if first < 0 || first > mtuAt {
 		return mtuAt
 	}
@@ -222,6 +251,7 @@ func mtuFirst(plan *policy.Plan, mtuAt int, ports []string) int {
 	// Shift what lies between one place on, in place.
 	copy(plan.Changes[first+1:mtuAt+1], plan.Changes[first:mtuAt])
 	plan.Changes[first] = mtu
+	pl.at = indexChanges(plan.Changes) // what lay between has moved
 	return first
 }
 

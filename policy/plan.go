@@ -111,7 +111,16 @@ func (p *Plan) Changed() bool { return len(p.Changes) > 0 }
 // comparison of desired and observed values: audit's plan, verification
 // after apply and the transaction's read-back of each step all use it.
 func Diff(d *Desired, o *Observed) *Plan {
-	plan := DiffSettings(d.All(), o)
+	// d.All() in place, without copying every setting first.
+	n := len(d.Host)
+	for _, p := range d.Ports {
+		n += len(p.Settings)
+	}
+	plan := &Plan{Changes: make([]Change, 0, n)}
+	for _, p := range d.Ports {
+		plan.diff(p.Settings, o)
+	}
+	plan.diff(d.Host, o)
 	plan.Unsupported = append(plan.Unsupported, d.Unresolved...)
 	plan.Unknown = append(plan.Unknown, d.Unknown...)
 	return plan
@@ -133,7 +142,16 @@ func showValue(v string) string {
 
 // DiffSettings compares settings with what was observed, as Diff does.
 func DiffSettings(ss []Setting, o *Observed) *Plan {
-	plan := &Plan{}
+	// Room for every setting to change: a factory host's plan changes
+	// most of them, and growing a 64-port plan's thousands of changes
+	// step by step cost more than the comparisons.
+	plan := &Plan{Changes: make([]Change, 0, len(ss))}
+	plan.diff(ss, o)
+	return plan
+}
+
+// diff adds the comparison of ss with o to plan.
+func (plan *Plan) diff(ss []Setting, o *Observed) {
 	for _, s := range ss {
 		if reason, ok := o.Unsupported[s.Key]; ok {
 			plan.Unsupported = append(plan.Unsupported, Unsupported{Key: s.Key, Scope: s.Scope, Reason: reason, Port: s.Port})
@@ -155,7 +173,6 @@ func DiffSettings(ss []Setting, o *Observed) *Plan {
 		}
 		plan.Changes = append(plan.Changes, Change{Setting: s, Before: before, Absent: !present, Note: o.Notes[s.Key]})
 	}
-	return plan
 }
 
 // Mismatch is a setting that does not hold the value it should, or could

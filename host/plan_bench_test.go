@@ -1,0 +1,51 @@
+package host
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nccl"
+	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// BenchmarkPlanAfterObserve measures what Plan does once Observe has read
+// the host: the diff, companions, driver ordering, DCBX and xoff planning
+// on the n-port ConnectX-6 Dx factory snapshot that cli's
+// BenchmarkAuditPipeline reads, with the full fat-tree profile. That part
+// runs after every port has been read, on one core, so it is all wall
+// time of an audit.
+func BenchmarkPlanAfterObserve(b *testing.B) {
+	for _, ports := range []int{8, 64} {
+		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "host")
+			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
+				b.Fatal(err)
+			}
+			s, err := snapshot.Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := &Host{FS: s.FS(), K: s.Kernel(), NotCaptured: s.Meta.NotCaptured}
+			p, err := policy.Load(filepath.Join(fixturehost.RepoRoot(), "profiles", "fat-tree-32gpu-100g.toml"), policy.LoadOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := policy.Resolve(p, h.Ports(h.Discover(), p.NeedsGID()))
+			nccl.Resolve(d)
+			o := h.Observe(d)
+			if len(d.Ports) != ports {
+				b.Fatalf("matched %d ports", len(d.Ports))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if plan := h.planObserved(d, o); !plan.Changed() {
+					b.Fatal("no changes")
+				}
+			}
+		})
+	}
+}
