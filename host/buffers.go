@@ -326,6 +326,19 @@ func (pl *planning) planMLX5Buffers(p *port.Port, desired []policy.Setting) {
 	}
 }
 
+// kindPositions says where, among the positions at (in plan order), the
+// last change of each kind the mlx5 buffer checks depend on is.
+func kindPositions(plan *policy.Plan, at []int) map[policy.Kind]int {
+	idx := map[policy.Kind]int{}
+	for _, i := range at {
+		switch k := plan.Changes[i].Kind; k {
+		case policy.KindGlobalPause, policy.KindPFC, policy.KindCableLength, policy.KindMTU, policy.KindPrioBuffer, policy.KindBufferSize:
+			idx[k] = i
+		}
+	}
+	return idx
+}
+
 // planMLX5Port is planMLX5Buffers on one physical netdev, whose link speed
 // discovery found (0: unknown, or a bond's slave); bond, when not "", is
 // the bond over it, whose MTU change is the netdev's.
@@ -346,14 +359,7 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 			slices.Sort(at)
 		}
 	}
-	// Where the port's last change of each kind the buffers depend on is.
-	idx := map[policy.Kind]int{}
-	for _, i := range at {
-		switch k := plan.Changes[i].Kind; k {
-		case policy.KindGlobalPause, policy.KindPFC, policy.KindCableLength, policy.KindMTU, policy.KindPrioBuffer, policy.KindBufferSize:
-			idx[k] = i
-		}
-	}
+	idx := kindPositions(plan, at)
 	_, pfcChange := idx[policy.KindPFC]
 	_, cableChange := idx[policy.KindCableLength]
 	_, p2bChange := idx[policy.KindPrioBuffer]
@@ -452,6 +458,10 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		switch {
 		case alt != nil && altSF == nil:
 			moveBuffersFirst(plan, pl.at[netdev])
+			// The port's changes now sit elsewhere among its positions:
+			// the notes below go on the changes, not on the places
+			// they left.
+			idx = kindPositions(plan, at)
 		case alt != nil:
 			refuse("no order of the PFC and buffer writes passes mlx5's buffer checks: PFC first, "+sf.String()+"; buffers first, "+altSF.String()+"; change PFC and buffers in two applies",
 				policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize)

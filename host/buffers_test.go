@@ -105,6 +105,12 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 				if c.Kind == policy.KindPrioBuffer && !strings.Contains(c.Note, "written before PFC") {
 					t.Errorf("%s: note %q", c.Key, c.Note)
 				}
+				// The buffer write is what switches mlx5 to manual mode
+				// for good: its note stays on it when it moves before
+				// PFC, not on the change that took its place.
+				if irr := strings.Contains(c.Note, irreversibleBuffer); irr != (c.Kind == policy.KindPrioBuffer) {
+					t.Errorf("%s: note %q: the irreversible note belongs on the buffer change", c.Key, c.Note)
+				}
 			}
 		}
 		if want := []string{"buffers.priority_to_buffer", "qos.pfc"}; !slices.Equal(order, want) {
