@@ -35,6 +35,30 @@ type portReader struct {
 	ecnDone bool
 	ecn     *nic.ECN
 	ecnErr  error
+
+	// The NCCL config file's variables, read once per reader rather than
+	// once for each NCCL setting; absent: the file does not exist.
+	ncclDone   bool
+	ncclVars   []nccl.Var
+	ncclAbsent bool
+	ncclErr    error
+}
+
+// ncclConf reads and parses the reader's NCCL config file, once.
+func (r *portReader) ncclConf() (vars []nccl.Var, absent bool, err error) {
+	if !r.ncclDone {
+		r.ncclDone = true
+		data, err := r.h.FS.ReadFile(r.ncclFile)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			r.ncclAbsent = true
+		case err != nil:
+			r.ncclErr = err
+		default:
+			r.ncclVars = nccl.ParseConf(data)
+		}
+	}
+	return r.ncclVars, r.ncclAbsent, r.ncclErr
 }
 
 func (r *portReader) ecnOf() (*nic.ECN, error) {
@@ -523,15 +547,12 @@ func readNCCL(r *portReader, s policy.Setting, _ map[string]string) (string, boo
 	if r.ncclFile == "" {
 		return "", false, fmt.Errorf("no NCCL config file to read %s from", s.Arg)
 	}
-	data, err := r.h.FS.ReadFile(r.ncclFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
+	vars, absent, err := r.ncclConf()
+	if absent || err != nil {
 		return "", false, err
 	}
 	// What NCCL itself would read: the first definition wins.
-	for _, v := range nccl.ParseConf(data) {
+	for _, v := range vars {
 		if v.Name == s.Arg {
 			return v.Value, true, nil
 		}
