@@ -105,8 +105,8 @@ func runPlan(file string, verbose bool) error {
 // report prints what a replay made. applybench reads the last line.
 func report(w io.Writer, p *plan, c *counts) {
 	kept := 0
-	for _, w := range p.waves {
-		kept += len(w)
+	for _, wave := range p.waves {
+		kept += len(wave)
 	}
 	fmt.Fprintf(w, "directories held: %d opened by path first, %d kept from the list's own opens (%d waves)\n", len(p.pre), kept, len(p.waves))
 	fmt.Fprintf(w, "opens by kind:")

@@ -242,12 +242,12 @@ func (p *parser) openat2(text string, pos func(int) (int, int)) {
 	}
 	var k call
 	k.line, _ = pos(0)
-	if _, base, ok := c.fd(); !ok {
+	_, base, ok := c.fd()
+	if !ok {
 		bad("want the directory descriptor with its path, as strace -y prints it (5</path>)")
 		return
-	} else {
-		k.base = base
 	}
+	k.base = base
 	if !c.lit(", ") {
 		bad("want \", \" after the directory")
 		return
