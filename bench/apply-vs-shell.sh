@@ -1,7 +1,9 @@
 #!/bin/bash
 # apply-vs-shell.sh - `rocectl apply` of the ConnectX recipe on a live
 # 8-port host against the same recipe as a bash script (ip, ethtool, dcb,
-# echo > sysfs), side by side; then audit times for 8 and 64 ports.
+# echo > sysfs), side by side; then audit times for 8 and 64 ports, each
+# beside its floor (the audit's file system calls alone, replayed by
+# bench/cmd/auditfloor from an strace of the audit; needs strace).
 #
 # usage: bench/apply-vs-shell.sh [applybench flags, e.g. -ports 16]   (as root)
 # env:   RUNS          runs of each side (10)
@@ -33,9 +35,13 @@ trap 'rm -rf "$TMP"' EXIT
 # and pays ld.so and libc at every start, ~0.6 ms here.
 CGO_ENABLED=0 go build -trimpath -o "$TMP/rocectl" ./cmd/rocectl
 go build -o "$TMP/applybench" ./bench/cmd/applybench
+# The audit's floor is a process too: static like the binary it is held
+# against, or it would pay ld.so at start that rocectl does not.
+CGO_ENABLED=0 go build -trimpath -o "$TMP/auditfloor" ./bench/cmd/auditfloor
 
 echo "rocectl: built from $(git rev-parse --short HEAD 2>/dev/null || echo "this tree")$(git diff --quiet 2>/dev/null || echo " + local changes"), static"
 "$TMP/applybench" -n "${RUNS:-10}" -rocectl "$TMP/rocectl" -baseline bench/baseline-apply.sh -repo . \
+	-auditfloor "$TMP/auditfloor" \
 	${SUMMARY:+-summary "$SUMMARY"} "$@"
 
 if [ "${AUDIT_GOBENCH:-1}" != 0 ]; then

@@ -1,7 +1,9 @@
 // Command applybench times `rocectl apply` of the ConnectX recipe on an
 // N-port fixture host against bench/baseline-apply.sh, the same recipe as a
 // hand-written bash script, and times `rocectl audit --snapshot` on 8- and
-// 64-port hosts. bench/apply-vs-shell.sh builds and runs it (as root).
+// 64-port hosts, each beside its floor: the same file system calls made by
+// bench/cmd/auditfloor and nothing else. bench/apply-vs-shell.sh builds
+// and runs it (as root).
 //
 // The host: a fixture root written by mkhosts (WriteCX6DxFactoryN) and veth
 // pairs named like its netdevs in a network namespace this program creates
@@ -42,6 +44,7 @@ type config struct {
 	baseline   string
 	repo       string
 	auditPorts string
+	auditFloor string
 	summary    string
 	cpuprofile string
 	memprofile string
@@ -57,6 +60,7 @@ func main() {
 	flag.StringVar(&c.baseline, "baseline", "bench/baseline-apply.sh", "the bash baseline")
 	flag.StringVar(&c.repo, "repo", ".", "rocectl source tree (profiles/, testdata/captures)")
 	flag.StringVar(&c.auditPorts, "audit-ports", "8,64", "port counts for the audit timing (empty: skip)")
+	flag.StringVar(&c.auditFloor, "auditfloor", "", "the bench/cmd/auditfloor binary: time each audit's file system calls alone beside it (needs strace on PATH)")
 	flag.StringVar(&c.summary, "summary", "", "append result rows (name|value|baseline|target) to this file")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "also run the apply in-process with a CPU profile written here (go tool pprof -tagfocus phase=apply)")
 	flag.StringVar(&c.sysfsDir, "sysfs-dir", "auto", "where the host root (the sysfs/configfs stand-in) lives; auto: /dev/shm when it is tmpfs, else $TMPDIR")
@@ -76,7 +80,10 @@ func run(c config) error {
 	if c.ports < 2 || c.ports%2 != 0 || c.runs < 1 {
 		return errors.New("-ports must be even and ≥ 2, -n ≥ 1")
 	}
-	for _, p := range []*string{&c.rocectl, &c.baseline, &c.repo} {
+	for _, p := range []*string{&c.rocectl, &c.baseline, &c.repo, &c.auditFloor} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -200,14 +207,19 @@ func run(c config) error {
 	}
 
 	if c.auditPorts != "" {
+		// The floor's rows name their call count: a wider first column.
+		why, w := b.floorMissing(), 32
+		if why == "" {
+			w = 62
+		}
 		fmt.Printf("\naudit --snapshot (the built binary, whole process), %d runs each\n", c.runs)
-		fmt.Printf("  %-32s %10s %10s %10s   %s\n", "", "median", "min", "max", "target")
+		fmt.Printf("  %-*s %10s %10s %10s   %s\n", w, "", "median", "min", "max", "target")
 		for _, f := range strings.Split(c.auditPorts, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
 				return fmt.Errorf("-audit-ports: %w", err)
 			}
-			ds, err := b.audit(n, recipe)
+			ds, fl, err := b.audit(n, recipe, why == "")
 			if err != nil {
 				return err
 			}
@@ -219,11 +231,26 @@ func run(c config) error {
 					met = "yes"
 				}
 			}
-			fmt.Printf("  %-32s %10s %10s %10s   %s\n", fmt.Sprintf("rocectl audit, %d ports", n), ms(median.Mean(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)), target)
+			fmt.Printf("  %-*s %10s %10s %10s   %s\n", w, fmt.Sprintf("rocectl audit, %d ports", n), ms(median.Mean(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)), target)
 			if met != "" {
 				target = fmt.Sprintf("≤ %s: %s", ms(auditTarget), met)
 			}
 			b.summary(fmt.Sprintf("audit --snapshot %d ports (process, median / min)|%s / %s|-|%s", n, ms(median.Mean(ds)), ms(slices.Min(ds)), target))
+			switch {
+			case fl.why != "":
+				why = fl.why // the same for every port count: once, below
+			case fl.ds != nil:
+				share := fmt.Sprintf("%.0f %% of the audit's median", pct(median.Mean(fl.ds), median.Mean(ds)))
+				if n == auditTargetPorts {
+					share = fmt.Sprintf("of the %s target: %.0f %% (%s)", ms(auditTarget), pct(median.Mean(fl.ds), auditTarget), share)
+				}
+				fmt.Printf("  %-*s %10s %10s %10s   %s\n", w, fmt.Sprintf("audit floor, %d ports (same %d file calls, nothing else)", n, fl.calls), ms(median.Mean(fl.ds)), ms(slices.Min(fl.ds)), ms(slices.Max(fl.ds)), share)
+				b.summary(fmt.Sprintf("audit floor %d ports: its %d file calls alone (process, median / min)|%s / %s|-|%s", n, fl.calls, ms(median.Mean(fl.ds)), ms(slices.Min(fl.ds)), share))
+			}
+		}
+		if why != "" {
+			fmt.Printf("  audit floor not measured: %s\n", why)
+			b.summary("audit floor (its file calls alone)|not measured (see the output)|-|-")
 		}
 	}
 	return nil
@@ -350,26 +377,110 @@ func (b *bench) journalSaves(prof string) ([]time.Duration, error) {
 	return ds, nil
 }
 
-// audit times the binary's read-only audit of an n-port snapshot.
-func (b *bench) audit(n int, recipe string) ([]time.Duration, error) {
+// audit times the binary's read-only audit of an n-port snapshot and,
+// with floor, its floor beside it (see auditFloor).
+func (b *bench) audit(n int, recipe string, floor bool) ([]time.Duration, floorResult, error) {
 	dir := filepath.Join(b.tmp, fmt.Sprintf("audit-%d", n))
 	if err := hosts.WriteCX6DxFactoryN(filepath.Join(b.c.repo, "testdata", "captures"), dir, n); err != nil {
-		return nil, err
+		return nil, floorResult{}, err
 	}
-	var ds []time.Duration
-	for range b.c.runs {
-		cmd := exec.Command(b.c.rocectl, "audit", "-p", recipe, "--snapshot", dir)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		t0 := time.Now()
-		err := cmd.Run()
-		ds = append(ds, time.Since(t0))
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 { // drift found is the expected answer
-			return nil, fmt.Errorf("audit of %d ports: %v, want exit 2\n%s", n, err, out.String())
+	args := []string{"audit", "-p", recipe, "--snapshot", dir}
+	var fl floorResult
+	var plan string
+	if floor {
+		var err error
+		if plan, fl, err = b.floorPlan(n, args); err != nil {
+			return nil, fl, err
 		}
 	}
-	return ds, nil
+	var ds []time.Duration
+	// A B, A B…: load drift hits the audit and its floor alike.
+	for range b.c.runs {
+		d, out, err := timed(b.c.rocectl, args...)
+		ds = append(ds, d)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 { // drift found is the expected answer
+			return nil, fl, fmt.Errorf("audit of %d ports: %v, want exit 2\n%s", n, err, out)
+		}
+		if plan == "" {
+			continue
+		}
+		d, out, err = timed(b.c.auditFloor, "-plan", plan)
+		if err != nil {
+			return nil, fl, fmt.Errorf("audit floor, %d ports: %v\n%s", n, err, out)
+		}
+		fl.ds = append(fl.ds, d)
+	}
+	return ds, fl, nil
+}
+
+// floorResult is an audit's floor: the times of auditfloor, the file
+// system calls it makes per run, or why it was not measured.
+type floorResult struct {
+	ds    []time.Duration
+	calls int
+	why   string
+}
+
+// floorMissing says why the audit floor cannot be measured ("" when it
+// can): auditfloor replays the calls strace lists.
+func (b *bench) floorMissing() string {
+	if b.c.auditFloor == "" {
+		return "no -auditfloor BINARY given (bench/apply-vs-shell.sh builds bench/cmd/auditfloor and passes it)"
+	}
+	if _, err := exec.LookPath("strace"); err != nil {
+		return "strace is not on PATH (it lists the audit's file system calls; Debian: apt install strace)"
+	}
+	return ""
+}
+
+// floorPlan prepares the floor of `rocectl ARGS`: it runs the audit once
+// under strace, which lists every openat2 and getdents64 it makes with
+// the directories' paths; auditfloor parses that list, checks it by
+// replaying it once against the same snapshot, says how many calls a
+// replay makes and stores the list parsed (-write-plan) so that the timed
+// runs do not parse strace's text. The floor is the least any process can
+// take to make the audit's opens, reads and listings here: its start-up
+// counts (it is a process too), the audit's JSON decoding, profile
+// parsing, planning and output do not.
+func (b *bench) floorPlan(n int, args []string) (string, floorResult, error) {
+	list := filepath.Join(b.tmp, fmt.Sprintf("audit-%d.strace", n))
+	plan := filepath.Join(b.tmp, fmt.Sprintf("audit-%d.floor", n))
+	cmd := exec.Command("strace", append([]string{"-f", "-y", "-e", "trace=openat2,getdents64", "-o", list, b.c.rocectl}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		// strace that cannot trace here (no ptrace in a container) is
+		// a missing tool, not a failed benchmark; a rocectl that fails
+		// fails the timed runs next.
+		first, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+		return "", floorResult{why: fmt.Sprintf("strace of the %d-port audit: %v, want exit 2 (%s)", n, err, first)}, nil
+	}
+	cmd = exec.Command(b.c.auditFloor, "-list", list, "-write-plan", plan, "-v")
+	out.Reset()
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", floorResult{}, fmt.Errorf("auditfloor -list %s: %v\n%s", list, err, out.String())
+	}
+	_, calls, ok := strings.Cut(out.String(), "\nfile calls: ")
+	c, err := strconv.Atoi(strings.TrimSpace(calls))
+	if !ok || err != nil {
+		return "", floorResult{}, fmt.Errorf("auditfloor -v printed no \"file calls: N\" line:\n%s", out.String())
+	}
+	return plan, floorResult{calls: c}, nil
+}
+
+// timed runs a program to its exit and returns its wall time, fork to
+// exit, and what it printed.
+func timed(name string, args ...string) (time.Duration, string, error) {
+	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	t0 := time.Now()
+	err := cmd.Run()
+	return time.Since(t0), out.String(), err
 }
 
 // printDisruptions prints what the plan says applying the recipe disturbs
@@ -423,6 +534,8 @@ func (b *bench) summary(line string) {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+
+func pct(part, whole time.Duration) float64 { return 100 * float64(part) / float64(whole) }
 
 func row(name string, ds []time.Duration) {
 	fmt.Printf("  %-32s %10s %10s %10s\n", name, ms(median.Mean(ds)), ms(slices.Min(ds)), ms(slices.Max(ds)))

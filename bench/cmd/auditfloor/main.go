@@ -1,0 +1,119 @@
+// Command auditfloor replays the file system calls of one `rocectl audit
+// --snapshot` run, and nothing else, as fast as it can: timed as a
+// process, it is the floor of that audit on the machine — the least any
+// program can take to make the same opens, reads and listings of the
+// snapshot's files. bench/cmd/applybench times it beside the audit.
+//
+//	strace -f -y -e trace=openat2,getdents64 -o LIST rocectl audit … --snapshot DIR
+//	auditfloor -list LIST [-v] [-write-plan PLAN]
+//	auditfloor -plan PLAN [-v]
+//
+// Each openat2 of the list is made again with the same flags and resolve
+// bits, relative to a descriptor of the same directory: an O_PATH open is
+// opened and closed, an O_DIRECTORY open is also listed to its end
+// (getdents64 until 0), any other open is fstat-ed and read once (up to
+// 4096 bytes, an attribute file's one line). Opens that failed in the list
+// (ENOENT probes, EXDEV from RESOLVE_BENEATH) are made again too: they
+// cost the same path walks. A directory the list shows listed through a
+// descriptor no openat2 returned (rocectl's os.ReadDir opens with openat)
+// is opened by the path strace printed and listed. The calls are spread
+// over GOMAXPROCS goroutines, as rocectl spreads its ports.
+//
+// Parsing strace's text (≈ 1.1 MB for 64 ports) takes longer than a third
+// of the audit's 20 ms target here, work the audit does not do; so the
+// process to time is `-plan PLAN`, which replays the list as -write-plan
+// stored it, parsed. `-list LIST -write-plan PLAN` parses, writes the plan
+// and replays once, which also checks that the list matches the tree.
+//
+// It prints nothing unless -v (then what it made, by kind) and exits 1 if
+// an open did not succeed or fail as the list says (the tree is not the
+// one traced).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	list := flag.String("list", "", "the strace output to replay (strace -f -y -e trace=openat2,getdents64 -o LIST)")
+	planFile := flag.String("plan", "", "replay the plan -write-plan wrote instead of a list")
+	writePlan := flag.String("write-plan", "", "with -list: also write the parsed list to this file, for -plan")
+	verbose := flag.Bool("v", false, "print the calls made, by kind")
+	flag.Parse()
+	if (*list == "") == (*planFile == "") || (*writePlan != "" && *list == "") || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: auditfloor -list LIST [-v] [-write-plan PLAN] | -plan PLAN [-v]")
+		os.Exit(2)
+	}
+	var err error
+	if *list != "" {
+		err = runList(*list, *writePlan, *verbose)
+	} else {
+		err = runPlan(*planFile, *verbose)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "auditfloor:", err)
+		os.Exit(1)
+	}
+}
+
+func runList(list, writePlan string, verbose bool) error {
+	f, err := os.Open(list)
+	if err != nil {
+		return err
+	}
+	calls, st, err := parseList(list, f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if len(calls) == 0 {
+		return fmt.Errorf("%s: no openat2 or getdents64 calls in %d lines: was it written with strace -f -y -e trace=openat2,getdents64?", list, st.lines)
+	}
+	p := newPlan(calls)
+	if writePlan != "" {
+		if err := os.WriteFile(writePlan, p.marshal(), 0o644); err != nil {
+			return err
+		}
+	}
+	c, err := p.replay()
+	if verbose {
+		fmt.Printf("%s: %d lines, %d calls strace split and were joined, %d getdents64, %d other lines ignored\n", list, st.lines, st.joined, st.getdents, st.ignored)
+		report(os.Stdout, p, &c)
+	}
+	return err
+}
+
+func runPlan(file string, verbose bool) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	p, err := unmarshalPlan(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	c, err := p.replay()
+	if verbose {
+		report(os.Stdout, p, &c)
+	}
+	return err
+}
+
+// report prints what a replay made. applybench reads the last line.
+func report(w io.Writer, p *plan, c *counts) {
+	kept := 0
+	for _, wave := range p.waves {
+		kept += len(wave)
+	}
+	fmt.Fprintf(w, "directories held: %d opened by path first, %d kept from the list's own opens (%d waves)\n", len(p.pre), kept, len(p.waves))
+	fmt.Fprintf(w, "opens by kind:")
+	for k := range nKinds {
+		fmt.Fprintf(w, " %s %d,", k, c.ops[k])
+	}
+	fmt.Fprintf(w, " failed as the list says %d\n", c.failed)
+	fmt.Fprintf(w, "system calls: open %d, fstat %d, read %d, getdents64 %d, close %d\n", c.opens, c.fstat, c.read, c.getdents, c.close)
+	fmt.Fprintf(w, "file calls: %d\n", c.calls())
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tree writes a small snapshot-like tree (a device directory reached
+// through a /sys/class symlink, as rocectl's nic.Dir opens it) and a list
+// of the calls an audit of it could make, in strace's format.
+func tree(t *testing.T) (root, list string) {
+	t.Helper()
+	root = t.TempDir()
+	dev := filepath.Join(root, "sys/devices/pci/infiniband/mlx5_0")
+	for _, d := range []string{dev + "/ports/1", root + "/sys/devices/pci/net/ens1f0np0", root + "/sys/class/infiniband"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(dev+"/ports/1/state", []byte("4: ACTIVE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/pci/infiniband/mlx5_0", root+"/sys/class/infiniband/mlx5_0"); err != nil {
+		t.Fatal(err)
+	}
+	list = strings.NewReplacer("@ROOT", root, "@DEV", dev).Replace(`7 openat2(5<@ROOT>, "sys/class/infiniband/mlx5_0", {flags=O_RDONLY|O_CLOEXEC|O_PATH|O_DIRECTORY, resolve=RESOLVE_NO_MAGICLINKS|RESOLVE_IN_ROOT}, 24) = 6<@DEV>
+7 openat2(6<@DEV>, "ports/1/state", {flags=O_RDONLY|O_NONBLOCK|O_CLOEXEC, resolve=RESOLVE_NO_MAGICLINKS|RESOLVE_BENEATH}, 24) = 7<@DEV/ports/1/state>
+7 openat2(6<@DEV>, "hca_type", {flags=O_RDONLY|O_NONBLOCK|O_CLOEXEC, resolve=RESOLVE_NO_MAGICLINKS|RESOLVE_BENEATH}, 24) = -1 ENOENT (No such file or directory)
+7 openat2(5<@ROOT>, "sys/devices/pci/net", {flags=O_RDONLY|O_CLOEXEC|O_DIRECTORY, resolve=RESOLVE_NO_MAGICLINKS|RESOLVE_IN_ROOT}, 24) = 7<@ROOT/sys/devices/pci/net>
+7 getdents64(7<@ROOT/sys/devices/pci/net>, 0x37d489be000 /* 3 entries */, 8192) = 80
+7 getdents64(7<@ROOT/sys/devices/pci/net>, 0x37d489be000 /* 0 entries */, 8192) = 0
+8 getdents64(8<@ROOT/sys/class/infiniband>, 0x37d489be000 /* 3 entries */, 8192) = 80
+8 getdents64(8<@ROOT/sys/class/infiniband>, 0x37d489be000 /* 0 entries */, 8192) = 0
+`)
+	return root, list
+}
+
+func TestReplay(t *testing.T) {
+	root, list := tree(t)
+	calls, _, err := parseList("LIST", strings.NewReader(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPlan(calls)
+	// The root is opened by path (rocectl opens it with openat); the
+	// device directory by the list's own open, which is kept.
+	if len(p.pre) != 1 || p.bases[p.pre[0]] != root {
+		t.Errorf("opened by path first: %v of %q, want the root only", p.pre, p.bases)
+	}
+	if len(p.waves) != 1 || len(p.waves[0]) != 1 || p.waves[0][0].rel != "sys/class/infiniband/mlx5_0" {
+		t.Errorf("waves %+v, want the mlx5_0 open alone", p.waves)
+	}
+	c, err := p.replay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := counts{
+		ops:   [nKinds]int{kindPath: 1, kindDir: 1, kindFile: 2, kindList: 1},
+		opens: 1 + 5, failed: 1,
+		fstat: 1, read: 1,
+		getdents: 2 + 2, // each directory: its entries, then 0
+		close:    3,     // not the root, not the kept directory, not the failed open
+	}
+	if c != want {
+		t.Errorf("counts %+v, want %+v", c, want)
+	}
+	if c.calls() != 6+1+1+4+3 {
+		t.Errorf("calls %d", c.calls())
+	}
+}
+
+// A tree other than the one traced is refused: the calls would differ.
+func TestReplayOtherTree(t *testing.T) {
+	root, list := tree(t)
+	calls, _, err := parseList("LIST", strings.NewReader(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "sys/devices/pci/infiniband/mlx5_0/ports/1/state")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sys/devices/pci/infiniband/mlx5_0/hca_type"), []byte("MT4125\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = newPlan(calls).replay()
+	want := []string{
+		"line 2: open ports/1/state: no such file or directory; the list has it opened",
+		"line 3: open hca_type succeeded; the list has it fail with ENOENT",
+	}
+	if err == nil || strings.Join(sortedLines(err.Error()), "\n") != strings.Join(want, "\n") {
+		t.Errorf("error %v, want:\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+// sortedLines: the goroutines report in any order.
+func sortedLines(s string) []string {
+	l := strings.Split(s, "\n")
+	slices.Sort(l)
+	return l
+}
+
+func TestPlanFileRoundTrip(t *testing.T) {
+	_, list := tree(t)
+	calls, _, err := parseList("LIST", strings.NewReader(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPlan(calls)
+	data := p.marshal()
+	q, err := unmarshalPlan(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p, q) {
+		t.Errorf("read back\n%+v\nwrote\n%+v", q, p)
+	}
+	for _, bad := range [][]byte{data[:len(data)-1], append(data[:len(data):len(data)], 0), []byte("auditfloor plan 0\n"), data[:len(planMagic)+1]} {
+		if _, err := unmarshalPlan(bad); !errors.Is(err, errPlan) {
+			t.Errorf("%d bytes: %v, want errPlan", len(bad), err)
+		}
+	}
+}
