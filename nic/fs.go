@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -141,15 +142,14 @@ func (f FS) Confined(p string) (string, error) {
 // readFile reads the attribute p; errors name asked (the path as the
 // caller knows it).
 func (f FS) readFile(p, asked string) ([]byte, error) {
-	return f.readWith(asked, func(flags int) (int, error) { return f.dir.open(p, flags) }, p)
+	return f.readWith(asked, func(flags int) (int, error) { return f.dir.open(p, flags) })
 }
 
-// readWith reads a whole attribute that open opens (kindPath: where to
-// look when it turns out not to be a regular file).
-func (f FS) readWith(asked string, open func(flags int) (int, error), kindPath string) ([]byte, error) {
+// readWith reads a whole attribute that open opens.
+func (f FS) readWith(asked string, open func(flags int) (int, error)) ([]byte, error) {
 	var out []byte
 	err := f.withDeadline("read", asked, func() error {
-		fd, err := f.openAttr(asked, unix.O_RDONLY, open, kindPath)
+		fd, err := f.openAttr(asked, unix.O_RDONLY, open)
 		if err != nil {
 			return err
 		}
@@ -177,16 +177,16 @@ func (f FS) readWith(asked string, open func(flags int) (int, error), kindPath s
 // openFile opens the attribute p (flags O_RDONLY or O_WRONLY|O_TRUNC) and
 // refuses anything but a regular file.
 func (f FS) openFile(p, asked string, flags int) (int, error) {
-	return f.openAttr(asked, flags, func(flags int) (int, error) { return f.dir.open(p, flags) }, p)
+	return f.openAttr(asked, flags, func(flags int) (int, error) { return f.dir.open(p, flags) })
 }
 
 // openAttr opens an attribute with open and refuses anything but a
 // regular file. O_NONBLOCK keeps the open itself from waiting for a
 // FIFO's other end; regular files ignore it.
-func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error), kindPath string) (int, error) {
+func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error)) (int, error) {
 	fd, err := open(flags | unix.O_NONBLOCK)
 	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
-		if kind := f.kindOf(kindPath); kind != "" {
+		if kind := kindOf(open); kind != "" {
 			err = notRegular(kind)
 		}
 	}
@@ -207,9 +207,9 @@ func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error),
 
 func notRegular(kind string) error { return fmt.Errorf("%w: it is a %s", ErrNotRegular, kind) }
 
-// kindOf names the type of what p is, "" when it cannot tell.
-func (f FS) kindOf(p string) string {
-	fd, err := f.dir.open(p, unix.O_PATH)
+// kindOf names the type of what open opens, "" when it cannot tell.
+func kindOf(open func(flags int) (int, error)) string {
+	fd, err := open(unix.O_PATH)
 	if err != nil {
 		return ""
 	}
@@ -337,7 +337,9 @@ func (f FS) ReadDir(p string) ([]string, error) {
 }
 
 // readDirWith lists the directory open opens, sorted; asked names it in
-// errors.
+// errors. It reads with plain getdents64 calls, as ReadString reads with
+// plain reads: an os.File adds an fcntl, a poller check and a finalizer
+// to each of a host's hundreds of listings.
 func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]string, error) {
 	var names []string
 	err := f.withDeadline("readdir", asked, func() error {
@@ -345,13 +347,26 @@ func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]stri
 		if err != nil {
 			return &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
 		}
-		d := os.NewFile(uintptr(fd), f.Path(asked))
-		defer d.Close()
-		names, err = d.Readdirnames(-1)
-		return err
+		defer unix.Close(fd)
+		var buf [8192]byte
+		for {
+			n, err := retryEINTR(func() (int, error) { return unix.Getdents(fd, buf[:]) })
+			if err != nil {
+				return &os.PathError{Op: "readdirent", Path: f.Path(asked), Err: err}
+			}
+			if n <= 0 {
+				return nil
+			}
+			// ParseDirent leaves out ".", ".." and deleted entries, as
+			// os.File.Readdirnames does.
+			_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		}
 	})
 	if err != nil {
 		return nil, err
+	}
+	if names == nil {
+		names = []string{} // as os.File.Readdirnames: empty, never nil
 	}
 	sort.Strings(names)
 	return names, nil
@@ -415,51 +430,94 @@ func (f FS) withDeadline(op, p string, fn func() error) error {
 // 5.2 µs below the held directory, measured on a 64-port snapshot). A
 // name that leads out of the directory (a symlink such as "device")
 // fails RESOLVE_BENEATH with EXDEV and is opened from the root instead,
-// confined as every FS path is. Errors still name the path as asked for.
+// through the directory's resolved path, confined as every FS path is.
+// Errors still name the path as asked for.
+//
+// The resolved path is asked of the kernel (/proc/self/fd) only when
+// something needs it: such a name, or Resolved. Most Dirs never do, and
+// the readlink costs as much as the open that made the Dir.
+//
 // Keep a Dir for one pass over the host (a discovery, an observation): a
 // renamed netdev or a re-probed device changes where the links lead.
 type Dir struct {
 	fs   FS
-	path string     // as asked for, for errors
-	real string     // host path with the symlinks resolved; path when that failed
-	open *dirHandle // the directory, nil when reads go through the root
+	path string // as asked for, for errors
+	// real is, for a Dir not held, the host path its reads go through:
+	// where the walk resolved path to (kernels without openat2), or path
+	// itself when it did not resolve. A held Dir's is its handle's.
+	real  string
+	found bool       // path resolved to a directory
+	open  *dirHandle // the directory, nil when reads go through the root
 }
 
 // dirHandle owns a Dir's descriptor. Dirs are values copied freely, with
 // no Close, as FS is: the descriptor is closed when none refers to it.
-type dirHandle struct{ fd int }
+type dirHandle struct {
+	fd   int
+	once sync.Once
+	real string // the directory's host path, asked of the kernel once
+}
 
 // Dir resolves p. A p that does not resolve (absent, outside the root)
 // gives a Dir that reads through p itself, with the errors that brings.
 func (f FS) Dir(p string) Dir {
 	d := Dir{fs: f, path: p, real: p}
-	_ = f.withDeadline("resolve", p, func() error {
+	var got Dir // written by the call, read only once it has returned
+	if f.withDeadline("resolve", p, func() error {
 		fd, walked, err := f.dir.openResolved(p, unix.O_PATH|unix.O_DIRECTORY)
 		if err != nil {
 			return err
 		}
-		real, err := f.dir.realPath(fd, walked, p)
-		if err != nil {
-			unix.Close(fd)
-			return err
-		}
-		d.real = real
+		got.found = true
 		if walked != "" || f.dir.noOpenat2.Load() {
 			// No openat2: relative opens could not be confined below
-			// the directory either.
+			// the directory either. The walk said where it is.
 			unix.Close(fd)
+			got.real = "/" + walked
 			return nil
 		}
 		h := &dirHandle{fd: fd}
 		runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
-		d.open = h
+		got.open = h
 		return nil
-	})
+	}) == nil {
+		d.found, d.open = true, got.open
+		if got.open == nil {
+			d.real = got.real
+		}
+	}
 	return d
 }
 
 // Path is the directory as asked for.
 func (d Dir) Path() string { return d.path }
+
+// Resolved is where the directory is on the host, its symlinks resolved
+// (/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0 for
+// /sys/class/infiniband/mlx5_0/device); false when the path did not
+// resolve to a directory.
+func (d Dir) Resolved() (string, bool) {
+	if !d.found {
+		return "", false
+	}
+	return d.resolved(), true
+}
+
+// resolved is the host path reads that leave the directory go through.
+func (d Dir) resolved() string {
+	h := d.open
+	if h == nil {
+		return d.real
+	}
+	h.once.Do(func() {
+		real, err := d.fs.dir.realPath(h.fd, "", d.path)
+		if err != nil {
+			real = d.path // as a Dir that did not resolve
+		}
+		h.real = real
+	})
+	return h.real
+}
 
 // openRel opens rel (flags as for open(2)) below the held directory, or
 // from the root when the directory is not held or rel leads out of it.
@@ -471,12 +529,12 @@ func (d Dir) openRel(rel string, flags int) (int, error) {
 			return fd, err
 		}
 	}
-	return d.fs.dir.open(d.real+"/"+rel, flags)
+	return d.fs.dir.open(d.resolved()+"/"+rel, flags)
 }
 
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
-	b, err := d.fs.readWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) }, d.real+"/"+rel)
+	b, err := d.fs.readWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
 	if err != nil {
 		return "", err
 	}
@@ -492,6 +550,47 @@ func (d Dir) ReadTrimmed(rel string) (string, error) {
 // ReadDir lists the names in d/rel ("." for d itself), sorted.
 func (d Dir) ReadDir(rel string) ([]string, error) {
 	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
+}
+
+// Exists reports whether d/rel exists, as FS.Exists does.
+func (d Dir) Exists(rel string) bool {
+	return d.fs.withDeadline("stat", d.path+"/"+rel, func() error {
+		fd, err := d.openRel(rel, unix.O_PATH)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}) == nil
+}
+
+// Resolve returns the host path d/rel leads to, as FS.Resolve does.
+func (d Dir) Resolve(rel string) (string, error) {
+	asked := d.path + "/" + rel
+	if d.open == nil {
+		// Not held: the walk (or the root's openat2) resolves the path
+		// reads go through, and says where it ends.
+		real, err := d.fs.Resolve(d.real + "/" + rel)
+		if pe, ok := err.(*os.PathError); ok {
+			pe.Path = d.fs.Path(asked)
+		}
+		return real, err
+	}
+	var real string
+	err := d.fs.withDeadline("resolve", asked, func() error {
+		fd, err := d.openRel(rel, unix.O_PATH)
+		if err == nil {
+			real, err = d.fs.dir.realPath(fd, "", asked)
+			unix.Close(fd)
+		}
+		if err != nil {
+			return &os.PathError{Op: "resolve", Path: d.fs.Path(asked), Err: err}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return real, nil
 }
 
 // retryEINTR repeats a system call the Go runtime's signals interrupted, as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -98,29 +99,64 @@ func TestResolve(t *testing.T) {
 }
 
 // TestDir: a Dir reads what the FS reads below the path it was made for,
-// through the resolved path, and its errors name the path as asked for.
+// with openat2 and with the walk alike; a name that leads out of it
+// ("device") is read through the directory's resolved path, which the
+// Dir finds only then or when asked; errors name the path as asked for.
 func TestDir(t *testing.T) {
-	fs := NewFS(symlinkTree(t), true)
-	d := fs.Dir("/sys/class/net/eth0")
-	if d.real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || d.Path() != "/sys/class/net/eth0" {
-		t.Errorf("Dir = %+v", d)
-	}
-	for _, rel := range []string{"mtu", "device/vendor"} {
-		want, err := fs.ReadTrimmed("/sys/class/net/eth0/" + rel)
-		if got, err2 := d.ReadTrimmed(rel); err != nil || err2 != nil || got != want {
-			t.Errorf("%s: Dir read %q %v, FS read %q %v", rel, got, err2, want, err)
+	root := symlinkTree(t)
+	for _, fs := range bothResolvers(t, root) {
+		d := fs.Dir("/sys/class/net/eth0")
+		if h := d.open; h != nil && h.real != "" {
+			t.Errorf("%s: resolved before anything needed it: %q", resolver(fs), h.real)
 		}
-	}
-	_, err := d.ReadString("absent")
-	var pe *os.PathError
-	if !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
-		t.Errorf("missing file: %v, want ENOENT naming the path as asked", err)
-	}
-	// A path that does not resolve is read through as it is.
-	if d := fs.Dir("/sys/class/dangling"); d.real != d.Path() {
-		t.Errorf("dangling: %+v", d)
-	}
-	if _, err := fs.Dir("/sys/class/absent").ReadString("x"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("absent dir: %v", err)
+		for _, rel := range []string{"mtu", "device/vendor"} {
+			want, err := fs.ReadTrimmed("/sys/class/net/eth0/" + rel)
+			if got, err2 := d.ReadTrimmed(rel); err != nil || err2 != nil || got != want {
+				t.Errorf("%s: %s: Dir read %q %v, FS read %q %v", resolver(fs), rel, got, err2, want, err)
+			}
+		}
+		if real, ok := d.Resolved(); !ok || real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || d.Path() != "/sys/class/net/eth0" {
+			t.Errorf("%s: Resolved = %q, %v", resolver(fs), real, ok)
+		}
+		_, err := d.ReadString("absent")
+		var pe *os.PathError
+		if !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
+			t.Errorf("%s: missing file: %v, want ENOENT naming the path as asked", resolver(fs), err)
+		}
+		for rel, want := range map[string]bool{"mtu": true, "device": true, "device/vendor": true, "absent": false, "device/absent": false} {
+			if got := d.Exists(rel); got != want {
+				t.Errorf("%s: Exists(%s) = %v", resolver(fs), rel, got)
+			}
+		}
+		for rel, want := range map[string]string{"device": "/sys/devices/pci0000:00/0000:00:01.0", "mtu": "/sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu", ".": "/sys/devices/pci0000:00/0000:00:01.0/net/eth0"} {
+			if got, err := d.Resolve(rel); err != nil || got != want {
+				t.Errorf("%s: Resolve(%s) = %q, %v; want %q", resolver(fs), rel, got, err, want)
+			}
+		}
+		if _, err := d.Resolve("absent"); !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
+			t.Errorf("%s: Resolve of a missing name: %v, want ENOENT naming the path as asked", resolver(fs), err)
+		}
+		// The device directory, reached through the class link: its
+		// resolved path names the PCI function.
+		dev := fs.Dir("/sys/class/net/eth0/device")
+		if real, ok := dev.Resolved(); !ok || real != "/sys/devices/pci0000:00/0000:00:01.0" {
+			t.Errorf("%s: device Resolved = %q, %v", resolver(fs), real, ok)
+		}
+		if names, err := dev.ReadDir("net"); err != nil || strings.Join(names, ",") != "eth0" {
+			t.Errorf("%s: device ReadDir(net) = %v, %v", resolver(fs), names, err)
+		}
+		// A path that does not resolve is read through as it is.
+		for _, p := range []string{"/sys/class/dangling", "/sys/class/absent", "/sys/class/net/eth0/mtu"} {
+			d := fs.Dir(p)
+			if real, ok := d.Resolved(); ok || d.open != nil || d.real != p {
+				t.Errorf("%s: %s: Resolved = %q, %v; %+v", resolver(fs), p, real, ok, d)
+			}
+			if _, err := d.ReadString("x"); err == nil {
+				t.Errorf("%s: %s: read below it succeeded", resolver(fs), p)
+			}
+			if d.Exists("x") {
+				t.Errorf("%s: %s: Exists below it", resolver(fs), p)
+			}
+		}
 	}
 }
