@@ -32,9 +32,20 @@ func RDMADevices(fs FS) []string {
 	return devs
 }
 
-// RDMAPorts lists a device's port numbers, ascending.
+// RDMAPorts lists a device's port numbers, ascending: the numeric names
+// in its ports directory (rdmamap.GetPorts's list, read inside the root,
+// as every FS read is).
 func RDMAPorts(fs FS, dev string) []int {
-	names := withRdmamapRoot(fs, func() []string { return rdmamap.GetPorts(dev) })
+	return portNumbers(fs.ReadDir("/sys/class/infiniband/" + dev + "/ports"))
+}
+
+// dirPorts is RDMAPorts of the device whose class directory is ib.
+func dirPorts(ib Dir) []int { return portNumbers(ib.ReadDir("ports")) }
+
+func portNumbers(names []string, err error) []int {
+	if err != nil {
+		return nil
+	}
 	var ports []int
 	for _, n := range names {
 		if p, err := strconv.Atoi(n); err == nil {
