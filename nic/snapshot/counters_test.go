@@ -168,41 +168,50 @@ func TestSplitCountersFixtures(t *testing.T) {
 	}
 }
 
+// kernelLink is a link member with data, for the shapes below.
+const kernelLink = `"link":{"index":1,"mtu":1500,"min_mtu":68,"max_mtu":9000,"operstate":"up","admin_up":true,"mac":""}`
+
+// kernelShapes are kernel.json texts whose counters stand where they may,
+// however spelt, with the mistakes around them Open must report; split
+// says whether splitCounters's fast path takes the text.
+var kernelShapes = map[string]struct {
+	kernel string
+	split  bool
+}{
+	"first":              {`{"links":{"e":{"stats":{"a":1},` + kernelLink + `}}}`, true},
+	"last":               {`{"links":{"e":{` + kernelLink + `, "stats" : {"a":1} }}}`, true},
+	"only":               {`{"links":{"e":{"stats":{"a":1}}}}`, true},
+	"middle":             {`{"links":{"e":{"pause":{"autoneg":false,"rx":true,"tx":true},"stats":{"a":1},` + kernelLink + `}}}`, true},
+	"twice, merged":      {`{"links":{"e":{` + kernelLink + `,"stats":{"a":1},"stats":{"b":2}}}}`, true},
+	"twice apart":        {`{"links":{"e":{"stats":{"a":1},` + kernelLink + `,"stats":{"b":2}}}}`, true},
+	"capitalised":        {`{"links":{"e":{"Stats":{"a":1},` + kernelLink + `}}}`, true},
+	"escaped name":       {`{"links":{"e":{"st\u0061ts":{"a":1},` + kernelLink + `}}}`, false},
+	"null counters":      {`{"links":{"e":{` + kernelLink + `,"stats":null}}}`, true},
+	"repeated link":      {`{"links":{"e":{"stats":{"a":1}},"e":{` + kernelLink + `}}}`, true},
+	"two links members":  {`{"links":{"e":{"stats":{"a":1}}},"links":{"f":{"stats":{"b":2}}}}`, true},
+	"string with brace":  {`{"links":{"e":{"stats":{"}\"{":1},"errors":{"link":"EIO"}}}}`, true},
+	"null after":         {`{"links":{"e":{"stats":{"a":1},"stats":null,"Stats":{"b":2}}}}`, true},
+	"nested in errors":   {`{"links":{"e":{"errors":{"stats":"EBUSY"},"stats":{"a":1}}}}`, true},
+	"bad counter":        {`{"links":{"e":{"stats":{"a":-1}}}}`, true},
+	"leading zero":       {`{"links":{"e":{"stats":{"a":01}}}}`, true},
+	"trailing comma":     {`{"links":{"e":{"stats":{"a":1,}}}}`, true},
+	"bad rest":           {`{"links":{"e":{"stats":{"a":1},"mtu":1}}}`, true},
+	"trailing data":      {`{"links":{"e":{"stats":{"a":1}}}} {}`, true},
+	"truncated":          {`{"links":{"e":{"stats":{"a":1}`, false},
+	"null link":          {`{"links":{"e":null,"f":{"stats":{"a":1}}}}`, true},
+	"not an object":      {`[]`, false},
+	"scalars around":     {`{"errors":{"devlink":"EOPNOTSUPP"},"links":{"e":{"pfc_prevention_tout":8000,"stats":{"a":1},"priv_flags":{"x":true,"y":false}},"f":null}}`, true},
+	"spaces in strings":  {`{"links":{"e f":{"driver":{"driver":"m x","version":" 1 ","firmware":"a\" b","bus_info":""},"stats":{"a":1}}}}`, true},
+	"unclosed string":    {`{"links":{"e":{"stats":{"a":1}},"x`, false},
+	"invalid UTF-8 name": {"{\"links\":{\"e\xff\":{\"stats\":{\"a\":1}}}}", false},
+	"control in a name":  {"{\"links\":{\"e\x01\":{}}}", false},
+}
+
 // TestSplitCountersShapes: wherever "stats" stands in a link, however it
 // is spelt, Open reads what decoding the whole file reads, and rejects
 // what it rejects.
 func TestSplitCountersShapes(t *testing.T) {
-	const link = `"link":{"index":1,"mtu":1500,"min_mtu":68,"max_mtu":9000,"operstate":"up","admin_up":true,"mac":""}`
-	for name, tc := range map[string]struct {
-		kernel string
-		split  bool // the fast path takes it
-	}{
-		"first":             {`{"links":{"e":{"stats":{"a":1},` + link + `}}}`, true},
-		"last":              {`{"links":{"e":{` + link + `, "stats" : {"a":1} }}}`, true},
-		"only":              {`{"links":{"e":{"stats":{"a":1}}}}`, true},
-		"middle":            {`{"links":{"e":{"pause":{"autoneg":false,"rx":true,"tx":true},"stats":{"a":1},` + link + `}}}`, true},
-		"twice, merged":     {`{"links":{"e":{` + link + `,"stats":{"a":1},"stats":{"b":2}}}}`, true},
-		"twice apart":       {`{"links":{"e":{"stats":{"a":1},` + link + `,"stats":{"b":2}}}}`, true},
-		"capitalised":       {`{"links":{"e":{"Stats":{"a":1},` + link + `}}}`, true},
-		"escaped name":      {`{"links":{"e":{"st\u0061ts":{"a":1},` + link + `}}}`, false},
-		"null counters":     {`{"links":{"e":{` + link + `,"stats":null}}}`, true},
-		"repeated link":     {`{"links":{"e":{"stats":{"a":1}},"e":{` + link + `}}}`, true},
-		"two links members": {`{"links":{"e":{"stats":{"a":1}}},"links":{"f":{"stats":{"b":2}}}}`, true},
-		"string with brace": {`{"links":{"e":{"stats":{"}\"{":1},"errors":{"link":"EIO"}}}}`, true},
-		"null after":        {`{"links":{"e":{"stats":{"a":1},"stats":null,"Stats":{"b":2}}}}`, true},
-		"nested in errors":  {`{"links":{"e":{"errors":{"stats":"EBUSY"},"stats":{"a":1}}}}`, true},
-		"bad counter":       {`{"links":{"e":{"stats":{"a":-1}}}}`, true},
-		"leading zero":      {`{"links":{"e":{"stats":{"a":01}}}}`, true},
-		"trailing comma":    {`{"links":{"e":{"stats":{"a":1,}}}}`, true},
-		"bad rest":          {`{"links":{"e":{"stats":{"a":1},"mtu":1}}}`, true},
-		"trailing data":     {`{"links":{"e":{"stats":{"a":1}}}} {}`, true},
-		"truncated":         {`{"links":{"e":{"stats":{"a":1}`, false},
-		"null link":         {`{"links":{"e":null,"f":{"stats":{"a":1}}}}`, true},
-		"not an object":     {`[]`, false},
-		"scalars around":    {`{"errors":{"devlink":"EOPNOTSUPP"},"links":{"e":{"pfc_prevention_tout":8000,"stats":{"a":1},"priv_flags":{"x":true,"y":false}},"f":null}}`, true},
-		"spaces in strings": {`{"links":{"e f":{"driver":{"driver":"m x","version":" 1 ","firmware":"a\" b","bus_info":""},"stats":{"a":1}}}}`, true},
-		"unclosed string":   {`{"links":{"e":{"stats":{"a":1}},"x`, false},
-	} {
+	for name, tc := range kernelShapes {
 		if _, _, ok := splitCounters([]byte(tc.kernel)); ok != tc.split {
 			t.Errorf("%s: split %v, want %v", name, ok, tc.split)
 		}

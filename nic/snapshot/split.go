@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // splitCounters prepares kernel.json for encoding/json, which scans every
@@ -14,9 +15,9 @@ import (
 // values by link name, in order; Open decodes the text strictly and checks
 // each value with rawCounters.add. Member names are matched as
 // encoding/json matches them (case-insensitively). ok is false for text it
-// does not walk as expected, or a top-level, link or link member name with
-// an escape in it: Open then decodes the whole file, which reports what is
-// wrong. Errors of the decoder name no offsets, so their text is the same
+// does not walk as expected, a top-level, link or link member name with
+// an escape in it, or a link name that is not plain (plainName): Open then
+// decodes the whole file, which reports what is wrong. Errors of the decoder name no offsets, so their text is the same
 // either way.
 func splitCounters(b []byte) (rest []byte, stats map[string][]counterText, ok bool) {
 	s := splitter{b: b, out: make([]byte, 0, len(b)/4), stats: map[string][]counterText{}}
@@ -106,8 +107,14 @@ func (s *splitter) topMember(name []byte, v int) (int, bool, bool) {
 }
 
 // link handles one member of "links". A repeated name replaces the earlier
-// link, as in a map, counters included.
+// link, as in a map, counters included. A name that is not plain fails
+// the split.
 func (s *splitter) link(name []byte, v int) (int, bool, bool) {
+	if !plainName(name) {
+		// The decoder's key would not be these bytes, and the counters
+		// would be filed under a name no link has.
+		return 0, false, false
+	}
 	link := string(name)
 	delete(s.stats, link)
 	if v >= len(s.b) || s.b[v] != '{' {
@@ -132,6 +139,18 @@ func (s *splitter) link(name []byte, v int) (int, bool, bool) {
 		return end, true, ok
 	})
 	return end, false, ok
+}
+
+// plainName says whether a member name reads the same to encoding/json
+// as its bytes: no escapes, no control characters (a syntax error), valid
+// UTF-8 (the decoder would replace the rest).
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(name)
 }
 
 // value returns the offset after the value at b[i], copying it to out
