@@ -309,13 +309,18 @@ func gappedGIDTable(t *testing.T) string {
 	dev := "sys/devices/pci0000:00/0000:00:02.0/infiniband/mlx5_0"
 	port := filepath.Join(root, dev, "ports/1")
 	files := map[string]string{
-		"gids/0": "fe80:0000:0000:0000:0e42:a1ff:fe5d:4db8", "gid_attrs/types/0": "RoCE v2",
-		"gids/2": "0000:0000:0000:0000:0000:ffff:0a00:0002", "gid_attrs/types/2": "IB/RoCE v1",
-		"gids/3": "0000:0000:0000:0000:0000:0000:0000:0000", "gid_attrs/types/3": "RoCE v2",
-		"gids/5": "fd00:0000:0000:0000:0000:0000:0000:0005", "gid_attrs/types/5": "RoCE v2",
+		"gids/0":            "fe80:0000:0000:0000:0e42:a1ff:fe5d:4db8",
+		"gid_attrs/types/0": "RoCE v2",
+		"gids/2":            "0000:0000:0000:0000:0000:ffff:0a00:0002",
+		"gid_attrs/types/2": "IB/RoCE v1",
+		"gids/3":            "0000:0000:0000:0000:0000:0000:0000:0000",
+		"gid_attrs/types/3": "RoCE v2",
+		"gids/5":            "fd00:0000:0000:0000:0000:0000:0000:0005",
+		"gid_attrs/types/5": "RoCE v2",
 		"gid_attrs/types/6": "RoCE v2",
-		"gids/7": "0000:0000:0000:0000:0000:ffff:0a00:0007", "gid_attrs/types/7": "RoCE v2",
-		"gids/x": "0000:0000:0000:0000:0000:ffff:0a00:0009",
+		"gids/7":            "0000:0000:0000:0000:0000:ffff:0a00:0007",
+		"gid_attrs/types/7": "RoCE v2",
+		"gids/x":            "0000:0000:0000:0000:0000:ffff:0a00:0009",
 	}
 	for name, v := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(port, name)), 0o755); err != nil {
