@@ -57,7 +57,7 @@ var ErrNoRoCE = errors.New("no RoCE devices found")
 // The RDMA device ports, each one's netdev and its state come from the
 // kernel's RDMA netlink when the Kernel can give them (an RDMALinker: the
 // live kernel for the live root, a snapshot that recorded them), from
-// sysfs otherwise (rdmamap's device list, each device's ports/,
+// sysfs otherwise (the class directory's devices, each one's ports/,
 // ports/N/state, and the netdev from device/net, "parent" or the GIDs);
 // Inventory.RDMASource says which, and SysfsReason why not netlink.
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {

@@ -1,6 +1,8 @@
 package nic
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -333,14 +335,15 @@ func (f FS) Rmdir(p string) error {
 
 // ReadDir lists the names in a directory, sorted.
 func (f FS) ReadDir(p string) ([]string, error) {
-	return f.readDirWith(p, func(flags int) (int, error) { return f.dir.open(p, flags) })
+	return f.readDirWith(p, func(flags int) (int, error) { return f.dir.open(p, flags) }, nil)
 }
 
 // readDirWith lists the directory open opens, sorted; asked names it in
-// errors. It reads with plain getdents64 calls, as ReadString reads with
-// plain reads: an os.File adds an fcntl, a poller check and a finalizer
-// to each of a host's hundreds of listings.
-func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]string, error) {
+// errors. keep, when not nil, says by its type (unix.DT_*) whether to
+// list an entry. It reads with plain getdents64 calls, as ReadString
+// reads with plain reads: an os.File adds an fcntl, a poller check and a
+// finalizer to each of a host's hundreds of listings.
+func (f FS) readDirWith(asked string, open func(flags int) (int, error), keep func(typ uint8) bool) ([]string, error) {
 	var names []string
 	err := f.withDeadline("readdir", asked, func() error {
 		fd, err := open(unix.O_RDONLY | unix.O_DIRECTORY)
@@ -357,9 +360,7 @@ func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]stri
 			if n <= 0 {
 				return nil
 			}
-			// ParseDirent leaves out ".", ".." and deleted entries, as
-			// os.File.Readdirnames does.
-			_, _, names = unix.ParseDirent(buf[:n], -1, names)
+			names = direntNames(fd, buf[:n], names, keep)
 		}
 	})
 	if err != nil {
@@ -370,6 +371,67 @@ func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]stri
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// direntNames appends the names of the getdents64 records in buf, read
+// from the directory dirfd, to names. It leaves out ".", ".." and deleted
+// entries, as os.File.Readdirnames does, and the entries keep (when not
+// nil) refuses by their type; a file system that does not give the type
+// (DT_UNKNOWN) is asked with fstatat, as os.File.Readdir does.
+func direntNames(dirfd int, buf []byte, names []string, keep func(typ uint8) bool) []string {
+	// struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2),
+	// d_type (1), d_name (NUL-terminated, padded).
+	const nameOff = 19
+	for len(buf) >= nameOff {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < nameOff || reclen > len(buf) {
+			break
+		}
+		rec := buf[:reclen]
+		buf = buf[reclen:]
+		name := rec[nameOff:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if binary.NativeEndian.Uint64(rec[:8]) == 0 || string(name) == "." || string(name) == ".." {
+			continue
+		}
+		if keep != nil {
+			typ := rec[18]
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Fstatat(dirfd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					typ = direntType(st.Mode)
+				}
+			}
+			if !keep(typ) {
+				continue
+			}
+		}
+		names = append(names, string(name))
+	}
+	return names
+}
+
+// direntType is the DT_* type of a file of mode.
+func direntType(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
+	}
+	return unix.DT_UNKNOWN
 }
 
 // Readlink returns a symlink's target as stored (usually relative).
@@ -549,7 +611,7 @@ func (d Dir) ReadTrimmed(rel string) (string, error) {
 
 // ReadDir lists the names in d/rel ("." for d itself), sorted.
 func (d Dir) ReadDir(rel string) ([]string, error) {
-	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
+	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) }, nil)
 }
 
 // Exists reports whether d/rel exists, as FS.Exists does.
