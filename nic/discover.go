@@ -83,53 +83,49 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 			links[l.Device][l.Port] = l
 		}
 	}
-	// Devices, then ports, are independent: a 64-port host's discovery
-	// is ~20 file reads and an ethtool query per port, run a few at a
-	// time. Each device's class directory is resolved once, and its
-	// ports (sysfs) listed below it, for all its ports' reads.
-	type devJob struct {
-		ib    Dir
-		ports []int
+	// Devices are independent: a 64-port host's discovery is ~20 file
+	// reads and an ethtool query per port, run a few devices at a time.
+	// Each device's class directory is resolved once, and its ports
+	// (sysfs) listed below it, for all its ports' reads; it is closed
+	// when they are done, so that the process never holds more than a
+	// few directories per worker (Dir.Close).
+	type portJob struct {
+		num int
+		p   port.Port
+		err error
 	}
-	djobs := make([]devJob, len(devs))
+	jobs := make([][]portJob, len(devs))
 	parallel.Each(len(devs), func(i int) {
-		j := &djobs[i]
-		j.ib = fs.Dir("/sys/class/infiniband/" + devs[i])
+		dev := devs[i]
+		ib := fs.Dir("/sys/class/infiniband/" + dev)
+		defer ib.Close()
+		var nums []int
 		if links != nil {
-			j.ports = slices.Sorted(maps.Keys(links[devs[i]]))
+			nums = slices.Sorted(maps.Keys(links[dev]))
 		} else {
-			j.ports = dirPorts(j.ib)
+			nums = dirPorts(ib)
+		}
+		jobs[i] = make([]portJob, len(nums))
+		for n, pn := range nums {
+			j := &jobs[i][n]
+			j.num = pn
+			j.p, j.err = discoverPort(fs, k, ib, dev, pn, links[dev][pn], log)
 		}
 	})
-	type job struct {
-		dev  string
-		ib   Dir
-		num  int
-		link *RDMALink
-		p    port.Port
-		err  error
-	}
-	var jobs []job
 	for i, dev := range devs {
-		if len(djobs[i].ports) == 0 {
+		if len(jobs[i]) == 0 {
 			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Reason: "no ports in sysfs"})
-			continue
-		}
-		for _, pn := range djobs[i].ports {
-			jobs = append(jobs, job{dev: dev, ib: djobs[i].ib, num: pn, link: links[dev][pn]})
 		}
 	}
-	parallel.Each(len(jobs), func(i int) {
-		j := &jobs[i]
-		j.p, j.err = discoverPort(fs, k, j.ib, j.dev, j.num, j.link, log)
-	})
-	for _, j := range jobs {
-		if j.err != nil {
-			log.Debug("skipping RDMA port", "device", j.dev, "port", j.num, "reason", j.err)
-			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: j.dev, Port: j.num, Reason: j.err.Error()})
-			continue
+	for i, dev := range devs {
+		for _, j := range jobs[i] {
+			if j.err != nil {
+				log.Debug("skipping RDMA port", "device", dev, "port", j.num, "reason", j.err)
+				inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Port: j.num, Reason: j.err.Error()})
+				continue
+			}
+			inv.Ports = append(inv.Ports, j.p)
 		}
-		inv.Ports = append(inv.Ports, j.p)
 	}
 	inv.Ports = append(inv.Ports, netdevOnlyPorts(k, inv.Ports)...)
 	sort.SliceStable(inv.Ports, func(i, j int) bool {
@@ -236,6 +232,7 @@ func discoverPort(fs FS, k Kernel, ib Dir, dev string, pn int, link *RDMALink, l
 	// The device link leads out of ib: resolved once, from the root, for
 	// the PCI address and the reads below the function (numa_node, net).
 	pci := fs.Dir(ib.Path() + "/device")
+	defer pci.Close()
 	if real, ok := pci.Resolved(); ok && IsPCIAddress(path.Base(real)) {
 		p.PCI = path.Base(real)
 		if s, err := pci.ReadTrimmed("numa_node"); err == nil {
@@ -266,12 +263,15 @@ func discoverPort(fs FS, k Kernel, ib Dir, dev string, pn int, link *RDMALink, l
 	if p.Netdev == "" {
 		return port.Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}
+	pci.Close() // done with it: one directory fewer held below
 	// The netdev's class entry, resolved once for its attributes.
 	nd := fs.Dir("/sys/class/net/" + p.Netdev)
+	defer func() { nd.Close() }()
 	// A RoCE LAG device sits on the PCI function of its first slave: its
 	// netdev is the bond.
 	if bond := lagNetdev(fs, nd, dev, pn, p.Netdev); bond != "" {
 		p.Netdev = bond
+		nd.Close()
 		nd = fs.Dir("/sys/class/net/" + bond)
 	}
 	topology(fs, nd, &p)

@@ -499,30 +499,47 @@ func (f FS) withDeadline(op, p string, fn func() error) error {
 // something needs it: such a name, or Resolved. Most Dirs never do, and
 // the readlink costs as much as the open that made the Dir.
 //
+// Close the Dir when done with it (see Close): a descriptor left to the
+// garbage collector stays open for the rest of a short process.
+//
 // Keep a Dir for one pass over the host (a discovery, an observation): a
 // renamed netdev or a re-probed device changes where the links lead.
 type Dir struct {
 	fs   FS
 	path string // as asked for, for errors
 	// real is, for a Dir not held, the host path its reads go through:
-	// where the walk resolved path to (kernels without openat2), or path
-	// itself when it did not resolve. A held Dir's is its handle's.
+	// where the walk resolved path to (kernels without openat2, PathDir),
+	// or path itself when it did not resolve. A held Dir's is its
+	// handle's.
 	real  string
 	found bool       // path resolved to a directory
 	open  *dirHandle // the directory, nil when reads go through the root
 }
 
-// dirHandle owns a Dir's descriptor. Dirs are values copied freely, with
-// no Close, as FS is: the descriptor is closed when none refers to it.
+// dirHandle owns a held Dir's descriptor, which the Dir's copies share.
+// Close releases it; a cleanup closes it when no copy refers to it any
+// more, if Close never did.
 type dirHandle struct {
-	fd   int
-	once sync.Once
-	real string // the directory's host path, asked of the kernel once
+	mu      sync.RWMutex // held for reading while fd is in use; Close takes it
+	fd      int          // -1 once closed
+	cleanup runtime.Cleanup
+	once    sync.Once
+	real    string // the directory's host path, asked of the kernel once
 }
 
 // Dir resolves p. A p that does not resolve (absent, outside the root)
 // gives a Dir that reads through p itself, with the errors that brings.
-func (f FS) Dir(p string) Dir {
+func (f FS) Dir(p string) Dir { return f.dirAt(p, true) }
+
+// PathDir is a Dir that holds no descriptor: p is resolved once, and each
+// read opens the name from the root through the resolved path, which
+// spares the symlink walks of the path as asked but not the walk from
+// the root. It is for directories kept for a whole pass, one per port
+// (ECN's): a descriptor held for each would grow the descriptor table
+// (see Close).
+func (f FS) PathDir(p string) Dir { return f.dirAt(p, false) }
+
+func (f FS) dirAt(p string, hold bool) Dir {
 	d := Dir{fs: f, path: p, real: p}
 	var got Dir // written by the call, read only once it has returned
 	if f.withDeadline("resolve", p, func() error {
@@ -538,8 +555,17 @@ func (f FS) Dir(p string) Dir {
 			got.real = "/" + walked
 			return nil
 		}
+		if !hold {
+			real, err := f.dir.realPath(fd, walked, p)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
+			got.real = real
+			return nil
+		}
 		h := &dirHandle{fd: fd}
-		runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
+		h.cleanup = runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
 		got.open = h
 		return nil
 	}) == nil {
@@ -551,13 +577,37 @@ func (f FS) Dir(p string) Dir {
 	return d
 }
 
+// Close releases the directory's descriptor now. A process starts with
+// room for 64 descriptors; each time it holds more than its table has
+// room for, the kernel grows the table, and in a multi-threaded process
+// (any Go program) waits for an RCU grace period to do so
+// (synchronize_rcu in expand_fdtable), while every open of every thread
+// waits: 10 to 20 ms each on the 2-CPU bench machine, more than a whole
+// 64-port discovery. After Close, d and its copies read from the root:
+// through the resolved path if something asked for it before, else
+// through the path as asked. Closing twice does nothing.
+func (d Dir) Close() {
+	h := d.open
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fd >= 0 {
+		h.cleanup.Stop()
+		unix.Close(h.fd)
+		h.fd = -1
+	}
+}
+
 // Path is the directory as asked for.
 func (d Dir) Path() string { return d.path }
 
 // Resolved is where the directory is on the host, its symlinks resolved
 // (/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0 for
 // /sys/class/infiniband/mlx5_0/device); false when the path did not
-// resolve to a directory.
+// resolve to a directory. Ask before Close: after it, a Dir that was
+// never asked answers the path as asked.
 func (d Dir) Resolved() (string, bool) {
 	if !d.found {
 		return "", false
@@ -572,23 +622,32 @@ func (d Dir) resolved() string {
 		return d.real
 	}
 	h.once.Do(func() {
-		real, err := d.fs.dir.realPath(h.fd, "", d.path)
-		if err != nil {
-			real = d.path // as a Dir that did not resolve
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		h.real = d.path // as a Dir that did not resolve
+		if h.fd >= 0 {
+			if real, err := d.fs.dir.realPath(h.fd, "", d.path); err == nil {
+				h.real = real
+			}
 		}
-		h.real = real
 	})
 	return h.real
 }
 
 // openRel opens rel (flags as for open(2)) below the held directory, or
-// from the root when the directory is not held or rel leads out of it.
+// from the root when the directory is not held (or no longer) or rel
+// leads out of it.
 func (d Dir) openRel(rel string, flags int) (int, error) {
 	if h := d.open; h != nil {
-		fd, err := openBeneath(h.fd, rel, flags)
-		runtime.KeepAlive(h) // the cleanup must not close h.fd under us
-		if err != unix.EXDEV {
-			return fd, err
+		h.mu.RLock()
+		if h.fd >= 0 {
+			fd, err := openBeneath(h.fd, rel, flags)
+			h.mu.RUnlock()
+			if err != unix.EXDEV {
+				return fd, err
+			}
+		} else {
+			h.mu.RUnlock()
 		}
 	}
 	return d.fs.dir.open(d.resolved()+"/"+rel, flags)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -157,6 +158,73 @@ func TestDir(t *testing.T) {
 			if d.Exists("x") {
 				t.Errorf("%s: %s: Exists below it", resolver(fs), p)
 			}
+		}
+	}
+}
+
+// openDescriptors counts this process's open descriptors that lead
+// below dir (absolute, symlinks resolved): descriptors of earlier tests'
+// trees, which their Dirs' cleanups may close at any moment, do not count.
+func openDescriptors(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestDirClose: a closed Dir (and its copies) reads on from the root,
+// through the resolved path when something asked for it before, and
+// holds no descriptor; reads racing with Close read either way. A
+// PathDir holds none from the start.
+func TestDirClose(t *testing.T) {
+	root := symlinkTree(t)
+	for _, fs := range bothResolvers(t, root) {
+		sys := fs.Root() + "/sys"
+		before := openDescriptors(t, sys)
+		asked := fs.Dir("/sys/class/net/eth0")
+		asked.Resolved()
+		unasked := fs.Dir("/sys/class/net/eth0")
+		path := fs.PathDir("/sys/class/net/eth0")
+		if real, ok := path.Resolved(); !ok || real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || path.open != nil {
+			t.Errorf("%s: PathDir = %q, %v, held %v", resolver(fs), real, ok, path.open != nil)
+		}
+		var wg sync.WaitGroup
+		copied := unasked
+		wg.Go(func() {
+			for range 200 {
+				if got, err := copied.ReadTrimmed("mtu"); err != nil || got != "1500" {
+					t.Errorf("%s: read racing Close: %q, %v", resolver(fs), got, err)
+					return
+				}
+			}
+		})
+		asked.Close()
+		unasked.Close()
+		unasked.Close() // twice: nothing
+		wg.Wait()
+		if n := openDescriptors(t, sys); n != before {
+			t.Errorf("%s: %d descriptors open after Close, %d before", resolver(fs), n, before)
+		}
+		for _, d := range []Dir{asked, unasked, copied, path} {
+			for rel, want := range map[string]string{"mtu": "1500", "device/vendor": "0x15b3"} {
+				if got, err := d.ReadTrimmed(rel); err != nil || got != want {
+					t.Errorf("%s: after Close, %s: %q, %v", resolver(fs), rel, got, err)
+				}
+			}
+		}
+		if real, _ := asked.Resolved(); real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" {
+			t.Errorf("%s: asked before Close: %q", resolver(fs), real)
+		}
+		if real, _ := unasked.Resolved(); fs.dir.noOpenat2.Load() == (real == "/sys/class/net/eth0") {
+			t.Errorf("%s: never asked before Close: %q", resolver(fs), real)
 		}
 	}
 }

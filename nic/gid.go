@@ -54,6 +54,7 @@ func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer base.Close()
 	var out []GID
 	for _, i := range idx {
 		s := strconv.Itoa(i)
@@ -167,6 +168,7 @@ func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error)
 	if err != nil {
 		return GID{}, false, err
 	}
+	defer base.Close()
 	family, version := q.defaults()
 	var rest []int // the listing's entries after the first that failed
 	listed := false
@@ -210,7 +212,7 @@ func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error)
 
 // openGIDTable is the port's directory, resolved and held once (a table is
 // dozens, on mlx5 up to 255, entries of three files each), and the entry
-// numbers its gids directory lists, sorted.
+// numbers its gids directory lists, sorted. The caller closes the Dir.
 func openGIDTable(fs FS, rdmaDev string, port int) (Dir, []int, error) {
 	base, err := gidTableDir(fs, rdmaDev, port)
 	if err != nil {
@@ -218,12 +220,14 @@ func openGIDTable(fs FS, rdmaDev string, port int) (Dir, []int, error) {
 	}
 	idx, err := gidIndexes(base, rdmaDev, port)
 	if err != nil {
+		base.Close()
 		return Dir{}, nil, err
 	}
 	return base, idx, nil
 }
 
-// gidTableDir is the port's directory, resolved and held once.
+// gidTableDir is the port's directory, resolved and held once; the
+// caller closes it.
 func gidTableDir(fs FS, rdmaDev string, port int) (Dir, error) {
 	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
 		return Dir{}, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
