@@ -74,7 +74,7 @@ func (d *rootDir) open(p string, flags int) (int, error) {
 // kernel's answer is in /proc.
 func (d *rootDir) openResolved(p string, flags int) (fd int, walked string, err error) {
 	flags |= unix.O_CLOEXEC
-	rel := strings.TrimPrefix(filepath.Clean("/"+p), "/")
+	rel := rootRel(p)
 	if rel == "" {
 		rel = "."
 	}
@@ -106,6 +106,17 @@ func (d *rootDir) openResolved(p string, flags int) (fd int, walked string, err 
 		d.noOpenat2.Store(true)
 	}
 	return walkInRoot(root, rel, flags)
+}
+
+// rootRel is the host path p relative to the root, cleaned: "" for the
+// root. An absolute, clean p (every path FS's callers make) costs no
+// allocation: cleaning "/"+p would make one for each of an audit's
+// thousands of opens.
+func rootRel(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return strings.TrimPrefix(filepath.Clean(p), "/")
 }
 
 // resolve returns the host path p leads to, its symlinks followed inside
@@ -163,7 +174,7 @@ func openBeneath(dirfd int, rel string, flags int) (int, error) {
 }
 
 func (d *rootDir) walk(p string) (int, string, error) {
-	rel := strings.TrimPrefix(filepath.Clean("/"+p), "/")
+	rel := rootRel(p)
 	root := d.fd
 	if root < 0 {
 		return -1, "", unix.ENOENT

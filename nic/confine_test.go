@@ -252,8 +252,12 @@ func TestNonRegularAttributeRefused(t *testing.T) {
 			}
 		}
 		d := fs.Dir("/sys/class/net/eth0")
-		if _, err := d.ReadString("mtu"); !errors.Is(err, ErrNotRegular) {
-			t.Errorf("%s: Dir read of a FIFO: %v", resolver(fs), err)
+		for name, kind := range map[string]string{"mtu": "FIFO", "speed": "character device", "carrier": "socket", ".": "directory"} {
+			_, err := d.ReadString(name)
+			var pe *os.PathError
+			if !errors.Is(err, ErrNotRegular) || !errors.As(err, &pe) || pe.Path != fs.Path("/sys/class/net/eth0/"+name) || !strings.Contains(err.Error(), "it is a "+kind) {
+				t.Errorf("%s: Dir read of a %s: %v; want ErrNotRegular naming it and its type", resolver(fs), kind, err)
+			}
 		}
 	}
 }

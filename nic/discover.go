@@ -57,9 +57,9 @@ var ErrNoRoCE = errors.New("no RoCE devices found")
 // The RDMA device ports, each one's netdev and its state come from the
 // kernel's RDMA netlink when the Kernel can give them (an RDMALinker: the
 // live kernel for the live root, a snapshot that recorded them), from
-// sysfs otherwise (rdmamap's device and port lists, ports/N/state, and
-// the netdev from device/net, "parent" or the GIDs); Inventory.RDMASource
-// says which, and SysfsReason why not netlink.
+// sysfs otherwise (the class directory's devices, each one's ports/,
+// ports/N/state, and the netdev from device/net, "parent" or the GIDs);
+// Inventory.RDMASource says which, and SysfsReason why not netlink.
 func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -83,42 +83,49 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 			links[l.Device][l.Port] = l
 		}
 	}
-	type job struct {
-		dev  string
-		num  int
-		link *RDMALink
-		p    port.Port
-		err  error
+	// Devices are independent: a 64-port host's discovery is ~20 file
+	// reads and an ethtool query per port, run a few devices at a time.
+	// Each device's class directory is resolved once, and its ports
+	// (sysfs) listed below it, for all its ports' reads; it is closed
+	// when they are done, so that the process never holds more than a
+	// few directories per worker (Dir.Close).
+	type portJob struct {
+		num int
+		p   port.Port
+		err error
 	}
-	var jobs []job
-	for _, dev := range devs {
-		var ports []int
+	jobs := make([][]portJob, len(devs))
+	parallel.Each(len(devs), func(i int) {
+		dev := devs[i]
+		ib := fs.Dir("/sys/class/infiniband/" + dev)
+		defer ib.Close()
+		var nums []int
 		if links != nil {
-			ports = slices.Sorted(maps.Keys(links[dev]))
+			nums = slices.Sorted(maps.Keys(links[dev]))
 		} else {
-			ports = RDMAPorts(fs, dev)
+			nums = dirPorts(ib)
 		}
-		if len(ports) == 0 {
+		jobs[i] = make([]portJob, len(nums))
+		for n, pn := range nums {
+			j := &jobs[i][n]
+			j.num = pn
+			j.p, j.err = discoverPort(fs, k, ib, dev, pn, links[dev][pn], log)
+		}
+	})
+	for i, dev := range devs {
+		if len(jobs[i]) == 0 {
 			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Reason: "no ports in sysfs"})
-			continue
-		}
-		for _, pn := range ports {
-			jobs = append(jobs, job{dev: dev, num: pn, link: links[dev][pn]})
 		}
 	}
-	// Ports are independent: a 64-port host's discovery is ~20 file reads
-	// and an ethtool query per port, run a few ports at a time.
-	parallel.Each(len(jobs), func(i int) {
-		j := &jobs[i]
-		j.p, j.err = discoverPort(fs, k, j.dev, j.num, j.link, log)
-	})
-	for _, j := range jobs {
-		if j.err != nil {
-			log.Debug("skipping RDMA port", "device", j.dev, "port", j.num, "reason", j.err)
-			inv.Skipped = append(inv.Skipped, SkippedDevice{Device: j.dev, Port: j.num, Reason: j.err.Error()})
-			continue
+	for i, dev := range devs {
+		for _, j := range jobs[i] {
+			if j.err != nil {
+				log.Debug("skipping RDMA port", "device", dev, "port", j.num, "reason", j.err)
+				inv.Skipped = append(inv.Skipped, SkippedDevice{Device: dev, Port: j.num, Reason: j.err.Error()})
+				continue
+			}
+			inv.Ports = append(inv.Ports, j.p)
 		}
-		inv.Ports = append(inv.Ports, j.p)
 	}
 	inv.Ports = append(inv.Ports, netdevOnlyPorts(k, inv.Ports)...)
 	sort.SliceStable(inv.Ports, func(i, j int) bool {
@@ -200,13 +207,11 @@ func rdmaLinks(fs FS, k Kernel) ([]RDMALink, error) {
 	return rl.RDMALinks(fs)
 }
 
-// discoverPort reads one RDMA port. link is what RDMA netlink said of it,
-// nil when discovery reads sysfs: its state and netdev are then sysfs's.
-func discoverPort(fs FS, k Kernel, dev string, pn int, link *RDMALink, log *slog.Logger) (port.Port, error) {
-	// The device's class entry is a symlink: resolve it once for the
-	// dozen reads below instead of once per open.
-	ib := fs.Dir("/sys/class/infiniband/" + dev)
-	pbase := fmt.Sprintf("ports/%d", pn)
+// discoverPort reads one RDMA port of the device whose class directory is
+// ib. link is what RDMA netlink said of it, nil when discovery reads
+// sysfs: its state and netdev are then sysfs's.
+func discoverPort(fs FS, k Kernel, ib Dir, dev string, pn int, link *RDMALink, log *slog.Logger) (port.Port, error) {
+	pbase := "ports/" + strconv.Itoa(pn)
 	ll, err := ib.ReadTrimmed(pbase + "/link_layer")
 	if err != nil {
 		return port.Port{}, fmt.Errorf("cannot read link_layer: %w", err)
@@ -224,9 +229,13 @@ func discoverPort(fs FS, k Kernel, dev string, pn int, link *RDMALink, log *slog
 	p.HCAType, _ = ib.ReadTrimmed("hca_type")
 	p.BoardID, _ = ib.ReadTrimmed("board_id")
 
-	if real, err := fs.Resolve(ib.real + "/device"); err == nil && IsPCIAddress(path.Base(real)) {
+	// The device link leads out of ib: resolved once, from the root, for
+	// the PCI address and the reads below the function (numa_node, net).
+	pci := fs.Dir(ib.Path() + "/device")
+	defer pci.Close()
+	if real, ok := pci.Resolved(); ok && IsPCIAddress(path.Base(real)) {
 		p.PCI = path.Base(real)
-		if s, err := ib.ReadTrimmed("device/numa_node"); err == nil {
+		if s, err := pci.ReadTrimmed("numa_node"); err == nil {
 			if n, err := strconv.Atoi(s); err == nil {
 				p.NUMANode = n
 			}
@@ -240,7 +249,7 @@ func discoverPort(fs FS, k Kernel, dev string, pn int, link *RDMALink, log *slog
 		// than 4.16 and names none at all. sysfs may know one, but its
 		// netdev counts only if rtnetlink finds it here too: sysfs is
 		// the mount's namespace, not the one rocectl works in.
-		p.Netdev = portNetdev(ib, dev, pn)
+		p.Netdev = portNetdev(ib, pci, dev, pn)
 		if p.Netdev == "" {
 			return port.Port{}, errors.New("no netdev found for this port (RDMA netlink names none in this network namespace; no device/net, parent or GID netdev)")
 		}
@@ -249,20 +258,25 @@ func discoverPort(fs FS, k Kernel, dev string, pn int, link *RDMALink, log *slog
 		}
 		log.Debug("RDMA netlink names no netdev for the port; sysfs's used", "device", dev, "port", pn, "netdev", p.Netdev)
 	default:
-		p.Netdev = portNetdev(ib, dev, pn)
+		p.Netdev = portNetdev(ib, pci, dev, pn)
 	}
 	if p.Netdev == "" {
 		return port.Port{}, errors.New("no netdev found for this port (no device/net, parent or GID netdev)")
 	}
+	pci.Close() // done with it: one directory fewer held below
+	// The netdev's class entry, resolved once for its attributes.
+	nd := fs.Dir("/sys/class/net/" + p.Netdev)
+	defer func() { nd.Close() }()
 	// A RoCE LAG device sits on the PCI function of its first slave: its
 	// netdev is the bond.
-	if bond := lagNetdev(fs, dev, pn, p.Netdev); bond != "" {
+	if bond := lagNetdev(fs, nd, dev, pn, p.Netdev); bond != "" {
 		p.Netdev = bond
+		nd.Close()
+		nd = fs.Dir("/sys/class/net/" + bond)
 	}
-	topology(fs, &p)
-	netBase := "/sys/class/net/" + p.Netdev
-	p.OperState, _ = fs.ReadTrimmed(netBase + "/operstate")
-	if s, err := fs.ReadTrimmed(netBase + "/speed"); err == nil {
+	topology(fs, nd, &p)
+	p.OperState, _ = nd.ReadTrimmed("operstate")
+	if s, err := nd.ReadTrimmed("speed"); err == nil {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
 			p.SpeedMbps = n
 		}
@@ -315,11 +329,11 @@ func portState(s string, err error) string {
 }
 
 // portNetdev finds the netdev of an RDMA port: the PCI function's single
-// netdev (device/net/*, as doRoCE.sh does), the "parent" attribute of
-// software devices (rxe), or the netdev of the port's GID entries (mlx4's
-// two ports share one PCI function).
-func portNetdev(ib Dir, dev string, pn int) string {
-	if nets, err := ib.fs.ReadDir(ib.real + "/device/net"); err == nil && len(nets) == 1 {
+// netdev (net/* below pci, ib's device, as doRoCE.sh does), the "parent"
+// attribute of software devices (rxe), or the netdev of the port's GID
+// entries (mlx4's two ports share one PCI function).
+func portNetdev(ib, pci Dir, dev string, pn int) string {
+	if nets, err := pci.ReadDir("net"); err == nil && len(nets) == 1 {
 		return nets[0]
 	}
 	if parent, err := ib.ReadTrimmed("parent"); err == nil && parent != "" {

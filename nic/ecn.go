@@ -55,12 +55,14 @@ type ECN struct {
 	base string // directory holding roce_rp/roce_np (OFED) or cc_params (upstream)
 	// rd reads below base through its resolved path: an audit reads ~20
 	// files per port here, and under /sys/class/net/<if>/ each open
-	// would walk the netdev's symlink again. Writes keep to base.
+	// would walk the netdev's symlink again. It holds no descriptor (a
+	// PathDir): an ECN lives as long as its host's observation, one per
+	// port. Writes keep to base.
 	rd Dir
 }
 
 func newECN(fs FS, kind ECNKind, base string) *ECN {
-	return &ECN{fs: fs, Kind: kind, base: base, rd: fs.Dir(base)}
+	return &ECN{fs: fs, Kind: kind, base: base, rd: fs.PathDir(base)}
 }
 
 // OpenECN finds the ECN interface of a port. The error wraps ErrUnsupported

@@ -1,6 +1,8 @@
 package nic
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -141,15 +144,14 @@ func (f FS) Confined(p string) (string, error) {
 // readFile reads the attribute p; errors name asked (the path as the
 // caller knows it).
 func (f FS) readFile(p, asked string) ([]byte, error) {
-	return f.readWith(asked, func(flags int) (int, error) { return f.dir.open(p, flags) }, p)
+	return f.readWith(asked, func(flags int) (int, error) { return f.dir.open(p, flags) })
 }
 
-// readWith reads a whole attribute that open opens (kindPath: where to
-// look when it turns out not to be a regular file).
-func (f FS) readWith(asked string, open func(flags int) (int, error), kindPath string) ([]byte, error) {
+// readWith reads a whole attribute that open opens.
+func (f FS) readWith(asked string, open func(flags int) (int, error)) ([]byte, error) {
 	var out []byte
 	err := f.withDeadline("read", asked, func() error {
-		fd, err := f.openAttr(asked, unix.O_RDONLY, open, kindPath)
+		fd, err := f.openAttr(asked, unix.O_RDONLY, open)
 		if err != nil {
 			return err
 		}
@@ -177,16 +179,16 @@ func (f FS) readWith(asked string, open func(flags int) (int, error), kindPath s
 // openFile opens the attribute p (flags O_RDONLY or O_WRONLY|O_TRUNC) and
 // refuses anything but a regular file.
 func (f FS) openFile(p, asked string, flags int) (int, error) {
-	return f.openAttr(asked, flags, func(flags int) (int, error) { return f.dir.open(p, flags) }, p)
+	return f.openAttr(asked, flags, func(flags int) (int, error) { return f.dir.open(p, flags) })
 }
 
 // openAttr opens an attribute with open and refuses anything but a
 // regular file. O_NONBLOCK keeps the open itself from waiting for a
 // FIFO's other end; regular files ignore it.
-func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error), kindPath string) (int, error) {
+func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error)) (int, error) {
 	fd, err := open(flags | unix.O_NONBLOCK)
 	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
-		if kind := f.kindOf(kindPath); kind != "" {
+		if kind := kindOf(open); kind != "" {
 			err = notRegular(kind)
 		}
 	}
@@ -207,9 +209,9 @@ func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error),
 
 func notRegular(kind string) error { return fmt.Errorf("%w: it is a %s", ErrNotRegular, kind) }
 
-// kindOf names the type of what p is, "" when it cannot tell.
-func (f FS) kindOf(p string) string {
-	fd, err := f.dir.open(p, unix.O_PATH)
+// kindOf names the type of what open opens, "" when it cannot tell.
+func kindOf(open func(flags int) (int, error)) string {
+	fd, err := open(unix.O_PATH)
 	if err != nil {
 		return ""
 	}
@@ -333,28 +335,103 @@ func (f FS) Rmdir(p string) error {
 
 // ReadDir lists the names in a directory, sorted.
 func (f FS) ReadDir(p string) ([]string, error) {
-	return f.readDirWith(p, func(flags int) (int, error) { return f.dir.open(p, flags) })
+	return f.readDirWith(p, func(flags int) (int, error) { return f.dir.open(p, flags) }, nil)
 }
 
 // readDirWith lists the directory open opens, sorted; asked names it in
-// errors.
-func (f FS) readDirWith(asked string, open func(flags int) (int, error)) ([]string, error) {
+// errors. keep, when not nil, says by its type (unix.DT_*) whether to
+// list an entry. It reads with plain getdents64 calls, as ReadString
+// reads with plain reads: an os.File adds an fcntl, a poller check and a
+// finalizer to each of a host's hundreds of listings.
+func (f FS) readDirWith(asked string, open func(flags int) (int, error), keep func(typ uint8) bool) ([]string, error) {
 	var names []string
 	err := f.withDeadline("readdir", asked, func() error {
 		fd, err := open(unix.O_RDONLY | unix.O_DIRECTORY)
 		if err != nil {
 			return &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
 		}
-		d := os.NewFile(uintptr(fd), f.Path(asked))
-		defer d.Close()
-		names, err = d.Readdirnames(-1)
-		return err
+		defer unix.Close(fd)
+		var buf [8192]byte
+		for {
+			n, err := retryEINTR(func() (int, error) { return unix.Getdents(fd, buf[:]) })
+			if err != nil {
+				return &os.PathError{Op: "readdirent", Path: f.Path(asked), Err: err}
+			}
+			if n <= 0 {
+				return nil
+			}
+			names = direntNames(fd, buf[:n], names, keep)
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
+	if names == nil {
+		names = []string{} // as os.File.Readdirnames: empty, never nil
+	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// direntNames appends the names of the getdents64 records in buf, read
+// from the directory dirfd, to names. It leaves out ".", ".." and deleted
+// entries, as os.File.Readdirnames does, and the entries keep (when not
+// nil) refuses by their type; a file system that does not give the type
+// (DT_UNKNOWN) is asked with fstatat, as os.File.Readdir does.
+func direntNames(dirfd int, buf []byte, names []string, keep func(typ uint8) bool) []string {
+	// struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2),
+	// d_type (1), d_name (NUL-terminated, padded).
+	const nameOff = 19
+	for len(buf) >= nameOff {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < nameOff || reclen > len(buf) {
+			break
+		}
+		rec := buf[:reclen]
+		buf = buf[reclen:]
+		name := rec[nameOff:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if binary.NativeEndian.Uint64(rec[:8]) == 0 || string(name) == "." || string(name) == ".." {
+			continue
+		}
+		if keep != nil {
+			typ := rec[18]
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Fstatat(dirfd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					typ = direntType(st.Mode)
+				}
+			}
+			if !keep(typ) {
+				continue
+			}
+		}
+		names = append(names, string(name))
+	}
+	return names
+}
+
+// direntType is the DT_* type of a file of mode.
+func direntType(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
+	}
+	return unix.DT_UNKNOWN
 }
 
 // Readlink returns a symlink's target as stored (usually relative).
@@ -415,68 +492,170 @@ func (f FS) withDeadline(op, p string, fn func() error) error {
 // 5.2 µs below the held directory, measured on a 64-port snapshot). A
 // name that leads out of the directory (a symlink such as "device")
 // fails RESOLVE_BENEATH with EXDEV and is opened from the root instead,
-// confined as every FS path is. Errors still name the path as asked for.
+// through the directory's resolved path, confined as every FS path is.
+// Errors still name the path as asked for.
+//
+// The resolved path is asked of the kernel (/proc/self/fd) only when
+// something needs it: such a name, or Resolved. Most Dirs never do, and
+// the readlink costs as much as the open that made the Dir.
+//
+// Close the Dir when done with it (see Close): a descriptor left to the
+// garbage collector stays open for the rest of a short process.
+//
 // Keep a Dir for one pass over the host (a discovery, an observation): a
 // renamed netdev or a re-probed device changes where the links lead.
 type Dir struct {
 	fs   FS
-	path string     // as asked for, for errors
-	real string     // host path with the symlinks resolved; path when that failed
-	open *dirHandle // the directory, nil when reads go through the root
+	path string // as asked for, for errors
+	// real is, for a Dir not held, the host path its reads go through:
+	// where the walk resolved path to (kernels without openat2, PathDir),
+	// or path itself when it did not resolve. A held Dir's is its
+	// handle's.
+	real  string
+	found bool       // path resolved to a directory
+	open  *dirHandle // the directory, nil when reads go through the root
 }
 
-// dirHandle owns a Dir's descriptor. Dirs are values copied freely, with
-// no Close, as FS is: the descriptor is closed when none refers to it.
-type dirHandle struct{ fd int }
+// dirHandle owns a held Dir's descriptor, which the Dir's copies share.
+// Close releases it; a cleanup closes it when no copy refers to it any
+// more, if Close never did.
+type dirHandle struct {
+	mu      sync.RWMutex // held for reading while fd is in use; Close takes it
+	fd      int          // -1 once closed
+	cleanup runtime.Cleanup
+	once    sync.Once
+	real    string // the directory's host path, asked of the kernel once
+}
 
 // Dir resolves p. A p that does not resolve (absent, outside the root)
 // gives a Dir that reads through p itself, with the errors that brings.
-func (f FS) Dir(p string) Dir {
+func (f FS) Dir(p string) Dir { return f.dirAt(p, true) }
+
+// PathDir is a Dir that holds no descriptor: p is resolved once, and each
+// read opens the name from the root through the resolved path, which
+// spares the symlink walks of the path as asked but not the walk from
+// the root. It is for directories kept for a whole pass, one per port
+// (ECN's): a descriptor held for each would grow the descriptor table
+// (see Close).
+func (f FS) PathDir(p string) Dir { return f.dirAt(p, false) }
+
+func (f FS) dirAt(p string, hold bool) Dir {
 	d := Dir{fs: f, path: p, real: p}
-	_ = f.withDeadline("resolve", p, func() error {
+	var got Dir // written by the call, read only once it has returned
+	if f.withDeadline("resolve", p, func() error {
 		fd, walked, err := f.dir.openResolved(p, unix.O_PATH|unix.O_DIRECTORY)
 		if err != nil {
 			return err
 		}
-		real, err := f.dir.realPath(fd, walked, p)
-		if err != nil {
-			unix.Close(fd)
-			return err
-		}
-		d.real = real
+		got.found = true
 		if walked != "" || f.dir.noOpenat2.Load() {
 			// No openat2: relative opens could not be confined below
-			// the directory either.
+			// the directory either. The walk said where it is.
 			unix.Close(fd)
+			got.real = "/" + walked
+			return nil
+		}
+		if !hold {
+			real, err := f.dir.realPath(fd, walked, p)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
+			got.real = real
 			return nil
 		}
 		h := &dirHandle{fd: fd}
-		runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
-		d.open = h
+		h.cleanup = runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
+		got.open = h
 		return nil
-	})
+	}) == nil {
+		d.found, d.open = true, got.open
+		if got.open == nil {
+			d.real = got.real
+		}
+	}
 	return d
+}
+
+// Close releases the directory's descriptor now. A process starts with
+// room for 64 descriptors; each time it holds more than its table has
+// room for, the kernel grows the table, and in a multi-threaded process
+// (any Go program) waits for an RCU grace period to do so
+// (synchronize_rcu in expand_fdtable), while every open of every thread
+// waits: 10 to 20 ms each on the 2-CPU bench machine, more than a whole
+// 64-port discovery. After Close, d and its copies read from the root:
+// through the resolved path if something asked for it before, else
+// through the path as asked. Closing twice does nothing.
+func (d Dir) Close() {
+	h := d.open
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fd >= 0 {
+		h.cleanup.Stop()
+		unix.Close(h.fd)
+		h.fd = -1
+	}
 }
 
 // Path is the directory as asked for.
 func (d Dir) Path() string { return d.path }
 
+// Resolved is where the directory is on the host, its symlinks resolved
+// (/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0 for
+// /sys/class/infiniband/mlx5_0/device); false when the path did not
+// resolve to a directory. Ask before Close: after it, a Dir that was
+// never asked answers the path as asked.
+func (d Dir) Resolved() (string, bool) {
+	if !d.found {
+		return "", false
+	}
+	return d.resolved(), true
+}
+
+// resolved is the host path reads that leave the directory go through.
+func (d Dir) resolved() string {
+	h := d.open
+	if h == nil {
+		return d.real
+	}
+	h.once.Do(func() {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		h.real = d.path // as a Dir that did not resolve
+		if h.fd >= 0 {
+			if real, err := d.fs.dir.realPath(h.fd, "", d.path); err == nil {
+				h.real = real
+			}
+		}
+	})
+	return h.real
+}
+
 // openRel opens rel (flags as for open(2)) below the held directory, or
-// from the root when the directory is not held or rel leads out of it.
+// from the root when the directory is not held (or no longer) or rel
+// leads out of it.
 func (d Dir) openRel(rel string, flags int) (int, error) {
 	if h := d.open; h != nil {
-		fd, err := openBeneath(h.fd, rel, flags)
-		runtime.KeepAlive(h) // the cleanup must not close h.fd under us
-		if err != unix.EXDEV {
-			return fd, err
+		h.mu.RLock()
+		if h.fd >= 0 {
+			fd, err := openBeneath(h.fd, rel, flags)
+			h.mu.RUnlock()
+			if err != unix.EXDEV {
+				return fd, err
+			}
+		} else {
+			h.mu.RUnlock()
 		}
 	}
-	return d.fs.dir.open(d.real+"/"+rel, flags)
+	return d.fs.dir.open(d.resolved()+"/"+rel, flags)
 }
 
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
-	b, err := d.fs.readWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) }, d.real+"/"+rel)
+	b, err := d.fs.readWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
 	if err != nil {
 		return "", err
 	}
@@ -491,7 +670,48 @@ func (d Dir) ReadTrimmed(rel string) (string, error) {
 
 // ReadDir lists the names in d/rel ("." for d itself), sorted.
 func (d Dir) ReadDir(rel string) ([]string, error) {
-	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
+	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) }, nil)
+}
+
+// Exists reports whether d/rel exists, as FS.Exists does.
+func (d Dir) Exists(rel string) bool {
+	return d.fs.withDeadline("stat", d.path+"/"+rel, func() error {
+		fd, err := d.openRel(rel, unix.O_PATH)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}) == nil
+}
+
+// Resolve returns the host path d/rel leads to, as FS.Resolve does.
+func (d Dir) Resolve(rel string) (string, error) {
+	asked := d.path + "/" + rel
+	if d.open == nil {
+		// Not held: the walk (or the root's openat2) resolves the path
+		// reads go through, and says where it ends.
+		real, err := d.fs.Resolve(d.real + "/" + rel)
+		if pe, ok := err.(*os.PathError); ok {
+			pe.Path = d.fs.Path(asked)
+		}
+		return real, err
+	}
+	var real string
+	err := d.fs.withDeadline("resolve", asked, func() error {
+		fd, err := d.openRel(rel, unix.O_PATH)
+		if err == nil {
+			real, err = d.fs.dir.realPath(fd, "", asked)
+			unix.Close(fd)
+		}
+		if err != nil {
+			return &os.PathError{Op: "resolve", Path: d.fs.Path(asked), Err: err}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return real, nil
 }
 
 // retryEINTR repeats a system call the Go runtime's signals interrupted, as

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -98,29 +100,131 @@ func TestResolve(t *testing.T) {
 }
 
 // TestDir: a Dir reads what the FS reads below the path it was made for,
-// through the resolved path, and its errors name the path as asked for.
+// with openat2 and with the walk alike; a name that leads out of it
+// ("device") is read through the directory's resolved path, which the
+// Dir finds only then or when asked; errors name the path as asked for.
 func TestDir(t *testing.T) {
-	fs := NewFS(symlinkTree(t), true)
-	d := fs.Dir("/sys/class/net/eth0")
-	if d.real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || d.Path() != "/sys/class/net/eth0" {
-		t.Errorf("Dir = %+v", d)
-	}
-	for _, rel := range []string{"mtu", "device/vendor"} {
-		want, err := fs.ReadTrimmed("/sys/class/net/eth0/" + rel)
-		if got, err2 := d.ReadTrimmed(rel); err != nil || err2 != nil || got != want {
-			t.Errorf("%s: Dir read %q %v, FS read %q %v", rel, got, err2, want, err)
+	root := symlinkTree(t)
+	for _, fs := range bothResolvers(t, root) {
+		d := fs.Dir("/sys/class/net/eth0")
+		if h := d.open; h != nil && h.real != "" {
+			t.Errorf("%s: resolved before anything needed it: %q", resolver(fs), h.real)
+		}
+		for _, rel := range []string{"mtu", "device/vendor"} {
+			want, err := fs.ReadTrimmed("/sys/class/net/eth0/" + rel)
+			if got, err2 := d.ReadTrimmed(rel); err != nil || err2 != nil || got != want {
+				t.Errorf("%s: %s: Dir read %q %v, FS read %q %v", resolver(fs), rel, got, err2, want, err)
+			}
+		}
+		if real, ok := d.Resolved(); !ok || real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || d.Path() != "/sys/class/net/eth0" {
+			t.Errorf("%s: Resolved = %q, %v", resolver(fs), real, ok)
+		}
+		_, err := d.ReadString("absent")
+		var pe *os.PathError
+		if !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
+			t.Errorf("%s: missing file: %v, want ENOENT naming the path as asked", resolver(fs), err)
+		}
+		for rel, want := range map[string]bool{"mtu": true, "device": true, "device/vendor": true, "absent": false, "device/absent": false} {
+			if got := d.Exists(rel); got != want {
+				t.Errorf("%s: Exists(%s) = %v", resolver(fs), rel, got)
+			}
+		}
+		for rel, want := range map[string]string{"device": "/sys/devices/pci0000:00/0000:00:01.0", "mtu": "/sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu", ".": "/sys/devices/pci0000:00/0000:00:01.0/net/eth0"} {
+			if got, err := d.Resolve(rel); err != nil || got != want {
+				t.Errorf("%s: Resolve(%s) = %q, %v; want %q", resolver(fs), rel, got, err, want)
+			}
+		}
+		if _, err := d.Resolve("absent"); !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
+			t.Errorf("%s: Resolve of a missing name: %v, want ENOENT naming the path as asked", resolver(fs), err)
+		}
+		// The device directory, reached through the class link: its
+		// resolved path names the PCI function.
+		dev := fs.Dir("/sys/class/net/eth0/device")
+		if real, ok := dev.Resolved(); !ok || real != "/sys/devices/pci0000:00/0000:00:01.0" {
+			t.Errorf("%s: device Resolved = %q, %v", resolver(fs), real, ok)
+		}
+		if names, err := dev.ReadDir("net"); err != nil || strings.Join(names, ",") != "eth0" {
+			t.Errorf("%s: device ReadDir(net) = %v, %v", resolver(fs), names, err)
+		}
+		// A path that does not resolve is read through as it is.
+		for _, p := range []string{"/sys/class/dangling", "/sys/class/absent", "/sys/class/net/eth0/mtu"} {
+			d := fs.Dir(p)
+			if real, ok := d.Resolved(); ok || d.open != nil || d.real != p {
+				t.Errorf("%s: %s: Resolved = %q, %v; %+v", resolver(fs), p, real, ok, d)
+			}
+			if _, err := d.ReadString("x"); err == nil {
+				t.Errorf("%s: %s: read below it succeeded", resolver(fs), p)
+			}
+			if d.Exists("x") {
+				t.Errorf("%s: %s: Exists below it", resolver(fs), p)
+			}
 		}
 	}
-	_, err := d.ReadString("absent")
-	var pe *os.PathError
-	if !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) || pe.Path != fs.Path("/sys/class/net/eth0/absent") {
-		t.Errorf("missing file: %v, want ENOENT naming the path as asked", err)
+}
+
+// openDescriptors counts this process's open descriptors that lead
+// below dir (absolute, symlinks resolved): descriptors of earlier tests'
+// trees, which their Dirs' cleanups may close at any moment, do not count.
+func openDescriptors(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
 	}
-	// A path that does not resolve is read through as it is.
-	if d := fs.Dir("/sys/class/dangling"); d.real != d.Path() {
-		t.Errorf("dangling: %+v", d)
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
+			n++
+		}
 	}
-	if _, err := fs.Dir("/sys/class/absent").ReadString("x"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("absent dir: %v", err)
+	return n
+}
+
+// TestDirClose: a closed Dir (and its copies) reads on from the root,
+// through the resolved path when something asked for it before, and
+// holds no descriptor; reads racing with Close read either way. A
+// PathDir holds none from the start.
+func TestDirClose(t *testing.T) {
+	root := symlinkTree(t)
+	for _, fs := range bothResolvers(t, root) {
+		sys := fs.Root() + "/sys"
+		before := openDescriptors(t, sys)
+		asked := fs.Dir("/sys/class/net/eth0")
+		asked.Resolved()
+		unasked := fs.Dir("/sys/class/net/eth0")
+		path := fs.PathDir("/sys/class/net/eth0")
+		if real, ok := path.Resolved(); !ok || real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" || path.open != nil {
+			t.Errorf("%s: PathDir = %q, %v, held %v", resolver(fs), real, ok, path.open != nil)
+		}
+		var wg sync.WaitGroup
+		copied := unasked
+		wg.Go(func() {
+			for range 200 {
+				if got, err := copied.ReadTrimmed("mtu"); err != nil || got != "1500" {
+					t.Errorf("%s: read racing Close: %q, %v", resolver(fs), got, err)
+					return
+				}
+			}
+		})
+		asked.Close()
+		unasked.Close()
+		unasked.Close() // twice: nothing
+		wg.Wait()
+		if n := openDescriptors(t, sys); n != before {
+			t.Errorf("%s: %d descriptors open after Close, %d before", resolver(fs), n, before)
+		}
+		for _, d := range []Dir{asked, unasked, copied, path} {
+			for rel, want := range map[string]string{"mtu": "1500", "device/vendor": "0x15b3"} {
+				if got, err := d.ReadTrimmed(rel); err != nil || got != want {
+					t.Errorf("%s: after Close, %s: %q, %v", resolver(fs), rel, got, err)
+				}
+			}
+		}
+		if real, _ := asked.Resolved(); real != "/sys/devices/pci0000:00/0000:00:01.0/net/eth0" {
+			t.Errorf("%s: asked before Close: %q", resolver(fs), real)
+		}
+		if real, _ := unasked.Resolved(); fs.dir.noOpenat2.Load() == (real == "/sys/class/net/eth0") {
+			t.Errorf("%s: never asked before Close: %q", resolver(fs), real)
+		}
 	}
 }

@@ -54,6 +54,7 @@ func ReadGIDs(fs FS, rdmaDev string, port int) ([]GID, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer base.Close()
 	var out []GID
 	for _, i := range idx {
 		s := strconv.Itoa(i)
@@ -154,18 +155,41 @@ func (q GIDQuery) addressMatches(gid net.IP, family int) bool {
 // type only when its address qualifies and its netdev only when q names
 // one, and stops at the first that qualifies, which is the one SelectGID
 // would pick. A typical mlx5 table has its first RoCE v2 IPv4 GID at index
-// 3 of up to 255: 8 files read instead of hundreds. The error is
-// ReadGIDs's.
+// 3 of up to 255: 8 files read instead of hundreds.
+//
+// It does not list the table first: the kernel numbers a port's entries
+// 0 to the table size - 1, so it reads gids/0, gids/1, ... and turns to
+// the listing only at the first entry that fails to read (the end of the
+// table, or a slot a capture could not read), for the entries after it.
+// Those it read exist, and are the listing's first ones, so the entries
+// it considers, and their order, are ReadGIDs's. The error is ReadGIDs's.
 func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error) {
-	base, idx, err := openGIDTable(fs, rdmaDev, port)
+	base, err := gidTableDir(fs, rdmaDev, port)
 	if err != nil {
 		return GID{}, false, err
 	}
+	defer base.Close()
 	family, version := q.defaults()
-	for _, i := range idx {
+	var rest []int // the listing's entries after the first that failed
+	listed := false
+	for i := 0; ; i++ {
+		if listed {
+			if len(rest) == 0 {
+				return GID{}, false, nil
+			}
+			i, rest = rest[0], rest[1:]
+		}
 		s := strconv.Itoa(i)
 		raw, err := base.ReadTrimmed("gids/" + s)
 		if err != nil {
+			if !listed {
+				idx, err := gidIndexes(base, rdmaDev, port)
+				if err != nil {
+					return GID{}, false, err
+				}
+				listed = true
+				rest = idx[sort.SearchInts(idx, i+1):]
+			}
 			continue
 		}
 		ip := net.ParseIP(raw)
@@ -184,20 +208,38 @@ func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error)
 		}
 		return g, true, nil
 	}
-	return GID{}, false, nil
 }
 
 // openGIDTable is the port's directory, resolved and held once (a table is
 // dozens, on mlx5 up to 255, entries of three files each), and the entry
-// numbers its gids directory lists, sorted.
+// numbers its gids directory lists, sorted. The caller closes the Dir.
 func openGIDTable(fs FS, rdmaDev string, port int) (Dir, []int, error) {
-	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
-		return Dir{}, nil, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
+	base, err := gidTableDir(fs, rdmaDev, port)
+	if err != nil {
+		return Dir{}, nil, err
 	}
-	base := fs.Dir(path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port)))
+	idx, err := gidIndexes(base, rdmaDev, port)
+	if err != nil {
+		base.Close()
+		return Dir{}, nil, err
+	}
+	return base, idx, nil
+}
+
+// gidTableDir is the port's directory, resolved and held once; the
+// caller closes it.
+func gidTableDir(fs FS, rdmaDev string, port int) (Dir, error) {
+	if rdmaDev == "" || strings.ContainsAny(rdmaDev, "/") || rdmaDev == "." || rdmaDev == ".." {
+		return Dir{}, fmt.Errorf("read GIDs: invalid RDMA device name %q", rdmaDev)
+	}
+	return fs.Dir(path.Join("/sys/class/infiniband", rdmaDev, "ports", strconv.Itoa(port))), nil
+}
+
+// gidIndexes lists the entry numbers of the port's gids directory, sorted.
+func gidIndexes(base Dir, rdmaDev string, port int) ([]int, error) {
 	names, err := base.ReadDir("gids")
 	if err != nil {
-		return Dir{}, nil, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
+		return nil, fmt.Errorf("read GIDs of %s port %d: %w", rdmaDev, port, err)
 	}
 	idx := make([]int, 0, len(names))
 	for _, n := range names {
@@ -206,7 +248,7 @@ func openGIDTable(fs FS, rdmaDev string, port int) (Dir, []int, error) {
 		}
 	}
 	sort.Ints(idx)
-	return base, idx, nil
+	return idx, nil
 }
 
 // defaults are q's family and RoCE version with NCCL's defaults (4, 2)

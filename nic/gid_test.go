@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -298,6 +299,66 @@ func TestSelectGIDAgreesWithNCCL(t *testing.T) {
 	}
 }
 
+// gappedGIDTable writes mlx5_0 port 1 with a table a capture left holes
+// in (gids/1 and gids/4 unreadable, so absent), an entry whose gid file
+// is a directory (6), names that are no index, and returns the root.
+// With the default query the answer lies past the holes, at 7.
+func gappedGIDTable(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	dev := "sys/devices/pci0000:00/0000:00:02.0/infiniband/mlx5_0"
+	port := filepath.Join(root, dev, "ports/1")
+	files := map[string]string{
+		"gids/0":            "fe80:0000:0000:0000:0e42:a1ff:fe5d:4db8",
+		"gid_attrs/types/0": "RoCE v2",
+		"gids/2":            "0000:0000:0000:0000:0000:ffff:0a00:0002",
+		"gid_attrs/types/2": "IB/RoCE v1",
+		"gids/3":            "0000:0000:0000:0000:0000:0000:0000:0000",
+		"gid_attrs/types/3": "RoCE v2",
+		"gids/5":            "fd00:0000:0000:0000:0000:0000:0000:0005",
+		"gid_attrs/types/5": "RoCE v2",
+		"gid_attrs/types/6": "RoCE v2",
+		"gids/7":            "0000:0000:0000:0000:0000:ffff:0a00:0007",
+		"gid_attrs/types/7": "RoCE v2",
+		"gids/x":            "0000:0000:0000:0000:0000:ffff:0a00:0009",
+	}
+	for name, v := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(port, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(port, name), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(port, "gids/6"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "sys/class/infiniband"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../"+strings.TrimPrefix(dev, "sys/"), filepath.Join(root, "sys/class/infiniband/mlx5_0")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// SelectGIDOn reads entries in index order before it lists the table: a
+// hole sends it to the listing for the entries after the hole, so an
+// answer past one is found, and not one before it is missed.
+func TestSelectGIDOnPastHoles(t *testing.T) {
+	for _, fs := range bothResolvers(t, gappedGIDTable(t)) {
+		for _, c := range []struct {
+			q    GIDQuery
+			want int // -1: none
+		}{{GIDQuery{}, 7}, {GIDQuery{RoCEVersion: 1}, 2}, {GIDQuery{Family: 6}, 5}, {GIDQuery{Family: 6, RoCEVersion: 1}, -1}} {
+			g, ok, err := SelectGIDOn(fs, "mlx5_0", 1, c.q)
+			if err != nil || ok != (c.want >= 0) || ok && g.Index != c.want {
+				t.Errorf("%s: %+v: SelectGIDOn = %+v %v %v, want index %d", resolver(fs), c.q, g, ok, err, c.want)
+			}
+		}
+	}
+}
+
 // SelectGIDOn reads a table only up to the entry it selects, and selects
 // what SelectGID does over the whole table: on every GID fixture (real
 // captures: VLAN GIDs, a 256-entry table, an InfiniBand port, unreadable
@@ -310,6 +371,7 @@ func TestSelectGIDOnAgreesWithSelectGID(t *testing.T) {
 	}
 	hosts, _ := filepath.Glob(filepath.Join("..", "testdata", "hosts", "*"))
 	roots = append(roots, hosts...)
+	roots = append(roots, gappedGIDTable(t))
 	_, v4net, _ := net.ParseCIDR("172.19.0.0/16")
 	_, v6net, _ := net.ParseCIDR("fd00::/8")
 	checked := 0

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/Mellanox/rdmamap"
+	"golang.org/x/sys/unix"
 )
 
 // rdmamap keeps its sysfs paths in package variables and has no per-call
@@ -25,16 +26,34 @@ func withRdmamapRoot[T any](fs FS, fn func() T) T {
 }
 
 // RDMADevices lists the RDMA devices under /sys/class/infiniband (symlinks,
-// as on real sysfs), sorted.
+// as on real sysfs), sorted: every entry but directories, as
+// rdmamap.GetRdmaDeviceList lists them, read inside the root and with the
+// types getdents64 gives instead of an lstat per entry. nil when the
+// directory cannot be listed.
 func RDMADevices(fs FS) []string {
-	devs := withRdmamapRoot(fs, rdmamap.GetRdmaDeviceList)
-	sort.Strings(devs)
+	const class = "/sys/class/infiniband"
+	devs, err := fs.readDirWith(class, func(flags int) (int, error) { return fs.dir.open(class, flags) },
+		func(typ uint8) bool { return typ != unix.DT_DIR })
+	if err != nil || len(devs) == 0 {
+		return nil
+	}
 	return devs
 }
 
-// RDMAPorts lists a device's port numbers, ascending.
+// RDMAPorts lists a device's port numbers, ascending: the numeric names
+// in its ports directory (rdmamap.GetPorts's list, read inside the root,
+// as every FS read is).
 func RDMAPorts(fs FS, dev string) []int {
-	names := withRdmamapRoot(fs, func() []string { return rdmamap.GetPorts(dev) })
+	return portNumbers(fs.ReadDir("/sys/class/infiniband/" + dev + "/ports"))
+}
+
+// dirPorts is RDMAPorts of the device whose class directory is ib.
+func dirPorts(ib Dir) []int { return portNumbers(ib.ReadDir("ports")) }
+
+func portNumbers(names []string, err error) []int {
+	if err != nil {
+		return nil
+	}
 	var ports []int
 	for _, n := range names {
 		if p, err := strconv.Atoi(n); err == nil {

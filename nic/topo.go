@@ -12,26 +12,34 @@ import (
 // topology fills in p's role and its relations: the bond and its slaves
 // for a bond master, the owning PF for a VF. It reads only sysfs links and
 // attributes the kernel maintains (master, bonding/, lower_*,
-// device/physfn, phys_port_name), never names.
+// device/physfn, phys_port_name), never names. nd is p's netdev's class
+// directory.
 //
 // A VF's representor (switchdev mode: the eswitch's port of a VF, on the
 // PF's device) counts as a VF: it is no physical port, and the port's
 // QoS is its uplink's, as for the VF itself.
-func topology(fs FS, p *port.Port) {
-	nd := "/sys/class/net/" + p.Netdev
-	switch {
-	case fs.Exists(nd + "/bonding"):
+func topology(fs FS, nd Dir, p *port.Port) {
+	if nd.Exists("bonding") {
 		p.Role = port.RoleBond
 		p.Bond = readBond(fs, p.Netdev)
-	case fs.Exists(nd + "/device/physfn"):
+		return
+	}
+	// One listing of the device directory says whether the netdev is a
+	// VF (physfn) and how many VFs a PF has (virtfn*). A physfn the
+	// listing lacks is no link to follow; one it has must lead somewhere
+	// (a capture may have left the PF out).
+	devEnts, devErr := fs.ReadDir(nd.Path() + "/device")
+	isVF := (devErr != nil || slices.Contains(devEnts, "physfn")) && fs.Exists(nd.Path()+"/device/physfn")
+	switch {
+	case isVF:
 		p.Role = port.RoleVF
-		p.PF = pciNetdev(fs, nd+"/device/physfn")
-	case isVFRepresentor(fs, p.Netdev):
+		p.PF = pciNetdev(fs, nd.Path()+"/device/physfn")
+	case isVFRepresentorName(portName(nd.ReadTrimmed("phys_port_name"))):
 		p.Role = port.RoleVF
 		p.PF = uplinkOf(fs, p.Netdev)
 	case p.PCI != "":
 		p.Role = port.RolePF
-		p.VFs = countVFs(fs, nd+"/device")
+		p.VFs = countVFs(devEnts) // none when the listing failed
 	default:
 		p.Role = port.RoleVirtual
 	}
@@ -72,9 +80,9 @@ func readBond(fs FS, name string) *port.Bond {
 
 // bondMaster returns the bond a netdev is enslaved to, or "" (the
 // netdev's "master" link, present for every upper device; only a bonding
-// master counts).
-func bondMaster(fs FS, netdev string) string {
-	real, err := fs.Resolve("/sys/class/net/" + netdev + "/master")
+// master counts). nd is the netdev's class directory.
+func bondMaster(fs FS, nd Dir) string {
+	real, err := nd.Resolve("master")
 	if err != nil {
 		return ""
 	}
@@ -93,9 +101,10 @@ func bondMaster(fs FS, netdev string) string {
 // bond over two HCAs keeps both, and is not a LAG). netdev may be any
 // slave: RDMA netlink names the one mlx5_lag_get_roce_netdev picks (the
 // active one of an active-backup bond), while the LAG device sits on
-// PF0's PCI function, so the slave there lists dev itself.
-func lagNetdev(fs FS, dev string, pn int, netdev string) string {
-	master := bondMaster(fs, netdev)
+// PF0's PCI function, so the slave there lists dev itself. nd is
+// netdev's class directory.
+func lagNetdev(fs FS, nd Dir, dev string, pn int, netdev string) string {
+	master := bondMaster(fs, nd)
 	if master == "" {
 		return ""
 	}
@@ -123,7 +132,11 @@ func lagNetdev(fs FS, dev string, pn int, netdev string) string {
 // subfunction's; "" when the netdev has none (EOPNOTSUPP: no devlink
 // port, e.g. a VF's own netdev or a veth).
 func physPortName(fs FS, netdev string) string {
-	s, err := fs.ReadTrimmed("/sys/class/net/" + netdev + "/phys_port_name")
+	return portName(fs.ReadTrimmed("/sys/class/net/" + netdev + "/phys_port_name"))
+}
+
+// portName is the phys_port_name read, "" when it could not be.
+func portName(s string, err error) string {
 	if err != nil {
 		return ""
 	}
@@ -150,13 +163,9 @@ func parsePortName(s string) (keys []string, nums []int, ok bool) {
 	return keys, nums, len(keys) > 0
 }
 
-// isVFRepresentor says whether netdev is the representor of an SR-IOV VF:
-// phys_port_name "pf<N>vf<M>", or "c<C>pf<N>vf<M>" on an external
+// isVFRepresentorName says whether a phys_port_name is that of an SR-IOV
+// VF's representor: "pf<N>vf<M>", or "c<C>pf<N>vf<M>" on an external
 // controller (devlink port flavour pcivf).
-func isVFRepresentor(fs FS, netdev string) bool {
-	return isVFRepresentorName(physPortName(fs, netdev))
-}
-
 func isVFRepresentorName(name string) bool {
 	keys, _, ok := parsePortName(name)
 	if !ok {
@@ -207,12 +216,8 @@ func pciNetdev(fs FS, dev string) string {
 }
 
 // countVFs counts a PF's virtfn* links (the VFs enabled through
-// sriov_numvfs).
-func countVFs(fs FS, dev string) int {
-	ents, err := fs.ReadDir(dev)
-	if err != nil {
-		return 0
-	}
+// sriov_numvfs) among the names in its device directory.
+func countVFs(ents []string) int {
 	n := 0
 	for _, e := range ents {
 		if strings.HasPrefix(e, "virtfn") {

@@ -2,8 +2,10 @@ package nic_test
 
 import (
 	"log/slog"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/rocectl/rocectl/nic"
@@ -80,5 +82,61 @@ func TestDiscoverPlainPortsArePFs(t *testing.T) {
 		if p.Role != port.RolePF || p.Bond != nil || p.PF != "" {
 			t.Errorf("%s: role %q bond %v pf %q", p.Netdev, p.Role, p.Bond, p.PF)
 		}
+	}
+}
+
+// openDescriptors counts this process's open descriptors that lead
+// below dir (absolute, symlinks resolved): descriptors of earlier tests'
+// trees, which their Dirs' cleanups may close at any moment, do not count.
+func openDescriptors(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// Discovery, the GID search and ECN's reads close every directory they
+// open: a process that holds more descriptors than its table has room
+// for (64 at first) waits for an RCU grace period each time the kernel
+// grows it (nic.Dir.Close).
+func TestPassesLeaveNoDescriptorOpen(t *testing.T) {
+	hosts, err := filepath.Glob(filepath.Join("..", "testdata", "hosts", "*"))
+	if err != nil || len(hosts) < 3 {
+		t.Fatalf("fixture hosts: %v %v", hosts, err)
+	}
+	ports := 0
+	for _, h := range hosts {
+		s, err := snapshot.Open(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := s.FS()
+		sys := fs.Root() + "/sys"
+		before := openDescriptors(t, sys)
+		inv := nic.Discover(fs, s.Kernel(), slog.New(slog.DiscardHandler))
+		for _, p := range inv.Ports {
+			ports++
+			if p.RDMADevice != "" {
+				nic.SelectGIDOn(fs, p.RDMADevice, p.PortNum, nic.GIDQuery{})
+				nic.ReadGIDs(fs, p.RDMADevice, p.PortNum)
+			}
+			if e, err := nic.OpenECN(fs, p); err == nil {
+				e.Enabled("rp", 3)
+			}
+		}
+		if n := openDescriptors(t, sys); n != before {
+			t.Errorf("%s: %d descriptors open after the passes, %d before", h, n, before)
+		}
+	}
+	if ports < 10 {
+		t.Fatalf("only %d ports discovered", ports)
 	}
 }

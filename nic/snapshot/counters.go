@@ -3,7 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
+	"math"
 )
 
 // Open keeps each link's ethtool counters ("stats" in kernel.json) as
@@ -113,12 +113,18 @@ func counterObject(b []byte, i int, m map[string]uint64) (int, bool) {
 		for k < len(b) && b[k] >= '0' && b[k] <= '9' {
 			k++
 		}
-		if k-i > 1 && b[i] == '0' { // not JSON; encoding/json says so
+		if k == i || k-i > 1 && b[i] == '0' { // not JSON; encoding/json says so
 			return 0, false
 		}
-		v, err := strconv.ParseUint(string(b[i:k]), 10, 64)
-		if err != nil {
-			return 0, false
+		// strconv.ParseUint's answer, without its generality: a
+		// 64-port host has 11,000 counters.
+		var v uint64
+		for _, c := range b[i:k] {
+			d := uint64(c - '0')
+			if v > (math.MaxUint64-d)/10 {
+				return 0, false // does not fit: encoding/json says so
+			}
+			v = v*10 + d
 		}
 		if m != nil {
 			m[string(name)] = v

@@ -168,41 +168,67 @@ func TestSplitCountersFixtures(t *testing.T) {
 	}
 }
 
+// kernelLink is a link member with data, for the shapes below.
+const kernelLink = `"link":{"index":1,"mtu":1500,"min_mtu":68,"max_mtu":9000,"operstate":"up","admin_up":true,"mac":""}`
+
+// kernelShapes are kernel.json texts whose counters stand where they may,
+// however spelt, with the mistakes around them Open must report; split
+// says whether splitCounters's fast path takes the text.
+var kernelShapes = map[string]struct {
+	kernel string
+	split  bool
+}{
+	"first":             {`{"links":{"e":{"stats":{"a":1},` + kernelLink + `}}}`, true},
+	"last":              {`{"links":{"e":{` + kernelLink + `, "stats" : {"a":1} }}}`, true},
+	"only":              {`{"links":{"e":{"stats":{"a":1}}}}`, true},
+	"middle":            {`{"links":{"e":{"pause":{"autoneg":false,"rx":true,"tx":true},"stats":{"a":1},` + kernelLink + `}}}`, true},
+	"twice, merged":     {`{"links":{"e":{` + kernelLink + `,"stats":{"a":1},"stats":{"b":2}}}}`, true},
+	"twice apart":       {`{"links":{"e":{"stats":{"a":1},` + kernelLink + `,"stats":{"b":2}}}}`, true},
+	"capitalised":       {`{"links":{"e":{"Stats":{"a":1},` + kernelLink + `}}}`, true},
+	"escaped name":      {`{"links":{"e":{"st\u0061ts":{"a":1},` + kernelLink + `}}}`, false},
+	"null counters":     {`{"links":{"e":{` + kernelLink + `,"stats":null}}}`, true},
+	"repeated link":     {`{"links":{"e":{"stats":{"a":1}},"e":{` + kernelLink + `}}}`, true},
+	"two links members": {`{"links":{"e":{"stats":{"a":1}}},"links":{"f":{"stats":{"b":2}}}}`, true},
+	"string with brace": {`{"links":{"e":{"stats":{"}\"{":1},"errors":{"link":"EIO"}}}}`, true},
+	"null after":        {`{"links":{"e":{"stats":{"a":1},"stats":null,"Stats":{"b":2}}}}`, true},
+	"nested in errors":  {`{"links":{"e":{"errors":{"stats":"EBUSY"},"stats":{"a":1}}}}`, true},
+	"bad counter":       {`{"links":{"e":{"stats":{"a":-1}}}}`, true},
+	"leading zero":      {`{"links":{"e":{"stats":{"a":01}}}}`, true},
+	"trailing comma":    {`{"links":{"e":{"stats":{"a":1,}}}}`, true},
+	"bad rest":          {`{"links":{"e":{"stats":{"a":1},"mtu":1}}}`, true},
+	"trailing data":     {`{"links":{"e":{"stats":{"a":1}}}} {}`, true},
+	"truncated":         {`{"links":{"e":{"stats":{"a":1}`, false},
+	"null link":         {`{"links":{"e":null,"f":{"stats":{"a":1}}}}`, true},
+	"not an object":     {`[]`, false},
+	"scalars around":    {`{"errors":{"devlink":"EOPNOTSUPP"},"links":{"e":{"pfc_prevention_tout":8000,"stats":{"a":1},"priv_flags":{"x":true,"y":false}},"f":null}}`, true},
+	"spaces in strings": {`{"links":{"e f":{"driver":{"driver":"m x","version":" 1 ","firmware":"a\" b","bus_info":""},"stats":{"a":1}}}}`, true},
+	"unclosed string":   {`{"links":{"e":{"stats":{"a":1}},"x`, false},
+	// Read link by link (decodeLinks), or not, with a mistake in the
+	// second link, past the first, or at the top level.
+	"two links":            {`{"links":{"e":{"stats":{"a":1},` + kernelLink + `},"f":{"stats":{"b":2}}},"errors":{"devlink":"EIO"}}`, true},
+	"unknown field later":  {`{"links":{"e":{` + kernelLink + `},"f":{"mtu":1}}}`, true},
+	"wrong type later":     {`{"links":{"e":{` + kernelLink + `},"f":{"link":{"mtu":"big"}}}}`, true},
+	"two wrong types":      {`{"links":{"e":{"link":{"mtu":"big"}},"f":{"link":{"index":"one"}}}}`, true},
+	"type then unknown":    {`{"links":{"e":{"link":{"mtu":"big"}},"f":{"x":1}}}`, true},
+	"unknown at the top":   {`{"links":{"e":{` + kernelLink + `}},"x":1}`, true},
+	"top type, link error": {`{"errors":[],"links":{"e":{"x":1}}}`, true},
+	"bad counter later":    {`{"links":{"e":{"stats":{"a":1}},"f":{"stats":{"a":"1"}}}}`, true},
+	"invalid UTF-8 name":   {"{\"links\":{\"e\xff\":{\"stats\":{\"a\":1}}}}", false},
+	"control in a name":    {"{\"links\":{\"e\x01\":{}}}", false},
+	"links then null":      {`{"links":{"e":{"stats":{"a":1}}},"Links":null}`, true},
+	"empty links":          {`{"links":{}}`, true},
+	"no links":             {`{"errors":{"devlink":"EIO"}}`, true},
+	"empty link":           {`{"links":{"e":{}}}`, true},
+	"unbalanced link":      {`{"links":{"e":{"link":{"mtu":1]},"f":{}}}`, true},
+	"link not an object":   {`{"links":{"e":[],"f":{}}}`, true},
+	"invalid link":         {`{"links":{"e":{"errors":{"link":"EIO"},"link":null}}}`, true},
+}
+
 // TestSplitCountersShapes: wherever "stats" stands in a link, however it
 // is spelt, Open reads what decoding the whole file reads, and rejects
 // what it rejects.
 func TestSplitCountersShapes(t *testing.T) {
-	const link = `"link":{"index":1,"mtu":1500,"min_mtu":68,"max_mtu":9000,"operstate":"up","admin_up":true,"mac":""}`
-	for name, tc := range map[string]struct {
-		kernel string
-		split  bool // the fast path takes it
-	}{
-		"first":             {`{"links":{"e":{"stats":{"a":1},` + link + `}}}`, true},
-		"last":              {`{"links":{"e":{` + link + `, "stats" : {"a":1} }}}`, true},
-		"only":              {`{"links":{"e":{"stats":{"a":1}}}}`, true},
-		"middle":            {`{"links":{"e":{"pause":{"autoneg":false,"rx":true,"tx":true},"stats":{"a":1},` + link + `}}}`, true},
-		"twice, merged":     {`{"links":{"e":{` + link + `,"stats":{"a":1},"stats":{"b":2}}}}`, true},
-		"twice apart":       {`{"links":{"e":{"stats":{"a":1},` + link + `,"stats":{"b":2}}}}`, true},
-		"capitalised":       {`{"links":{"e":{"Stats":{"a":1},` + link + `}}}`, true},
-		"escaped name":      {`{"links":{"e":{"st\u0061ts":{"a":1},` + link + `}}}`, false},
-		"null counters":     {`{"links":{"e":{` + link + `,"stats":null}}}`, true},
-		"repeated link":     {`{"links":{"e":{"stats":{"a":1}},"e":{` + link + `}}}`, true},
-		"two links members": {`{"links":{"e":{"stats":{"a":1}}},"links":{"f":{"stats":{"b":2}}}}`, true},
-		"string with brace": {`{"links":{"e":{"stats":{"}\"{":1},"errors":{"link":"EIO"}}}}`, true},
-		"null after":        {`{"links":{"e":{"stats":{"a":1},"stats":null,"Stats":{"b":2}}}}`, true},
-		"nested in errors":  {`{"links":{"e":{"errors":{"stats":"EBUSY"},"stats":{"a":1}}}}`, true},
-		"bad counter":       {`{"links":{"e":{"stats":{"a":-1}}}}`, true},
-		"leading zero":      {`{"links":{"e":{"stats":{"a":01}}}}`, true},
-		"trailing comma":    {`{"links":{"e":{"stats":{"a":1,}}}}`, true},
-		"bad rest":          {`{"links":{"e":{"stats":{"a":1},"mtu":1}}}`, true},
-		"trailing data":     {`{"links":{"e":{"stats":{"a":1}}}} {}`, true},
-		"truncated":         {`{"links":{"e":{"stats":{"a":1}`, false},
-		"null link":         {`{"links":{"e":null,"f":{"stats":{"a":1}}}}`, true},
-		"not an object":     {`[]`, false},
-		"scalars around":    {`{"errors":{"devlink":"EOPNOTSUPP"},"links":{"e":{"pfc_prevention_tout":8000,"stats":{"a":1},"priv_flags":{"x":true,"y":false}},"f":null}}`, true},
-		"spaces in strings": {`{"links":{"e f":{"driver":{"driver":"m x","version":" 1 ","firmware":"a\" b","bus_info":""},"stats":{"a":1}}}}`, true},
-		"unclosed string":   {`{"links":{"e":{"stats":{"a":1}},"x`, false},
-	} {
+	for name, tc := range kernelShapes {
 		if _, _, ok := splitCounters([]byte(tc.kernel)); ok != tc.split {
 			t.Errorf("%s: split %v, want %v", name, ok, tc.split)
 		}
@@ -220,6 +246,51 @@ func TestSplitCountersShapes(t *testing.T) {
 		}
 		if got := s.State(); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: state %+v, whole file %+v", name, got.Links, want.Links)
+		}
+	}
+}
+
+// TestKernelByLinkAsSerial: Open's link-by-link read of kernel.json
+// (decodeLinks, in parallel) gives the state, or the very error, of the
+// serial read, on every fixture host and every shape, and it is the read
+// the fixtures and a well-formed file get.
+func TestKernelByLinkAsSerial(t *testing.T) {
+	docs := map[string][]byte{}
+	for name, tc := range kernelShapes {
+		docs[name] = []byte(tc.kernel)
+	}
+	fixtures, err := filepath.Glob("../../testdata/hosts/*/" + KernelFile)
+	if err != nil || len(fixtures) < 3 {
+		t.Fatalf("fixture hosts: %v %v", fixtures, err)
+	}
+	for _, f := range fixtures {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[f] = b
+	}
+	for _, name := range append(fixtures, "two links", "empty link", "repeated link") {
+		var ks KernelState
+		if _, ok := decodeLinks(KernelFile, docs[name], &kernelFile{KernelState: &ks}); !ok {
+			t.Errorf("%s: not read link by link", name)
+		}
+	}
+	errText := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	for name, b := range docs {
+		got, gotStats, err := parseKernel(KernelFile, b, true)
+		want, wantStats, wantErr := parseKernel(KernelFile, b, false)
+		if errText(err) != errText(wantErr) {
+			t.Errorf("%s: link by link: %v; serially: %v", name, err, wantErr)
+			continue
+		}
+		if err == nil && (!reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotStats, wantStats)) {
+			t.Errorf("%s: link by link %+v %v; serially %+v %v", name, got.Links, gotStats, want.Links, wantStats)
 		}
 	}
 }
@@ -259,11 +330,7 @@ func TestReadMetaAsEncodingJSON(t *testing.T) {
 	for name, doc := range docs {
 		var want Meta
 		wantErr := decodeJSON(MetaFile, []byte(doc), &want)
-		path := filepath.Join(t.TempDir(), MetaFile)
-		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		got, err := readMeta(path)
+		got, err := parseMeta(MetaFile, []byte(doc))
 		switch {
 		case (err == nil) != (wantErr == nil):
 			t.Errorf("%s: %v, whole file: %v", name, err, wantErr)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // splitCounters prepares kernel.json for encoding/json, which scans every
@@ -14,9 +15,9 @@ import (
 // values by link name, in order; Open decodes the text strictly and checks
 // each value with rawCounters.add. Member names are matched as
 // encoding/json matches them (case-insensitively). ok is false for text it
-// does not walk as expected, or a top-level, link or link member name with
-// an escape in it: Open then decodes the whole file, which reports what is
-// wrong. Errors of the decoder name no offsets, so their text is the same
+// does not walk as expected, a top-level, link or link member name with
+// an escape in it, or a link name that is not plain (plainName): Open then
+// decodes the whole file, which reports what is wrong. Errors of the decoder name no offsets, so their text is the same
 // either way.
 func splitCounters(b []byte) (rest []byte, stats map[string][]counterText, ok bool) {
 	s := splitter{b: b, out: make([]byte, 0, len(b)/4), stats: map[string][]counterText{}}
@@ -106,8 +107,14 @@ func (s *splitter) topMember(name []byte, v int) (int, bool, bool) {
 }
 
 // link handles one member of "links". A repeated name replaces the earlier
-// link, as in a map, counters included.
+// link, as in a map, counters included. A name that is not plain fails
+// the split.
 func (s *splitter) link(name []byte, v int) (int, bool, bool) {
+	if !plainName(name) {
+		// The decoder's key would not be these bytes, and the counters
+		// would be filed under a name no link has.
+		return 0, false, false
+	}
 	link := string(name)
 	delete(s.stats, link)
 	if v >= len(s.b) || s.b[v] != '{' {
@@ -132,6 +139,18 @@ func (s *splitter) link(name []byte, v int) (int, bool, bool) {
 		return end, true, ok
 	})
 	return end, false, ok
+}
+
+// plainName says whether a member name reads the same to encoding/json
+// as its bytes: no escapes, no control characters (a syntax error), valid
+// UTF-8 (the decoder would replace the rest).
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(name)
 }
 
 // value returns the offset after the value at b[i], copying it to out
@@ -227,6 +246,103 @@ func stringEnd(b []byte, i int) (int, bool) {
 		j = q + 1
 	}
 }
+
+// linkSpan is one link of kernel.json as splitLinks finds it: its name
+// and where its object lies.
+type linkSpan struct {
+	name       string
+	start, end int
+}
+
+// splitLinks is the serial first step of Open's parallel read of
+// kernel.json: it copies the top level without white space and with an
+// empty "links" object, and finds where each link's object lies, by a
+// scan that follows only quotes and nesting (objectEnd: about a third of
+// what splitting the links costs). Splitting (splitLink) and decoding
+// each link is then independent of the others. ok is false for anything
+// but one "links" member whose members are all objects with plain names
+// (plainName): the caller then reads the whole file as splitCounters
+// does, which also reports what is wrong. Errors are found by the
+// decoding, never here.
+func splitLinks(b []byte) (top []byte, links []linkSpan, ok bool) {
+	s := splitter{b: b, out: make([]byte, 0, 4096)}
+	seen := false
+	end, ok := s.object(skipSpace(b, 0), func(name []byte, v int) (int, bool, bool) {
+		if !bytes.EqualFold(name, []byte("links")) {
+			end, ok := s.value(v, true)
+			return end, false, ok
+		}
+		// A second "links" merges into the first, or (null) clears it:
+		// the whole file's decoder knows how.
+		if seen || v >= len(b) || b[v] != '{' {
+			return 0, false, false
+		}
+		seen = true
+		end, ok := s.object(v, func(name []byte, v int) (int, bool, bool) {
+			if v >= len(b) || b[v] != '{' || !plainName(name) {
+				return 0, false, false
+			}
+			end, ok := objectEnd(b, v)
+			links = append(links, linkSpan{string(name), v, end})
+			return end, true, ok
+		})
+		return end, false, ok
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	return append(s.out, b[skipSpace(b, end):]...), links, true
+}
+
+// splitLink is splitCounters for the one link l: it appends the link's
+// object to out without white space and without its counters, which it
+// returns apart, in order. ok is false when the object does not end
+// where splitLinks found it would.
+func splitLink(b []byte, l linkSpan, out []byte) (text []byte, stats []counterText, ok bool) {
+	s := splitter{b: b, out: out, stats: map[string][]counterText{}}
+	end, _, ok := s.link([]byte(l.name), l.start)
+	if !ok || end != l.end {
+		return nil, nil, false
+	}
+	return s.out, s.stats[l.name], true
+}
+
+// objectEnd returns the offset after the object or array at b[i],
+// following only quotes and nesting, a byte at a time through a table:
+// it finds where a link ends at about twice the speed of splitter.value,
+// and splitLink checks what it found.
+func objectEnd(b []byte, i int) (int, bool) {
+	depth := 0
+	for j := i; j < len(b); {
+		for j < len(b) && !structural[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
+		switch b[j] {
+		case '"':
+			e, ok := stringEnd(b, j)
+			if !ok {
+				return 0, false
+			}
+			j = e
+			continue
+		case '{', '[':
+			depth++
+		default:
+			depth--
+		}
+		j++
+		if depth == 0 {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+// structural marks the bytes objectEnd stops at.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
 // cutMember is splitCounters for snapshot.json: it cuts every top-level
 // member called name (matched as encoding/json matches it) out of the
