@@ -137,7 +137,10 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 // host settings. A LAG whose slaves hold different values gets a note.
 func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *policy.Observed {
 	o := policy.NewObserved()
-	readers := h.readers()
+	// One port's settings (its slaves' too): the readers hold what they
+	// open only until the port is read.
+	readers := h.portReadersHeld()
+	defer readers.close()
 	lag := lagValues{}
 	defer lag.noteDifferences(o)
 	for _, s := range settings {

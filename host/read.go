@@ -32,7 +32,10 @@ type portReader struct {
 
 	// The port's ECN interface, looked up once per reader rather than
 	// once for each of its thirty-odd ECN settings.
+	// With holdECN the interface reads below its directory held open
+	// until close: observe's readers, which live for one port.
 	ecnDone bool
+	holdECN bool
 	ecn     *nic.ECN
 	ecnErr  error
 
@@ -65,8 +68,18 @@ func (r *portReader) ecnOf() (*nic.ECN, error) {
 	if !r.ecnDone {
 		r.ecnDone = true
 		r.ecn, r.ecnErr = r.h.ecnOf(r.port)
+		if r.ecn != nil && r.holdECN {
+			r.ecn = r.ecn.Held()
+		}
 	}
 	return r.ecn, r.ecnErr
+}
+
+// close releases what the reader holds open.
+func (r *portReader) close() {
+	if r.ecn != nil {
+		r.ecn.Close()
+	}
 }
 
 func (h *Host) newPortReader(p *port.Port, ncclFile string) *portReader {
@@ -81,20 +94,37 @@ func (h *Host) newPortReader(p *port.Port, ncclFile string) *portReader {
 // objects are read once however many settings need them (a bond's slaves
 // each have their own).
 type portReaders struct {
-	h *Host
-	m map[string]*portReader
+	h       *Host
+	m       map[string]*portReader
+	holdECN bool // the readers' ECN hold its directory open until close
 }
 
-func (h *Host) readers() portReaders { return portReaders{h, map[string]*portReader{}} }
+func (h *Host) readers() portReaders { return portReaders{h: h, m: map[string]*portReader{}} }
+
+// portReadersHeld are readers for one port's burst of reads (a bond's
+// slaves included): what they open stays open until close.
+func (h *Host) portReadersHeld() portReaders {
+	rs := h.readers()
+	rs.holdECN = true
+	return rs
+}
 
 // of returns p's reader, made on first use.
 func (rs portReaders) of(p *port.Port) *portReader {
 	r := rs.m[p.Netdev]
 	if r == nil {
 		r = rs.h.newPortReader(p, "")
+		r.holdECN = rs.holdECN
 		rs.m[p.Netdev] = r
 	}
 	return r
+}
+
+// close closes every reader.
+func (rs portReaders) close() {
+	for _, r := range rs.m {
+		r.close()
+	}
 }
 
 // read returns the canonical value the host holds for s.
