@@ -120,16 +120,34 @@ func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 	if d.Profile != nil && d.Profile.NCCL.Write != nil {
 		ncclFile = *d.Profile.NCCL.Write
 	}
-	o := h.observe(h.newPortReader(nil, ncclFile), d.Host)
-	for _, p := range parts {
-		maps.Copy(o.Values, p.Values)
-		maps.Copy(o.Unsupported, p.Unsupported)
-		maps.Copy(o.Notes, p.Notes)
-		maps.Copy(o.Errors, p.Errors)
-		maps.Copy(o.Unknown, p.Unknown)
-		maps.Copy(o.Inferred, p.Inferred)
+	hostPart := h.observe(h.newPortReader(nil, ncclFile), d.Host)
+	// The host part first, as before: a later part wins a key it shares.
+	return mergeObserved(append([]*policy.Observed{hostPart}, parts...))
+}
+
+// mergeObserved puts the ports' observations in one, each map made at
+// its final size: grown one port at a time, a 64-port host's two
+// thousand values were rehashed several times over.
+func mergeObserved(parts []*policy.Observed) *policy.Observed {
+	merge := func(get func(*policy.Observed) map[string]string) map[string]string {
+		n := 0
+		for _, p := range parts {
+			n += len(get(p))
+		}
+		m := make(map[string]string, n)
+		for _, p := range parts {
+			maps.Copy(m, get(p))
+		}
+		return m
 	}
-	return o
+	return &policy.Observed{
+		Values:      merge(func(o *policy.Observed) map[string]string { return o.Values }),
+		Unsupported: merge(func(o *policy.Observed) map[string]string { return o.Unsupported }),
+		Notes:       merge(func(o *policy.Observed) map[string]string { return o.Notes }),
+		Errors:      merge(func(o *policy.Observed) map[string]string { return o.Errors }),
+		Unknown:     merge(func(o *policy.Observed) map[string]string { return o.Unknown }),
+		Inferred:    merge(func(o *policy.Observed) map[string]string { return o.Inferred }),
+	}
 }
 
 // observe reads settings, each through its port's reader (one reader per
