@@ -104,11 +104,20 @@ func runPlan(file string, verbose bool) error {
 
 // report prints what a replay made. applybench reads the last line.
 func report(w io.Writer, p *plan, c *counts) {
-	kept := 0
-	for _, wave := range p.waves {
-		kept += len(wave)
+	kept, bursts := 0, 0
+	for _, u := range p.units {
+		n := 0
+		for _, o := range u {
+			if o.keep >= 0 {
+				n++
+			}
+		}
+		kept += n
+		if n > 0 {
+			bursts++
+		}
 	}
-	fmt.Fprintf(w, "directories held: %d opened by path first, %d kept from the list's own opens (%d waves)\n", len(p.pre), kept, len(p.waves))
+	fmt.Fprintf(w, "directories held: %d opened by path first, %d kept from the list's own opens, in %d bursts (closed as each ends)\n", len(p.pre), kept, bursts)
 	fmt.Fprintf(w, "opens by kind:")
 	for k := range nKinds {
 		fmt.Fprintf(w, " %s %d,", k, c.ops[k])

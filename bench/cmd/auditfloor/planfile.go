@@ -16,12 +16,11 @@ import (
 //	magic
 //	bases:  count, then each name
 //	pre:    count, then each base index
-//	waves:  count, then each as ops
-//	rest:   ops
+//	units:  count, then each as ops
 //	ops:    count, then each op: kind, want, base+1, keep+1, flags,
 //	        resolve, line (uvarints), rel, errno (names)
 //	name:   uvarint length, bytes
-const planMagic = "auditfloor plan 1\n"
+const planMagic = "auditfloor plan 2\n"
 
 func (p *plan) marshal() []byte {
 	b := []byte(planMagic)
@@ -47,11 +46,10 @@ func (p *plan) marshal() []byte {
 	for _, i := range p.pre {
 		b = binary.AppendUvarint(b, uint64(i))
 	}
-	b = binary.AppendUvarint(b, uint64(len(p.waves)))
-	for _, w := range p.waves {
-		ops(w)
+	b = binary.AppendUvarint(b, uint64(len(p.units)))
+	for _, u := range p.units {
+		ops(u)
 	}
-	ops(p.rest)
 	return b
 }
 
@@ -73,11 +71,10 @@ func unmarshalPlan(data []byte) (*plan, error) {
 	for i := range p.pre {
 		p.pre[i] = d.index(len(p.bases))
 	}
-	p.waves = make([][]op, d.count())
-	for i := range p.waves {
-		p.waves[i] = d.ops(len(p.bases))
+	p.units = make([][]op, d.count())
+	for i := range p.units {
+		p.units[i] = d.ops(len(p.bases))
 	}
-	p.rest = d.ops(len(p.bases))
 	if d.bad || d.i != len(s) {
 		return nil, fmt.Errorf("%w: corrupt at byte %d", errPlan, d.i)
 	}

@@ -28,16 +28,24 @@ type op struct {
 // rocectl holds a directory open (a nic.Dir) and opens names below it: the
 // list shows the directory as the dirfd of later calls, and, usually, the
 // openat2 that opened it, whose -y result is that same path. That open is
-// replayed first and its descriptor kept (keep), so the replay makes the
-// same number of opens as the list; a base no call of the list produced
-// (the snapshot root, which rocectl opens with openat) is opened by its
-// path before the replay. Bases opened below other bases come in waves,
-// each after the one its dirfd belongs to.
+// replayed in its place and its descriptor kept (keep), so the replay
+// makes the same number of opens as the list; a base no call of the list
+// produced (the snapshot root, which rocectl opens with openat) is opened
+// by its path before the replay.
+//
+// rocectl holds a directory only for one burst of reads (a port's
+// discovery, its GID search, its observation) and closes it after: a
+// process that holds more descriptors than its table has room for (64 at
+// first) waits for an RCU grace period each time the kernel grows the
+// table (expand_fdtable), 10 to 20 ms on the bench machine. The replay
+// does the same: the calls below one held directory (and below the
+// directories opened below it), in list order from the open that made it,
+// are one unit, run on one goroutine, whose directories are closed when
+// it ends. Every other call is a unit of its own.
 type plan struct {
 	bases []string
 	pre   []int32 // bases opened by path first
-	waves [][]op  // the opens that make bases, wave k relative to bases of waves < k
-	rest  []op
+	units [][]op
 }
 
 func newPlan(calls []call) *plan {
@@ -75,54 +83,81 @@ func newPlan(calls []call) *plan {
 			maker[b] = i
 		}
 	}
-	// depth of a base: 0 when opened by path, else one more than the
-	// base its maker's open is relative to. A cycle (not possible from a
-	// real trace) falls back to opening by path.
-	depth := make([]int, len(p.bases))
-	const visiting = -2
-	for i := range depth {
-		depth[i] = -1
+	// top is the held directory a base's burst belongs to: the base itself
+	// when its maker opened it below a base opened by path, else its
+	// parent's; -1 for the bases opened by path. A maker that comes after
+	// a call below its base, or a cycle (neither possible in a real
+	// trace), falls back to opening the base by path.
+	first := make([]int, len(p.bases)) // the first call below each base
+	for i := range first {
+		first[i] = len(ops)
 	}
-	var depthOf func(b int32) int
-	depthOf = func(b int32) int {
-		switch depth[b] {
-		case -1:
+	for i, o := range ops {
+		if o.base >= 0 && first[o.base] > i {
+			first[o.base] = i
+		}
+	}
+	top := make([]int32, len(p.bases))
+	const unknown, visiting = -2, -3
+	for i := range top {
+		top[i] = unknown
+	}
+	var topOf func(b int32) int32
+	topOf = func(b int32) int32 {
+		switch top[b] {
+		case unknown:
 		case visiting:
-			return -1
+			return visiting
 		default:
-			return depth[b]
+			return top[b]
 		}
-		depth[b] = visiting
-		d := 0
-		if m := maker[b]; m >= 0 {
-			if pd := depthOf(ops[m].base); pd >= 0 {
-				d = pd + 1
-			} else {
+		top[b] = visiting
+		t := int32(-1)
+		if m := maker[b]; m >= 0 && m < first[b] {
+			switch pt := topOf(ops[m].base); pt {
+			case visiting:
 				maker[b] = -1
+			case -1:
+				t = b
+			default:
+				t = pt
 			}
+		} else {
+			maker[b] = -1
 		}
-		depth[b] = d
-		return d
+		top[b] = t
+		return t
 	}
 	for b := range p.bases {
-		if depthOf(int32(b)) == 0 {
+		if topOf(int32(b)) == -1 {
 			p.pre = append(p.pre, int32(b))
 		}
 	}
 	for b, m := range maker {
-		if m < 0 {
+		if m >= 0 {
+			ops[m].keep = int32(b)
+		}
+	}
+	unitOf := map[int32]int{}
+	for _, o := range ops {
+		t := int32(-1)
+		switch {
+		case o.keep >= 0:
+			t = top[o.keep]
+		case o.base >= 0:
+			t = top[o.base]
+		}
+		if t < 0 {
+			p.units = append(p.units, []op{o})
 			continue
 		}
-		ops[m].keep = int32(b)
-		for len(p.waves) < depth[b] {
-			p.waves = append(p.waves, nil)
+		u, ok := unitOf[t]
+		if !ok {
+			u = len(p.units)
+			unitOf[t] = u
+			p.units = append(p.units, nil)
 		}
-		p.waves[depth[b]-1] = append(p.waves[depth[b]-1], ops[m])
-	}
-	for _, o := range ops {
-		if o.keep < 0 {
-			p.rest = append(p.rest, o)
-		}
+		p.units[u] = append(p.units[u], o)
 	}
 	return p
 }
@@ -152,11 +187,11 @@ func (c *counts) add(d *counts) {
 
 func (c *counts) calls() int { return c.opens + c.fstat + c.read + c.getdents + c.close }
 
-// replay makes the plan's calls: the bases by path, then the waves, then
-// the rest, each wave and the rest spread over GOMAXPROCS goroutines as
-// rocectl spreads its ports over the CPUs. It returns an error when an
-// open succeeds or fails other than the list says: the tree is not the
-// one traced, and the calls would not be the same.
+// replay makes the plan's calls: the bases by path, then the units,
+// spread over GOMAXPROCS goroutines as rocectl spreads its ports over the
+// CPUs. It returns an error when an open succeeds or fails other than the
+// list says: the tree is not the one traced, and the calls would not be
+// the same.
 func (p *plan) replay() (counts, error) {
 	var total counts
 	fds := make([]int, len(p.bases))
@@ -169,23 +204,20 @@ func (p *plan) replay() (counts, error) {
 		total.opens++
 	}
 	r := runner{fds: fds}
-	for _, w := range p.waves {
-		r.run(w, &total)
-	}
-	r.run(p.rest, &total)
+	r.run(p.units, &total)
 	return total, errors.Join(r.errs...)
 }
 
 type runner struct {
-	fds  []int
+	fds  []int // a unit's held directories are written and read by its goroutine only
 	mu   sync.Mutex
 	errs []error
 }
 
-// run makes ops on GOMAXPROCS goroutines, each taking the next few ops in
-// turn, and waits for them.
-func (r *runner) run(ops []op, total *counts) {
-	const chunk = 8
+// run makes units on GOMAXPROCS goroutines, each taking the next unit in
+// turn, and waits for them. A unit's held directories are closed when it
+// ends.
+func (r *runner) run(units [][]op, total *counts) {
 	var next atomic.Int64
 	n := runtime.GOMAXPROCS(0)
 	per := make([]counts, n)
@@ -195,13 +227,21 @@ func (r *runner) run(ops []op, total *counts) {
 			c := &per[w]
 			buf := make([]byte, 4096)
 			dents := make([]byte, 8192)
+			var held []int32
 			for {
-				i := int(next.Add(chunk)) - chunk
-				if i >= len(ops) {
+				i := int(next.Add(1)) - 1
+				if i >= len(units) {
 					return
 				}
-				for _, o := range ops[i:min(i+chunk, len(ops))] {
-					r.one(&o, c, buf, dents)
+				held = held[:0]
+				for _, o := range units[i] {
+					if r.one(&o, c, buf, dents) {
+						held = append(held, o.keep)
+					}
+				}
+				for _, b := range held {
+					unix.Close(r.fds[b])
+					c.close++
 				}
 			}
 		})
@@ -212,7 +252,8 @@ func (r *runner) run(ops []op, total *counts) {
 	}
 }
 
-func (r *runner) one(o *op, c *counts, buf, dents []byte) {
+// one makes o; it says whether it kept the descriptor (o.keep).
+func (r *runner) one(o *op, c *counts, buf, dents []byte) (kept bool) {
 	var fd int
 	var err error
 	if o.kind == kindList {
@@ -227,7 +268,7 @@ func (r *runner) one(o *op, c *counts, buf, dents []byte) {
 		if o.want == opened {
 			r.fail(fmt.Errorf("line %d: open %s: %v; the list has it opened", o.line, o.rel, err))
 		}
-		return
+		return false
 	}
 	if o.want == failed {
 		r.fail(fmt.Errorf("line %d: open %s succeeded; the list has it fail with %s", o.line, o.rel, o.errno))
@@ -254,10 +295,11 @@ func (r *runner) one(o *op, c *counts, buf, dents []byte) {
 	}
 	if o.keep >= 0 {
 		r.fds[o.keep] = fd
-		return
+		return true
 	}
 	unix.Close(fd)
 	c.close++
+	return false
 }
 
 func (r *runner) fail(err error) {
