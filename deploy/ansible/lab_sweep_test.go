@@ -490,18 +490,31 @@ func checkLabSweep(t *testing.T, results string, hosts []*labSweepHost) {
 			t.Errorf("report: %s--%s pause occupancy %.3f; only %s pauses", p.A, p.B, p.PauseOccupancy, labPauseHost)
 		}
 	}
-	// The culprit: in both failed pairs, and in no fewer bad pairs than
-	// any other host (a healthy pair next to a failing one may come out
-	// "slow" on the guest's two CPUs and count for its hosts too).
-	most, failCount := 0, 0
-	for _, c := range sw.Common {
-		most = max(most, c.Pairs)
-		if c.Host == labFailHost {
-			failCount = c.Pairs
+	// The culprit: in both failed pairs, so among the hosts common to the
+	// bad pairs, and in more failed or error pairs than any other host.
+	// Not "in the most bad pairs": bad counts "slow" too, and two pairs
+	// share the guest's two emulated CPUs as the scheduler decides (one
+	// CI run had h1--h4 at 0.097 Gb/s beside h2--h3 at 0.041), so a
+	// healthy host's pairs may come out slow, and count for it, on a busy
+	// build machine. Which pairs fail is the pulled cable's doing alone.
+	failedPairs := map[string]int{}
+	for _, p := range sw.Pairs {
+		if p.State == "error" || p.State == "failed" {
+			failedPairs[p.A]++
+			failedPairs[p.B]++
 		}
 	}
-	if failCount < 2 || failCount < most {
-		t.Errorf("report: hosts common to the bad pairs %+v, want %s with the most", sw.Common, labFailHost)
+	for h, n := range failedPairs {
+		if h != labFailHost && n >= failedPairs[labFailHost] {
+			t.Errorf("report: %s in %d failed or error pairs, %s in %d; want %s in the most", h, n, labFailHost, failedPairs[labFailHost], labFailHost)
+		}
+	}
+	named := false
+	for _, c := range sw.Common {
+		named = named || (c.Host == labFailHost && c.Pairs >= 2)
+	}
+	if !named {
+		t.Errorf("report: hosts common to the bad pairs %+v, want %s in at least 2", sw.Common, labFailHost)
 	}
 	text, err := os.ReadFile(filepath.Join(results, "report.txt"))
 	if err != nil {
