@@ -1,31 +1,15 @@
 package host_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/fdtest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
-
-// descriptorsUnder counts this process's descriptors that lead below dir.
-func descriptorsUnder(t *testing.T, dir string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
-			n++
-		}
-	}
-	return n
-}
 
 // Observe holds each port's ECN directory open while it reads the port
 // (ECN.Held) and closes it after: planning every fixture host leaves no
@@ -48,7 +32,7 @@ func TestPlanLeavesNoDescriptorOpen(t *testing.T) {
 		}
 		h := &host.Host{FS: s.FS(), K: s.Kernel(), NotCaptured: s.Meta.NotCaptured}
 		sys := h.FS.Root() + "/sys"
-		before := descriptorsUnder(t, sys)
+		before := fdtest.Under(t, sys)
 		d := policy.Resolve(p, h.Ports(h.Discover(), false))
 		o := h.Observe(d)
 		for k := range o.Values {
@@ -57,7 +41,7 @@ func TestPlanLeavesNoDescriptorOpen(t *testing.T) {
 			}
 		}
 		h.Plan(d)
-		if n := descriptorsUnder(t, sys); n != before {
+		if n := fdtest.Under(t, sys); n != before {
 			t.Errorf("%s: %d descriptors open below sys after planning, %d before", filepath.Base(dir), n, before)
 		}
 	}

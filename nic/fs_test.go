@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rocectl/rocectl/internal/fdtest"
 )
 
 // ReadString stops after a read that does not fill its 4 KiB buffer; files
@@ -162,24 +164,6 @@ func TestDir(t *testing.T) {
 	}
 }
 
-// openDescriptors counts this process's open descriptors that lead
-// below dir (absolute, symlinks resolved): descriptors of earlier tests'
-// trees, which their Dirs' cleanups may close at any moment, do not count.
-func openDescriptors(t *testing.T, dir string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
-			n++
-		}
-	}
-	return n
-}
-
 // TestDirClose: a closed Dir (and its copies) reads on from the root,
 // through the resolved path when something asked for it before, and
 // holds no descriptor; reads racing with Close read either way. A
@@ -188,7 +172,7 @@ func TestDirClose(t *testing.T) {
 	root := symlinkTree(t)
 	for _, fs := range bothResolvers(t, root) {
 		sys := fs.Root() + "/sys"
-		before := openDescriptors(t, sys)
+		before := fdtest.Under(t, sys)
 		asked := fs.Dir("/sys/class/net/eth0")
 		asked.Resolved()
 		unasked := fs.Dir("/sys/class/net/eth0")
@@ -210,7 +194,7 @@ func TestDirClose(t *testing.T) {
 		unasked.Close()
 		unasked.Close() // twice: nothing
 		wg.Wait()
-		if n := openDescriptors(t, sys); n != before {
+		if n := fdtest.Under(t, sys); n != before {
 			t.Errorf("%s: %d descriptors open after Close, %d before", resolver(fs), n, before)
 		}
 		for _, d := range []Dir{asked, unasked, copied, path} {

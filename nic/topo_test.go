@@ -2,12 +2,11 @@ package nic_test
 
 import (
 	"log/slog"
-	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/internal/fdtest"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/port"
@@ -85,24 +84,6 @@ func TestDiscoverPlainPortsArePFs(t *testing.T) {
 	}
 }
 
-// openDescriptors counts this process's open descriptors that lead
-// below dir (absolute, symlinks resolved): descriptors of earlier tests'
-// trees, which their Dirs' cleanups may close at any moment, do not count.
-func openDescriptors(t *testing.T, dir string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
-			n++
-		}
-	}
-	return n
-}
-
 // Discovery, the GID search and ECN's reads close every directory they
 // open: a process that holds more descriptors than its table has room
 // for (64 at first) waits for an RCU grace period each time the kernel
@@ -120,7 +101,7 @@ func TestPassesLeaveNoDescriptorOpen(t *testing.T) {
 		}
 		fs := s.FS()
 		sys := fs.Root() + "/sys"
-		before := openDescriptors(t, sys)
+		before := fdtest.Under(t, sys)
 		inv := nic.Discover(fs, s.Kernel(), slog.New(slog.DiscardHandler))
 		for _, p := range inv.Ports {
 			ports++
@@ -132,7 +113,7 @@ func TestPassesLeaveNoDescriptorOpen(t *testing.T) {
 				e.Enabled("rp", 3)
 			}
 		}
-		if n := openDescriptors(t, sys); n != before {
+		if n := fdtest.Under(t, sys); n != before {
 			t.Errorf("%s: %d descriptors open after the passes, %d before", h, n, before)
 		}
 	}
