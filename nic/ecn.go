@@ -53,16 +53,22 @@ type ECN struct {
 	fs   FS
 	Kind ECNKind
 	base string // directory holding roce_rp/roce_np (OFED) or cc_params (upstream)
-	// rd reads below base through its resolved path: an audit reads ~20
-	// files per port here, and under /sys/class/net/<if>/ each open
-	// would walk the netdev's symlink again. It holds no descriptor (a
-	// PathDir): an ECN lives as long as its host's observation, one per
-	// port. Writes keep to base.
-	rd Dir
+	// held, in an ECN that Held returned, is base held open: reads walk
+	// only the names below it. nil: reads open base/<name> from the root.
+	// Writes keep to base.
+	held *Dir
 }
 
 func newECN(fs FS, kind ECNKind, base string) *ECN {
-	return &ECN{fs: fs, Kind: kind, base: base, rd: fs.PathDir(base)}
+	return &ECN{fs: fs, Kind: kind, base: base}
+}
+
+// read reads the attribute rel below base.
+func (e *ECN) read(rel string) (string, error) {
+	if e.held != nil {
+		return e.held.ReadTrimmed(rel)
+	}
+	return e.fs.ReadTrimmed(e.base + "/" + rel)
 }
 
 // OpenECN finds the ECN interface of a port. The error wraps ErrUnsupported
@@ -96,21 +102,26 @@ func OpenECN(fs FS, p port.Port) (*ECN, error) {
 // descriptor table (Dir.Close).
 func (e *ECN) Held() *ECN {
 	c := *e
-	c.rd = e.fs.Dir(e.base)
+	d := e.fs.Dir(e.base)
+	c.held = &d
 	return &c
 }
 
 // Close releases the directory Held holds; for any other ECN it does
 // nothing.
-func (e *ECN) Close() { e.rd.Close() }
+func (e *ECN) Close() {
+	if e.held != nil {
+		e.held.Close()
+	}
+}
 
-// On returns the same interface reached through fs: what OpenECN probed
-// holds for every FS value on the same root, so a caller may probe once
-// and keep the answer.
+// On returns the same interface reached through fs, not held: what
+// OpenECN probed holds for every FS value on the same root, so a caller
+// may probe once and keep the answer.
 func (e *ECN) On(fs FS) *ECN {
 	c := *e
 	c.fs = fs
-	c.rd.fs = fs
+	c.held = nil
 	return &c
 }
 
@@ -129,8 +140,23 @@ func (e *ECN) enablePath(dir string, prio int) (string, error) {
 	case ECNBnxt:
 		return "", Unsupportedf("bnxt_re has one port-wide ecn_enable in configfs, not a per-priority enable")
 	}
-	return fmt.Sprintf("roce_%s/enable/%d", dir, prio), nil
+	if prio >= 0 && prio < 8 {
+		switch dir {
+		case "rp":
+			return rpEnable[prio], nil
+		case "np":
+			return npEnable[prio], nil
+		}
+	}
+	return "roce_" + dir + "/enable/" + strconv.Itoa(prio), nil
 }
+
+// The enable files of the eight priorities, spelled out rather than
+// formatted for each of an audit's thousand reads of them.
+var (
+	rpEnable = [8]string{"roce_rp/enable/0", "roce_rp/enable/1", "roce_rp/enable/2", "roce_rp/enable/3", "roce_rp/enable/4", "roce_rp/enable/5", "roce_rp/enable/6", "roce_rp/enable/7"}
+	npEnable = [8]string{"roce_np/enable/0", "roce_np/enable/1", "roce_np/enable/2", "roce_np/enable/3", "roce_np/enable/4", "roce_np/enable/5", "roce_np/enable/6", "roce_np/enable/7"}
+)
 
 // Enabled reads roce_{rp,np}/enable/<prio>.
 func (e *ECN) Enabled(dir string, prio int) (bool, error) {
@@ -138,7 +164,7 @@ func (e *ECN) Enabled(dir string, prio int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s, err := e.rd.ReadTrimmed(p)
+	s, err := e.read(p)
 	if err != nil {
 		return false, err
 	}
@@ -161,44 +187,44 @@ func (e *ECN) SetEnabled(dir string, prio int, on bool) error {
 }
 
 // paramPaths are where a parameter may be, relative to e.base, in the
-// order to try; the error
-// says when the interface has no such parameter at all. name is the OFED
-// name (rpg_ai_rate, cnp_dscp), upstream the debugfs one (rp_ai_rate,
+// order to try (second is "" when there is one place); the error says
+// when the interface has no such parameter at all. name is the OFED name
+// (rpg_ai_rate, cnp_dscp), upstream the debugfs one (rp_ai_rate,
 // np_cnp_dscp); "" when the parameter has no upstream equivalent. Callers
 // try the paths directly instead of probing them first: a missing file
 // costs one failed open, and every present one a stat less.
-func (e *ECN) paramPaths(dir, name, upstream string) ([]string, error) {
+func (e *ECN) paramPaths(dir, name, upstream string) (first, second string, err error) {
 	switch e.Kind {
 	case ECNOFED:
 		// The driver creates parameters directly under roce_rp/; NVIDIA's
 		// docs show roce_rp/params/. Try both.
-		return []string{
-			fmt.Sprintf("roce_%s/%s", dir, name),
-			fmt.Sprintf("roce_%s/params/%s", dir, name),
-		}, nil
+		return "roce_" + dir + "/" + name, "roce_" + dir + "/params/" + name, nil
 	case ECNBnxt:
 		attr, ok := bnxtParams[name]
 		if !ok {
-			return nil, Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
+			return "", "", Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
 		}
-		return []string{attr}, nil
+		return attr, "", nil
 	case ECNUpstreamMlx5:
 		if upstream == "" {
-			return nil, Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
+			return "", "", Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
 		}
-		return []string{upstream}, nil
+		return upstream, "", nil
 	}
-	return nil, Unsupportedf("no ECN interface")
+	return "", "", Unsupportedf("no ECN interface")
 }
 
 // onParam runs op on the first of the parameter's paths (relative to
 // e.base) that exists.
 func (e *ECN) onParam(dir, name, upstream string, op func(path string) error) error {
-	paths, err := e.paramPaths(dir, name, upstream)
+	first, second, err := e.paramPaths(dir, name, upstream)
 	if err != nil {
 		return err
 	}
-	for _, p := range paths {
+	for _, p := range [2]string{first, second} {
+		if p == "" {
+			break
+		}
 		if err := op(p); !isNotExist(err) {
 			return err
 		}
@@ -209,14 +235,14 @@ func (e *ECN) onParam(dir, name, upstream string, op func(path string) error) er
 	case ECNUpstreamMlx5:
 		return Unsupportedf("cc_params/%s is absent (needs a firmware capability)", upstream)
 	}
-	return Unsupportedf("%s/%s is absent", e.base, paths[0])
+	return Unsupportedf("%s/%s is absent", e.base, first)
 }
 
 // Param reads a DCQCN parameter.
 func (e *ECN) Param(dir, name, upstream string) (int64, error) {
 	var s string
 	err := e.onParam(dir, name, upstream, func(p string) (err error) {
-		s, err = e.rd.ReadTrimmed(p)
+		s, err = e.read(p)
 		return err
 	})
 	if err != nil {
