@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -116,16 +117,22 @@ func (f FS) Path(p string) string {
 // fcntls and a (failing) netpoller registration to every file, which
 // costs a host's thousands of one-line attribute reads dearly.
 func (f FS) ReadString(p string) (string, error) {
-	b, err := f.readFile(p, p)
+	var buf [attrBuf]byte
+	b, err := f.readWith(where{rel: p}, buf[:0])
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(string(b), "\n"), nil
+	return string(bytes.TrimSuffix(b, []byte("\n"))), nil
 }
+
+// attrBuf is the stack buffer a one-line attribute is read into before it
+// becomes a string: sysfs values are a few bytes, GIDs 39; longer files
+// grow it on the heap.
+const attrBuf = 128
 
 // ReadFile reads the regular file p whole (inside the root, with the
 // deadline): files that are not attributes, as the NCCL config file.
-func (f FS) ReadFile(p string) ([]byte, error) { return f.readFile(p, p) }
+func (f FS) ReadFile(p string) ([]byte, error) { return f.readWith(where{rel: p}, nil) }
 
 // Confined is the machine path of p for the few writers that must use
 // package os (the NCCL file's atomic replacement: temp file, fsync,
@@ -141,77 +148,112 @@ func (f FS) Confined(p string) (string, error) {
 	return filepath.Join(f.Root(), real, name), nil
 }
 
-// readFile reads the attribute p; errors name asked (the path as the
-// caller knows it).
-func (f FS) readFile(p, asked string) ([]byte, error) {
-	return f.readWith(asked, func(flags int) (int, error) { return f.dir.open(p, flags) })
+// where is the file a read or listing opens: rel below the Dir d when in
+// is set (a Dir's reads), else the host path rel from the root (an FS's).
+// Errors name asked(), which is made only for them.
+type where struct {
+	d   Dir
+	in  bool
+	rel string
 }
 
-// readWith reads a whole attribute that open opens.
-func (f FS) readWith(asked string, open func(flags int) (int, error)) ([]byte, error) {
+func (w where) open(fs FS, flags int) (int, error) {
+	if w.in {
+		return w.d.openRel(w.rel, flags)
+	}
+	return fs.dir.open(w.rel, flags)
+}
+
+func (w where) asked() string {
+	if w.in {
+		return w.d.path + "/" + w.rel
+	}
+	return w.rel
+}
+
+// readWith reads the whole attribute w. Without a deadline it reads here,
+// into buf's free capacity when the value fits (a caller's stack buffer),
+// without the closures a deadline's goroutine needs: they cost each of a
+// snapshot's thousands of reads four allocations. With one, the
+// goroutine reads into a buffer of its own (buf would escape with it).
+func (f FS) readWith(w where, buf []byte) ([]byte, error) {
+	if f.timeout <= 0 {
+		return f.readAttr(w, buf)
+	}
 	var out []byte
-	err := f.withDeadline("read", asked, func() error {
-		fd, err := f.openAttr(asked, unix.O_RDONLY, open)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		var buf [4096]byte
-		for {
-			n, err := retryEINTR(func() (int, error) { return unix.Read(fd, buf[:]) })
-			if err != nil {
-				return &os.PathError{Op: "read", Path: f.Path(asked), Err: err}
-			}
-			out = append(out, buf[:n]...)
-			// A read that leaves the buffer part empty has reached the
-			// end: sysfs, configfs and debugfs attributes hand over their
-			// whole value in the first read, and regular files read short
-			// only at EOF. That spares the second read(2) that would
-			// return 0.
-			if n < len(buf) {
-				return nil
-			}
-		}
+	err := f.withDeadline("read", w.asked(), func() error {
+		var err error
+		out, err = f.readAttr(w, nil)
+		return err
 	})
 	return out, err
 }
 
+// readAttr opens w as an attribute (a regular file), reads it whole into
+// buf and closes it.
+func (f FS) readAttr(w where, buf []byte) ([]byte, error) {
+	fd, err := f.openAttr(w, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(512, cap(buf)))
+		}
+		free := buf[len(buf):cap(buf)]
+		n, err := retryEINTR(func() (int, error) { return unix.Read(fd, free) })
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: f.Path(w.asked()), Err: err}
+		}
+		buf = buf[:len(buf)+n]
+		// A read that leaves the buffer part empty has reached the
+		// end: sysfs, configfs and debugfs attributes hand over their
+		// whole value in the first read, and regular files read short
+		// only at EOF. That spares the second read(2) that would
+		// return 0.
+		if n < len(free) {
+			return buf, nil
+		}
+	}
+}
+
 // openFile opens the attribute p (flags O_RDONLY or O_WRONLY|O_TRUNC) and
 // refuses anything but a regular file.
-func (f FS) openFile(p, asked string, flags int) (int, error) {
-	return f.openAttr(asked, flags, func(flags int) (int, error) { return f.dir.open(p, flags) })
+func (f FS) openFile(p string, flags int) (int, error) {
+	return f.openAttr(where{rel: p}, flags)
 }
 
 // openAttr opens an attribute with open and refuses anything but a
 // regular file. O_NONBLOCK keeps the open itself from waiting for a
 // FIFO's other end; regular files ignore it.
-func (f FS) openAttr(asked string, flags int, open func(flags int) (int, error)) (int, error) {
-	fd, err := open(flags | unix.O_NONBLOCK)
+func (f FS) openAttr(w where, flags int) (int, error) {
+	fd, err := w.open(f, flags|unix.O_NONBLOCK)
 	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
-		if kind := kindOf(open); kind != "" {
+		if kind := kindOf(f, w); kind != "" {
 			err = notRegular(kind)
 		}
 	}
 	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
+		return -1, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
+		return -1, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, &os.PathError{Op: "open", Path: f.Path(asked), Err: notRegular(fileKind(st.Mode))}
+		return -1, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: notRegular(fileKind(st.Mode))}
 	}
 	return fd, nil
 }
 
 func notRegular(kind string) error { return fmt.Errorf("%w: it is a %s", ErrNotRegular, kind) }
 
-// kindOf names the type of what open opens, "" when it cannot tell.
-func kindOf(open func(flags int) (int, error)) string {
-	fd, err := open(unix.O_PATH)
+// kindOf names the type of w, "" when it cannot tell.
+func kindOf(f FS, w where) string {
+	fd, err := w.open(f, unix.O_PATH)
 	if err != nil {
 		return ""
 	}
@@ -273,7 +315,7 @@ func (f FS) WriteString(p, s string) error {
 	return f.withDeadline("write", p, func() error {
 		// Plain system calls, as in ReadString; one write(2), as echo
 		// does: attribute files take their value in a single write.
-		fd, err := f.openFile(p, p, unix.O_WRONLY|unix.O_TRUNC)
+		fd, err := f.openFile(p, unix.O_WRONLY|unix.O_TRUNC)
 		if err != nil {
 			return err
 		}
@@ -335,34 +377,26 @@ func (f FS) Rmdir(p string) error {
 
 // ReadDir lists the names in a directory, sorted.
 func (f FS) ReadDir(p string) ([]string, error) {
-	return f.readDirWith(p, func(flags int) (int, error) { return f.dir.open(p, flags) }, nil)
+	return f.readDirWith(where{rel: p}, nil)
 }
 
-// readDirWith lists the directory open opens, sorted; asked names it in
-// errors. keep, when not nil, says by its type (unix.DT_*) whether to
-// list an entry. It reads with plain getdents64 calls, as ReadString
-// reads with plain reads: an os.File adds an fcntl, a poller check and a
-// finalizer to each of a host's hundreds of listings.
-func (f FS) readDirWith(asked string, open func(flags int) (int, error), keep func(typ uint8) bool) ([]string, error) {
+// readDirWith lists the directory w, sorted. keep, when not nil, says by
+// its type (unix.DT_*) whether to list an entry. It reads with plain
+// getdents64 calls, as ReadString reads with plain reads: an os.File adds
+// an fcntl, a poller check and a finalizer to each of a host's hundreds
+// of listings. Without a deadline it lists here, as readWith reads.
+func (f FS) readDirWith(w where, keep func(typ uint8) bool) ([]string, error) {
 	var names []string
-	err := f.withDeadline("readdir", asked, func() error {
-		fd, err := open(unix.O_RDONLY | unix.O_DIRECTORY)
-		if err != nil {
-			return &os.PathError{Op: "open", Path: f.Path(asked), Err: err}
-		}
-		defer unix.Close(fd)
-		var buf [8192]byte
-		for {
-			n, err := retryEINTR(func() (int, error) { return unix.Getdents(fd, buf[:]) })
-			if err != nil {
-				return &os.PathError{Op: "readdirent", Path: f.Path(asked), Err: err}
-			}
-			if n <= 0 {
-				return nil
-			}
-			names = direntNames(fd, buf[:n], names, keep)
-		}
-	})
+	var err error
+	if f.timeout <= 0 {
+		names, err = f.listDir(w, keep)
+	} else {
+		err = f.withDeadline("readdir", w.asked(), func() error {
+			var err error
+			names, err = f.listDir(w, keep)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -371,6 +405,27 @@ func (f FS) readDirWith(asked string, open func(flags int) (int, error), keep fu
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// listDir opens the directory w and returns the names keep keeps.
+func (f FS) listDir(w where, keep func(typ uint8) bool) ([]string, error) {
+	fd, err := w.open(f, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: err}
+	}
+	defer unix.Close(fd)
+	var names []string
+	var buf [8192]byte
+	for {
+		n, err := retryEINTR(func() (int, error) { return unix.Getdents(fd, buf[:]) })
+		if err != nil {
+			return nil, &os.PathError{Op: "readdirent", Path: f.Path(w.asked()), Err: err}
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		names = direntNames(fd, buf[:n], names, keep)
+	}
 }
 
 // direntNames appends the names of the getdents64 records in buf, read
@@ -508,7 +563,7 @@ type Dir struct {
 	fs   FS
 	path string // as asked for, for errors
 	// real is, for a Dir not held, the host path its reads go through:
-	// where the walk resolved path to (kernels without openat2, PathDir),
+	// where the walk resolved path to (kernels without openat2),
 	// or path itself when it did not resolve. A held Dir's is its
 	// handle's.
 	real  string
@@ -529,17 +584,7 @@ type dirHandle struct {
 
 // Dir resolves p. A p that does not resolve (absent, outside the root)
 // gives a Dir that reads through p itself, with the errors that brings.
-func (f FS) Dir(p string) Dir { return f.dirAt(p, true) }
-
-// PathDir is a Dir that holds no descriptor: p is resolved once, and each
-// read opens the name from the root through the resolved path, which
-// spares the symlink walks of the path as asked but not the walk from
-// the root. It is for directories kept for a whole pass, one per port
-// (ECN's): a descriptor held for each would grow the descriptor table
-// (see Close).
-func (f FS) PathDir(p string) Dir { return f.dirAt(p, false) }
-
-func (f FS) dirAt(p string, hold bool) Dir {
+func (f FS) Dir(p string) Dir {
 	d := Dir{fs: f, path: p, real: p}
 	var got Dir // written by the call, read only once it has returned
 	if f.withDeadline("resolve", p, func() error {
@@ -553,15 +598,6 @@ func (f FS) dirAt(p string, hold bool) Dir {
 			// the directory either. The walk said where it is.
 			unix.Close(fd)
 			got.real = "/" + walked
-			return nil
-		}
-		if !hold {
-			real, err := f.dir.realPath(fd, walked, p)
-			unix.Close(fd)
-			if err != nil {
-				return err
-			}
-			got.real = real
 			return nil
 		}
 		h := &dirHandle{fd: fd}
@@ -655,11 +691,12 @@ func (d Dir) openRel(rel string, flags int) (int, error) {
 
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
-	b, err := d.fs.readWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) })
+	var buf [attrBuf]byte
+	b, err := d.fs.readWith(where{d: d, in: true, rel: rel}, buf[:0])
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(string(b), "\n"), nil
+	return string(bytes.TrimSuffix(b, []byte("\n"))), nil
 }
 
 // ReadTrimmed reads d/rel as FS.ReadTrimmed does.
@@ -670,7 +707,7 @@ func (d Dir) ReadTrimmed(rel string) (string, error) {
 
 // ReadDir lists the names in d/rel ("." for d itself), sorted.
 func (d Dir) ReadDir(rel string) ([]string, error) {
-	return d.fs.readDirWith(d.path+"/"+rel, func(flags int) (int, error) { return d.openRel(rel, flags) }, nil)
+	return d.fs.readDirWith(where{d: d, in: true, rel: rel}, nil)
 }
 
 // Exists reports whether d/rel exists, as FS.Exists does.

@@ -32,8 +32,7 @@ func withRdmamapRoot[T any](fs FS, fn func() T) T {
 // directory cannot be listed.
 func RDMADevices(fs FS) []string {
 	const class = "/sys/class/infiniband"
-	devs, err := fs.readDirWith(class, func(flags int) (int, error) { return fs.dir.open(class, flags) },
-		func(typ uint8) bool { return typ != unix.DT_DIR })
+	devs, err := fs.readDirWith(where{rel: class}, func(typ uint8) bool { return typ != unix.DT_DIR })
 	if err != nil || len(devs) == 0 {
 		return nil
 	}
