@@ -345,11 +345,11 @@ func readDSCPMap(r *portReader, s policy.Setting, _ map[string]string) (string, 
 	if err != nil {
 		return "", false, err
 	}
-	want, err := policy.ParseDSCPMap(s.Value)
+	domain, err := policy.DSCPDomain(s.Value)
 	if err != nil {
 		return "", false, err
 	}
-	return formatDSCPDomain(st.Apps, want), true, nil
+	return formatDSCPDomain(st.Apps, &domain), true, nil
 }
 
 func readETS(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
@@ -444,22 +444,18 @@ func readBufferSize(r *portReader, s policy.Setting, _ map[string]string) (strin
 // formatDSCPDomain prints the host's DSCP APP entries for the DSCPs the
 // profile maps. A DSCP with several priorities (generic kernels allow it)
 // prints all of them, so it never compares equal to a single mapping.
-func formatDSCPDomain(apps []dcb.App, want map[int]int) string {
-	have := map[int][]int{}
-	for _, a := range apps {
-		if a.Selector != dcb.SelDSCP {
-			continue
-		}
-		if _, ok := want[int(a.Protocol)]; ok {
-			have[int(a.Protocol)] = append(have[int(a.Protocol)], int(a.Priority))
-		}
-	}
+func formatDSCPDomain(apps []dcb.App, domain *[64]bool) string {
 	single := map[int]int{}
 	var extra []string
-	for dscp, prios := range have {
-		single[dscp] = prios[0]
-		for _, p := range prios[1:] {
-			extra = append(extra, fmt.Sprintf("%d:%d", dscp, p))
+	for _, a := range apps {
+		if a.Selector != dcb.SelDSCP || a.Protocol >= 64 || !domain[a.Protocol] {
+			continue
+		}
+		dscp, prio := int(a.Protocol), int(a.Priority)
+		if _, seen := single[dscp]; seen {
+			extra = append(extra, strconv.Itoa(dscp)+":"+strconv.Itoa(prio))
+		} else {
+			single[dscp] = prio
 		}
 	}
 	s := policy.FormatDSCPMap(single)

@@ -280,6 +280,25 @@ func TestParseDSCPMapErrors(t *testing.T) {
 	}
 }
 
+// TestDSCPDomainIsParseDSCPMapsKeys: the domain a reader compares is
+// exactly the DSCPs ParseDSCPMap maps, and the same strings fail.
+func TestDSCPDomainIsParseDSCPMapsKeys(t *testing.T) {
+	for _, in := range []string{"", "(none)", "0-63:0", "0-7:0,8-15:1,26:3,48:6", "63:7", "5:1,5:2",
+		"64:1", "5-3:1", "x", "1:", "0-64:1", "0-7:0,,8:1"} {
+		m, perr := ParseDSCPMap(in)
+		d, derr := DSCPDomain(in)
+		if (perr == nil) != (derr == nil) {
+			t.Errorf("%q: ParseDSCPMap error %v, DSCPDomain error %v", in, perr, derr)
+			continue
+		}
+		for dscp := range 64 {
+			if _, ok := m[dscp]; ok != d[dscp] && perr == nil {
+				t.Errorf("%q: DSCP %d mapped %v, in the domain %v", in, dscp, ok, d[dscp])
+			}
+		}
+	}
+}
+
 // Every Format has a Parse that reads it back: backends compare what they
 // observe with the desired value as plain strings, so both directions must
 // agree exactly.

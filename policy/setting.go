@@ -243,14 +243,40 @@ func FormatDSCPMap(m map[int]int) string {
 // ParseDSCPMap reads FormatDSCPMap's output.
 func ParseDSCPMap(s string) (map[int]int, error) {
 	m := map[int]int{}
-	if s == "(none)" || s == "" {
-		return m, nil
+	err := eachDSCPRange(s, func(lo, hi, prio int) {
+		for d := lo; d <= hi; d++ {
+			m[d] = prio
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, part := range strings.Split(s, ",") {
+	return m, nil
+}
+
+// DSCPDomain is the set of DSCPs a FormatDSCPMap string maps: what
+// ParseDSCPMap's keys say, without the map, for a reader that compares
+// only those DSCPs (once per port of a host).
+func DSCPDomain(s string) (domain [64]bool, err error) {
+	err = eachDSCPRange(s, func(lo, hi, _ int) {
+		for d := lo; d <= hi; d++ {
+			domain[d] = true
+		}
+	})
+	return domain, err
+}
+
+// eachDSCPRange calls fn for each "lo-hi:prio" or "dscp:prio" of a
+// FormatDSCPMap string, in order; lo ≤ hi ≤ 63.
+func eachDSCPRange(s string, fn func(lo, hi, prio int)) error {
+	if s == "(none)" || s == "" {
+		return nil
+	}
+	for part := range strings.SplitSeq(s, ",") {
 		rng, prio, ok := strings.Cut(part, ":")
 		p, err := strconv.Atoi(prio)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("%q is not dscp:priority", part)
+			return fmt.Errorf("%q is not dscp:priority", part)
 		}
 		lo, hi, isRange := strings.Cut(rng, "-")
 		a, err1 := strconv.Atoi(lo)
@@ -260,13 +286,11 @@ func ParseDSCPMap(s string) (map[int]int, error) {
 			b, err2 = strconv.Atoi(hi)
 		}
 		if err1 != nil || err2 != nil || a > b || a < 0 || b > 63 {
-			return nil, fmt.Errorf("%q is not a DSCP range", rng)
+			return fmt.Errorf("%q is not a DSCP range", rng)
 		}
-		for d := a; d <= b; d++ {
-			m[d] = p
-		}
+		fn(a, b, p)
 	}
-	return m, nil
+	return nil
 }
 
 // FormatStorm prints the pfc-prevention-tout tunable: "off", "auto" or "<n>ms".
