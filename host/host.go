@@ -155,6 +155,7 @@ func mergeObserved(parts []*policy.Observed) *policy.Observed {
 // host settings. A LAG whose slaves hold different values gets a note.
 func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *policy.Observed {
 	o := policy.NewObserved()
+	o.Values = make(map[string]string, len(settings)) // most settings have a value
 	// One port's settings (its slaves' too): the readers hold what they
 	// open only until the port is read.
 	readers := h.portReadersHeld()

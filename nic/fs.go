@@ -586,31 +586,45 @@ type dirHandle struct {
 // gives a Dir that reads through p itself, with the errors that brings.
 func (f FS) Dir(p string) Dir {
 	d := Dir{fs: f, path: p, real: p}
-	var got Dir // written by the call, read only once it has returned
-	if f.withDeadline("resolve", p, func() error {
-		fd, walked, err := f.dir.openResolved(p, unix.O_PATH|unix.O_DIRECTORY)
-		if err != nil {
+	var got Dir
+	var err error
+	if f.timeout <= 0 {
+		got, err = f.openDir(p)
+	} else {
+		// got is written by the call, read only once it has returned.
+		err = f.withDeadline("resolve", p, func() error {
+			var err error
+			got, err = f.openDir(p)
 			return err
-		}
-		got.found = true
-		if walked != "" || f.dir.noOpenat2.Load() {
-			// No openat2: relative opens could not be confined below
-			// the directory either. The walk said where it is.
-			unix.Close(fd)
-			got.real = "/" + walked
-			return nil
-		}
-		h := &dirHandle{fd: fd}
-		h.cleanup = runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
-		got.open = h
-		return nil
-	}) == nil {
+		})
+	}
+	if err == nil {
 		d.found, d.open = true, got.open
 		if got.open == nil {
 			d.real = got.real
 		}
 	}
 	return d
+}
+
+// openDir resolves p for Dir: the directory held open, or, without
+// openat2, where the walk led.
+func (f FS) openDir(p string) (got Dir, err error) {
+	fd, walked, err := f.dir.openResolved(p, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return got, err
+	}
+	if walked != "" || f.dir.noOpenat2.Load() {
+		// No openat2: relative opens could not be confined below
+		// the directory either. The walk said where it is.
+		unix.Close(fd)
+		got.real = "/" + walked
+		return got, nil
+	}
+	h := &dirHandle{fd: fd}
+	h.cleanup = runtime.AddCleanup(h, func(fd int) { unix.Close(fd) }, fd)
+	got.open = h
+	return got, nil
 }
 
 // Close releases the directory's descriptor now. A process starts with
