@@ -178,10 +178,15 @@ var factKeys = map[string]Kind{
 	"rocectl_peer_doc":   KindPeer,
 }
 
+// sweepRecordsKey holds a list of rack sweep records: the playbook writes
+// one file per round with every end's record in it (sweep_round.yml).
+// A file with one record alone, as earlier playbooks wrote, is read too.
+const sweepRecordsKey = "rocectl_sweep_records"
+
 // Parse reads the document(s) in one file's bytes. name is the file's
 // path: a document without a host is named after the file (hostFromFile).
-// A fact cache
-// file yields one document per rocectl fact in it.
+// A fact cache file yields one document per rocectl fact in it, a sweep
+// round's file one per record.
 func Parse(name string, data []byte) ([]Doc, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
@@ -190,6 +195,21 @@ func Parse(name string, data []byte) ([]Doc, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if v, ok := top[sweepRecordsKey]; ok {
+		var recs []json.RawMessage
+		if err := json.Unmarshal(v, &recs); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, sweepRecordsKey, err)
+		}
+		docs := make([]Doc, 0, len(recs))
+		for i, rec := range recs {
+			d, err := parseOne(name, rec, KindSweep)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s[%d]: %w", name, sweepRecordsKey, i, err)
+			}
+			docs = append(docs, d)
+		}
+		return docs, nil
 	}
 	var docs []Doc
 	for key, kind := range factKeys {

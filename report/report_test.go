@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -211,5 +213,53 @@ func TestSweepFailedPairSaysTheOtherEndsError(t *testing.T) {
 	want := []string{"h3: timed out after 20s", "h4: no RoCE v2 IPv4 GID on rxe44 port 1: configure an IPv4 address on eth3"}
 	if p == nil || p.State != PairFailed || strings.Join(p.Why, "\n") != strings.Join(want, "\n") {
 		t.Errorf("pair %+v, want failed with why %q", p, want)
+	}
+}
+
+// A round's file (the playbook's: every end's record of the round in
+// one list) gives the same documents and the same sweep as one file per
+// record; a record that does not parse is named by its place.
+func TestSweepRoundFileReadsAsItsRecords(t *testing.T) {
+	recs := []string{
+		`{"sweep": {"round": 1, "pair": ["h1", "h2"], "host": "h1", "peer": "h2", "role": "listen", "rc": 0, "timed_out": false, "elapsed_s": 1.5, "stderr": ""},
+		  "verify": {"ok": true, "mismatches": [], "traffic": [{"write_gbps": 90.5}]}}`,
+		`{"sweep": {"round": 1, "pair": ["h1", "h2"], "host": "h2", "peer": "h1", "role": "peer", "rc": 0, "timed_out": false, "elapsed_s": 1.2, "stderr": ""},
+		  "verify": {"ok": true, "mismatches": [], "traffic": [{"write_gbps": 90.5}]}}`,
+		`{"sweep": {"round": 1, "pair": ["h3", "h4"], "host": "h3", "peer": "h4", "role": "listen", "rc": 124, "timed_out": true, "elapsed_s": 20.1, "stderr": ""}, "verify": null}`,
+		`{"sweep": {"round": 1, "pair": ["h3", "h4"], "host": "h4", "peer": "h3", "role": "peer", "rc": 1, "timed_out": false, "elapsed_s": 0.4, "stderr": "rocectl: mlx5_0: no such device"}, "verify": null}`,
+	}
+	perRecord, round := t.TempDir(), t.TempDir()
+	for i, r := range recs {
+		if err := os.WriteFile(filepath.Join(perRecord, fmt.Sprintf("sweep.r1.%d.json", i)), []byte(r), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roundFile := filepath.Join(round, "sweep.r1.json")
+	if err := os.WriteFile(roundFile, []byte(`{"rocectl_sweep_records": [`+strings.Join(recs, ",")+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sweepOf := func(dir string) (*Sweep, int) {
+		docs, problems, err := Load([]string{dir})
+		if err != nil || len(problems) != 0 {
+			t.Fatalf("load %s: %v %v", dir, err, problems)
+		}
+		return Build(docs, problems, Options{Now: time.Unix(0, 0)}).Sweep, len(docs)
+	}
+	want, n := sweepOf(perRecord)
+	got, m := sweepOf(round)
+	if n != 4 || m != 4 {
+		t.Fatalf("%d documents from the records' files, %d from the round's file, want 4 and 4", n, m)
+	}
+	wj, _ := json.Marshal(want)
+	gj, _ := json.Marshal(got)
+	if !bytes.Equal(wj, gj) {
+		t.Errorf("the round's file gives another sweep:\n%s\nwant\n%s", gj, wj)
+	}
+	if c := got.Cell("h3", "h4"); c == nil || c.State != PairFailed {
+		t.Errorf("h3-h4: %+v, want failed", c)
+	}
+	bad := []byte(`{"rocectl_sweep_records": [` + recs[0] + `, {"sweep": {"round": "one"}}]}`)
+	if _, err := Parse(roundFile, bad); err == nil || !strings.Contains(err.Error(), "rocectl_sweep_records[1]") {
+		t.Errorf("a bad record: %v, want an error naming rocectl_sweep_records[1]", err)
 	}
 }

@@ -671,9 +671,9 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sweep failed: %v\n%s", err, out)
 	}
-	recs, _ := filepath.Glob(filepath.Join(results, "sweep.r*.json"))
-	if len(recs) != 12 {
-		t.Errorf("%d sweep records, want 12 (6 pairs, both ends):\n%s", len(recs), out)
+	rounds, _ := filepath.Glob(filepath.Join(results, "sweep.r*.json"))
+	if n := len(sweepRecords(t, rounds)); len(rounds) != 3 || n != 12 {
+		t.Errorf("%d sweep records in %d files, want 12 (6 pairs, both ends) in 3 (one per round):\n%s", n, len(rounds), out)
 	}
 	for r := 1; r <= 3; r++ {
 		if !regexp.MustCompile(fmt.Sprintf(`round %d: 2 pair\(s\) in parallel, [0-9.]+ s wall, slowest test [0-9.]+ s, playbook overhead [0-9.-]+ s`, r)).Match(out) {
@@ -718,4 +718,26 @@ func TestSweep(t *testing.T) {
 			t.Errorf("%d of h3's command lines have %q, want 1:\n%s", n, want, lines)
 		}
 	}
+}
+
+// sweepRecords reads the records of a sweep's round files (sweep_round.yml
+// writes one file per round, every end's record in its
+// rocectl_sweep_records list).
+func sweepRecords(t *testing.T, files []string) []json.RawMessage {
+	t.Helper()
+	var recs []json.RawMessage
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var round struct {
+			Records []json.RawMessage `json:"rocectl_sweep_records"`
+		}
+		if err := json.Unmarshal(b, &round); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		recs = append(recs, round.Records...)
+	}
+	return recs
 }

@@ -231,6 +231,7 @@ func sweepDirect(t *testing.T, results string, hosts []*labSweepHost) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		slowest := 0.0
+		var records []any // the round's, in one file as sweep_round.yml writes it
 		for _, pair := range pairs {
 			for role, h := range []*labSweepHost{by[pair[0]], by[pair[1]]} {
 				wg.Go(func() {
@@ -267,9 +268,8 @@ func sweepDirect(t *testing.T, results string, hosts []*labSweepHost) {
 						}
 					}
 					rec["verify"] = doc
-					b, _ := json.MarshalIndent(rec, "", "    ")
-					write(t, filepath.Join(results, fmt.Sprintf("sweep.r%d.%s--%s.%s.json", ri+1, pair[0], pair[1], h.name)), string(b))
 					mu.Lock()
+					records = append(records, rec)
 					slowest = max(slowest, elapsed)
 					mu.Unlock()
 
@@ -277,6 +277,8 @@ func sweepDirect(t *testing.T, results string, hosts []*labSweepHost) {
 			}
 		}
 		wg.Wait()
+		b, _ := json.MarshalIndent(map[string]any{"rocectl_sweep_records": records}, "", "    ")
+		write(t, filepath.Join(results, fmt.Sprintf("sweep.r%d.json", ri+1)), string(b))
 		wall := time.Since(start).Seconds()
 		t.Logf("round %d: %d pair(s) in parallel, %.2f s wall, slowest test %.2f s", ri+1, len(pairs), wall, slowest)
 	}
@@ -331,9 +333,9 @@ func sweepAnsible(t *testing.T, ap, dir, results, rocectl string, hosts []*labSw
 		"rocectl_sweep_connect_delay": 0,
 	})
 	write(t, filepath.Join(dir, "vars.json"), string(vars))
-	// Ansible under TCG: minutes (test/lab/README.md); run with
-	// LAB_GO_TIMEOUT=20m.
-	ctx, cancel := context.WithTimeout(context.Background(), 18*time.Minute)
+	// Ansible under TCG: about 3 minutes (test/lab/README.md); run with
+	// LAB_GO_TIMEOUT=10m.
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ap, "-i", filepath.Join(dir, "inventory.yml"), "sweep.yml", "-e", "@"+filepath.Join(dir, "vars.json"), "-f", strconv.Itoa(len(hosts)))
 	cmd.Dir = play
@@ -358,19 +360,16 @@ func checkLabSweep(t *testing.T, results string, hosts []*labSweepHost) {
 		by[h.name] = h
 	}
 	files, _ := filepath.Glob(filepath.Join(results, "sweep.r*.json"))
-	if len(files) != 12 {
-		t.Fatalf("%d sweep records, want 12 (6 pairs, both ends): %v", len(files), files)
+	raw := sweepRecords(t, files)
+	if len(files) != 3 || len(raw) != 12 {
+		t.Fatalf("%d sweep records in %d files, want 12 (6 pairs, both ends) in 3 (one per round): %v", len(raw), len(files), files)
 	}
 	recs := map[string]*labSweepRecord{} // by "round host"
 	pairs := map[[2]string]int{}         // unordered pair -> round
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, b := range raw {
 		var r labSweepRecord
 		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", f, err)
+			t.Fatalf("record %d: %v", i, err)
 		}
 		s := r.Sweep
 		k := fmt.Sprintf("%d %s", s.Round, s.Host)
