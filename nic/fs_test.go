@@ -8,27 +8,40 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rocectl/rocectl/internal/fdtest"
 )
 
-// ReadString stops after a read that does not fill its 4 KiB buffer; files
-// of a buffer's size and more must still come back whole.
+// A read stops after a read(2) that does not fill the buffer's free
+// part; files that fill it (the 128-byte stack buffer of a one-line
+// value, each size it grows to, a 4 KiB sysfs page) must still come back
+// whole, through an FS or a Dir, with a deadline or without.
 func TestReadStringWholeFileAtAnySize(t *testing.T) {
 	dir := t.TempDir()
-	fs := NewFS(dir, true)
-	for _, size := range []int{0, 1, 4095, 4096, 4097, 8192, 10000} {
-		data := bytes.Repeat([]byte("x"), size)
-		if size > 0 {
-			data[size-1] = '\n'
+	plain := NewFS(dir, true)
+	for _, fs := range []FS{plain, plain.WithTimeout(time.Minute)} {
+		d := fs.Dir("/")
+		for _, size := range []int{0, 1, 127, 128, 129, 511, 512, 513, 640, 641, 4095, 4096, 4097, 8192, 10000} {
+			data := bytes.Repeat([]byte("x"), size)
+			if size > 0 {
+				data[size-1] = '\n'
+			}
+			if err := os.WriteFile(filepath.Join(dir, "f"), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			want := string(bytes.TrimSuffix(data, []byte("\n")))
+			if got, err := fs.ReadString("/f"); err != nil || got != want {
+				t.Errorf("timeout %v: %d bytes: ReadString read %d bytes, %v", fs.timeout, size, len(got), err)
+			}
+			if got, err := d.ReadString("f"); err != nil || got != want {
+				t.Errorf("timeout %v: %d bytes: Dir.ReadString read %d bytes, %v", fs.timeout, size, len(got), err)
+			}
+			if got, err := fs.ReadFile("/f"); err != nil || !bytes.Equal(got, data) {
+				t.Errorf("timeout %v: %d bytes: ReadFile read %d bytes, %v", fs.timeout, size, len(got), err)
+			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, "f"), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got, err := fs.ReadString("/f")
-		if want := string(bytes.TrimSuffix(data, []byte("\n"))); err != nil || got != want {
-			t.Errorf("%d bytes: read %d bytes, %v", size, len(got), err)
-		}
+		d.Close()
 	}
 }
 
