@@ -108,7 +108,7 @@ test-all:
 	$(GO) vet ./...
 	$(GO) vet -tags "lab $(VERBS_TAGS)" ./...
 	$(MAKE) --no-print-directory test-unit
-	@echo "test: Soft-RoCE lab VM in $(LAB) (about 757 MB; a cold setup builds netdevsim: 0.5-1.5 minutes, then one boot running the Go lab tests, with the Ansible layer so that the rack sweep runs the real sweep.yml: 3-5 minutes)..."
+	@echo "test: Soft-RoCE lab VM in $(LAB) (about 757 MB; a cold setup builds netdevsim: 0.5-1.5 minutes, then one boot running the Go lab tests, with the Ansible layer so that the rack sweep runs the real sweep.yml: 5-7 minutes)..."
 	@# LAB_GO_TIMEOUT is each lab test binary's hang guard (-test.timeout).
 	@# With the Ansible layer, deploy/ansible's TestLabSweep runs the real
 	@# playbook under TCG: about 3 minutes since the playbook records a
