@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -189,31 +190,50 @@ func (f FS) readWith(w where, buf []byte) ([]byte, error) {
 	return out, err
 }
 
-// readAttr opens w as an attribute (a regular file), reads it whole into
-// buf and closes it.
+// readAttr opens w as an attribute (a regular file), reads it whole and
+// closes it. The first read(2) goes into buf's free part, a caller's small
+// stack buffer; a value that fills it is read again from the start, into
+// a page or more: sysfs makes an attribute's whole value at each read and
+// hands over the part at the file offset, so one read(2) of the whole
+// value is what sees one consistent value.
 func (f FS) readAttr(w where, buf []byte) ([]byte, error) {
 	fd, err := f.openAttr(w, unix.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, max(512, cap(buf)))
-		}
-		free := buf[len(buf):cap(buf)]
+	readErr := func(err error) error { return &os.PathError{Op: "read", Path: f.Path(w.asked()), Err: err} }
+	if free := buf[len(buf):cap(buf)]; len(free) > 0 {
 		n, err := retryEINTR(func() (int, error) { return unix.Read(fd, free) })
 		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: f.Path(w.asked()), Err: err}
+			return nil, readErr(err)
 		}
-		buf = buf[:len(buf)+n]
+		if n < len(free) {
+			return buf[:len(buf)+n], nil
+		}
+		if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+			return nil, readErr(err)
+		}
+	}
+	out := make([]byte, len(buf), len(buf)+4096)
+	copy(out, buf)
+	for {
+		if len(out) == cap(out) {
+			out = slices.Grow(out, len(out))
+		}
+		free := out[len(out):cap(out)]
+		n, err := retryEINTR(func() (int, error) { return unix.Read(fd, free) })
+		if err != nil {
+			return nil, readErr(err)
+		}
+		out = out[:len(out)+n]
 		// A read that leaves the buffer part empty has reached the
 		// end: sysfs, configfs and debugfs attributes hand over their
 		// whole value in the first read, and regular files read short
 		// only at EOF. That spares the second read(2) that would
 		// return 0.
 		if n < len(free) {
-			return buf, nil
+			return out, nil
 		}
 	}
 }
