@@ -117,9 +117,12 @@ func (f FS) Path(p string) string {
 // It reads with plain open/fstat/read/close system calls: os.Open adds
 // fcntls and a (failing) netpoller registration to every file, which
 // costs a host's thousands of one-line attribute reads dearly.
-func (f FS) ReadString(p string) (string, error) {
+func (f FS) ReadString(p string) (string, error) { return f.readString(where{rel: p}) }
+
+// readString is ReadString of w, for FS and Dir alike.
+func (f FS) readString(w where) (string, error) {
 	var buf [attrBuf]byte
-	b, err := f.readWith(where{rel: p}, buf[:0])
+	b, err := f.readWith(w, buf[:0])
 	if err != nil {
 		return "", err
 	}
@@ -250,7 +253,7 @@ func (f FS) openFile(p string, flags int) (int, error) {
 func (f FS) openAttr(w where, flags int) (int, error) {
 	fd, err := w.open(f, flags|unix.O_NONBLOCK)
 	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
-		if kind := kindOf(f, w); kind != "" {
+		if kind := f.kindOf(w); kind != "" {
 			err = notRegular(kind)
 		}
 	}
@@ -272,7 +275,7 @@ func (f FS) openAttr(w where, flags int) (int, error) {
 func notRegular(kind string) error { return fmt.Errorf("%w: it is a %s", ErrNotRegular, kind) }
 
 // kindOf names the type of w, "" when it cannot tell.
-func kindOf(f FS, w where) string {
+func (f FS) kindOf(w where) string {
 	fd, err := w.open(f, unix.O_PATH)
 	if err != nil {
 		return ""
@@ -285,22 +288,27 @@ func kindOf(f FS, w where) string {
 	return fileKind(st.Mode)
 }
 
+// fileTypes are the file types by their mode bits: the name errors give
+// them and the type getdents64 reports for them.
+var fileTypes = [...]struct {
+	mode uint32
+	name string
+	dt   uint8
+}{
+	{unix.S_IFREG, "regular file", unix.DT_REG},
+	{unix.S_IFDIR, "directory", unix.DT_DIR},
+	{unix.S_IFIFO, "FIFO", unix.DT_FIFO},
+	{unix.S_IFSOCK, "socket", unix.DT_SOCK},
+	{unix.S_IFCHR, "character device", unix.DT_CHR},
+	{unix.S_IFBLK, "block device", unix.DT_BLK},
+	{unix.S_IFLNK, "symlink", unix.DT_LNK},
+}
+
 func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return "regular file"
-	case unix.S_IFDIR:
-		return "directory"
-	case unix.S_IFIFO:
-		return "FIFO"
-	case unix.S_IFSOCK:
-		return "socket"
-	case unix.S_IFCHR:
-		return "character device"
-	case unix.S_IFBLK:
-		return "block device"
-	case unix.S_IFLNK:
-		return "symlink"
+	for _, t := range fileTypes {
+		if mode&unix.S_IFMT == t.mode {
+			return t.name
+		}
 	}
 	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
 }
@@ -312,9 +320,12 @@ func (f FS) ReadTrimmed(p string) (string, error) {
 }
 
 // Exists reports whether p exists (following symlinks, inside the root).
-func (f FS) Exists(p string) bool {
-	return f.withDeadline("stat", p, func() error {
-		fd, err := f.dir.open(p, unix.O_PATH)
+func (f FS) Exists(p string) bool { return f.exists(where{rel: p}) }
+
+// exists is Exists of w, for FS and Dir alike.
+func (f FS) exists(w where) bool {
+	return f.withDeadline("stat", w.asked(), func() error {
+		fd, err := w.open(f, unix.O_PATH)
 		if err == nil {
 			unix.Close(fd)
 		}
@@ -490,21 +501,10 @@ func direntNames(dirfd int, buf []byte, names []string, keep func(typ uint8) boo
 
 // direntType is the DT_* type of a file of mode.
 func direntType(mode uint32) uint8 {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return unix.DT_DIR
-	case unix.S_IFLNK:
-		return unix.DT_LNK
-	case unix.S_IFREG:
-		return unix.DT_REG
-	case unix.S_IFIFO:
-		return unix.DT_FIFO
-	case unix.S_IFSOCK:
-		return unix.DT_SOCK
-	case unix.S_IFCHR:
-		return unix.DT_CHR
-	case unix.S_IFBLK:
-		return unix.DT_BLK
+	for _, t := range fileTypes {
+		if mode&unix.S_IFMT == t.mode {
+			return t.dt
+		}
 	}
 	return unix.DT_UNKNOWN
 }
@@ -725,12 +725,7 @@ func (d Dir) openRel(rel string, flags int) (int, error) {
 
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
-	var buf [attrBuf]byte
-	b, err := d.fs.readWith(where{d: d, in: true, rel: rel}, buf[:0])
-	if err != nil {
-		return "", err
-	}
-	return string(bytes.TrimSuffix(b, []byte("\n"))), nil
+	return d.fs.readString(where{d: d, in: true, rel: rel})
 }
 
 // ReadTrimmed reads d/rel as FS.ReadTrimmed does.
@@ -745,15 +740,7 @@ func (d Dir) ReadDir(rel string) ([]string, error) {
 }
 
 // Exists reports whether d/rel exists, as FS.Exists does.
-func (d Dir) Exists(rel string) bool {
-	return d.fs.withDeadline("stat", d.path+"/"+rel, func() error {
-		fd, err := d.openRel(rel, unix.O_PATH)
-		if err == nil {
-			unix.Close(fd)
-		}
-		return err
-	}) == nil
-}
+func (d Dir) Exists(rel string) bool { return d.fs.exists(where{d: d, in: true, rel: rel}) }
 
 // Resolve returns the host path d/rel leads to, as FS.Resolve does.
 func (d Dir) Resolve(rel string) (string, error) {
