@@ -61,7 +61,7 @@ func unmarshalPlan(data []byte) (*plan, error) {
 	if len(s) < len(planMagic) || s[:len(planMagic)] != planMagic {
 		return nil, errPlan
 	}
-	d := decoder{s: s, i: len(planMagic)}
+	d := decoder{b: data, s: s, i: len(planMagic)}
 	p := &plan{}
 	p.bases = make([]string, d.count())
 	for i := range p.bases {
@@ -82,23 +82,20 @@ func unmarshalPlan(data []byte) (*plan, error) {
 }
 
 type decoder struct {
-	s   string
+	b   []byte // the plan, for its varints
+	s   string // the same bytes, once, for its names
 	i   int
 	bad bool
 }
 
 func (d *decoder) uvarint() uint64 {
-	var v uint64
-	for shift := 0; d.i < len(d.s) && shift < 64; shift += 7 {
-		c := d.s[d.i]
-		d.i++
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return v
-		}
+	v, n := binary.Uvarint(d.b[d.i:])
+	if n <= 0 {
+		d.bad = true
+		return 0
 	}
-	d.bad = true
-	return 0
+	d.i += n
+	return v
 }
 
 // count reads a length no larger than the bytes left could hold.
