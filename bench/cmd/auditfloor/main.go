@@ -7,6 +7,7 @@
 //	strace -f -y -e trace=openat2,getdents64 -o LIST rocectl audit … --snapshot DIR
 //	auditfloor -list LIST [-v] [-write-plan PLAN]
 //	auditfloor -plan PLAN [-v]
+//	auditfloor -none
 //
 // Each openat2 of the list is made again with the same flags and resolve
 // bits, relative to a descriptor of the same directory: an O_PATH open is
@@ -25,6 +26,11 @@
 // stored it, parsed. `-list LIST -write-plan PLAN` parses, writes the plan
 // and replays once, which also checks that the list matches the tree.
 //
+// -none replays nothing and exits: timed as a process, it is the part of
+// every floor that is not the calls (fork, exec, the Go runtime's start),
+// which applybench takes off the floor to add rocectl's own start-up
+// instead.
+//
 // It prints nothing unless -v (then what it made, by kind) and exits 1 if
 // an open did not succeed or fail as the list says (the tree is not the
 // one traced).
@@ -42,9 +48,13 @@ func main() {
 	planFile := flag.String("plan", "", "replay the plan -write-plan wrote instead of a list")
 	writePlan := flag.String("write-plan", "", "with -list: also write the parsed list to this file, for -plan")
 	verbose := flag.Bool("v", false, "print the calls made, by kind")
+	none := flag.Bool("none", false, "replay nothing: time the bare process")
 	flag.Parse()
-	if (*list == "") == (*planFile == "") || (*writePlan != "" && *list == "") || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: auditfloor -list LIST [-v] [-write-plan PLAN] | -plan PLAN [-v]")
+	if *none && *list == "" && *planFile == "" && flag.NArg() == 0 {
+		return
+	}
+	if *none || (*list == "") == (*planFile == "") || (*writePlan != "" && *list == "") || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: auditfloor -list LIST [-v] [-write-plan PLAN] | -plan PLAN [-v] | -none")
 		os.Exit(2)
 	}
 	var err error
