@@ -430,8 +430,8 @@ func (b *bench) audit(n int, recipe string, floor bool) ([]time.Duration, floorR
 			return nil, fl, fmt.Errorf("rocectl --version: %v\n%s", err, out)
 		}
 		fl.start = append(fl.start, d)
-		if d, out, err = timed(b.c.auditFloor, "-none"); err != nil {
-			return nil, fl, fmt.Errorf("auditfloor -none: %v\n%s", err, out)
+		if d, out, err = timed(b.c.auditFloor, "-plan", plan, "-none"); err != nil {
+			return nil, fl, fmt.Errorf("auditfloor -plan %s -none: %v\n%s", plan, err, out)
 		}
 		fl.bare = append(fl.bare, d)
 	}
@@ -440,8 +440,8 @@ func (b *bench) audit(n int, recipe string, floor bool) ([]time.Duration, floorR
 
 // floorResult is an audit's floor: the times of auditfloor, the file
 // system calls it makes per run, or why it was not measured. start and
-// bare are the times of `rocectl --version` and `auditfloor -none`,
-// taken in the same loop.
+// bare are the times of `rocectl --version` and of auditfloor with the
+// same plan and -none (everything but the calls), taken in the same loop.
 type floorResult struct {
 	ds    []time.Duration
 	start []time.Duration

@@ -7,7 +7,7 @@
 //	strace -f -y -e trace=openat2,getdents64 -o LIST rocectl audit … --snapshot DIR
 //	auditfloor -list LIST [-v] [-write-plan PLAN]
 //	auditfloor -plan PLAN [-v]
-//	auditfloor -none
+//	auditfloor -plan PLAN -none
 //
 // Each openat2 of the list is made again with the same flags and resolve
 // bits, relative to a descriptor of the same directory: an O_PATH open is
@@ -26,10 +26,10 @@
 // stored it, parsed. `-list LIST -write-plan PLAN` parses, writes the plan
 // and replays once, which also checks that the list matches the tree.
 //
-// -none replays nothing and exits: timed as a process, it is the part of
-// every floor that is not the calls (fork, exec, the Go runtime's start),
-// which applybench takes off the floor to add rocectl's own start-up
-// instead.
+// With -none it reads and decodes the plan but replays nothing: timed as a
+// process, that is the part of the floor that is not the calls (fork,
+// exec, the Go runtime's start, the plan), which applybench takes off the
+// floor to put rocectl's own start-up in its place.
 //
 // It prints nothing unless -v (then what it made, by kind) and exits 1 if
 // an open did not succeed or fail as the list says (the tree is not the
@@ -48,20 +48,17 @@ func main() {
 	planFile := flag.String("plan", "", "replay the plan -write-plan wrote instead of a list")
 	writePlan := flag.String("write-plan", "", "with -list: also write the parsed list to this file, for -plan")
 	verbose := flag.Bool("v", false, "print the calls made, by kind")
-	none := flag.Bool("none", false, "replay nothing: time the bare process")
+	none := flag.Bool("none", false, "with -plan: read the plan but replay nothing (the floor less its calls)")
 	flag.Parse()
-	if *none && *list == "" && *planFile == "" && flag.NArg() == 0 {
-		return
-	}
-	if *none || (*list == "") == (*planFile == "") || (*writePlan != "" && *list == "") || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: auditfloor -list LIST [-v] [-write-plan PLAN] | -plan PLAN [-v] | -none")
+	if (*list == "") == (*planFile == "") || (*writePlan != "" && *list == "") || (*none && (*planFile == "" || *verbose)) || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: auditfloor -list LIST [-v] [-write-plan PLAN] | -plan PLAN [-v] | -plan PLAN -none")
 		os.Exit(2)
 	}
 	var err error
 	if *list != "" {
 		err = runList(*list, *writePlan, *verbose)
 	} else {
-		err = runPlan(*planFile, *verbose)
+		err = runPlan(*planFile, *verbose, *none)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "auditfloor:", err)
@@ -96,7 +93,7 @@ func runList(list, writePlan string, verbose bool) error {
 	return err
 }
 
-func runPlan(file string, verbose bool) error {
+func runPlan(file string, verbose, none bool) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -104,6 +101,9 @@ func runPlan(file string, verbose bool) error {
 	p, err := unmarshalPlan(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
+	}
+	if none {
+		return nil
 	}
 	c, err := p.replay()
 	if verbose {
