@@ -275,8 +275,11 @@ func openRDMASocket(loaded error) (*nl.SocketHandle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open NETLINK_RDMA socket: %w", ErrNoRDMANetlink, err)
 	}
+	// Without both timeouts a kernel that never answers would hang the
+	// audit; a socket that refuses them is not used.
 	tv := unix.NsecToTimeval(netlinkTimeout.Nanoseconds())
-	if err := s.SetSendTimeout(&tv); err == nil {
+	err = s.SetSendTimeout(&tv)
+	if err == nil {
 		err = s.SetReceiveTimeout(&tv)
 	}
 	if err != nil {
