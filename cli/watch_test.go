@@ -83,8 +83,6 @@ func (w *watchSim) busyInterval() {
 	w.sim.SetStat(p1, "rx_prio3_pause", 7)
 }
 
-func f(v float64) *float64 { return &v }
-
 func fv(p *float64) any {
 	if p == nil {
 		return nil

@@ -235,7 +235,7 @@ func readStorm(r *portReader, s policy.Setting, _ map[string]string) (string, bo
 		return "", false, r.unsupportedAs(err, "PFC storm prevention (ethtool tunable pfc-prevention-tout)")
 	}
 	// mlx5 reads "auto" (0xffff) back as its value, 100 ms.
-	if ms == 100 && s.Value == "auto" {
+	if ms == nic.MLX5PFCPreventionAutoMs && s.Value == "auto" {
 		return "auto", true, nil
 	}
 	return policy.FormatStorm(ms), true, nil

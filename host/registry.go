@@ -99,7 +99,7 @@ func init() { kinds = registry() }
 
 func registry() map[policy.Kind]kind {
 	return map[policy.Kind]kind{
-		policy.KindMTU:             {read: readMTU, obj: objMTU},
+		policy.KindMTU:             {read: readMTU, obj: objMTU, where: onNetdev},
 		policy.KindRxRing:          {read: readRing, obj: objRings, where: onPhysical},
 		policy.KindTxRing:          {read: readRing, obj: objRings, where: onPhysical},
 		policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag, where: onPhysical},

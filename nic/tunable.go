@@ -16,10 +16,10 @@ const (
 	PFCPreventionAuto uint16 = 0xffff
 )
 
-// mlx5PFCPreventionAutoMs is what mlx5 stores, and later reports, when asked
+// MLX5PFCPreventionAutoMs is what mlx5 stores, and later reports, when asked
 // for PFCPreventionAuto (MLX5E_PFC_PREVEN_AUTO_TOUT_MSEC in en_ethtool.c): the
 // driver turns auto into a 100 ms critical stall watermark.
-const mlx5PFCPreventionAutoMs uint16 = 100
+const MLX5PFCPreventionAutoMs uint16 = 100
 
 // struct ethtool_tunable (include/uapi/linux/ethtool.h), checked with gcc on
 // x86_64: {u32 cmd; u32 id; u32 type_id; u32 len; void *data[];}, sizeof 16,

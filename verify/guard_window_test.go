@@ -8,11 +8,6 @@ import (
 	"time"
 )
 
-// pauser is a NIC's pause time as the guard reads it: pausedUntil(t) is
-// the µs paused from the start up to t, as the counter shows it when read
-// at t.
-type pauser func(t time.Duration) uint64
-
 // stormFrom pauses without end from onset on, the counter running at rate
 // × real time and read stale by stale(poll) (the Soft-RoCE lab's jitter).
 func stormFrom(onset time.Duration, rate float64, stale func(i int) time.Duration) func(i int, t time.Duration) uint64 {

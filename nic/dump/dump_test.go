@@ -262,3 +262,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestEthtoolAEndsAtForeignKey: a pasted `ethtool -a` runs straight into
+// the next command's output, with no blank line or prompt between them.
+// The first "key: value" line that is not a pause parameter ends the pause
+// block, and is read as the start of the next one.
+func TestEthtoolAEndsAtForeignKey(t *testing.T) {
+	const text = `Pause parameters for ens1f0np0:
+Autonegotiate:	off
+RX:		off
+TX:		on
+DCBX mode: OS controlled
+Priority trust state: dscp
+Cable len: 7
+`
+	blocks, warns := Parse("s.txt", []byte(text))
+	if len(warns) != 0 || len(blocks) != 2 {
+		t.Fatalf("blocks %+v, warnings %v", blocks, warns)
+	}
+	if b := blocks[0]; b.Kind != KindEthtoolA || b.Pause == nil || b.Pause.RX || !b.Pause.TX {
+		t.Errorf("ethtool -a: %+v %+v", b, b.Pause)
+	}
+	if b := blocks[1]; b.Kind != KindMlnxQos || b.At.Line != 5 || b.Qos.Trust != "dscp" {
+		t.Errorf("mlnx_qos: %+v", b)
+	}
+}

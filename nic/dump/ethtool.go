@@ -90,10 +90,9 @@ func parseEthtoolA(ls []line) (*Block, []line, []Warning) {
 			if strings.HasPrefix(k, "Statistics") || strings.HasPrefix(ls[i].text, " ") || strings.HasPrefix(ls[i].text, "\t") {
 				continue // --include-statistics
 			}
-			break
 		}
 		if dst == nil {
-			break
+			break // a line of another block: this one ends here
 		}
 		switch v {
 		case "on":

@@ -251,15 +251,6 @@ func (c *Captures) procfsSorted() []ttar.Entry {
 	return out
 }
 
-// procfsFile returns one file of the procfs archive.
-func (c *Captures) procfsFile(sysPath string) (string, error) {
-	e, ok := c.Procfs[c.procfsPrefix+sysPath]
-	if !ok || e.Kind != ttar.File {
-		return "", fmt.Errorf("capture %s: no file %s", capProcfsTtar, sysPath)
-	}
-	return string(e.Data), nil
-}
-
 // parseDevinfo reads the fields the hosts use from ibv_devinfo -v of one
 // device with nic/dump's parser: device attributes, the first port's
 // width and speed, and its GIDs.
