@@ -51,7 +51,7 @@ type verbsDevice struct {
 
 func (d *verbsDevice) fail(op string, e C.int) *VerbsError {
 	errno := syscall.Errno(e)
-	kind, cause := diagnoseSetup(op, errno)
+	cause, kind := diagnoseSetup(op, errno)
 	return &VerbsError{Device: d.name, Port: d.port, Op: op, Kind: kind, Errno: errno, Cause: cause}
 }
 

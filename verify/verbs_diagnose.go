@@ -211,28 +211,28 @@ func (e *VerbsError) Unwrap() []error {
 }
 
 // diagnoseSetup explains a failed setup step from the step and its errno.
-// Kind is the sentinel the failure belongs to (nil when it is a plain
+// kind is the sentinel the failure belongs to (nil when it is a plain
 // errno without a more specific meaning).
-func diagnoseSetup(op string, errno syscall.Errno) (kind error, cause string) {
+func diagnoseSetup(op string, errno syscall.Errno) (cause string, kind error) {
 	switch {
 	case op == opOpenDevice && (errno == syscall.EACCES || errno == syscall.EPERM):
-		return nil, "no access to /dev/infiniband/uverbs*: run as root or fix the device permissions"
+		return "no access to /dev/infiniband/uverbs*: run as root or fix the device permissions", nil
 	case op == opRegMR && (errno == syscall.ENOMEM || errno == syscall.EPERM || errno == syscall.EAGAIN):
-		return ErrMemlock, "the locked-memory limit is too small for the buffer: raise RLIMIT_MEMLOCK (systemd LimitMEMLOCK=infinity, or ulimit -l unlimited)"
+		return "the locked-memory limit is too small for the buffer: raise RLIMIT_MEMLOCK (systemd LimitMEMLOCK=infinity, or ulimit -l unlimited)", ErrMemlock
 	case op == opQueryGID:
-		return ErrGIDInvalid, "the GID index is empty or out of the table: no IP address behind it, or the wrong index (list /sys/class/infiniband/<dev>/ports/<port>/gids and gid_attrs/types)"
+		return "the GID index is empty or out of the table: no IP address behind it, or the wrong index (list /sys/class/infiniband/<dev>/ports/<port>/gids and gid_attrs/types)", ErrGIDInvalid
 	case op == opToRTR && errno == syscall.EINVAL:
-		return ErrQPTransition, "path MTU or GID invalid for this port (path MTU above the port's max, or a GID index/destination the port cannot use)"
+		return "path MTU or GID invalid for this port (path MTU above the port's max, or a GID index/destination the port cannot use)", ErrQPTransition
 	case op == opToRTR && isNoRouteErrno(errno):
-		return ErrQPTransition, "no route or neighbour to the destination GID: check the IP route and ARP/ND toward the peer address from the GID's netdev"
+		return "no route or neighbour to the destination GID: check the IP route and ARP/ND toward the peer address from the GID's netdev", ErrQPTransition
 	case op == opToRTR:
-		return ErrQPTransition, "the driver refused the remote address: check the GID index, the peer's GID and QP number"
+		return "the driver refused the remote address: check the GID index, the peer's GID and QP number", ErrQPTransition
 	case op == opToInit || op == opToRTS:
-		return ErrQPTransition, "the driver refused the QP attributes (port number, access flags or retry/timeout values)"
+		return "the driver refused the QP attributes (port number, access flags or retry/timeout values)", ErrQPTransition
 	case op == opCreateQP || op == opCreateCQ:
-		return nil, "the device refused the queue sizes, or it ran out of resources (check max_qp_wr/max_cqe in ibv_devinfo -v)"
+		return "the device refused the queue sizes, or it ran out of resources (check max_qp_wr/max_cqe in ibv_devinfo -v)", nil
 	}
-	return nil, ""
+	return "", nil
 }
 
 func isNoRouteErrno(e syscall.Errno) bool {

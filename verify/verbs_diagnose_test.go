@@ -108,13 +108,13 @@ func TestDiagnoseSetup(t *testing.T) {
 		{opCreateQP, syscall.ENOMEM, nil, "max_qp_wr"},
 		{opAllocPD, syscall.ENOMEM, nil, ""},
 	} {
-		kind, cause := diagnoseSetup(tc.op, tc.errno)
+		cause, kind := diagnoseSetup(tc.op, tc.errno)
 		if kind != tc.kind || !strings.Contains(cause, tc.cause) || (tc.cause == "") != (cause == "") {
 			t.Errorf("%s %v: %v %q, want %v %q", tc.op, tc.errno, kind, cause, tc.kind, tc.cause)
 		}
 	}
 	// The error built from it keeps the errno.
-	kind, cause := diagnoseSetup(opToRTR, syscall.EINVAL)
+	cause, kind := diagnoseSetup(opToRTR, syscall.EINVAL)
 	err := error(&VerbsError{Device: "mlx5_0", Port: 1, Op: opToRTR, Kind: kind, Errno: syscall.EINVAL, Cause: cause})
 	if !errors.Is(err, syscall.EINVAL) || !errors.Is(err, ErrQPTransition) {
 		t.Errorf("errors.Is on %v", err)
