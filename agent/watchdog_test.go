@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/leaktest"
 	"github.com/rocectl/rocectl/internal/netnstest"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
@@ -179,41 +179,7 @@ func TestWatchdogPingsDuringTheSoak(t *testing.T) {
 // TestMain fails the package when a goroutine of rocectl's outlives the
 // tests: every Run joins what it started before it returns, so nothing of
 // package agent or nic may still run once the last test is done.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if left := rocectlGoroutines(); len(left) > 0 {
-			fmt.Fprintf(os.Stderr, "goroutines outlived the tests:\n\n%s\n", strings.Join(left, "\n\n"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// rocectlGoroutines returns the stacks of the goroutines, other than the
-// caller's and the test binary's main one, that run code of this module.
-func rocectlGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []string
-	for i, g := range strings.Split(string(buf), "\n\n") {
-		// A runtime cleanup goroutine (runtime.runCleanups) running one of
-		// this module's cleanups (closing a descriptor nic holds, when the
-		// GC drops its owner) is the runtime's, not one the code started:
-		// it shows up whenever a GC happens to end just before the check.
-		if i > 0 && strings.Contains(g, "github.com/rocectl/rocectl/") && !strings.Contains(g, "\nmain.main()") && !strings.Contains(g, "runtime.runCleanups(") {
-			out = append(out, g)
-		}
-	}
-	return out
-}
+func TestMain(m *testing.M) { leaktest.Main(m) }
 
 // A live agent (link and address watchers, LLDP listeners, the loop) in a
 // namespace of its own: when Run returns, every goroutine it started is
@@ -255,7 +221,7 @@ func TestRunJoinsItsGoroutines(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if left := rocectlGoroutines(); len(left) > 0 {
+	if left := leaktest.Left(leaktest.Settle); len(left) > 0 {
 		t.Errorf("goroutines still running after Run returned:\n\n%s", strings.Join(left, "\n\n"))
 	}
 }

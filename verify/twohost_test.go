@@ -414,23 +414,36 @@ func TestTwoHostHeartbeatKeepsSlowPhaseAlive(t *testing.T) {
 	}
 }
 
-// rawPeer runs fn against the other end of a TCP connection to/from the
-// code under test.
+// listenRaw runs fn against the other end of a TCP connection from the
+// code under test. The peer is joined when the test ends: closing the
+// listener ends a peer that was never dialled, and closing its connection
+// one still waiting for the code under test to hang up.
 func listenRaw(t *testing.T, fn func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	conn := make(chan net.Conn, 1)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		c, err := ln.Accept()
 		if err != nil {
+			conn <- nil
 			return
 		}
+		conn <- c
 		defer c.Close()
 		fn(c)
 	}()
+	t.Cleanup(func() {
+		ln.Close()
+		if c := <-conn; c != nil {
+			c.Close()
+		}
+		<-done
+	})
 	return ln.Addr().String()
 }
 
@@ -441,7 +454,7 @@ func TestConnectBadPeers(t *testing.T) {
 		want string
 	}{
 		{"silent", func(c net.Conn) { io.Copy(io.Discard, c) }, "i/o timeout"},
-		{"truncated", func(c net.Conn) { c.Write(frameOf(`{"v":1,"type":"hello","qp":{}}`)[:15]); time.Sleep(2 * time.Second) }, "truncated frame"},
+		{"truncated", func(c net.Conn) { c.Write(frameOf(`{"v":1,"type":"hello","qp":{}}`)[:15]); untilHangUp(c) }, "truncated frame"},
 		{"closes", func(c net.Conn) {}, "peer closed the connection"},
 		{"http", func(c net.Conn) { c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) }, "peer is not rocectl"},
 		{"future version", func(c net.Conn) { c.Write(frameOf(`{"v":2,"type":"hello"}`)) }, "protocol version 2"},
@@ -468,6 +481,11 @@ func TestConnectBadPeers(t *testing.T) {
 	}
 }
 
+// untilHangUp is a peer that says nothing more and reads what the server
+// sends until the connection closes: the server hanging up after its
+// error, or the test closing it once serve has returned.
+func untilHangUp(c net.Conn) { io.Copy(io.Discard, c) }
+
 func TestServeBadPeers(t *testing.T) {
 	hello := func(c net.Conn) {
 		qp := qpInfo{QPN: 0x99, GID: "::ffff:10.0.0.9", MTU: 1024, Addr: 0x1000, Size: 64}
@@ -478,14 +496,14 @@ func TestServeBadPeers(t *testing.T) {
 		peer func(c net.Conn)
 		want string
 	}{
-		{"silent", func(c net.Conn) { time.Sleep(3 * time.Second) }, "i/o timeout"},
+		{"silent", untilHangUp, "i/o timeout"},
 		{"truncated", func(c net.Conn) { c.Write([]byte("RCTL\x00\x00\x01\x00{\"v\":1")) }, "truncated frame (256 bytes announced)"},
 		{"garbage", func(c net.Conn) { c.Write([]byte("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")) }, "peer is not rocectl"},
 		{"bad plan", func(c net.Conn) {
 			writeFrame(c, &wireMsg{V: 1, Type: msgHello, QP: &qpInfo{QPN: 0x99, GID: "::1", MTU: 1024, Addr: 1, Size: 64},
 				Test: &wireTest{MsgSize: 64, Ops: []string{"read"}}})
 		}, `unknown operation "read"`},
-		{"goes silent after hello", func(c net.Conn) { hello(c); time.Sleep(3 * time.Second) }, "i/o timeout"},
+		{"goes silent after hello", func(c net.Conn) { hello(c); untilHangUp(c) }, "i/o timeout"},
 		{"dies before ping-pong", func(c net.Conn) {
 			hello(c)
 			readFrame(c) // our hello
@@ -496,7 +514,7 @@ func TestServeBadPeers(t *testing.T) {
 			hello(c)
 			readFrame(c)
 			writeFrame(c, &wireMsg{V: 1, Type: msgStart, Op: "atomic"})
-			time.Sleep(time.Second)
+			untilHangUp(c)
 		}, `unexpected "start" atomic`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -505,13 +523,27 @@ func TestServeBadPeers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
+			// The peer is joined before the test ends: once serve has
+			// returned, its connection is closed, which ends a peer still
+			// waiting for the server to hang up.
+			conn := make(chan net.Conn, 1)
+			peerDone := make(chan struct{})
 			go func() {
+				defer close(peerDone)
 				c, err := net.Dial("tcp", ln.Addr().String())
 				if err != nil {
+					conn <- nil
 					return
 				}
+				conn <- c
 				defer c.Close()
 				tc.peer(c)
+			}()
+			defer func() {
+				if c := <-conn; c != nil {
+					c.Close()
+				}
+				<-peerDone
 			}()
 			cfg, _ := LoopbackConfig{Device: "rxe1", Root: t.TempDir()}.normalize()
 			f := newFakeFabric()
