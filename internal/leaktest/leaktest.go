@@ -31,15 +31,21 @@ const Settle = 5 * time.Second
 // this module still running. Use it as a package's TestMain:
 //
 //	func TestMain(m *testing.M) { leaktest.Main(m) }
-func Main(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if left := Left(Settle); len(left) > 0 {
-			fmt.Fprintf(os.Stderr, "goroutines outlived the tests:\n\n%s\n", strings.Join(left, "\n\n"))
-			code = 1
-		}
+func Main(m *testing.M) { os.Exit(After(m.Run())) }
+
+// After is the exit code of a test binary whose tests exited with code:
+// 1, with the goroutines' stacks on stderr, when they passed but Left
+// finds goroutines of this module still running. For a TestMain that
+// does more than Main.
+func After(code int) int {
+	if code != 0 {
+		return code
 	}
-	os.Exit(code)
+	if left := Left(Settle); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "goroutines outlived the tests:\n\n%s\n", strings.Join(left, "\n\n"))
+		return 1
+	}
+	return code
 }
 
 // Left returns the stacks of the goroutines, other than the caller's and

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/leaktest"
 )
 
 // Main builds ./cmd/rocectl into a temporary directory, stores its path in
@@ -17,7 +18,8 @@ import (
 // the test hooks (-tags rocectl_testhooks, cli/testhooks.go:
 // ROCECTL_TEST_STEP_DELAY slows each apply step), which the shipped binary
 // lacks. Without a Go toolchain on PATH *bin stays empty (tests that need
-// it skip); a build that fails stops the run.
+// it skip); a build that fails stops the run. Like leaktest.Main, it fails
+// the run when a goroutine of this module outlives the tests.
 func Main(m *testing.M, bin *string) {
 	dir, err := os.MkdirTemp("", "rocectl-bin-")
 	if err != nil {
@@ -35,7 +37,7 @@ func Main(m *testing.M, bin *string) {
 		}
 		*bin = out
 	}
-	code := m.Run()
+	code := leaktest.After(m.Run())
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
