@@ -414,21 +414,31 @@ func TestTwoHostHeartbeatKeepsSlowPhaseAlive(t *testing.T) {
 	}
 }
 
-// listenRaw runs fn against the other end of a TCP connection from the
-// code under test. The peer is joined when the test ends: closing the
-// listener ends a peer that was never dialled, and closing its connection
-// one still waiting for the code under test to hang up.
+// listenRaw runs fn (runPeer) on the connection the code under test makes
+// to the address it returns.
 func listenRaw(t *testing.T, fn func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	runPeer(t, ln.Accept, fn)
+	// Cleanups run last first: the listener is closed before runPeer's
+	// join, which ends an Accept that no one dialled.
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+// runPeer runs fn, a raw peer of the code under test, on the connection
+// connect makes, in a goroutine joined when the test ends: its connection
+// is closed first, which ends an fn still waiting for the code under test
+// to hang up (untilHangUp).
+func runPeer(t *testing.T, connect func() (net.Conn, error), fn func(c net.Conn)) {
 	conn := make(chan net.Conn, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c, err := ln.Accept()
+		c, err := connect()
 		if err != nil {
 			conn <- nil
 			return
@@ -438,13 +448,11 @@ func listenRaw(t *testing.T, fn func(c net.Conn)) string {
 		fn(c)
 	}()
 	t.Cleanup(func() {
-		ln.Close()
 		if c := <-conn; c != nil {
 			c.Close()
 		}
 		<-done
 	})
-	return ln.Addr().String()
 }
 
 func TestConnectBadPeers(t *testing.T) {
@@ -481,9 +489,9 @@ func TestConnectBadPeers(t *testing.T) {
 	}
 }
 
-// untilHangUp is a peer that says nothing more and reads what the server
-// sends until the connection closes: the server hanging up after its
-// error, or the test closing it once serve has returned.
+// untilHangUp is a peer that says nothing more and reads what the code
+// under test sends until the connection closes: the code hanging up after
+// its error, or runPeer closing it when the test ends.
 func untilHangUp(c net.Conn) { io.Copy(io.Discard, c) }
 
 func TestServeBadPeers(t *testing.T) {
@@ -523,28 +531,7 @@ func TestServeBadPeers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			// The peer is joined before the test ends: once serve has
-			// returned, its connection is closed, which ends a peer still
-			// waiting for the server to hang up.
-			conn := make(chan net.Conn, 1)
-			peerDone := make(chan struct{})
-			go func() {
-				defer close(peerDone)
-				c, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					conn <- nil
-					return
-				}
-				conn <- c
-				defer c.Close()
-				tc.peer(c)
-			}()
-			defer func() {
-				if c := <-conn; c != nil {
-					c.Close()
-				}
-				<-peerDone
-			}()
+			runPeer(t, func() (net.Conn, error) { return net.Dial("tcp", ln.Addr().String()) }, tc.peer)
 			cfg, _ := LoopbackConfig{Device: "rxe1", Root: t.TempDir()}.normalize()
 			f := newFakeFabric()
 			f.eps[0x99] = &fakeEP{f: f, qpn: 0x99, inbox: make(chan int, 4)} // the raw peer's "QP"
