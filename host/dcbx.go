@@ -31,14 +31,10 @@ const bnxtFirmwareDCBXNote = "bnxt_en's 'firmware' DCBX only clears the host fla
 const bnxtLLDManagedRefusal = "bnxt_dcbnl_setdcbx refuses any change while the firmware agent manages DCBX (dcbx_cap has LLD_MANAGED; the agent's settings live in the NIC's NVRAM)"
 
 // isDCBXNegotiated says whether a setting of kind k is one a DCBX peer can
-// overwrite in willing mode: PFC, ETS or the APP table (trust, DSCP map).
+// overwrite in willing mode (its registry entry's dcbxNegotiated).
 func isDCBXNegotiated(k policy.Kind) bool {
-	switch k {
-	case policy.KindPFC, policy.KindETSPrioTC, policy.KindETSTSA, policy.KindETSBandwidth,
-		policy.KindTrust, policy.KindDSCPMap:
-		return true
-	}
-	return false
+	e, err := kindOf(k)
+	return err == nil && e.dcbxNegotiated
 }
 
 // dcbxPort is what one physical port's desired settings say about DCBX.

@@ -200,24 +200,17 @@ func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *polic
 }
 
 // filesNotCaptured returns the NotCaptured prefix that holds the files a
-// sysfs/configfs/debugfs setting of s's port is read from, or "".
+// sysfs/configfs/debugfs setting of s's port is read from (its kind's
+// registry entry lists them), or "".
 func (h *Host) filesNotCaptured(s policy.Setting) string {
 	if len(h.NotCaptured) == 0 || s.Port == nil {
 		return ""
 	}
-	p := s.Port
-	var paths []string
-	switch s.Kind {
-	case policy.KindECNEnable, policy.KindECNParam:
-		paths = []string{"/sys/class/net/" + p.Netdev + "/ecn", "/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"}
-		if p.RDMADevice != "" {
-			paths = append(paths, "/sys/class/infiniband/"+p.RDMADevice)
-		}
-	case policy.KindRoCEMode, policy.KindRoCETOS:
-		paths = []string{"/sys/kernel/config/rdma_cm/" + p.RDMADevice}
-	case policy.KindTrafficClass:
-		paths = []string{"/sys/class/infiniband/" + p.RDMADevice}
+	e, err := kindOf(s.Kind)
+	if err != nil || e.files == nil {
+		return ""
 	}
+	paths := e.files(s.Port)
 	for _, prefix := range h.NotCaptured {
 		for _, path := range paths {
 			if path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/") {
@@ -226,6 +219,29 @@ func (h *Host) filesNotCaptured(s policy.Setting) string {
 		}
 	}
 	return ""
+}
+
+// ecnFiles are the directories nic.OpenECN looks in for a port's ECN
+// knobs, and the RDMA device's sysfs, which names the device whose
+// bnxt_re directory it looks in.
+func ecnFiles(p *port.Port) []string {
+	ofed, bnxt, mlx5 := nic.ECNDirs(*p)
+	paths := []string{ofed, mlx5}
+	if p.RDMADevice != "" {
+		paths = append(paths, bnxt, "/sys/class/infiniband/"+p.RDMADevice)
+	}
+	return paths
+}
+
+// rdmaCMFiles is the RDMA device's rdma_cm configfs directory (default
+// RoCE mode and TOS).
+func rdmaCMFiles(p *port.Port) []string {
+	return []string{"/sys/kernel/config/rdma_cm/" + p.RDMADevice}
+}
+
+// rdmaDeviceFiles is the RDMA device's sysfs directory (its traffic class).
+func rdmaDeviceFiles(p *port.Port) []string {
+	return []string{"/sys/class/infiniband/" + p.RDMADevice}
 }
 
 // notCaptured reports whether a NotCaptured prefix holds path.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // kind is how a host holds one policy.Kind: the one place that says how a
@@ -35,6 +36,16 @@ type kind struct {
 	// for the port's QoS); a VF's setting of this kind is skipped with a
 	// line naming its PF.
 	pfOnly bool
+	// files lists the host paths (sysfs, configfs, debugfs) a read of this
+	// kind opens for port p. When a snapshot says it did not capture one
+	// of them (Host.NotCaptured), a missing file there says nothing about
+	// the driver: the value is unknown, not unsupported. Nil for kinds
+	// read through netlink or ioctls, whose snapshot data says by itself
+	// what was not captured (nic.ErrNotCaptured).
+	files func(p *port.Port) []string
+	// dcbxNegotiated: a DCBX peer in willing mode can overwrite a setting
+	// of this kind (PFC, ETS, the APP table), dcbx.go.
+	dcbxNegotiated bool
 }
 
 // object is one kernel object that settings are written through. Settings
@@ -105,21 +116,21 @@ func registry() map[policy.Kind]kind {
 		policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag, where: onPhysical},
 		policy.KindGlobalPause:     {read: readPause, obj: objPause, where: onPhysical, pfOnly: true},
 		policy.KindDCBX:            {read: readDCBX, obj: objDCBX, where: onPhysical, pfOnly: true},
-		policy.KindTrust:           {read: readTrust, obj: objApp, where: onPhysical, pfOnly: true},
-		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp, where: onPhysical, pfOnly: true},
-		policy.KindETSPrioTC:       {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
-		policy.KindETSTSA:          {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
-		policy.KindETSBandwidth:    {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
-		policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions, where: onPhysical, pfOnly: true},
+		policy.KindTrust:           {read: readTrust, obj: objApp, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindETSPrioTC:       {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindETSTSA:          {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindETSBandwidth:    {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
 		policy.KindCableLength:     {read: readCableLength, obj: objPFC, where: onPhysical, pfOnly: true},
 		policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer, where: onPhysical, pfOnly: true},
 		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer, where: onPhysical, pfOnly: true},
 		policy.KindStormPrevention: {read: readStorm, obj: objStorm, where: onPhysical, pfOnly: true},
-		policy.KindECNEnable:       {read: readECN, obj: objECNEnable, where: onPhysical},
-		policy.KindECNParam:        {read: readECN, obj: objECNParam, implied: cnpPrioCompanions, where: onPhysical},
-		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode, where: onRDMAPort},
-		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS, where: onRDMAPort},
-		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl, where: onRDMAPort},
+		policy.KindECNEnable:       {read: readECN, obj: objECNEnable, where: onPhysical, files: ecnFiles},
+		policy.KindECNParam:        {read: readECN, obj: objECNParam, implied: cnpPrioCompanions, where: onPhysical, files: ecnFiles},
+		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode, where: onRDMAPort, files: rdmaCMFiles},
+		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS, where: onRDMAPort, files: rdmaCMFiles},
+		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl, where: onRDMAPort, files: rdmaDeviceFiles},
 		policy.KindDevlink:         {read: readDevlink, obj: objDevlink, where: onPhysical, pfOnly: true},
 		policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile, where: onHost},
 		// Not a profile setting: the planner adds it (xoff.go). It reads

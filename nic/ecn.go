@@ -74,15 +74,14 @@ func (e *ECN) read(rel string) (string, error) {
 // OpenECN finds the ECN interface of a port. The error wraps ErrUnsupported
 // and names what is missing.
 func OpenECN(fs FS, p port.Port) (*ECN, error) {
-	ofed := "/sys/class/net/" + p.Netdev + "/ecn"
+	ofed, bnxt, cc := ECNDirs(p)
 	if fs.Exists(ofed + "/roce_np") {
 		return newECN(fs, ECNOFED, ofed), nil
 	}
-	if bnxt := fmt.Sprintf("/sys/kernel/config/bnxt_re/%s/ports/%d/cc", p.RDMADevice, p.PortNum); fs.Exists(bnxt) {
+	if fs.Exists(bnxt) {
 		return newECN(fs, ECNBnxt, bnxt), nil
 	}
 	if p.PCI != "" && strings.HasPrefix(p.Driver, "mlx5") {
-		cc := "/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"
 		if fs.Exists(cc) {
 			return newECN(fs, ECNUpstreamMlx5, cc), nil
 		}
@@ -92,6 +91,15 @@ func OpenECN(fs FS, p port.Port) (*ECN, error) {
 		return nil, Unsupportedf("no ECN interface: upstream mlx5 creates cc_params only when the firmware allows congestion-control query and modify")
 	}
 	return nil, Unsupportedf("no ECN/DCQCN interface for driver %s on %s", orUnknown(p.Driver), p.Netdev)
+}
+
+// ECNDirs are the directories OpenECN looks in for p's ECN knobs, in the
+// order it looks: DOCA-OFED's sysfs under the netdev, bnxt_re's configfs
+// port group, upstream mlx5's debugfs cc_params.
+func ECNDirs(p port.Port) (ofed, bnxt, mlx5 string) {
+	return "/sys/class/net/" + p.Netdev + "/ecn",
+		fmt.Sprintf("/sys/kernel/config/bnxt_re/%s/ports/%d/cc", p.RDMADevice, p.PortNum),
+		"/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"
 }
 
 // Held returns e reading below its directory held open, for a burst of
