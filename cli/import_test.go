@@ -197,6 +197,34 @@ func TestImportThenAudit(t *testing.T) {
 	}
 }
 
+// TestImportWithoutDriverIsUnknown: dumps without `ethtool -i` do not say
+// which driver a port has, and cable length is mlx5's use of the PFC delay
+// field, so whether the port has one is unknown too: the audit says so,
+// never "unsupported" (which it said before, from the missing driver).
+func TestImportWithoutDriverIsUnknown(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "snap")
+	corpus := repo("nic/dump/testdata/corpus")
+	if code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	prof := filepath.Join(tmp, "any.toml")
+	if err := os.WriteFile(prof, fmt.Appendf(nil, "name = \"any\"\ninclude = [%q]\n[match]\ndrivers = [\"*\"]\n", repo("profiles/connectx-lossless.toml")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	if code != ExitOK {
+		t.Fatalf("audit: exit %d, want %d: %s %s", code, ExitOK, out, errs)
+	}
+	if want := "? eth4.qos.cable_length_m = unknown (not in the snapshot (driver of eth4)), profile wants 7\n"; !strings.Contains(out, want) {
+		t.Errorf("audit output lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "unsupported") {
+		t.Errorf("claims no driver support from a driver nobody captured:\n%s", out)
+	}
+}
+
 // mlnxQos2310 is `mlnx_qos -i ens1f0np0` as OFED 23.10 prints it: the
 // receive buffer row ends in max_buffer_size=N, which the first import
 // refused ("invalid syntax"). Built for the test in the shape the issue

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,5 +137,33 @@ func TestFilesNotCapturedAreUnknown(t *testing.T) {
 		if e.files != nil && !covered[k] {
 			t.Errorf("kind %s is read from files, but no case shows it unknown when they were not captured", k)
 		}
+	}
+}
+
+// Cable length is mlx5's use of the PFC delay field, so a port whose
+// driver nobody knows has an unknown cable length: not captured when the
+// snapshot left the netdev's device out (an import without ethtool -i),
+// unreadable on a source that should have said, and unsupported only for
+// a driver known not to be mlx5.
+func TestCableLengthOfAnUnknownDriver(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	s := policy.Setting{Key: "ens1f0np0.qos.cable_length_m", Kind: policy.KindCableLength}
+	read := func(driver string, notCaptured []string) (string, error) {
+		h := &Host{FS: nic.NewFS(root, false), K: sim, NotCaptured: notCaptured}
+		p := &port.Port{Netdev: "ens1f0np0", Driver: driver}
+		v, _, err := readCableLength(h.newPortReader(p, ""), s, nil)
+		return v, err
+	}
+	if v, err := read("mlx5_core", nil); err != nil || v != "7" {
+		t.Errorf("mlx5_core: %q, %v; want the fixture's 7", v, err)
+	}
+	if _, err := read("", []string{"/sys"}); !errors.Is(err, nic.ErrNotCaptured) {
+		t.Errorf("driver not captured: %v, want not captured", err)
+	}
+	if _, err := read("", nil); err == nil || isUnsupported(err) || errors.Is(err, nic.ErrNotCaptured) {
+		t.Errorf("driver unknown on a full source: %v, want an error that is neither unsupported nor not captured", err)
+	}
+	if _, err := read("ice", nil); !isUnsupported(err) {
+		t.Errorf("ice: %v, want unsupported", err)
 	}
 }

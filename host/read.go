@@ -390,8 +390,16 @@ func readCableLength(r *portReader, _ policy.Setting, _ map[string]string) (stri
 	if err != nil {
 		return "", false, err
 	}
-	if !strings.HasPrefix(r.driver, "mlx5") {
-		return "", false, nic.Unsupportedf("cable length is mlx5's use of the PFC delay field; driver %s has no equivalent", orUnknown(r.driver))
+	switch {
+	case r.driver == "" && r.h.notCaptured("/sys/class/net/"+r.port.Netdev+"/device"):
+		// A snapshot imported without `ethtool -i` does not say which
+		// driver the port has, so not whether the PFC delay field is a
+		// cable length on it: unknown, not unsupported.
+		return "", false, &nic.NotCapturedError{Op: "driver", Name: r.port.Netdev}
+	case r.driver == "":
+		return "", false, fmt.Errorf("the driver of %s is unknown (no ethtool driver info, no device link), so whether the PFC delay field is a cable length on it (mlx5) is too", r.port.Netdev)
+	case !strings.HasPrefix(r.driver, "mlx5"):
+		return "", false, nic.Unsupportedf("cable length is mlx5's use of the PFC delay field; driver %s has no equivalent", r.driver)
 	}
 	return strconv.Itoa(int(pfc.Delay)), true, nil
 }
