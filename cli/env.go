@@ -104,46 +104,46 @@ func NewEnv(stdout, stderr io.Writer) *Env {
 		}}
 }
 
-func (e *Env) setupLog() {
+func (env *Env) setupLog() {
 	level := slog.LevelInfo
-	if e.Verbose {
+	if env.Verbose {
 		level = slog.LevelDebug
 	}
 	opts := &slog.HandlerOptions{Level: level}
-	if e.LogFormat == "json" {
-		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, opts))
+	if env.LogFormat == "json" {
+		env.Log = slog.New(slog.NewJSONHandler(env.Stderr, opts))
 	} else {
-		e.Log = slog.New(slog.NewTextHandler(e.Stderr, opts))
+		env.Log = slog.New(slog.NewTextHandler(env.Stderr, opts))
 	}
 }
 
 // host opens the host the command works on: a snapshot (read-only) or the
 // live kernel with files under --root.
-func (e *Env) host(ctx context.Context) (*host.Host, func(), error) {
-	if e.Snapshot != "" {
-		s, err := snapshot.Open(e.Snapshot)
+func (env *Env) host(ctx context.Context) (*host.Host, func(), error) {
+	if env.Snapshot != "" {
+		s, err := snapshot.Open(env.Snapshot)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &host.Host{FS: s.FS(), K: s.Kernel(), Log: e.Log, NotCaptured: s.Meta.NotCaptured}, func() {}, nil
+		return &host.Host{FS: s.FS(), K: s.Kernel(), Log: env.Log, NotCaptured: s.Meta.NotCaptured}, func() {}, nil
 	}
-	k, closeFn, err := e.NewKernel(e.Log)
+	k, closeFn, err := env.NewKernel(env.Log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the kernel interfaces: %w", err)
 	}
-	return &host.Host{FS: nic.NewFS(e.Root, false), K: k, Log: e.Log}, func() { _ = closeFn() }, nil
+	return &host.Host{FS: nic.NewFS(env.Root, false), K: k, Log: env.Log}, func() { _ = closeFn() }, nil
 }
 
-func (e *Env) store() apply.Store { return apply.Store{Dir: e.StateDir, Keep: e.KeepJournals} }
+func (env *Env) store() apply.Store { return apply.Store{Dir: env.StateDir, Keep: env.KeepJournals} }
 
 // loadProfile loads and validates a profile, printing its warnings.
-func (e *Env) loadProfile(path string) (*policy.Profile, error) {
-	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: e.AllowInsecureProfile})
+func (env *Env) loadProfile(path string) (*policy.Profile, error) {
+	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile})
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range p.Warnings {
-		fmt.Fprintln(e.Stderr, w.String())
+		fmt.Fprintln(env.Stderr, w.String())
 	}
 	return p, nil
 }

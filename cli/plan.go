@@ -20,8 +20,8 @@ import (
 // and diffs them. withGID asks for each port's RoCE v2 GID index even when
 // the profile itself does not need it (verbs traffic asked for on the
 // command line).
-func (e *Env) makePlan(profilePath string, h *host.Host, withGID bool) (*apply.Prepared, error) {
-	p, err := e.loadProfile(profilePath)
+func (env *Env) makePlan(profilePath string, h *host.Host, withGID bool) (*apply.Prepared, error) {
+	p, err := env.loadProfile(profilePath)
 	if err != nil {
 		return nil, err
 	}

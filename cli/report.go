@@ -73,9 +73,9 @@ func hostName(root string) string {
 }
 
 // hostName is hostName of the host the command works on.
-func (e *Env) hostName() string {
-	if e.Snapshot != "" {
-		return hostName(e.Snapshot)
+func (env *Env) hostName() string {
+	if env.Snapshot != "" {
+		return hostName(env.Snapshot)
 	}
-	return hostName(e.Root)
+	return hostName(env.Root)
 }
