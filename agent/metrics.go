@@ -548,8 +548,8 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 // collectBond serves a bond's NIC series: per series, the sum of its
 // slaves' totals, where at least one slave has the counter. A slave that
 // leaves the bond takes its share with it (a drop Prometheus reads as a
-// reset). The caller holds ct.mu.
-func (ct *counters) collectBond(ch chan<- prometheus.Metric, bond string) {
+// reset). The caller holds c.mu.
+func (c *counters) collectBond(ch chan<- prometheus.Metric, bond string) {
 	labels := make([]string, 0, 3)
 	for i, s := range counterTable {
 		if s.rdma {
@@ -557,8 +557,8 @@ func (ct *counters) collectBond(ch chan<- prometheus.Metric, bond string) {
 		}
 		var sum uint64
 		found := false
-		for _, p := range ct.ports {
-			if t := ct.totals[counterKey{i, p.netdev}]; t != nil && p.bond == bond {
+		for _, p := range c.ports {
+			if t := c.totals[counterKey{i, p.netdev}]; t != nil && p.bond == bond {
 				sum += t.total
 				found = true
 			}

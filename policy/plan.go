@@ -150,28 +150,28 @@ func DiffSettings(ss []Setting, o *Observed) *Plan {
 	return plan
 }
 
-// diff adds the comparison of ss with o to plan.
-func (plan *Plan) diff(ss []Setting, o *Observed) {
+// diff adds the comparison of ss with o to p.
+func (p *Plan) diff(ss []Setting, o *Observed) {
 	for _, s := range ss {
 		if reason, ok := o.Unsupported[s.Key]; ok {
-			plan.Unsupported = append(plan.Unsupported, Unsupported{Key: s.Key, Scope: s.Scope, Reason: reason, Port: s.Port})
+			p.Unsupported = append(p.Unsupported, Unsupported{Key: s.Key, Scope: s.Scope, Reason: reason, Port: s.Port})
 			continue
 		}
 		if why, ok := o.Unknown[s.Key]; ok {
-			plan.Unknown = append(plan.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value,
+			p.Unknown = append(p.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value,
 				Inferred: o.Inferred[s.Key], Note: o.Notes[s.Key], Port: s.Port})
 			continue
 		}
 		if e, ok := o.Errors[s.Key]; ok {
-			plan.Errors = append(plan.Errors, PlanError{Key: s.Key, Error: e, Want: s.Value, Port: s.Port})
+			p.Errors = append(p.Errors, PlanError{Key: s.Key, Error: e, Want: s.Value, Port: s.Port})
 			continue
 		}
 		before, present := o.Values[s.Key]
 		if present == (s.Value != NoValue) && (!present || before == s.Value) {
-			plan.InSync++
+			p.InSync++
 			continue
 		}
-		plan.Changes = append(plan.Changes, Change{Setting: s, Before: before, Absent: !present, Note: o.Notes[s.Key]})
+		p.Changes = append(p.Changes, Change{Setting: s, Before: before, Absent: !present, Note: o.Notes[s.Key]})
 	}
 }
 
