@@ -111,15 +111,14 @@ printed on stdout or written, and the exit status is 1.`,
 				doc.Order = append(doc.Order, v.Name)
 			}
 			if write != "" {
-				existing, _ := readFileIfExists(h.FS.Path(write))
-				data, conflicts, err := nccl.RenderConf(existing, p.Name, d.Vars)
+				err := nccl.UpdateConf(h.FS, write, func(existing []byte) ([]byte, error) {
+					data, conflicts, err := nccl.RenderConf(existing, p.Name, d.Vars)
+					for _, c := range conflicts {
+						fmt.Fprintf(env.Stderr, "%s:%d: %s=%s is now overridden by rocectl's managed block (%s)\n", write, c.Line, c.Name, c.UserValue, c.Managed)
+					}
+					return data, err
+				})
 				if err != nil {
-					return err
-				}
-				for _, c := range conflicts {
-					fmt.Fprintf(env.Stderr, "%s:%d: %s=%s is now overridden by rocectl's managed block (%s)\n", write, c.Line, c.Name, c.UserValue, c.Managed)
-				}
-				if err := nccl.WriteConf(h.FS, write, data); err != nil {
 					return err
 				}
 				doc.Written = write

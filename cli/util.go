@@ -1,20 +1,11 @@
 package cli
 
 import (
-	"errors"
 	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
-
-func readFileIfExists(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	return data, err
-}
 
 // progressWriter returns stderr when it is a terminal and text output was
 // asked for, nil otherwise: progress lines are for people, not logs.

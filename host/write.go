@@ -665,33 +665,16 @@ func devlinkValue(typ, v string) (any, error) {
 // so that undo restores it byte for byte.
 func captureNCCL(h *Host, d *policy.Desired, st *Step) error {
 	path := *d.Profile.NCCL.Write
-	b := &UndoBlob{Path: path}
-	full, err := h.FS.Confined(path)
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = os.Stat(full)
-	}
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		b.Absent = true
-	case err != nil:
+	data, mode, exists, err := nccl.ReadConf(h.FS, path)
+	if err != nil {
 		return err
-	default:
-		b.Mode = uint32(fi.Mode().Perm())
-		if b.Data, err = h.FS.ReadFile(path); err != nil {
-			return err
-		}
 	}
-	st.Undo = b
+	st.Undo = &UndoBlob{Path: path, Absent: !exists, Data: data, Mode: uint32(mode)}
 	return nil
 }
 
 func writeNCCL(w *stepWriter) error {
 	path := *w.d.Profile.NCCL.Write
-	existing, err := w.h.FS.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
 	// The managed block holds every derived variable, not only the changed
 	// ones: it is rewritten whole.
 	var vars []nccl.Var
@@ -700,15 +683,14 @@ func writeNCCL(w *stepWriter) error {
 			vars = append(vars, nccl.Var{Name: s.Arg, Value: s.Value})
 		}
 	}
-	data, conflicts, err := nccl.RenderConf(existing, w.d.Profile.Name, vars)
-	if err != nil {
-		return err
-	}
-	for _, c := range conflicts {
-		w.h.logger().Warn("a line of the NCCL config file is now overridden by rocectl's managed block",
-			"file", path, "line", c.Line, "name", c.Name, "user_value", c.UserValue, "managed_value", c.Managed)
-	}
-	return nccl.WriteConf(w.h.FS, path, data)
+	return nccl.UpdateConf(w.h.FS, path, func(existing []byte) ([]byte, error) {
+		data, conflicts, err := nccl.RenderConf(existing, w.d.Profile.Name, vars)
+		for _, c := range conflicts {
+			w.h.logger().Warn("a line of the NCCL config file is now overridden by rocectl's managed block",
+				"file", path, "line", c.Line, "name", c.Name, "user_value", c.UserValue, "managed_value", c.Managed)
+		}
+		return data, err
+	})
 }
 
 // restoreNCCL puts the saved copy of the NCCL file back (or removes the
@@ -718,26 +700,9 @@ func restoreNCCL(w *stepWriter) error {
 	if b == nil {
 		return fmt.Errorf("no saved copy of the file to restore")
 	}
-	if err := w.h.FS.CheckWrite("remove", b.Path); err != nil {
-		return err
-	}
-	full, err := w.h.FS.Confined(b.Path)
-	if b.Absent {
-		if err == nil {
-			err = os.Remove(full)
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	if err := nccl.WriteConf(w.h.FS, b.Path, b.Data); err != nil {
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	return os.Chmod(full, os.FileMode(b.Mode))
+	// Only the permission bits: capture saves no others, and a setuid bit
+	// in a journal is not one rocectl wrote.
+	return nccl.RestoreConf(w.h.FS, b.Path, b.Data, os.FileMode(b.Mode).Perm(), !b.Absent)
 }
 
 // checkNCCLRestored says whether the NCCL file is back as it was saved.
@@ -746,18 +711,20 @@ func checkNCCLRestored(h *Host, st Step) error {
 	if b == nil {
 		return nil
 	}
-	data, err := h.FS.ReadFile(b.Path)
-	if b.Absent {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("verify: %s should not exist after restore", b.Path)
-	}
-	if err != nil {
+	data, mode, exists, err := nccl.ReadConf(h.FS, b.Path)
+	switch {
+	case err != nil:
 		return err
-	}
-	if string(data) != string(b.Data) {
+	case b.Absent && exists:
+		return fmt.Errorf("verify: %s should not exist after restore", b.Path)
+	case b.Absent:
+		return nil
+	case !exists:
+		return fmt.Errorf("verify: %s is missing after restore", b.Path)
+	case string(data) != string(b.Data):
 		return fmt.Errorf("verify: %s differs from its saved copy after restore", b.Path)
+	case mode != os.FileMode(b.Mode).Perm(): // a journal's other mode bits are never restored
+		return fmt.Errorf("verify: %s has mode %04o after restore, its saved copy %04o", b.Path, mode, os.FileMode(b.Mode).Perm())
 	}
 	return nil
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
-	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/rocectl/rocectl/nic"
+	"golang.org/x/sys/unix"
 )
 
 // NCCL reads its configuration files like this (NVIDIA/nccl@5067397
@@ -235,11 +233,18 @@ func validateVar(v Var) error {
 	return nil
 }
 
-// WriteConf replaces the file at p (a host path such as
-// "/etc/nccl.conf", under fs's root) with data, atomically: a temporary file
-// in the same directory is written, fsynced, given its mode and owner, and
-// renamed over p; then the directory is fsynced and the file read back.
-// Readers see the old or the new file, never a mix, even across a crash.
+// UpdateConf rewrites the NCCL config file at p (a host path such as
+// "/etc/nccl.conf", under fs's root): render gets what the file holds (nil
+// when there is no file) and returns what it should hold. The file is
+// read and replaced through its directory, opened once (nic.FileIn), so
+// both happen in the same directory even if one on the way is swapped for
+// a symlink meanwhile: root's write cannot be sent elsewhere, and what a
+// new file gets is what that directory's file held.
+//
+// The replacement is atomic: a temporary file in the same directory is
+// written, fsynced, given its mode and owner, and renamed over p; then the
+// directory is fsynced and the file read back. Readers see the old or the
+// new file, never a mix, even across a crash.
 //
 // Mode and owner: the file is always 0644. NCCL opens the file as whatever
 // user runs the job and silently ignores a file it cannot open, so a
@@ -247,97 +252,118 @@ func validateVar(v Var) error {
 // managed content is not secret. An existing file's owner and group are kept
 // (the temporary file is chowned before the rename); a new file belongs to
 // the writing process (root, for the agent). Extended attributes, ACLs and
-// SELinux labels of the old file are not carried over, and a hard link to
-// the old file keeps the old content (the rename gives p a new inode).
+// SELinux labels of the old file are not carried over.
 //
-// It writes nothing when the file already holds data, refuses a read-only
-// fs (ErrReadOnly) and a path that is a symlink (renaming over it would
-// replace the link, not the file it points to), and does not create missing
-// directories. Errors keep the errno (errors.Is(err, syscall.EACCES) ...).
-func WriteConf(fs nic.FS, p string, data []byte) error {
+// It writes nothing when the file already holds the content with mode
+// 0644, and refuses: a read-only fs (ErrReadOnly); a symlink at p
+// (renaming over it would replace the link, not the file it points to, and
+// reading through it as root could copy any file's lines into the new
+// one); a file with other hard links (the same, and the other names would
+// keep the old content); anything not a regular file. It does not create
+// missing directories. Errors keep the errno (errors.Is(err,
+// syscall.EACCES) ...).
+func UpdateConf(fs nic.FS, p string, render func(existing []byte) ([]byte, error)) error {
 	if err := fs.CheckWrite("write", p); err != nil {
 		return err
 	}
-	if !path.IsAbs(p) {
-		return &os.PathError{Op: "write", Path: p, Err: errors.New("path must be absolute")}
-	}
-	// The directory resolved inside the root: a symlinked /etc in a --root
-	// tree must not lead the rename out of it.
-	full, err := fs.Confined(p)
+	f, err := fs.OpenFileIn(p)
 	if err != nil {
 		return err
 	}
-	st, err := os.Lstat(full)
-	switch {
-	case err == nil && st.Mode()&os.ModeSymlink != 0:
-		return &os.PathError{Op: "write", Path: p, Err: errors.New("is a symlink; point rocectl at the file it links to")}
-	case err == nil && !st.Mode().IsRegular():
-		return &os.PathError{Op: "write", Path: p, Err: errors.New("not a regular file")}
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return err
-	}
-	exists := err == nil
-	if exists {
-		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, data) && st.Mode().Perm() == 0o644 {
-			return nil
-		}
-	}
-
-	dir := filepath.Dir(full)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(full)+".rocectl-*")
+	defer f.Close()
+	old, st, exists, err := readIn(f)
 	if err != nil {
 		return err
 	}
-	tmpName := tmp.Name()
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if exists {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			if err := tmp.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
-				return fmt.Errorf("keep owner %d:%d of %s: %w", sys.Uid, sys.Gid, p, err)
-			}
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpName, full); err != nil {
-		return err
-	}
-	done = true
-	if err := ncclSyncDir(dir); err != nil {
-		return err
-	}
-	got, err := os.ReadFile(full)
+	data, err := render(old)
 	if err != nil {
-		return fmt.Errorf("read back %s: %w", p, err)
+		return err
 	}
-	if !bytes.Equal(got, data) {
-		return fmt.Errorf("read back %s: the file holds %d bytes that differ from the %d written", p, len(got), len(data))
-	}
-	return nil
+	return replaceIn(f, old, st, exists, data, 0o644)
 }
 
-// ncclSyncDir makes the rename durable.
-func ncclSyncDir(dir string) error {
-	d, err := os.Open(dir)
+// WriteConf replaces the file at p with data, as UpdateConf does.
+func WriteConf(fs nic.FS, p string, data []byte) error {
+	return UpdateConf(fs, p, func([]byte) ([]byte, error) { return data, nil })
+}
+
+// RestoreConf puts a saved copy back at p (what ReadConf returned before a
+// change): data with its mode, keeping the owner of the file there now; or,
+// when the file did not exist (exists false), removes whatever is at p
+// now, a symlink as the link. Refusals are UpdateConf's.
+func RestoreConf(fs nic.FS, p string, data []byte, mode os.FileMode, exists bool) error {
+	if err := fs.CheckWrite("write", p); err != nil {
+		return err
+	}
+	f, err := fs.OpenFileIn(p)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	if !exists {
+		if err := f.Remove(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	old, st, there, err := readIn(f)
+	if err != nil {
+		return err
+	}
+	return replaceIn(f, old, st, there, data, mode)
+}
+
+// ReadConf reads the file at p as UpdateConf does, refusing what it
+// refuses: its content and mode, exists false (and no error) when there is
+// no file.
+func ReadConf(fs nic.FS, p string) (data []byte, mode os.FileMode, exists bool, err error) {
+	f, err := fs.OpenFileIn(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer f.Close()
+	data, st, exists, err := readIn(f)
+	return data, os.FileMode(st.Mode & 0o777), exists, err
+}
+
+// readIn reads f's file for rewriting it; a missing file is not an error.
+func readIn(f *nic.FileIn) ([]byte, unix.Stat_t, bool, error) {
+	data, st, err := f.Read()
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, st, false, nil
+	case errors.Is(err, nic.ErrSymlink):
+		return nil, st, false, fmt.Errorf("%w; point rocectl at the file it links to", err)
+	case errors.Is(err, nic.ErrHardLinked):
+		return nil, st, false, fmt.Errorf("%w; rocectl replaces the file at this name only, so remove the other names first", err)
+	case err != nil:
+		return nil, st, false, err
+	}
+	return data, st, true, nil
+}
+
+// replaceIn puts data with mode at f's name, unless the file (old, st,
+// exists, as readIn read it) already holds them, and reads it back.
+func replaceIn(f *nic.FileIn, old []byte, st unix.Stat_t, exists bool, data []byte, mode os.FileMode) error {
+	if exists && bytes.Equal(old, data) && os.FileMode(st.Mode&0o777) == mode.Perm() {
+		return nil
+	}
+	var owner *[2]int
+	if exists {
+		owner = &[2]int{int(st.Uid), int(st.Gid)}
+	}
+	if err := f.Replace(data, mode, owner); err != nil {
+		return err
+	}
+	got, _, err := f.Read()
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", f.Path(), err)
+	}
+	if !bytes.Equal(got, data) {
+		return fmt.Errorf("read back %s: the file holds %d bytes that differ from the %d written", f.Path(), len(got), len(data))
+	}
+	return nil
 }

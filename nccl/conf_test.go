@@ -384,3 +384,111 @@ func TestWriteNCCLConfKeepsErrnoEACCES(t *testing.T) {
 		t.Fatalf("err %v, want EACCES", err)
 	}
 }
+
+// The attack UpdateConf closes: a user who owns the directory of the file
+// root rewrites (NCCL also reads ~/.nccl.conf) puts a hard link to a file
+// they cannot read at the name, or a symlink, and hopes root copies its
+// lines into a new file they can. Both are refused before render sees a
+// byte, and nothing is written.
+func TestUpdateNCCLConfRefusesLinkedFiles(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	secret := filepath.Join(fs.Root(), "secret")
+	if err := os.WriteFile(secret, []byte("aws_secret_access_key=SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []func(string, string) error{os.Link, os.Symlink} {
+		if err := link(secret, file); err != nil {
+			t.Fatal(err)
+		}
+		called := false
+		err := UpdateConf(fs, "/etc/nccl.conf", func(existing []byte) ([]byte, error) {
+			called = true
+			return append(existing, "NCCL_IB_TC=106\n"...), nil
+		})
+		if err == nil || called {
+			t.Errorf("linked file: err %v, render called %v; want refused before render", err, called)
+		}
+		if got, _ := os.ReadFile(secret); string(got) != "aws_secret_access_key=SECRET\n" {
+			t.Errorf("the linked file now holds %q", got)
+		}
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+		ents, _ := os.ReadDir(filepath.Dir(file))
+		if len(ents) != 0 {
+			t.Errorf("etc holds %d entries after the refusal", len(ents))
+		}
+	}
+}
+
+// Between reading the file and replacing it, its directory is swapped for
+// a symlink to another one (the race a user who can write the directory's
+// parent would run): the new file still lands in the directory whose file
+// was read, never in the symlink's target.
+func TestUpdateNCCLConfWritesWhereItRead(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	root := fs.Root()
+	if err := os.WriteFile(file, []byte("NCCL_DEBUG=WARN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "elsewhere"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := UpdateConf(fs, "/etc/nccl.conf", func(existing []byte) ([]byte, error) {
+		if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(root, "etc.old")); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink("elsewhere", filepath.Join(root, "etc")); err != nil {
+			return nil, err
+		}
+		return append(existing, "NCCL_IB_TC=106\n"...), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "etc.old", "nccl.conf")); string(got) != "NCCL_DEBUG=WARN\nNCCL_IB_TC=106\n" {
+		t.Errorf("the directory that was read holds %q", got)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "elsewhere")); len(ents) != 0 {
+		t.Errorf("the write followed the swapped-in symlink: %d entries there", len(ents))
+	}
+}
+
+// RestoreConf puts back the saved mode and content, and removes a file
+// that did not exist before; a symlink put at the name since is removed as
+// the link, its target untouched.
+func TestRestoreNCCLConf(t *testing.T) {
+	fs, file := ncclTestRoot(t)
+	if err := WriteConf(fs, "/etc/nccl.conf", []byte("NCCL_IB_TC=106\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := RestoreConf(fs, "/etc/nccl.conf", []byte("OLD=1\n"), 0o600, true); err != nil {
+		t.Fatal(err)
+	}
+	data, mode, exists, err := ReadConf(fs, "/etc/nccl.conf")
+	if err != nil || !exists || string(data) != "OLD=1\n" || mode != 0o600 {
+		t.Errorf("restored %q mode %o exists %v err %v", data, mode, exists, err)
+	}
+	target := filepath.Join(fs.Root(), "keep")
+	if err := os.WriteFile(target, []byte("KEEP=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, file); err != nil {
+		t.Fatal(err)
+	}
+	if err := RestoreConf(fs, "/etc/nccl.conf", nil, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the name is still there: %v", err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "KEEP=1\n" {
+		t.Errorf("the link's target holds %q", got)
+	}
+	if err := RestoreConf(fs, "/etc/nccl.conf", nil, 0, false); err != nil {
+		t.Errorf("removing a file that is already gone: %v", err)
+	}
+}

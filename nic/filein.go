@@ -1,0 +1,169 @@
+package nic
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"golang.org/x/sys/unix"
+)
+
+// FileIn is a file that root replaces whole (the NCCL config file), reached
+// through its directory held open. The directory is resolved inside the
+// root once, by the kernel (openat2 RESOLVE_IN_ROOT, as every FS open is);
+// the file is then inspected, read, replaced and removed by name relative
+// to that descriptor, never following a symlink at the name.
+//
+// Why: the file may live where another user can write (NCCL also reads
+// ~/.nccl.conf). Going by path, that user could swap a directory on the way
+// for a symlink between the checks and the write, and send root's write
+// anywhere; or put a symlink or a hard link to a secret at the name, so
+// that root copies the secret's lines into a new file of their own.
+type FileIn struct {
+	dir  *os.File // the directory, O_DIRECTORY: *at calls and fsync
+	name string
+	path string // the host path, for errors
+}
+
+// The errors (in an *os.PathError) for a name FileIn.Read refuses: a
+// symlink, or a file that other names share (a hard link).
+var (
+	ErrSymlink    = errors.New("is a symlink")
+	ErrHardLinked = errors.New("has other hard links")
+)
+
+// OpenFileIn opens the directory of the host path p (absolute) and
+// returns p reached through it. Close it when done.
+func (f FS) OpenFileIn(p string) (*FileIn, error) {
+	if !path.IsAbs(p) {
+		return nil, &os.PathError{Op: "open", Path: p, Err: errors.New("path must be absolute")}
+	}
+	dir, name := path.Split(path.Clean(p))
+	if name == "" {
+		return nil, &os.PathError{Op: "open", Path: p, Err: errors.New("names a directory, not a file")}
+	}
+	fd, err := f.dir.open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: f.Path(dir), Err: err}
+	}
+	return &FileIn{dir: os.NewFile(uintptr(fd), f.Path(dir)), name: name, path: path.Clean(p)}, nil
+}
+
+// Close releases the directory.
+func (d *FileIn) Close() error { return d.dir.Close() }
+
+// Path is the file's host path.
+func (d *FileIn) Path() string { return d.path }
+
+func (d *FileIn) fd() int { return int(d.dir.Fd()) }
+
+func (d *FileIn) err(op string, err error) error {
+	return &os.PathError{Op: op, Path: d.path, Err: err}
+}
+
+// Stat is lstat of the name: what is there now, a symlink as a symlink.
+// A missing file is an error that matches os.ErrNotExist.
+func (d *FileIn) Stat() (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd(), d.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return st, d.err("stat", err)
+	}
+	return st, nil
+}
+
+// Read returns the file's content and its stat, read from the one file it
+// opened: a regular file with no other hard link. A symlink is refused
+// with ErrSymlink, a second link with ErrHardLinked, anything else not
+// regular with ErrNotRegular. A missing file matches os.ErrNotExist.
+func (d *FileIn) Read() ([]byte, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(d.fd(), d.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	})
+	if err == unix.ELOOP { // O_NOFOLLOW met a symlink at the name
+		return nil, st, d.err("open", ErrSymlink)
+	}
+	if err != nil {
+		return nil, st, d.err("open", err)
+	}
+	file := os.NewFile(uintptr(fd), d.path)
+	defer file.Close()
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, st, d.err("stat", err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return nil, st, d.err("open", notRegular(fileKind(st.Mode)))
+	case st.Nlink > 1:
+		return nil, st, d.err("open", fmt.Errorf("%w (%d names)", ErrHardLinked, st.Nlink))
+	}
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return nil, st, d.err("read", err)
+	}
+	return data, st, nil
+}
+
+// Replace puts data at the name atomically: a new file in the same
+// directory is written, given mode (and owner uid:gid unless owner is
+// nil), fsynced and renamed over the name; then the directory is fsynced.
+// Readers see the old file or the new one, never a mix, even across a
+// crash. Whatever was at the name (a symlink included) is replaced, not
+// written through.
+func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return err
+	}
+	tmp := "." + d.name + ".rocectl-" + hex.EncodeToString(rnd[:])
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(d.fd(), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	})
+	if err != nil {
+		return d.err("create", err)
+	}
+	file := os.NewFile(uintptr(fd), tmp)
+	renamed := false
+	defer func() {
+		file.Close()
+		if !renamed {
+			unix.Unlinkat(d.fd(), tmp, 0)
+		}
+	}()
+	if _, err := file.Write(data); err != nil {
+		return d.err("write", err)
+	}
+	if err := file.Chmod(mode.Perm()); err != nil {
+		return d.err("chmod", err)
+	}
+	if owner != nil {
+		if err := file.Chown(owner[0], owner[1]); err != nil {
+			return d.err("chown", fmt.Errorf("keep owner %d:%d: %w", owner[0], owner[1], err))
+		}
+	}
+	if err := file.Sync(); err != nil {
+		return d.err("fsync", err)
+	}
+	if err := unix.Renameat(d.fd(), tmp, d.fd(), d.name); err != nil {
+		return d.err("rename", err)
+	}
+	renamed = true
+	if err := d.dir.Sync(); err != nil {
+		return d.err("fsync directory of", err)
+	}
+	return nil
+}
+
+// Remove removes the name (not what a symlink there points to). A missing
+// file is an error that matches os.ErrNotExist.
+func (d *FileIn) Remove() error {
+	if err := unix.Unlinkat(d.fd(), d.name, 0); err != nil {
+		return d.err("remove", err)
+	}
+	return nil
+}
