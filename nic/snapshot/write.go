@@ -34,7 +34,8 @@ const maxHops = 40
 // that do not exist on the host are skipped silently, since capture asks
 // for optional features whether or not the host has them. Output files are
 // 0644 and directories 0755; JSON is indented with sorted map keys, so the
-// same input gives the same bytes.
+// same input gives the same bytes. Files are created (O_EXCL), never
+// written through whatever is at their name (createFile).
 func Write(dir string, meta Meta, st *KernelState, src nic.FS, paths []string) error {
 	switch meta.Format {
 	case "":
@@ -65,7 +66,7 @@ func Write(dir string, meta Meta, st *KernelState, src nic.FS, paths []string) e
 	}
 	defer root.Close()
 
-	w := &writer{src: src, out: root, unreadable: map[string]bool{}}
+	w := &writer{src: src, out: root, unreadable: map[string]bool{}, written: map[string]bool{}}
 	for _, u := range meta.Unreadable {
 		w.unreadable[u] = true
 	}
@@ -106,16 +107,34 @@ func writeJSON(root *os.Root, name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: %s: %w", name, err)
 	}
-	if err := root.WriteFile(name, append(b, '\n'), 0o644); err != nil {
+	if err := createFile(root, name, append(b, '\n')); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
+}
+
+// createFile writes a new file of the snapshot, mode 0644. O_EXCL: the
+// directory was empty when Write began, so anything already at the name
+// was put there since by someone else, and root must not write through
+// it (a hard link there would make the write land in the linked file,
+// outside the directory that os.Root confines).
+func createFile(root *os.Root, name string, data []byte) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 type writer struct {
 	src        nic.FS
 	out        *os.Root
 	unreadable map[string]bool
+	written    map[string]bool // the files created so far
 }
 
 // local maps a host path (/sys/...) to its name inside the snapshot.
@@ -258,10 +277,17 @@ func (w *writer) copyTree(hostPath string) error {
 			return nil
 		}
 		name := local(hostPath)
+		if w.written[name] { // copied already, through another of the paths
+			return nil
+		}
 		if err := w.out.MkdirAll(path.Dir(name), 0o755); err != nil {
 			return err
 		}
-		return w.out.WriteFile(name, b, 0o644)
+		if err := createFile(w.out, name, b); err != nil {
+			return err
+		}
+		w.written[name] = true
+		return nil
 	}
 	return nil // devices, sockets, fifos: nothing a snapshot can hold
 }
