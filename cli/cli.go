@@ -51,7 +51,7 @@ back by itself when they spike.`,
 	pf.IntVar(&env.KeepJournals, "keep-journals", apply.DefaultKeep, "finished apply journals to keep in the state dir (the newest, and always the last committed one)")
 	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
 	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
-	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others")
+	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others, or owned by a user other than root and the one running rocectl")
 
 	root.AddCommand(
 		newValidateCmd(env),

@@ -405,3 +405,41 @@ func TestFIFOProfileRefused(t *testing.T) {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
 }
+
+// A profile's owner can change it at will, so root reads only root's own
+// (or, as another user, that user's): a file or an include owned by anyone
+// else is refused unless --allow-insecure-profile, even at mode 0644.
+func TestProfileOwnedByAnotherUserRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the files are given to another uid")
+	}
+	const other = 4242
+	dir := t.TempDir()
+	path := writeProfile(t, dir, "p.toml", smallProfile, 0o644)
+	if err := os.Chown(path, other, other); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s: %s is owned by uid %d; a profile configures the host as root, so rocectl reads only profiles owned by root or by the user it runs as, uid 0 (fix with chown 0, or pass --allow-insecure-profile)\n1 error(s); nothing was changed", path, path, other)
+	if got := loadErr(t, path, LoadOptions{}); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := Load(path, LoadOptions{AllowInsecure: true}); err != nil {
+		t.Errorf("AllowInsecure: %v", err)
+	}
+	// The same file owned by root loads; an include owned by another
+	// user is refused at its include entry.
+	if err := os.Chown(path, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, LoadOptions{}); err != nil {
+		t.Errorf("owned by root: %v", err)
+	}
+	base := writeProfile(t, dir, "base.toml", "[qos]\ntrust = \"dscp\"\n", 0o644)
+	if err := os.Chown(base, other, other); err != nil {
+		t.Fatal(err)
+	}
+	top := writeProfile(t, dir, "top.toml", "include = [\"base.toml\"]\n[link]\nmtu = 9000\n", 0o600)
+	if got := loadErr(t, top, LoadOptions{}); !strings.Contains(got, fmt.Sprintf("%s:1:12: include: %s is owned by uid %d", top, base, other)) {
+		t.Errorf("include owned by uid %d: got\n%s", other, got)
+	}
+}

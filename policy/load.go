@@ -20,8 +20,9 @@ const MaxProfileSize = 1 << 20
 // LoadOptions tune Load.
 type LoadOptions struct {
 	// AllowInsecure accepts profile files that are group- or
-	// world-writable. A profile configures the host as root, so by default
-	// such files are refused (--allow-insecure-profile).
+	// world-writable, or owned by a user other than root and the one
+	// rocectl runs as. A profile configures the host as root, so by
+	// default such files are refused (--allow-insecure-profile).
 	AllowInsecure bool
 }
 
@@ -182,7 +183,8 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 }
 
 // read returns the file's bytes after checking that it is a regular file,
-// not writable by others (unless allowed), and not too large.
+// owned by root or the user rocectl runs as and not writable by others
+// (unless allowed), and not too large.
 func (l *loader) read(path string) ([]byte, error) {
 	// O_NONBLOCK: a FIFO named as a profile must not hang the loader; the
 	// regular-file check below then refuses it.
@@ -200,6 +202,14 @@ func (l *loader) read(path string) ([]byte, error) {
 	}
 	if st.Mode().Perm()&0o022 != 0 && !l.opts.AllowInsecure {
 		return nil, fmt.Errorf("%s is writable by group or others (mode %04o); a profile configures the host as root, so rocectl refuses it (fix with chmod go-w, or pass --allow-insecure-profile)", path, st.Mode().Perm())
+	}
+	// Its owner can change it at will: only root, or the user rocectl runs
+	// as, may own what rocectl acts on (as sshd's StrictModes for
+	// authorized_keys). Root therefore reads only root's profiles.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && !l.opts.AllowInsecure {
+		if euid := uint32(os.Geteuid()); sys.Uid != 0 && sys.Uid != euid {
+			return nil, fmt.Errorf("%s is owned by uid %d; a profile configures the host as root, so rocectl reads only profiles owned by root or by the user it runs as, uid %d (fix with chown %d, or pass --allow-insecure-profile)", path, sys.Uid, euid, euid)
+		}
 	}
 	if st.Size() > MaxProfileSize {
 		return nil, fmt.Errorf("%s is %d bytes; profiles are limited to %d bytes", path, st.Size(), MaxProfileSize)
