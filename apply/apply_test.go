@@ -485,6 +485,51 @@ func TestNCCLFileIsJournalledAndRestoredByteForByte(t *testing.T) {
 	}
 }
 
+// An NCCL file that apply would refuse to rewrite (a symlink: rewriting it
+// would replace the link; reading through it as root could copy another
+// file's lines) is unreadable to the audit too, with the same reason, so
+// the plan shows it before anything is written, as an error rather than a
+// change: the apply leaves the link and the file it points to alone.
+func TestNCCLFileSymlinkIsUnreadable(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-lossless", "base.toml")
+	real := filepath.Join(r.root, "etc", "nccl.real")
+	if err := os.WriteFile(real, []byte("NCCL_IB_TC=106\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nccl.real", filepath.Join(r.root, "etc", "nccl.conf")); err != nil {
+		t.Fatal(err)
+	}
+	o := r.h.Observe(r.d)
+	n := 0
+	for _, s := range r.d.Host {
+		if s.Kind != policy.KindNCCL {
+			continue
+		}
+		n++
+		if e := o.Errors[s.Key]; !strings.Contains(e, "is a symlink; point rocectl at the file it links to") {
+			t.Errorf("%s: error %q, value %q; want it unreadable as a symlink", s.Key, e, o.Values[s.Key])
+		}
+	}
+	if n == 0 {
+		t.Fatal("the profile has no NCCL setting")
+	}
+	r.plan = policy.Diff(r.d, o)
+	for _, c := range r.plan.Changes {
+		if c.Kind == policy.KindNCCL {
+			t.Errorf("planned %s although its file is unreadable", c.Key)
+		}
+	}
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(real); string(got) != "NCCL_IB_TC=106\n" {
+		t.Errorf("the link's target now holds %q", got)
+	}
+	if target, err := os.Readlink(filepath.Join(r.root, "etc", "nccl.conf")); err != nil || target != "nccl.real" {
+		t.Errorf("the link is now %q, %v", target, err)
+	}
+}
+
 // mlx5's enable_roce is a driverinit parameter: rocectl sets it, reads it
 // back, and says it takes effect only after a devlink reload.
 func TestDevlinkDriverinitNeedsReload(t *testing.T) {

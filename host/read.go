@@ -51,12 +51,15 @@ type portReader struct {
 func (r *portReader) ncclConf() (vars []nccl.Var, absent bool, err error) {
 	if !r.ncclDone {
 		r.ncclDone = true
-		data, err := r.h.FS.ReadFile(r.ncclFile)
+		// As apply reads it before rewriting it: a symlink or a file
+		// with other hard links is unreadable here too, so that the
+		// audit says what apply would refuse.
+		data, _, exists, err := nccl.ReadConf(r.h.FS, r.ncclFile)
 		switch {
-		case errors.Is(err, os.ErrNotExist):
-			r.ncclAbsent = true
 		case err != nil:
 			r.ncclErr = err
+		case !exists:
+			r.ncclAbsent = true
 		default:
 			r.ncclVars = nccl.ParseConf(data)
 		}
