@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,7 +214,7 @@ func (h *Host) filesNotCaptured(s policy.Setting) string {
 	paths := e.files(s.Port)
 	for _, prefix := range h.NotCaptured {
 		for _, path := range paths {
-			if path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/") {
+			if holds(prefix, path) {
 				return prefix + " not captured"
 			}
 		}
@@ -246,12 +247,13 @@ func rdmaDeviceFiles(p *port.Port) []string {
 
 // notCaptured reports whether a NotCaptured prefix holds path.
 func (h *Host) notCaptured(path string) bool {
-	for _, prefix := range h.NotCaptured {
-		if path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(h.NotCaptured, func(prefix string) bool { return holds(prefix, path) })
+}
+
+// holds says whether the path prefix holds path: it is path, or a
+// directory above it.
+func holds(prefix, path string) bool {
+	return path == prefix || strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/")
 }
 
 // unknownReason words a value a snapshot does not hold: "unknown (not in
