@@ -21,6 +21,17 @@ func fileInRoot(t *testing.T) (root string, fs FS) {
 	return root, NewFS(root, false)
 }
 
+// openIn is fs.OpenFileIn(p), closed when the test ends.
+func openIn(t *testing.T, fs FS, p string) *FileIn {
+	t.Helper()
+	f, err := fs.OpenFileIn(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -42,11 +53,7 @@ func TestFileInReadRefusesLinks(t *testing.T) {
 	}
 	read := func(name string) error {
 		t.Helper()
-		f, err := fs.OpenFileIn("/etc/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		f := openIn(t, fs, "/etc/"+name)
 		data, _, err := f.Read()
 		if err != nil && data != nil {
 			t.Errorf("%s: data %q with error %v", name, data, err)
@@ -77,11 +84,7 @@ func TestFileInReadRefusesLinks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(etc, "plain"), []byte("A=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fs.OpenFileIn("/etc/plain")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openIn(t, fs, "/etc/plain")
 	if data, st, err := f.Read(); err != nil || string(data) != "A=1\n" || st.Mode&0o777 != 0o644 {
 		t.Errorf("plain file: %q, mode %o, %v", data, st.Mode&0o777, err)
 	}
@@ -93,11 +96,7 @@ func TestFileInReadRefusesLinks(t *testing.T) {
 // symlink's target is untouched.
 func TestFileInActsInTheDirectoryItOpened(t *testing.T) {
 	root, fs := fileInRoot(t)
-	f, err := fs.OpenFileIn("/etc/nccl.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openIn(t, fs, "/etc/nccl.conf")
 	if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(root, "etc.old")); err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +127,7 @@ func TestFileInResolvesTheDirectoryInTheRoot(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(root, "conf")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fs.OpenFileIn("/conf/nccl.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openIn(t, fs, "/conf/nccl.conf")
 	if err := f.Replace([]byte("B=2\n"), 0o640, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +161,7 @@ func TestFileInReplaceDoesNotWriteThroughASymlink(t *testing.T) {
 	if err := os.Symlink("../other/real", filepath.Join(root, "etc", "nccl.conf")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fs.OpenFileIn("/etc/nccl.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openIn(t, fs, "/etc/nccl.conf")
 	if err := f.Replace([]byte("new\n"), 0o644, nil); err != nil {
 		t.Fatal(err)
 	}
