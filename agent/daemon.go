@@ -504,7 +504,7 @@ func (l *loop) apply(ctx context.Context) (string, *verify.Storm) {
 		result, level = "rolled_back", slog.LevelError
 	}
 	attrs := []any{"result", result, "profile", p.Name, "journal", res.JournalID, "changes", res.Changes,
-		"steps", res.Steps, "restored", len(res.Restored), "duration", res.Duration.Round(time.Millisecond).String()}
+		"steps", res.Steps, "restored", len(res.Restored), "unchanged", len(res.Unchanged), "duration", res.Duration.Round(time.Millisecond).String()}
 	if errs := res.Errors(); len(errs) > 0 {
 		attrs = append(attrs, "err", strings.Join(errs, "; "))
 	}
@@ -519,7 +519,7 @@ func (l *loop) recover(blockPending bool) error {
 	for _, r := range done {
 		if r.Err == nil {
 			l.log.Warn("restored an earlier apply", "journal", r.Journal.ID, "profile", r.Journal.Profile,
-				"state", r.State, "expired_confirm", r.Expired, "restored", len(r.Journal.Restored))
+				"state", r.State, "expired_confirm", r.Expired, "restored", len(r.Journal.Restored), "unchanged", len(r.Journal.Unchanged))
 		}
 	}
 	return err
@@ -545,7 +545,7 @@ func (l *loop) revertExpired() {
 		err := withLock(l.cfg.Store, "agent confirm deadline", func() error {
 			j, reverted, err := apply.RevertExpired(l.cfg.Host, l.cfg.Store, j.ID, time.Now())
 			if reverted {
-				l.log.Warn("reverted an unconfirmed apply", "journal", j.ID, "deadline", j.Deadline.Format(time.RFC3339), "restored", len(j.Restored))
+				l.log.Warn("reverted an unconfirmed apply", "journal", j.ID, "deadline", j.Deadline.Format(time.RFC3339), "restored", len(j.Restored), "unchanged", len(j.Unchanged))
 			}
 			return err
 		})

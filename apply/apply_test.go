@@ -603,3 +603,43 @@ func TestRollbackRootSpelledDifferently(t *testing.T) {
 		t.Error("rollback on another root was not refused")
 	}
 }
+
+// A failure at the first write puts nothing back, and the error says so:
+// every journalled setting reads back at its previous value, none is
+// counted as restored (the output never says "restored" unless it was).
+func TestFirstWriteFailedSaysNothingWasPutBack(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
+	before := r.state(t)
+	writes := 0
+	r.sim.Inject(func(op, ifname string) error {
+		if strings.HasPrefix(op, "set") {
+			writes++
+			return syscall.EINVAL
+		}
+		return nil
+	})
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = txn.Run(context.Background())
+	var ae *ApplyError
+	if !errors.As(err, &ae) {
+		t.Fatalf("Run: %v, want an *ApplyError", err)
+	}
+	r.assertRestored(t, before, "")
+	if writes != 1 {
+		t.Errorf("%d kernel writes, want the 1 that failed", writes)
+	}
+	if len(ae.Restored) != 0 || len(ae.Unchanged) != len(r.plan.Changes) {
+		t.Errorf("restored %d, unchanged %d; want 0 and all %d", len(ae.Restored), len(ae.Unchanged), len(r.plan.Changes))
+	}
+	want := fmt.Sprintf("host as it was: all %d setting(s) read back at their previous values, nothing needed putting back", len(r.plan.Changes))
+	if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "restored") {
+		t.Errorf("error %q\nwant it to contain %q and not to say restored", msg, want)
+	}
+	j, lerr := r.opts.Store.Load(txn.J.ID)
+	if lerr != nil || len(j.Restored) != 0 || len(j.Unchanged) != len(r.plan.Changes) {
+		t.Errorf("journal on disk: %v; restored %d, unchanged %d", lerr, len(j.Restored), len(j.Unchanged))
+	}
+}

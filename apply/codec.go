@@ -66,6 +66,7 @@ type bodyV2 struct {
 	Steps       []stepV2   `json:"steps"`
 	Done        int        `json:"done"`
 	Restored    []string   `json:"restored,omitempty"`
+	Unchanged   []string   `json:"unchanged,omitempty"`
 	Failures    []string   `json:"failures,omitempty"`
 	Skipped     []Skipped  `json:"skipped,omitempty"`
 	PID         int        `json:"pid"`
@@ -167,7 +168,7 @@ var knownStates = map[string]bool{StateApplying: true, StateApplied: true, State
 func encodeJournal(j *Journal) ([]byte, error) {
 	b := bodyV2{ID: j.ID, Profile: j.Profile, ProfileHash: j.ProfileHash, Root: j.Root, Started: j.Started,
 		Updated: j.Updated, State: j.State, Deadline: j.Deadline, StepCount: len(j.Steps), Done: j.Done,
-		Restored: j.Restored, Failures: j.Failures, Skipped: j.Skipped, PID: j.PID}
+		Restored: j.Restored, Unchanged: j.Unchanged, Failures: j.Failures, Skipped: j.Skipped, PID: j.PID}
 	version := lagFreeVersion
 	for _, st := range j.Steps {
 		s := stepV2{Scope: st.Scope, Group: st.Group}
@@ -293,7 +294,7 @@ func decodeV2(data []byte, version int) (*Journal, error) {
 	}
 	j := &Journal{Version: version, ID: b.ID, Profile: b.Profile, ProfileHash: b.ProfileHash, Root: b.Root,
 		Started: b.Started, Updated: b.Updated, State: b.State, Deadline: b.Deadline, Done: b.Done,
-		Restored: b.Restored, Failures: b.Failures, Skipped: b.Skipped, PID: b.PID}
+		Restored: b.Restored, Unchanged: b.Unchanged, Failures: b.Failures, Skipped: b.Skipped, PID: b.PID}
 	for i, s := range b.Steps {
 		st := host.Step{Scope: s.Scope, Group: s.Group}
 		for _, c := range s.Changes {

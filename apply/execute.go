@@ -74,7 +74,8 @@ func Begin(h *host.Host, d *policy.Desired, plan *policy.Plan, profileHash strin
 // ApplyError is a failed apply: what failed, and what rollback did.
 type ApplyError struct {
 	Err        error    // the write or verification that failed
-	Restored   []string // keys put back to their before-values
+	Restored   []string // keys written back to their before-values
+	Unchanged  []string // keys rollback found at their before-values
 	RestoreErr error    // non-nil when rollback itself failed
 	Skipped    []Skipped
 	JournalID  string
@@ -91,12 +92,36 @@ func (e *ApplyError) Error() string {
 	}
 	if e.RestoreErr != nil {
 		fmt.Fprintf(&b, "%sROLLBACK FAILED: %v\nthe host is NOT as it was; the journal is kept: run `rocectl rollback %s` once the cause is fixed", sep, e.RestoreErr, e.JournalID)
-	} else if len(e.Skipped) > 0 {
-		fmt.Fprintf(&b, "%shost restored except for vanished devices: %d setting(s) put back; %s", sep, len(e.Restored), SkippedSummary(e.Skipped))
 	} else {
-		fmt.Fprintf(&b, "%shost restored: %d setting(s) put back to their previous values", sep, len(e.Restored))
+		b.WriteString(sep + RestoreSummary(e.Restored, e.Unchanged, e.Skipped))
 	}
 	return b.String()
+}
+
+// RestoreSummary words what a rollback that did not fail did, for
+// messages: how many settings it wrote back, how many it read back
+// already at their before-values (never written, or a write the driver
+// refused without effect), and the vanished devices it skipped. It says
+// "restored" only when something was put back.
+func RestoreSummary(restored, unchanged []string, skipped []Skipped) string {
+	var s string
+	switch {
+	case len(restored) == 0 && len(skipped) == 0:
+		return fmt.Sprintf("host as it was: all %d setting(s) read back at their previous values, nothing needed putting back", len(unchanged))
+	case len(restored) == 0:
+		s = "host as it was except for vanished devices: nothing needed putting back"
+	case len(skipped) > 0:
+		s = fmt.Sprintf("host restored except for vanished devices: %d setting(s) put back", len(restored))
+	default:
+		s = fmt.Sprintf("host restored: %d setting(s) put back to their previous values", len(restored))
+	}
+	if len(unchanged) > 0 {
+		s += fmt.Sprintf(", %d already at them", len(unchanged))
+	}
+	if len(skipped) > 0 {
+		s += "; " + SkippedSummary(skipped)
+	}
+	return s
 }
 
 // Interrupted says whether the apply stopped because its context was
@@ -133,7 +158,7 @@ func (t *Txn) Run(ctx context.Context) error {
 			// The rollback runs whatever ctx says: it must not be cut
 			// short by the signal that asked for it.
 			rerr := Rollback(t.h, t.J, t.opts)
-			return &ApplyError{Err: err, Restored: t.J.Restored, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
+			return &ApplyError{Err: err, Restored: t.J.Restored, Unchanged: t.J.Unchanged, RestoreErr: rerr, Skipped: t.J.Skipped, JournalID: t.J.ID}
 		}
 		// No journal write per step: recovery undoes every step of an
 		// unfinished journal and skips those still at their before-values,
@@ -299,7 +324,7 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 	// far a killed apply got, and steps still at their before-values are
 	// skipped below.
 	last := len(j.Steps) - 1
-	j.Restored, j.Failures, j.Skipped = nil, nil, nil
+	j.Restored, j.Unchanged, j.Failures, j.Skipped = nil, nil, nil, nil
 	var errs []error
 	for i := last; i >= 0; i-- {
 		// A LAG step is undone slave by slave (the last written first),
@@ -315,7 +340,7 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 			// threshold recompute after the MTU is restored) has no value
 			// of its own to find restored: it is written anyway.
 			if !st.AlwaysUndo() && h.CheckStep(st, true) == nil {
-				j.Restored = append(j.Restored, stepKeys(st)...)
+				j.Unchanged = append(j.Unchanged, stepKeys(st)...)
 				continue
 			}
 			err := h.WriteStep(nil, st, true)

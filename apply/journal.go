@@ -46,9 +46,13 @@ type Journal struct {
 	// Done is how many steps were written and verified, as far as the
 	// journal knows: it is saved before the first write and after the
 	// last, so a killed apply leaves 0 here and recovery undoes every step.
-	Done     int
-	Restored []string
-	Failures []string
+	Done int
+	// Restored are the keys a rollback wrote back to their before-values;
+	// Unchanged those it found already there (never written, or a write
+	// the driver refused without effect), read back, not written.
+	Restored  []string
+	Unchanged []string
+	Failures  []string
 	// Skipped are the steps a rollback could not restore because their
 	// device is gone (ENODEV): reported, not retried.
 	Skipped []Skipped

@@ -86,10 +86,12 @@ type Result struct {
 	JournalID string
 	Changes   int // settings the plan changed
 	Steps     int // write steps they took
-	// Restored lists the keys put back by a rollback; Skipped the steps
-	// it could not restore because their device is gone.
-	Restored []string
-	Skipped  []Skipped
+	// Restored lists the keys a rollback put back, Unchanged those it
+	// read back already at their before-values; Skipped the steps it
+	// could not restore because their device is gone.
+	Restored  []string
+	Unchanged []string
+	Skipped   []Skipped
 	// Failure is the failed write or the interruption (an *ApplyError;
 	// Interrupted() for a signal) when Outcome is Failed.
 	Failure error
@@ -147,7 +149,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 	}
 	res.JournalID, res.Steps = txn.J.ID, len(txn.J.Steps)
 	if err := txn.Run(ctx); err != nil {
-		res.Outcome, res.Failure, res.Restored, res.Skipped = Failed, err, txn.J.Restored, txn.J.Skipped
+		res.Outcome, res.Failure, res.Restored, res.Unchanged, res.Skipped = Failed, err, txn.J.Restored, txn.J.Unchanged, txn.J.Skipped
 		return res, nil
 	}
 	if opts.Applied != nil {
@@ -225,7 +227,7 @@ func guardSpec(g policy.GuardSpec, soak *time.Duration) policy.GuardSpec {
 // rejected.
 func rollbackAfter(txn *Txn, res *Result, why string) *Result {
 	res.RollbackErr = txn.RollbackNow()
-	res.Outcome, res.Reason, res.Restored, res.Skipped = RolledBack, why, txn.J.Restored, txn.J.Skipped
+	res.Outcome, res.Reason, res.Restored, res.Unchanged, res.Skipped = RolledBack, why, txn.J.Restored, txn.J.Unchanged, txn.J.Skipped
 	return res
 }
 
@@ -234,8 +236,8 @@ func rollbackAfter(txn *Txn, res *Result, why string) *Result {
 // *ApplyError naming the cause, as an interruption during the writes gives.
 func interrupted(ctx context.Context, txn *Txn, res *Result) *Result {
 	rerr := txn.RollbackNow()
-	res.Outcome, res.Restored, res.Skipped = Failed, txn.J.Restored, txn.J.Skipped
-	res.Failure = &ApplyError{Err: context.Cause(ctx), Restored: txn.J.Restored, RestoreErr: rerr, Skipped: txn.J.Skipped, JournalID: txn.J.ID}
+	res.Outcome, res.Restored, res.Unchanged, res.Skipped = Failed, txn.J.Restored, txn.J.Unchanged, txn.J.Skipped
+	res.Failure = &ApplyError{Err: context.Cause(ctx), Restored: txn.J.Restored, Unchanged: txn.J.Unchanged, RestoreErr: rerr, Skipped: txn.J.Skipped, JournalID: txn.J.ID}
 	return res
 }
 

@@ -165,7 +165,7 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 	switch res.Outcome {
 	case apply.Failed:
 		rep.Errors = append(rep.Errors, res.Errors()...)
-		rep.RolledBack, rep.Restored = true, res.Restored
+		rep.RolledBack, rep.Restored, rep.Unchanged = true, res.Restored, res.Unchanged
 		if text && errors.Is(res.Failure, context.Canceled) {
 			// "interrupted by signal SIGTERM; host restored: ..."
 			fmt.Fprintf(env.Stderr, "%v (journal %s)\n", res.Failure, res.JournalID)
@@ -182,15 +182,13 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 			env.renderSoak(res)
 		}
 		rep.Errors = append(rep.Errors, res.Errors()...)
-		rep.RolledBack, rep.Restored = true, res.Restored
+		rep.RolledBack, rep.Restored, rep.Unchanged = true, res.Restored, res.Unchanged
 		if text {
 			fmt.Fprintf(env.Stderr, "rolling back: %s\n", res.Reason)
 			if res.RollbackErr != nil {
 				fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", res.RollbackErr, res.JournalID)
-			} else if len(res.Skipped) > 0 {
-				fmt.Fprintf(env.Stderr, "host restored except for vanished devices: %d setting(s) put back; %s (journal %s)\n", len(res.Restored), apply.SkippedSummary(res.Skipped), res.JournalID)
 			} else {
-				fmt.Fprintf(env.Stderr, "host restored: %d setting(s) put back (journal %s)\n", len(res.Restored), res.JournalID)
+				fmt.Fprintf(env.Stderr, "%s (journal %s)\n", apply.RestoreSummary(res.Restored, res.Unchanged, res.Skipped), res.JournalID)
 			}
 		} else {
 			_ = writeJSON(env.Stdout, rep)
@@ -255,10 +253,7 @@ func (env *Env) recoverOpen(h *host.Host, store apply.Store, allowPending bool) 
 			fmt.Fprintf(env.Stderr, "found an unfinished apply %s (profile %q, state %s, pid %d): restoring the values it journalled\n", j.ID, j.Profile, r.State, j.PID)
 		}
 		if r.Err == nil {
-			fmt.Fprintf(env.Stderr, "restored %d setting(s) of apply %s\n", len(j.Restored), j.ID)
-			if len(j.Skipped) > 0 {
-				fmt.Fprintf(env.Stderr, "apply %s: %s\n", j.ID, apply.SkippedSummary(j.Skipped))
-			}
+			fmt.Fprintf(env.Stderr, "apply %s: %s\n", j.ID, apply.RestoreSummary(j.Restored, j.Unchanged, j.Skipped))
 		}
 	}
 	return err
@@ -382,12 +377,9 @@ agent are no longer blocked by it.`,
 				return silent(ExitError)
 			}
 			disarmConfirm(cmd.Context(), j)
-			fmt.Fprintf(env.Stdout, "Rolled back apply %s (profile %q): %d setting(s) restored.\n", j.ID, j.Profile, len(j.Restored))
+			fmt.Fprintf(env.Stdout, "Rolled back apply %s (profile %q): %s.\n", j.ID, j.Profile, apply.RestoreSummary(j.Restored, j.Unchanged, j.Skipped))
 			for _, k := range j.Restored {
 				fmt.Fprintf(env.Stdout, "  - %s\n", k)
-			}
-			if len(j.Skipped) > 0 {
-				fmt.Fprintf(env.Stdout, "Skipped: %s\n", apply.SkippedSummary(j.Skipped))
 			}
 			// Older unfinished journals (a crash before this one) too.
 			return env.recoverOpen(h, store, true)
@@ -436,7 +428,7 @@ func (env *Env) rollbackIfExpired(h *host.Host, store apply.Store, args []string
 		fmt.Fprintf(env.Stdout, "apply %s is %s: nothing to revert\n", j.ID, j.State)
 		return nil
 	}
-	fmt.Fprintf(env.Stdout, "Reverted apply %s: not committed before %s (%d setting(s) restored).\n", j.ID, j.Deadline.Format(time.RFC3339), len(j.Restored))
+	fmt.Fprintf(env.Stdout, "Reverted apply %s: not committed before %s; %s.\n", j.ID, j.Deadline.Format(time.RFC3339), apply.RestoreSummary(j.Restored, j.Unchanged, j.Skipped))
 	return nil
 }
 
@@ -456,10 +448,11 @@ func (env *Env) waitConfirm(ctx context.Context, pl *apply.Prepared, res *apply.
 	case apply.WaitCommitted:
 		fmt.Fprintf(env.Stdout, "Committed: apply %s stays.\n", id)
 	case apply.WaitExpired:
-		fmt.Fprintf(env.Stderr, "apply %s was not committed in time and has been reverted (%d setting(s) restored)\n", id, len(w.Journal.Restored))
 		if w.Journal.State == apply.StateRollbackFailed {
+			fmt.Fprintf(env.Stderr, "apply %s was not committed in time; reverting it FAILED: %s\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", id, strings.Join(w.Journal.Failures, "; "), id)
 			return silent(ExitError)
 		}
+		fmt.Fprintf(env.Stderr, "apply %s was not committed in time and has been reverted: %s\n", id, apply.RestoreSummary(w.Journal.Restored, w.Journal.Unchanged, w.Journal.Skipped))
 		return silent(ExitRolledBack)
 	case apply.WaitStorm:
 		fmt.Fprintf(env.Stderr, "rolling back: %s\n", w.Storm)
@@ -467,7 +460,7 @@ func (env *Env) waitConfirm(ctx context.Context, pl *apply.Prepared, res *apply.
 			fmt.Fprintf(env.Stderr, "ROLLBACK FAILED: %v\nthe journal is kept: run `rocectl rollback %s`\n", w.RollbackErr, id)
 			return silent(ExitError)
 		}
-		fmt.Fprintf(env.Stderr, "host restored: %d setting(s) put back (journal %s)\n", len(w.Journal.Restored), id)
+		fmt.Fprintf(env.Stderr, "%s (journal %s)\n", apply.RestoreSummary(w.Journal.Restored, w.Journal.Unchanged, w.Journal.Skipped), id)
 		return silent(ExitRolledBack)
 	case apply.WaitLeft:
 		fmt.Fprintf(env.Stderr, "\nleft the confirm window; the deadline stays armed: rocectl commit %s before %s\n", id, res.Deadline.Format(time.RFC3339))

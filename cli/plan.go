@@ -215,6 +215,7 @@ type Report struct {
 	Applied     bool                `json:"applied,omitempty"`
 	RolledBack  bool                `json:"rolled_back"`
 	Restored    []string            `json:"restored,omitempty"`
+	Unchanged   []string            `json:"unchanged,omitempty"`
 	JournalID   string              `json:"journal_id,omitempty"`
 	Confirm     string              `json:"confirm_deadline,omitempty"`
 	Message     string              `json:"message,omitempty"`
