@@ -363,7 +363,7 @@ func TestImportPauseInferredFromTwoSamples(t *testing.T) {
 	prof := repo("profiles/connectx-lossless.toml")
 	code, out, errs = run(t, nil, "audit", "-p", prof, "--snapshot", dir)
 	want := "? eth4.qos.global_pause = inferred: in use (from mlx5-cx6dx-ethtool-S-k5.15-txpause.txt:37 → later-ethtool-S.txt:37), profile wants off\n"
-	if code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, "unknown (not in the snapshot; 1 of them inferred)") {
+	if code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, "unknown (not captured or not readable; 1 of them inferred)") {
 		t.Fatalf("audit: exit %d, want %q:\n%s%s", code, want, out, errs)
 	}
 	if strings.Contains(out, "global_pause = on") || strings.Contains(out, "global pause (ethtool -A) not supported") {

@@ -95,8 +95,8 @@ printed on stdout or written, and the exit status is 1.`,
 			}
 			d := nccl.Derive(p, ports)
 			doc.GIDIndex = d.GID
-			// A refused choice is reported with the errors below.
-			if d.GID != nil && d.GID.Mode != nccl.GIDRefused && format != "json" {
+			// A refused or unknown choice is reported with the errors below.
+			if d.GID != nil && d.GID.Mode != nccl.GIDRefused && d.GID.Mode != nccl.GIDUnknown && format != "json" {
 				fmt.Fprintf(env.Stderr, "NCCL_IB_GID_INDEX: %s\n", d.GID)
 			}
 			for _, u := range d.Unresolved {

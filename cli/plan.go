@@ -158,7 +158,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		fmt.Fprintf(w, "No changes. Host matches profile.")
 		if n := len(plan.Unknown); n > 0 {
 			// Exit 0 must not hide what could not be compared.
-			fmt.Fprintf(w, " But %d setting(s) are unknown (not in the snapshot%s), listed above.", n, inferredCount(plan.Unknown))
+			fmt.Fprintf(w, " But %d setting(s) are unknown (not captured or not readable%s), listed above with why.", n, inferredCount(plan.Unknown))
 		}
 		if n := len(plan.Unsupported); n > 0 {
 			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)

@@ -98,7 +98,11 @@ func (h *Host) Ports(inv *nic.Inventory, withGID bool) []port.Port {
 		// Any netdev: the port's GID table holds its own GIDs and those of
 		// its upper devices (VLAN, bond, macvlan), and NCCL never reads
 		// gid_attrs/ndevs, so a VLAN's GID counts.
-		if g, ok, err := nic.SelectGIDOn(h.FS, p.RDMADevice, p.PortNum, nic.GIDQuery{}); err == nil && ok {
+		g, ok, err := nic.SelectGIDOn(h.FS, p.RDMADevice, p.PortNum, nic.GIDQuery{})
+		switch {
+		case err != nil && p.RDMADevice != "":
+			p.GIDUnknown = err.Error()
+		case ok:
 			p.RoCEv2GID = g.Index
 		}
 	})

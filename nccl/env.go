@@ -33,8 +33,9 @@ type Derivation struct {
 // GIDChoice is how IB_GID_INDEX = "auto" was resolved.
 type GIDChoice struct {
 	// Mode is "pinned" (one index serves every port), "dynamic" (-1:
-	// NCCL selects per device) or "refused" (pre-2.21 NCCL, and no one
-	// index serves every port).
+	// NCCL selects per device), "refused" (pre-2.21 NCCL, and no one
+	// index serves every port) or "unknown" (a port's RDMA device or GID
+	// table is not known: a snapshot without them, a read that failed).
 	Mode   string `json:"mode"`
 	Index  *int   `json:"index,omitempty"` // the pinned index
 	Reason string `json:"reason"`
@@ -47,7 +48,24 @@ const (
 	GIDPinned  = "pinned"
 	GIDDynamic = "dynamic"
 	GIDRefused = "refused"
+	GIDUnknown = "unknown"
 )
+
+// unknownGIDs says, for each port whose GID pick is not known, why: no
+// RDMA device known behind its netdev (a snapshot imported from netdev
+// dumps), or a GID table that could not be read.
+func unknownGIDs(ports []port.Port) []string {
+	var why []string
+	for _, p := range ports {
+		switch {
+		case p.RDMADevice == "":
+			why = append(why, fmt.Sprintf("the RDMA device behind %s is not known", p.Netdev))
+		case p.GIDUnknown != "":
+			why = append(why, fmt.Sprintf("the GID table of %s:%d could not be read (%s)", p.RDMADevice, p.PortNum, p.GIDUnknown))
+		}
+	}
+	return why
+}
 
 // Derive is Env with the reasons for the GID index.
 func Derive(p *policy.Profile, ports []port.Port) Derivation {
@@ -121,8 +139,15 @@ func hcaList(ports []port.Port) (string, string) {
 		return "", "no RDMA port matched the profile, so there is no HCA list to derive"
 	}
 	parts := make([]string, len(ports))
+	var unknown []string
 	for i, p := range ports {
+		if p.RDMADevice == "" {
+			unknown = append(unknown, p.Netdev)
+		}
 		parts[i] = fmt.Sprintf("%s:%d", p.RDMADevice, p.PortNum)
+	}
+	if len(unknown) > 0 {
+		return "", fmt.Sprintf("unknown: the RDMA devices behind %s are not known (a snapshot without their sysfs)", strings.Join(unknown, ", "))
 	}
 	return "=" + strings.Join(parts, ","), ""
 }
@@ -147,6 +172,9 @@ var gidFilters = []string{"IB_ADDR_RANGE", "IB_ADDR_FAMILY", "IB_ROCE_VERSION_NU
 func gidIndex(c *policy.NCCL, ports []port.Port, set map[string]bool) (GIDChoice, []Var) {
 	if len(ports) == 0 {
 		return GIDChoice{Mode: GIDRefused, Reason: "no RDMA port matched the profile"}, nil
+	}
+	if why := unknownGIDs(ports); len(why) > 0 {
+		return GIDChoice{Mode: GIDUnknown, Reason: "unknown: " + strings.Join(why, "; ")}, nil
 	}
 	var where, missing []string
 	idx, agree := ports[0].RoCEv2GID, true
@@ -224,21 +252,35 @@ func Resolve(d *policy.Desired) {
 		return
 	}
 	ports := make([]port.Port, len(d.Ports))
-	var noDevice []string
+	var noDevice, noGID []string
+	gidAuto := false
+	if v, ok := p.NCCL.Var("IB_GID_INDEX"); ok && v == "auto" {
+		gidAuto = true
+	}
 	for i, dp := range d.Ports {
 		ports[i] = dp.Port
-		if dp.Port.RDMADevice == "" {
+		switch {
+		case dp.Port.RDMADevice == "":
 			noDevice = append(noDevice, dp.Port.Netdev)
+		case dp.Port.GIDUnknown != "" && gidAuto:
+			noGID = append(noGID, fmt.Sprintf("%s:%d: %s", dp.Port.RDMADevice, dp.Port.PortNum, dp.Port.GIDUnknown))
 		}
 	}
 	vars, unresolved := Env(p, ports)
-	if len(noDevice) > 0 {
+	if len(noDevice)+len(noGID) > 0 {
 		// A snapshot imported from netdev-level dumps knows no RDMA
-		// device behind these ports, so the HCA list and GID index (and
-		// with them the file) cannot be derived: unknown, not drift.
-		// Only the profile's own variables are named: which selection
-		// variables NCCL would need depends on the GIDs, unknown too.
-		why := fmt.Sprintf("%s (the RDMA devices behind %s)", policy.UnknownReason, strings.Join(noDevice, ", "))
+		// device behind these ports, and a GID table that could not be
+		// read hides the index NCCL would pick, so the HCA list or the
+		// GID index (and with them the file) cannot be derived:
+		// unknown, not drift. Only the profile's own variables are
+		// named: which selection variables NCCL would need depends on
+		// the GIDs, unknown too.
+		var why string
+		if len(noDevice) > 0 {
+			why = fmt.Sprintf("%s (the RDMA devices behind %s)", policy.UnknownReason, strings.Join(noDevice, ", "))
+		} else {
+			why = "the GID table could not be read (" + strings.Join(noGID, "; ") + ")"
+		}
 		names := map[string]bool{}
 		for _, v := range p.NCCL.Vars {
 			names["NCCL_"+v.Name] = true

@@ -27,6 +27,7 @@ type FileIn struct {
 	dir  *os.File // the directory, O_DIRECTORY: *at calls and fsync
 	name string
 	path string // the host path, for errors
+	fs   FS     // for the reads a capture recorded as failed
 }
 
 // The errors (in an *os.PathError) for a name FileIn.Read refuses: a
@@ -48,9 +49,14 @@ func (f FS) OpenFileIn(p string) (*FileIn, error) {
 	}
 	fd, err := f.dir.open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
+		// A snapshot without the directory may still know that the
+		// file was there and could not be read.
+		if rerr := f.recordedPathErr("open", path.Clean(p), err); rerr != nil {
+			return nil, rerr
+		}
 		return nil, &os.PathError{Op: "open", Path: f.Path(dir), Err: err}
 	}
-	return &FileIn{dir: os.NewFile(uintptr(fd), f.Path(dir)), name: name, path: path.Clean(p)}, nil
+	return &FileIn{dir: os.NewFile(uintptr(fd), f.Path(dir)), name: name, path: path.Clean(p), fs: f}, nil
 }
 
 // Close releases the directory.
@@ -87,6 +93,9 @@ func (d *FileIn) Read() ([]byte, unix.Stat_t, error) {
 	})
 	if err == unix.ELOOP { // O_NOFOLLOW met a symlink at the name
 		return nil, st, d.err("open", ErrSymlink)
+	}
+	if err == unix.ENOENT {
+		err = d.fs.recordedErr(where{rel: d.path}, err)
 	}
 	if err != nil {
 		return nil, st, d.err("open", err)

@@ -40,6 +40,9 @@ type FS struct {
 	dir      *rootDir // the root, opened once
 	readOnly bool
 	timeout  time.Duration
+	// unreadable are the files a capture could not read (a snapshot's
+	// FS): their reads fail as they did on the host.
+	unreadable *Unreadable
 }
 
 // DefaultTimeout bounds each file operation. It is a backstop against a
@@ -252,6 +255,9 @@ func (f FS) openFile(p string, flags int) (int, error) {
 // FIFO's other end; regular files ignore it.
 func (f FS) openAttr(w where, flags int) (int, error) {
 	fd, err := w.open(f, flags|unix.O_NONBLOCK)
+	if err == unix.ENOENT {
+		err = f.recordedErr(w, err)
+	}
 	if err == unix.ENXIO { // a FIFO without reader, a socket: say which
 		if kind := f.kindOf(w); kind != "" {
 			err = notRegular(kind)
@@ -328,6 +334,9 @@ func (f FS) exists(w where) bool {
 		fd, err := w.open(f, unix.O_PATH)
 		if err == nil {
 			unix.Close(fd)
+		}
+		if err == unix.ENOENT && f.recordedErr(w, err) != err {
+			return nil // there, but unreadable: as on the host
 		}
 		return err
 	}) == nil

@@ -2,12 +2,14 @@ package nic
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // GID types as the kernel prints them in gid_attrs/types/<i>
@@ -162,7 +164,10 @@ func (q GIDQuery) addressMatches(gid net.IP, family int) bool {
 // the listing only at the first entry that fails to read (the end of the
 // table, or a slot a capture could not read), for the entries after it.
 // Those it read exist, and are the listing's first ones, so the entries
-// it considers, and their order, are ReadGIDs's. The error is ReadGIDs's.
+// it considers, and their order, are ReadGIDs's. The errors are ReadGIDs's
+// and, unlike ReadGIDs, the failed read of a qualifying entry's type (or
+// netdev, when q names one) other than the kernel's EINVAL for an entry
+// without one: NCCL stops there too, and the pick is not known.
 func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error) {
 	base, err := gidTableDir(fs, rdmaDev, port)
 	if err != nil {
@@ -196,13 +201,27 @@ func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error)
 		if ip == nil || ip.IsUnspecified() || !q.addressMatches(ip, family) {
 			continue
 		}
+		// As NCCL's ncclIbRoceGetVersionNum (NVIDIA/nccl
+		// src/transport/net_ib): EINVAL is an entry the kernel (or a
+		// container's sysfs) has no type for, skipped; any other
+		// failure stops the selection, which rocectl then does not know.
 		typ, err := base.ReadTrimmed("gid_attrs/types/" + s)
-		if err != nil || typ == "" || gidRoCEVersion(typ) != version {
+		if errors.Is(err, syscall.EINVAL) {
+			continue
+		}
+		if err != nil {
+			return GID{}, false, fmt.Errorf("GID %d of %s port %d: %w", i, rdmaDev, port, err)
+		}
+		if typ == "" || gidRoCEVersion(typ) != version {
 			continue
 		}
 		g := GID{Index: i, GID: ip.To16(), Type: typ}
 		if q.Netdev != "" {
-			if g.Netdev, err = base.ReadTrimmed("gid_attrs/ndevs/" + s); err != nil || g.Netdev != q.Netdev {
+			g.Netdev, err = base.ReadTrimmed("gid_attrs/ndevs/" + s)
+			if err != nil && !errors.Is(err, syscall.EINVAL) { // EINVAL: no netdev
+				return GID{}, false, fmt.Errorf("GID %d of %s port %d: %w", i, rdmaDev, port, err)
+			}
+			if g.Netdev != q.Netdev {
 				continue
 			}
 		}

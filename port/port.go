@@ -72,6 +72,10 @@ type Port struct {
 	// address yet) or nobody looked: discovery does not (it costs three
 	// reads per GID entry), host.Ports does when asked.
 	RoCEv2GID int `json:"-"`
+	// GIDUnknown says why host.Ports could not find RoCEv2GID (a GID
+	// table that could not be read); "" when RoCEv2GID is known, an
+	// index or -1 for none.
+	GIDUnknown string `json:"-"`
 	// Master is, for a slave of a LAG's bond, the bond's netdev
 	// (/sys/class/net/<slave>/master): host.Place sets it on the port it
 	// makes for each slave, where per-physical-port settings are written.

@@ -27,6 +27,9 @@ type Snapshot struct {
 	dir    string
 	kernel *KernelState // every LinkState.Stats nil: they are in stats
 	stats  map[string]rawCounters
+	// unreadable answers FS reads of Meta.Unreadable's paths with the
+	// errno each failed with on the host.
+	unreadable *nic.Unreadable
 }
 
 // kernelFile is kernel.json as Open decodes it: a KernelState whose links
@@ -85,7 +88,8 @@ func Open(dir string) (*Snapshot, error) {
 	if k.err != nil {
 		return nil, k.err
 	}
-	return &Snapshot{Meta: meta, dir: dir, kernel: k.ks, stats: k.stats}, nil
+	return &Snapshot{Meta: meta, dir: dir, kernel: k.ks, stats: k.stats,
+		unreadable: nic.NewUnreadable(meta.Unreadable, ParseErrno)}, nil
 }
 
 // parseMeta reads snapshot.json (b, the content of path), its unreadable
@@ -252,8 +256,9 @@ func decodeJSON(path string, b []byte, v any) error {
 func (s *Snapshot) Dir() string { return s.dir }
 
 // FS is the read-only file system of the capture: host path /sys/x is
-// DIR/sys/x.
-func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true) }
+// DIR/sys/x. A file the capture could not read (Meta.Unreadable) fails to
+// read with the errno it failed with on the host, not as absent.
+func (s *Snapshot) FS() nic.FS { return nic.NewFS(s.dir, true).WithUnreadable(s.unreadable) }
 
 // Kernel answers from kernel.json; every write fails with an error wrapping
 // nic.ErrReadOnly.

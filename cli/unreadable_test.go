@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/nic/snapshot"
+)
+
+// unreadableSnapshot copies a fixture snapshot and makes each of files (host
+// paths as a capture lists them: resolved) one the capture could not read:
+// gone from sys/ and listed in snapshot.json's unreadable with errno.
+func unreadableSnapshot(t *testing.T, fixture, errno string, files ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := fixturehost.CopyTree(fixturehost.Dir(fixture), dir); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(dir, snapshot.MetaFile)
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := m["unreadable"].([]any)
+	for _, f := range files {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		list = append(list, f+": "+errno)
+	}
+	m["unreadable"] = list
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A file the capture could not read is unreadable when audited, as it was
+// on the host: never "unsupported by the driver" (the file's absence from
+// sys/ is no evidence about the driver), never absent, never in sync.
+// Each of these read as unsupported (the NCCL file as absent) before.
+func TestUnreadableFilesAreNotUnsupported(t *testing.T) {
+	const dev0 = "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0"
+	cases := []struct {
+		name, file, errno, key string
+		profile                string // appended to connectx-lossless
+	}{
+		{name: "traffic_class", file: dev0 + "/infiniband/mlx5_0/tc/1/traffic_class", errno: "EACCES", key: "mlx5_0.roce.traffic_class"},
+		{name: "rdma_cm", file: "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", errno: "EIO", key: "mlx5_0.roce.default_roce_tos"},
+		{name: "ECN parameter", file: dev0 + "/net/ens1f0np0/ecn/roce_np/cnp_dscp", errno: "EIO", key: "mlx5_0.ecn.np.cnp_dscp"},
+		{name: "NCCL file", file: "/etc/nccl.conf", errno: "EACCES", key: "host.nccl.",
+			profile: "[nccl]\nwrite = \"/etc/nccl.conf\"\nIB_TC = 106\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := unreadableSnapshot(t, "cx6dx-ofed-lossless", c.errno, c.file)
+			prof := filepath.Join(t.TempDir(), "p.toml")
+			text := fmt.Sprintf("name = \"p\"\ninclude = [%q]\n", repo("profiles/connectx-lossless.toml"))
+			if c.profile != "" {
+				text = fmt.Sprintf("name = \"p\"\ninclude = [%q]\n%s", repo("profiles/base.toml"), c.profile)
+			}
+			if err := os.WriteFile(prof, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", dir)
+			if code != ExitError {
+				t.Errorf("audit exit %d, want %d (a managed value could not be read)\n%s%s", code, ExitError, out, errs)
+			}
+			var rep struct {
+				Errors      []string `json:"errors"`
+				Unsupported []struct {
+					Key string `json:"key"`
+				} `json:"unsupported"`
+				Changes []struct {
+					Key string `json:"key"`
+				} `json:"changes"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, u := range rep.Unsupported {
+				if strings.HasPrefix(u.Key, c.key) {
+					t.Errorf("%s reported unsupported, from a file the capture could not read", u.Key)
+				}
+			}
+			for _, ch := range rep.Changes {
+				if strings.HasPrefix(ch.Key, c.key) {
+					t.Errorf("%s planned as a change, as if the unreadable file were absent", ch.Key)
+				}
+			}
+			found := false
+			for _, e := range rep.Errors {
+				if strings.HasPrefix(e, c.key) && strings.Contains(e, filepath.Base(c.file)+": "+errnoText[c.errno]+" (as the capture read it on the host)") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no error names %s, %s and its recorded %s: %q", c.key, filepath.Base(c.file), c.errno, rep.Errors)
+			}
+		})
+	}
+}
+
+var errnoText = map[string]string{"EACCES": "permission denied", "EIO": "input/output error"}
+
+// nccl-env derives nothing from what it does not know: a GID type the
+// capture could not read (EIO, not the kernel's EINVAL of an entry without
+// one) leaves the GID pick unknown, and a snapshot imported from netdev
+// dumps knows no RDMA device to list in NCCL_IB_HCA. Each exits 1 with
+// nothing on stdout and complete false. Before, the first pinned the
+// other port's index ("all ports agree on index 5") and the second printed
+// NCCL_IB_HCA==:0 as complete.
+func TestNCCLEnvOfUnknownGIDsAndDevices(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "pn.toml")
+	if err := os.WriteFile(prof, []byte("name = \"pn\"\n[match]\ndrivers = [\"*\"]\nnetdevs = [\"ens1f1np1\", \"ens1f0np0\", \"eth4\"]\n[nccl]\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"auto\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mlx51 := "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/infiniband/mlx5_1/ports/1/gid_attrs/types/3"
+	gidUnread := unreadableSnapshot(t, "cx6dx-ofed-lossless", "EIO", mlx51)
+	imported := filepath.Join(t.TempDir(), "imp")
+	if code, out, errs := run(t, nil, "import", "-o", imported, "--netdev", "eth4",
+		repo("nic/dump/testdata/corpus/mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	for name, c := range map[string]struct{ dir, why string }{
+		"GID type unreadable": {gidUnread, "NCCL_IB_GID_INDEX: cannot derive: unknown: the GID table of mlx5_1:1 could not be read (GID 3 of mlx5_1 port 1: "},
+		"imported, no device": {imported, "NCCL_IB_HCA: cannot derive: unknown: the RDMA devices behind eth4 are not known"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errs := run(t, nil, "nccl-env", "-p", prof, "--snapshot", c.dir)
+			if code != ExitError || out != "" || !strings.Contains(errs, c.why) {
+				t.Errorf("nccl-env: exit %d, stdout %q, stderr:\n%s\nwant exit 1, nothing printed, and %q", code, out, errs, c.why)
+			}
+			code, out, _ = run(t, nil, "nccl-env", "-o", "json", "-p", prof, "--snapshot", c.dir)
+			var doc struct {
+				Complete bool `json:"complete"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitError || doc.Complete {
+				t.Errorf("nccl-env -o json: exit %d, %v, complete %v; want exit 1, complete false\n%s", code, err, doc.Complete, out)
+			}
+		})
+	}
+}
