@@ -643,3 +643,68 @@ func TestFirstWriteFailedSaysNothingWasPutBack(t *testing.T) {
 		t.Errorf("journal on disk: %v; restored %d, unchanged %d", lerr, len(j.Restored), len(j.Unchanged))
 	}
 }
+
+// The NCCL file's directory is the one its content was saved from, or
+// nothing is written: a user who can rename a directory on the file's path
+// (one in their home) and puts a symlink there between the save and the
+// write, or between the apply and its rollback, would otherwise have root
+// write the saved content (theirs) into the directory the link names
+// (/etc/modprobe.d: root code execution), or remove a file there.
+func TestNCCLWriteAndRestoreRefuseASwappedDirectory(t *testing.T) {
+	const file = "/home/alice/jobs/nccl.conf"
+	const evil = "install dummy0 /bin/sh -c id\n"
+	for _, when := range []string{"before the write", "before the rollback"} {
+		t.Run(when, func(t *testing.T) {
+			r := newRig(t, "cx6dx-ofed-lossless", "base.toml")
+			jobs := filepath.Join(r.root, "home", "alice", "jobs")
+			target := filepath.Join(r.root, "etc", "modprobe.d")
+			for _, d := range []string{jobs, target} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(jobs, "nccl.conf"), []byte(evil), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			*r.d.Profile.NCCL.Write = file
+			r.plan = policy.Diff(r.d, r.h.Observe(r.d))
+			swap := func() {
+				t.Helper()
+				if err := os.Rename(jobs, jobs+".old"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink("/etc/modprobe.d", jobs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if when == "before the write" {
+				swap()
+			}
+			runErr := txn.Run(context.Background())
+			switch when {
+			case "before the write":
+				if !errors.Is(runErr, nccl.ErrDirChanged) {
+					t.Errorf("Run: %v, want the write refused: %v", runErr, nccl.ErrDirChanged)
+				}
+			default:
+				if runErr != nil {
+					t.Fatal(runErr)
+				}
+				swap()
+				if err := Rollback(r.h, txn.J, r.opts); !errors.Is(err, nccl.ErrDirChanged) {
+					t.Errorf("Rollback: %v, want the restore refused: %v", err, nccl.ErrDirChanged)
+				}
+			}
+			if ents, _ := os.ReadDir(target); len(ents) > 0 {
+				t.Errorf("root wrote into the directory the symlink names: %v", ents)
+			}
+			if b, _ := os.ReadFile(filepath.Join(jobs+".old", "nccl.conf")); when == "before the write" && string(b) != evil {
+				t.Errorf("the file in the original directory changed: %q", b)
+			}
+		})
+	}
+}

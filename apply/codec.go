@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
@@ -126,10 +127,11 @@ type portV2 struct {
 }
 
 type undoV2 struct {
-	Path   string `json:"path"`
-	Absent bool   `json:"absent,omitempty"`
-	Data   []byte `json:"data,omitempty"`
-	Mode   uint32 `json:"mode,omitempty"`
+	Path   string     `json:"path"`
+	Absent bool       `json:"absent,omitempty"`
+	Data   []byte     `json:"data,omitempty"`
+	Mode   uint32     `json:"mode,omitempty"`
+	Dir    *nic.DirID `json:"dir,omitempty"`
 }
 
 // kindName is a policy.Kind stored by its name ("mtu", "pfc"): the Kind's
@@ -185,7 +187,7 @@ func encodeJournal(j *Journal) ([]byte, error) {
 			s.Changes = append(s.Changes, cv)
 		}
 		if u := st.Undo; u != nil {
-			s.Undo = &undoV2{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode}
+			s.Undo = &undoV2{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode, Dir: u.Dir}
 		}
 		s.DSCPApps = encodeApps(st.DSCPApps)
 		for _, sl := range st.Slaves {
@@ -311,7 +313,7 @@ func decodeV2(data []byte, version int) (*Journal, error) {
 			st.Changes = append(st.Changes, pc)
 		}
 		if u := s.Undo; u != nil {
-			st.Undo = &host.UndoBlob{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode}
+			st.Undo = &host.UndoBlob{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode, Dir: u.Dir}
 		}
 		st.DSCPApps = decodeApps(s.DSCPApps)
 		if len(s.Slaves) > 0 && version < 3 {

@@ -111,7 +111,7 @@ printed on stdout or written, and the exit status is 1.`,
 				doc.Order = append(doc.Order, v.Name)
 			}
 			if write != "" {
-				err := nccl.UpdateConf(h.FS, write, func(existing []byte) ([]byte, error) {
+				err := nccl.UpdateConf(h.FS, write, nil, func(existing []byte) ([]byte, error) {
 					data, conflicts, err := nccl.RenderConf(existing, p.Name, d.Vars)
 					for _, c := range conflicts {
 						fmt.Fprintf(env.Stderr, "%s:%d: %s=%s is now overridden by rocectl's managed block (%s)\n", write, c.Line, c.Name, c.UserValue, c.Managed)

@@ -95,6 +95,10 @@ type UndoBlob struct {
 	Absent bool   `json:"absent"`
 	Data   []byte `json:"data,omitempty"`
 	Mode   uint32 `json:"mode,omitempty"`
+	// Dir is the directory the content was read from (zero: there was
+	// none); the write and the restore refuse another one. nil in a
+	// journal written before it was recorded: not checked.
+	Dir *nic.DirID `json:"dir,omitempty"`
 }
 
 // Steps groups a plan's changes into write steps, keeping the apply order:
@@ -665,11 +669,15 @@ func devlinkValue(typ, v string) (any, error) {
 // so that undo restores it byte for byte.
 func captureNCCL(h *Host, d *policy.Desired, st *Step) error {
 	path := *d.Profile.NCCL.Write
-	data, mode, exists, err := nccl.ReadConf(h.FS, path)
+	// The directory's identity comes from the same open as the content:
+	// the write and the restore then go to that directory or nowhere, so
+	// a user who can rename a directory on the path (one in their home)
+	// cannot have root put this content, or remove the file, elsewhere.
+	data, mode, exists, dir, err := nccl.ReadConfDir(h.FS, path)
 	if err != nil {
 		return err
 	}
-	st.Undo = &UndoBlob{Path: path, Absent: !exists, Data: data, Mode: uint32(mode)}
+	st.Undo = &UndoBlob{Path: path, Absent: !exists, Data: data, Mode: uint32(mode), Dir: &dir}
 	return nil
 }
 
@@ -683,7 +691,11 @@ func writeNCCL(w *stepWriter) error {
 			vars = append(vars, nccl.Var{Name: s.Arg, Value: s.Value})
 		}
 	}
-	return nccl.UpdateConf(w.h.FS, path, func(existing []byte) ([]byte, error) {
+	var dir *nic.DirID
+	if w.st.Undo != nil {
+		dir = w.st.Undo.Dir
+	}
+	return nccl.UpdateConf(w.h.FS, path, dir, func(existing []byte) ([]byte, error) {
 		data, conflicts, err := nccl.RenderConf(existing, w.d.Profile.Name, vars)
 		for _, c := range conflicts {
 			w.h.logger().Warn("a line of the NCCL config file is now overridden by rocectl's managed block",
@@ -702,7 +714,7 @@ func restoreNCCL(w *stepWriter) error {
 	}
 	// Only the permission bits: capture saves no others, and a setuid bit
 	// in a journal is not one rocectl wrote.
-	return nccl.RestoreConf(w.h.FS, b.Path, b.Data, os.FileMode(b.Mode).Perm(), !b.Absent)
+	return nccl.RestoreConf(w.h.FS, b.Path, b.Dir, b.Data, os.FileMode(b.Mode).Perm(), !b.Absent)
 }
 
 // checkNCCLRestored says whether the NCCL file is back as it was saved.

@@ -262,11 +262,16 @@ func validateVar(v Var) error {
 // keep the old content); anything not a regular file. It does not create
 // missing directories. Errors keep the errno (errors.Is(err,
 // syscall.EACCES) ...).
-func UpdateConf(fs nic.FS, p string, render func(existing []byte) ([]byte, error)) error {
+//
+// dir, when not nil, is the directory the file must be in (ReadConfDir's,
+// saved in a journal before the change): a directory that is another one
+// now is refused (ErrDirChanged), so that neither the change nor its undo
+// lands where a user who can rename a directory on the way sent it.
+func UpdateConf(fs nic.FS, p string, dir *nic.DirID, render func(existing []byte) ([]byte, error)) error {
 	if err := fs.CheckWrite("write", p); err != nil {
 		return err
 	}
-	f, err := fs.OpenFileIn(p)
+	f, err := openIn(fs, p, dir)
 	if err != nil {
 		return err
 	}
@@ -284,18 +289,43 @@ func UpdateConf(fs nic.FS, p string, render func(existing []byte) ([]byte, error
 
 // WriteConf replaces the file at p with data, as UpdateConf does.
 func WriteConf(fs nic.FS, p string, data []byte) error {
-	return UpdateConf(fs, p, func([]byte) ([]byte, error) { return data, nil })
+	return UpdateConf(fs, p, nil, func([]byte) ([]byte, error) { return data, nil })
 }
 
-// RestoreConf puts a saved copy back at p (what ReadConf returned before a
-// change): data with its mode, keeping the owner of the file there now; or,
-// when the file did not exist (exists false), removes whatever is at p
-// now, a symlink as the link. Refusals are UpdateConf's.
-func RestoreConf(fs nic.FS, p string, data []byte, mode os.FileMode, exists bool) error {
+// ErrDirChanged is the refusal of a write or restore whose directory is no
+// longer the one the file was saved from.
+var ErrDirChanged = errors.New("is not the directory the file was saved from")
+
+// openIn opens p's directory (nic.FileIn) and, with want, checks that it
+// is that directory: the zero DirID stands for none.
+func openIn(fs nic.FS, p string, want *nic.DirID) (*nic.FileIn, error) {
+	f, err := fs.OpenFileIn(p)
+	if err != nil {
+		return nil, err
+	}
+	if want == nil {
+		return f, nil
+	}
+	got, err := f.DirID()
+	if err == nil && got != *want {
+		err = fmt.Errorf("the directory of %s (device %d, inode %d) %w (device %d, inode %d; no directory: 0, 0): it was renamed or swapped since, and rocectl will not write through it", p, got.Dev, got.Ino, ErrDirChanged, want.Dev, want.Ino)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// RestoreConf puts a saved copy back at p (what ReadConfDir returned before
+// a change): data with its mode, keeping the owner of the file there now;
+// or, when the file did not exist (exists false), removes whatever is at p
+// now, a symlink as the link. Refusals are UpdateConf's, dir's included.
+func RestoreConf(fs nic.FS, p string, dir *nic.DirID, data []byte, mode os.FileMode, exists bool) error {
 	if err := fs.CheckWrite("write", p); err != nil {
 		return err
 	}
-	f, err := fs.OpenFileIn(p)
+	f, err := openIn(fs, p, dir)
 	if err != nil {
 		return err
 	}
@@ -317,16 +347,27 @@ func RestoreConf(fs nic.FS, p string, data []byte, mode os.FileMode, exists bool
 // refuses: its content and mode, exists false (and no error) when there is
 // no file.
 func ReadConf(fs nic.FS, p string) (data []byte, mode os.FileMode, exists bool, err error) {
+	data, mode, exists, _, err = ReadConfDir(fs, p)
+	return data, mode, exists, err
+}
+
+// ReadConfDir is ReadConf that also returns the identity of the directory
+// it read from (the zero DirID when there is none), for UpdateConf and
+// RestoreConf to check that they write where the content came from.
+func ReadConfDir(fs nic.FS, p string) (data []byte, mode os.FileMode, exists bool, dir nic.DirID, err error) {
 	f, err := fs.OpenFileIn(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, false, nil
+		return nil, 0, false, nic.DirID{}, nil
 	}
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, nic.DirID{}, err
 	}
 	defer f.Close()
+	if dir, err = f.DirID(); err != nil {
+		return nil, 0, false, nic.DirID{}, err
+	}
 	data, st, exists, err := readIn(f)
-	return data, os.FileMode(st.Mode & 0o777), exists, err
+	return data, os.FileMode(st.Mode & 0o777), exists, dir, err
 }
 
 // readIn reads f's file for rewriting it; a missing file is not an error.

@@ -401,7 +401,7 @@ func TestUpdateNCCLConfRefusesLinkedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		called := false
-		err := UpdateConf(fs, "/etc/nccl.conf", func(existing []byte) ([]byte, error) {
+		err := UpdateConf(fs, "/etc/nccl.conf", nil, func(existing []byte) ([]byte, error) {
 			called = true
 			return append(existing, "NCCL_IB_TC=106\n"...), nil
 		})
@@ -434,7 +434,7 @@ func TestUpdateNCCLConfWritesWhereItRead(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "elsewhere"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := UpdateConf(fs, "/etc/nccl.conf", func(existing []byte) ([]byte, error) {
+	err := UpdateConf(fs, "/etc/nccl.conf", nil, func(existing []byte) ([]byte, error) {
 		if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(root, "etc.old")); err != nil {
 			return nil, err
 		}
@@ -462,7 +462,7 @@ func TestRestoreNCCLConf(t *testing.T) {
 	if err := WriteConf(fs, "/etc/nccl.conf", []byte("NCCL_IB_TC=106\n")); err != nil {
 		t.Fatal(err)
 	}
-	if err := RestoreConf(fs, "/etc/nccl.conf", []byte("OLD=1\n"), 0o600, true); err != nil {
+	if err := RestoreConf(fs, "/etc/nccl.conf", nil, []byte("OLD=1\n"), 0o600, true); err != nil {
 		t.Fatal(err)
 	}
 	data, mode, exists, err := ReadConf(fs, "/etc/nccl.conf")
@@ -479,7 +479,7 @@ func TestRestoreNCCLConf(t *testing.T) {
 	if err := os.Symlink(target, file); err != nil {
 		t.Fatal(err)
 	}
-	if err := RestoreConf(fs, "/etc/nccl.conf", nil, 0, false); err != nil {
+	if err := RestoreConf(fs, "/etc/nccl.conf", nil, nil, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(file); !errors.Is(err, os.ErrNotExist) {
@@ -488,7 +488,7 @@ func TestRestoreNCCLConf(t *testing.T) {
 	if got, _ := os.ReadFile(target); string(got) != "KEEP=1\n" {
 		t.Errorf("the link's target holds %q", got)
 	}
-	if err := RestoreConf(fs, "/etc/nccl.conf", nil, 0, false); err != nil {
+	if err := RestoreConf(fs, "/etc/nccl.conf", nil, nil, 0, false); err != nil {
 		t.Errorf("removing a file that is already gone: %v", err)
 	}
 }

@@ -59,6 +59,23 @@ func (f FS) OpenFileIn(p string) (*FileIn, error) {
 	return &FileIn{dir: os.NewFile(uintptr(fd), f.Path(dir)), name: name, path: path.Clean(p), fs: f}, nil
 }
 
+// DirID is a directory's identity: its device and inode numbers. A
+// directory swapped for another (renamed away, a symlink put on the way)
+// does not keep them. The zero DirID stands for no directory at all.
+type DirID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+}
+
+// DirID is the identity of the directory d was opened through.
+func (d *FileIn) DirID() (DirID, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd(), &st); err != nil {
+		return DirID{}, &os.PathError{Op: "stat", Path: d.dir.Name(), Err: err}
+	}
+	return DirID{Dev: uint64(st.Dev), Ino: st.Ino}, nil
+}
+
 // Close releases the directory.
 func (d *FileIn) Close() error { return d.dir.Close() }
 
