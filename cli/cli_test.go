@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -340,5 +342,52 @@ func TestCaptureKeepsNCCLConfFiles(t *testing.T) {
 	code, out, errs = run(t, nil, "audit", "-p", prof, "--snapshot", snap)
 	if code != ExitOK || strings.Contains(out, "nccl") {
 		t.Fatalf("audit of the capture: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// capture copies no file through a user's link: a ~/.nccl.conf that is a
+// symlink (to a root-only file) or a second hard link of one is listed as
+// unreadable (ELOOP, EMLINK), not copied into the world-readable snapshot,
+// and the audit of the capture says the file is unreadable, as the audit
+// of the host does. Before, capture followed the link and copied the
+// secret.
+func TestCaptureCopiesNothingThroughALink(t *testing.T) {
+	for _, c := range []struct{ name, errno string }{{"symlink", "ELOOP"}, {"hard link", "EMLINK"}} {
+		t.Run(c.name, func(t *testing.T) {
+			root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+			home := filepath.Join(root, "home", "alice")
+			if err := os.MkdirAll(home, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			secret := filepath.Join(root, "secret")
+			if err := os.WriteFile(secret, []byte("root:$6$hash\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(home, ".nccl.conf")
+			var err error
+			if c.errno == "ELOOP" {
+				err = os.Symlink("/secret", link)
+			} else {
+				err = os.Link(secret, link)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("NCCL_CONF_FILE", "/home/alice/.nccl.conf")
+			snap := filepath.Join(t.TempDir(), "capture")
+			if code, out, errs := run(t, sim, "--root", root, "capture", "-o", snap); code != ExitOK {
+				t.Fatalf("capture exit %d\n%s%s", code, out, errs)
+			}
+			if _, err := os.Lstat(filepath.Join(snap, "home/alice/.nccl.conf")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the capture holds home/alice/.nccl.conf (%v): it copied through the %s", err, c.name)
+			}
+			s, err := snapshot.Open(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(s.Meta.Unreadable, "/home/alice/.nccl.conf: "+c.errno) {
+				t.Errorf("unreadable %q lacks /home/alice/.nccl.conf: %s", s.Meta.Unreadable, c.errno)
+			}
+		})
 	}
 }

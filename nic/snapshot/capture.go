@@ -152,32 +152,47 @@ type confFile struct {
 	data []byte
 }
 
-// readFiles reads the regular files among paths through fs (following
-// symlinks: NCCL reads what a link points to), noting unreadable ones.
+// readFiles reads the files among paths as rocectl reads the NCCL file
+// (nic.FileIn: through its directory, confined to the root), noting the
+// ones it cannot read. A symlink or a file with other hard links at the
+// name is not read but listed, as ELOOP and EMLINK: those are a user's
+// files (~/.nccl.conf) pointing at others, and copying what they point at
+// into a world-readable snapshot would hand root's read of any file to
+// that user. The audit refuses them too. A missing file is skipped.
 func readFiles(fs nic.FS, paths []string, meta *Meta) []confFile {
 	var out []confFile
 	for _, p := range paths {
-		fi, err := os.Stat(fs.Path(p))
-		if errors.Is(err, os.ErrNotExist) {
+		data, err := readFileIn(fs, p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			continue
-		}
-		if err == nil && !fi.Mode().IsRegular() {
-			continue
-		}
-		var data []byte
-		if err == nil {
-			data, err = os.ReadFile(fs.Path(p))
-		}
-		if err != nil {
+		case errors.Is(err, nic.ErrSymlink):
+			meta.Unreadable = append(meta.Unreadable, p+": ELOOP")
+		case errors.Is(err, nic.ErrHardLinked):
+			meta.Unreadable = append(meta.Unreadable, p+": EMLINK")
+		case err != nil:
 			meta.Unreadable = append(meta.Unreadable, p+": "+errnoOf(err))
-			continue
+		default:
+			out = append(out, confFile{path: p, data: data})
 		}
-		out = append(out, confFile{path: p, data: data})
 	}
 	return out
 }
 
-// writeFiles puts each file at its host path under dir.
+func readFileIn(fs nic.FS, p string) ([]byte, error) {
+	f, err := fs.OpenFileIn(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, _, err := f.Read()
+	return data, err
+}
+
+// writeFiles puts each file at its host path under dir, each a new file
+// (createFile): the directory is the one Write filled, and a name someone
+// put there since (a hard link to another file) is refused, not written
+// through.
 func writeFiles(dir string, files []confFile) error {
 	if len(files) == 0 {
 		return nil
@@ -192,7 +207,7 @@ func writeFiles(dir string, files []confFile) error {
 		if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			return fmt.Errorf("snapshot: %s: %w", f.path, err)
 		}
-		if err := root.WriteFile(name, f.data, 0o644); err != nil {
+		if err := createFile(root, name, f.data); err != nil {
 			return fmt.Errorf("snapshot: %s: %w", f.path, err)
 		}
 	}
