@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/rocectl/rocectl/internal/parallel"
 	"github.com/rocectl/rocectl/nic"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotSnapshot is returned by Open for a directory without snapshot.json.
@@ -58,7 +60,7 @@ func Open(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot: %s is not a directory: %w", dir, ErrNotSnapshot)
 	}
 	metaPath := filepath.Join(dir, MetaFile)
-	mb, err := os.ReadFile(metaPath)
+	mb, err := readRegular(metaPath)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("snapshot: %s has no %s: %w", dir, MetaFile, ErrNotSnapshot)
@@ -114,11 +116,45 @@ func parseMeta(path string, b []byte) (Meta, error) {
 
 // readKernel reads kernel.json, keeping each link's counters undecoded.
 func readKernel(path string) (*KernelState, map[string]rawCounters, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return parseKernel(path, b, true)
+}
+
+// readRegular reads the snapshot's own file p, which must be a regular
+// file and not a symlink: a snapshot is often another user's directory,
+// and root reading it must neither block on a FIFO put there (O_NONBLOCK
+// keeps the open from waiting, the check refuses the read) nor read a
+// file a link points at (its content would come back in a decoding error).
+func readRegular(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err == unix.ELOOP {
+		return nil, &os.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w: it is a symlink", nic.ErrNotRegular)}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		kind := "directory"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeNamedPipe != 0:
+			kind = "FIFO"
+		case t&fs.ModeSocket != 0:
+			kind = "socket"
+		case t&fs.ModeDevice != 0:
+			kind = "device"
+		}
+		return nil, &os.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w: it is a %s", nic.ErrNotRegular, kind)}
+	}
+	return io.ReadAll(f)
 }
 
 // parseKernel is readKernel of b, the content of path. With byLink it

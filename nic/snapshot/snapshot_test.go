@@ -534,3 +534,36 @@ func TestDiscoverNetdevOnly(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot's own files are read only when they are regular files: a
+// FIFO in place of kernel.json failed to open at once instead of blocking
+// root's audit (SIGTERM did not stop it), and a symlink is refused rather
+// than followed to a file whose content a decoding error would show.
+func TestOpenRefusesSnapshotFilesThatAreNotRegular(t *testing.T) {
+	for _, c := range []struct {
+		name, file string
+		make       func(p string) error
+		want       string
+	}{
+		{"FIFO kernel.json", KernelFile, func(p string) error { return syscall.Mkfifo(p, 0o644) }, "it is a FIFO"},
+		{"symlinked snapshot.json", MetaFile, func(p string) error { return os.Symlink("/etc/passwd", p) }, "it is a symlink"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			if err := Write(dir, testMeta(), nil, nic.NewFS(t.TempDir(), true), nil); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, c.file)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.make(p); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(dir) // blocked here on the FIFO before
+			if !errors.Is(err, nic.ErrNotRegular) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Open: %v, want %v (%s)", err, nic.ErrNotRegular, c.want)
+			}
+		})
+	}
+}
