@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -181,31 +181,21 @@ func PeerExpect(p *policy.Profile) lldp.Expect {
 	return e
 }
 
-// WritePeerState stores rep as the state dir's last peer result (write to
-// a temporary file, then rename, so a reader never sees half of it).
+// WritePeerState stores rep as the state dir's last peer result
+// (apply.Store.WriteStateFile: atomic, and only in a trusted state dir).
 func WritePeerState(dir string, rep *PeerReport) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".peer-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, PeerStateFile))
+	return apply.Store{Dir: dir}.WriteStateFile(PeerStateFile, append(b, '\n'))
 }
 
 // ReadPeerState reads the last peer result; (nil, nil) when there is none.
+// A state dir or file another user could have written is refused
+// (apply.ErrUnsafe), as journals are: root's audit shows what it holds.
 func ReadPeerState(dir string) (*PeerReport, error) {
-	b, err := os.ReadFile(filepath.Join(dir, PeerStateFile))
+	b, err := apply.Store{Dir: dir}.ReadStateFile(PeerStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

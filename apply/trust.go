@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -12,9 +13,10 @@ import (
 // a journal names, files included. Like sshd's StrictModes for ~/.ssh,
 // rocectl reads nothing from it that another user could have written: the
 // state dir, its journal directories and every file read from them must
-// be owned by the user rocectl runs as (root) and not writable by group or
-// others. A forged journal in a world-writable state dir was a root file
-// write for any local user.
+// be owned by root or the user rocectl runs as, and not writable by group
+// or others. A forged journal in a world-writable state dir was a root
+// file write for any local user. A root-owned state dir is trusted by any
+// user: a read-only audit run by another user reads it as it is.
 
 // ErrUnsafe is a state path another user could have written; it is
 // refused (the error is an *UnsafePathError).
@@ -33,8 +35,12 @@ func (e *UnsafePathError) Error() string {
 	if e.Why != "" {
 		return fmt.Sprintf("refusing %s: it %s; rocectl reads only regular files and directories from its state dir (remove it, and check what changed it)", e.Path, e.Why)
 	}
-	return fmt.Sprintf("refusing %s: owned by uid %d with mode %04o, but it must be owned by uid %d and not writable by group or others (fix: chown %d %s && chmod go-w %s, after checking nobody else changed what it holds)",
-		e.Path, e.UID, e.Mode.Perm(), e.Want, e.Want, e.Path, e.Path)
+	owner := "root"
+	if e.Want != 0 {
+		owner = fmt.Sprintf("root or uid %d (the user running rocectl)", e.Want)
+	}
+	return fmt.Sprintf("refusing %s: owned by uid %d with mode %04o, but it must be owned by %s and not writable by group or others (fix: chown 0 %s && chmod go-w %s, after checking nobody else changed what it holds)",
+		e.Path, e.UID, e.Mode.Perm(), owner, e.Path, e.Path)
 }
 
 func (e *UnsafePathError) Unwrap() error { return ErrUnsafe }
@@ -42,7 +48,11 @@ func (e *UnsafePathError) Unwrap() error { return ErrUnsafe }
 // checkOwner checks a state path's owner and mode from its FileInfo
 // (Lstat, or Stat of an open file).
 func checkOwner(path string, fi fs.FileInfo) error {
-	want := uint32(os.Geteuid())
+	return checkOwnerFor(path, fi, uint32(os.Geteuid()))
+}
+
+// checkOwnerFor is checkOwner for a process running as euid want.
+func checkOwnerFor(path string, fi fs.FileInfo, want uint32) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return &UnsafePathError{Path: path, Want: want, Why: "is a symlink"}
 	}
@@ -53,7 +63,7 @@ func checkOwner(path string, fi fs.FileInfo) error {
 	if !ok {
 		return &UnsafePathError{Path: path, Want: want, Why: "has no owner information"}
 	}
-	if st.Uid != want || fi.Mode().Perm()&0o022 != 0 {
+	if (st.Uid != 0 && st.Uid != want) || fi.Mode().Perm()&0o022 != 0 {
 		return &UnsafePathError{Path: path, UID: st.Uid, Mode: fi.Mode(), Want: want}
 	}
 	return nil
@@ -127,4 +137,29 @@ func readSafe(path string) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// ReadStateFile reads name, a file directly in the state dir (the last
+// switch-peer result), with the checks a journal gets: the state dir is
+// trusted (checkTree), and the file is no symlink, owned by root or the
+// user, not writable by others. A missing file is an error matching
+// os.ErrNotExist.
+func (s Store) ReadStateFile(name string) ([]byte, error) {
+	if err := s.checkTree(); err != nil {
+		return nil, err
+	}
+	return readSafe(filepath.Join(s.Dir, name))
+}
+
+// WriteStateFile stores data as name in the state dir, atomically and
+// durably (a new file renamed over the old), once the state dir is
+// trusted: a file root writes there is one a later root run reads.
+func (s Store) WriteStateFile(name string, data []byte) error {
+	if err := s.checkTree(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
+	return writeFileDurable(filepath.Join(s.Dir, name), data, 0o644)
 }
