@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -114,7 +115,7 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 	// the pause deltas of the end's port (verify's TestTwoHostRecordsPauseDeltas
 	// records them from real counter samples).
 	t.Run("verify/two-host", func(t *testing.T) {
-		d := VerifyDoc{SchemaVersion: SchemaVersion, Profile: "connectx-lossless", OK: true, Mismatches: []verify.Mismatch{},
+		d := VerifyDoc{SchemaVersion: SchemaVersion, Profile: "connectx-lossless", OK: true, Mismatches: []verify.Mismatch{}, Unknown: []policy.Unknown{},
 			Errors: []string{}, Diagnostics: []Diagnostic{}, Traffic: []*verify.LoopbackResult{{
 				Device: "mlx5_0", Port: 1, GIDIndex: 3, GID: "::ffff:192.168.77.1", PeerGID: "::ffff:192.168.77.2", PathMTU: 4096,
 				TrafficClass: 106, WriteGbps: 92.5, WriteMsgs: 1000, WriteBytes: 65536000, LatP50: 4100, LatP99: 9800, SendMsgs: 1000,

@@ -153,3 +153,44 @@ func TestNCCLEnvOfUnknownGIDsAndDevices(t *testing.T) {
 		})
 	}
 }
+
+// verify says nothing holds that it could not read: a setting the
+// snapshot did not capture is listed as unknown, in text and JSON, and
+// verify exits 1. Before, it counted the setting among those that "hold
+// their profile values" and exited 0, with no unknown in the JSON.
+func TestVerifyDoesNotCountUnknownAsHolding(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := fixturehost.CopyTree(fixturehost.Dir("cx6dx-ofed-lossless"), dir); err != nil {
+		t.Fatal(err)
+	}
+	kf := filepath.Join(dir, snapshot.KernelFile)
+	b, err := os.ReadFile(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k map[string]any
+	if err := json.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	link := k["links"].(map[string]any)["ens1f0np0"].(map[string]any)
+	delete(link, "pause")
+	link["not_captured"] = []string{"pause"}
+	if b, err = json.Marshal(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kf, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prof := repo("profiles/connectx-lossless.toml")
+	code, out, errs := run(t, nil, "verify", "-p", prof, "--snapshot", dir)
+	if code != ExitError || strings.Contains(out, "hold their profile values") ||
+		!strings.Contains(out, "ens1f0np0.qos.global_pause: unknown (not in the snapshot (pause of ens1f0np0)), not checked") {
+		t.Errorf("verify: exit %d\n%s%s\nwant exit 1 and the unknown setting named, no success line", code, out, errs)
+	}
+	code, out, _ = run(t, nil, "verify", "-o", "json", "-p", prof, "--snapshot", dir)
+	var doc VerifyDoc
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitError || doc.OK || len(doc.Unknown) != 1 || doc.Unknown[0].Key != "ens1f0np0.qos.global_pause" {
+		t.Errorf("verify -o json: exit %d, %v: ok %v, unknown %+v", code, err, doc.OK, doc.Unknown)
+	}
+	validDoc(t, compileSchema(t, "verify"), out)
+}

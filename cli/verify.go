@@ -17,14 +17,18 @@ import (
 
 // VerifyDoc is the JSON document of verify.
 type VerifyDoc struct {
-	SchemaVersion int                      `json:"schema_version"`
-	Profile       string                   `json:"profile"`
-	ProfileHash   string                   `json:"profile_hash,omitempty"`
-	OK            bool                     `json:"ok"`
-	Mismatches    []verify.Mismatch        `json:"mismatches"`
-	Traffic       []*verify.LoopbackResult `json:"traffic,omitempty"`
-	Errors        []string                 `json:"errors"`
-	Diagnostics   []Diagnostic             `json:"diagnostics"`
+	SchemaVersion int               `json:"schema_version"`
+	Profile       string            `json:"profile"`
+	ProfileHash   string            `json:"profile_hash,omitempty"`
+	OK            bool              `json:"ok"`
+	Mismatches    []verify.Mismatch `json:"mismatches"`
+	// Unknown are the settings whose value could not be known (a snapshot
+	// that did not capture them, a GID table that could not be read):
+	// not checked, so not "holding" either; ok is false with any.
+	Unknown     []policy.Unknown         `json:"unknown"`
+	Traffic     []*verify.LoopbackResult `json:"traffic,omitempty"`
+	Errors      []string                 `json:"errors"`
+	Diagnostics []Diagnostic             `json:"diagnostics"`
 }
 
 func newVerifyCmd(env *Env) *cobra.Command {
@@ -39,7 +43,8 @@ func newVerifyCmd(env *Env) *cobra.Command {
 two RC QPs on each matched port with the profile's GID, TOS and path MTU.
 Loopback traffic stays inside the NIC: to exercise the switch, PFC and ECN run
 --listen :PORT on one host and --peer HOST:PORT on another.
-Exit 0 when everything holds, 1 otherwise.`,
+Exit 0 when everything holds, 1 otherwise: a setting whose value cannot be
+known (a snapshot that did not capture it) is not checked, so it fails too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -49,7 +54,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			d := VerifyDoc{SchemaVersion: SchemaVersion, Mismatches: []verify.Mismatch{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
+			d := VerifyDoc{SchemaVersion: SchemaVersion, Mismatches: []verify.Mismatch{}, Unknown: []policy.Unknown{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
 			// An early failure is still one document in JSON.
 			fail := func(err error) error {
 				if output != "json" {
@@ -80,9 +85,14 @@ Exit 0 when everything holds, 1 otherwise.`,
 			}
 			d.Profile, d.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 			d.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
-			d.Mismatches = verify.Readback(pl.Desired, h.Observe(pl.Desired))
-			if d.Mismatches == nil {
-				d.Mismatches = []verify.Mismatch{}
+			// policy.Diff, as verify.Readback, keeping what it could not
+			// compare: an unknown value holds nothing.
+			readback := policy.Diff(pl.Desired, h.Observe(pl.Desired))
+			if m := readback.Mismatches(); m != nil {
+				d.Mismatches = m
+			}
+			if readback.Unknown != nil {
+				d.Unknown = readback.Unknown
 			}
 			if peer != "" || listen != "" {
 				res, err := env.twoHost(cmd.Context(), pl, peer, listen)
@@ -101,7 +111,7 @@ Exit 0 when everything holds, 1 otherwise.`,
 					}
 				}
 			}
-			d.OK = len(d.Mismatches) == 0 && len(d.Errors) == 0
+			d.OK = len(d.Mismatches) == 0 && len(d.Unknown) == 0 && len(d.Errors) == 0
 			if output == "json" {
 				if err := writeJSON(env.Stdout, d); err != nil {
 					return err
@@ -109,6 +119,9 @@ Exit 0 when everything holds, 1 otherwise.`,
 			} else {
 				for _, m := range d.Mismatches {
 					fmt.Fprintln(env.Stdout, m.String())
+				}
+				for _, u := range d.Unknown {
+					fmt.Fprintf(env.Stdout, "%s: unknown (%s), not checked\n", u.Key, u.Reason)
 				}
 				for _, t := range d.Traffic {
 					fmt.Fprintf(env.Stdout, "traffic: %s port %d gid[%d] %s tos %d mtu %d: write %.3f Gb/s (%d msgs), latency p50 %v p99 %v",
@@ -128,6 +141,9 @@ Exit 0 when everything holds, 1 otherwise.`,
 				}
 				for _, e := range d.Errors {
 					fmt.Fprintln(env.Stdout, "error:", e)
+				}
+				if n := len(d.Unknown); n > 0 {
+					fmt.Fprintf(env.Stdout, "verify: %d setting(s) unknown, not checked: nothing is said about them holding\n", n)
 				}
 				if d.OK {
 					fmt.Fprintf(env.Stdout, "verify: %d setting(s) hold their profile values", len(pl.Desired.All())-len(pl.Plan.Unsupported))
