@@ -41,7 +41,7 @@ func (pr *Prepared) NoPortsMessage() string {
 	switch {
 	case len(pr.Inventory.Ports) == 0:
 		return "No RoCE devices found on this host: nothing to do."
-	case len(pr.Desired.Ports) == 0:
+	case len(pr.Desired.Ports) == 0 && len(pr.Desired.Unknown) == 0:
 		var names []string
 		for _, p := range pr.Inventory.Ports {
 			driver := p.Driver

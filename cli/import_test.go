@@ -450,3 +450,33 @@ func TestImportDevlink(t *testing.T) {
 		t.Errorf("devlink of a port without a known bus device:\n%s", out)
 	}
 }
+
+// A port whose driver nobody captured neither matches [match] drivers =
+// ["mlx5_core"] nor is left out: each of its settings is unknown, saying
+// why, and --require-known fails. Before, the port was left out ("No RoCE
+// port matches the profile's [match]: nothing to do", exit 0 even with
+// --require-known) while its dump showed PFC off and trust pcp.
+func TestPortOfUnknownDriverIsNeitherMatchedNorLeftOut(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	if code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		repo("nic/dump/testdata/corpus/mlx5-mlnx_qos-trust-pcp-default-centos12.txt")); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	prof := repo("profiles/connectx-lossless.toml")
+	code, out, errs := run(t, nil, "audit", "-p", prof, "--snapshot", dir)
+	want := "? eth4.qos.pfc = unknown (whether [match] selects eth4 is unknown: its driver is not known), profile wants [3]\n"
+	if code != ExitOK || !strings.Contains(out, want) || strings.Contains(out, "No RoCE port matches") {
+		t.Errorf("audit: exit %d, want 0 and %q\n%s%s", code, want, out, errs)
+	}
+	if code, out, _ := run(t, nil, "audit", "--require-known", "-p", prof, "--snapshot", dir); code != ExitError {
+		t.Errorf("audit --require-known: exit %d, want %d\n%s", code, ExitError, out)
+	}
+	// A driver known not to be mlx5_core is left out, as ever.
+	other := filepath.Join(t.TempDir(), "bnxt.toml")
+	if err := os.WriteFile(other, []byte("name = \"b\"\n[match]\ndrivers = [\"bnxt_en\"]\nnetdevs = [\"eth9\"]\n[link]\nmtu = 9000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, nil, "audit", "-p", other, "--snapshot", dir); code != ExitOK || !strings.Contains(out, "No RoCE port matches") {
+		t.Errorf("a netdev [match] leaves eth4 out whatever its driver: exit %d\n%s", code, out)
+	}
+}

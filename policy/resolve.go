@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/rocectl/rocectl/port"
 )
@@ -46,11 +47,43 @@ func (d *Desired) All() []Setting {
 	return append(out, d.Host...)
 }
 
-// Matches reports whether the profile's [match] selects port.
+// Matches reports whether the profile's [match] selects port. A port
+// whose match depends on a fact nobody captured (MatchUnknown) does not
+// match.
 func (m Match) Matches(p port.Port) bool {
 	return globAny(m.Drivers, p.Driver) && globAny(m.Netdevs, p.Netdev) &&
 		globAny(m.RDMADevices, p.RDMADevice) && globAny(m.PCI, p.PCI) &&
 		(len(m.Roles) == 0 || slices.Contains(m.Roles, p.Role))
+}
+
+// MatchUnknown says why whether [match] selects p cannot be known, or ""
+// when it can: the criteria on facts the source holds all select p, and
+// a criterion on one it does not hold is set. The facts a source can lack
+// are the driver (a snapshot imported without ethtool -i) and, for a port
+// known only from netdev dumps, its RDMA device and PCI address.
+func (m Match) MatchUnknown(p port.Port) string {
+	netdevOnly := p.Role == port.RoleNetdevOnly
+	var missing []string
+	known := globAny(m.Netdevs, p.Netdev) && (len(m.Roles) == 0 || slices.Contains(m.Roles, p.Role))
+	check := func(globs []string, v, name string, unknown bool) {
+		switch {
+		case len(globs) == 0:
+		case unknown && globAny(globs, v):
+			// A glob that takes even the empty value ("*") takes
+			// whatever the value is.
+		case unknown:
+			missing = append(missing, name)
+		case !globAny(globs, v):
+			known = false
+		}
+	}
+	check(m.Drivers, p.Driver, "driver", p.Driver == "")
+	check(m.RDMADevices, p.RDMADevice, "RDMA device", netdevOnly && p.RDMADevice == "")
+	check(m.PCI, p.PCI, "PCI address", netdevOnly && p.PCI == "")
+	if !known || len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("whether [match] selects %s is unknown: its %s is not known", p.Netdev, strings.Join(missing, " and "))
 }
 
 func globAny(globs []string, s string) bool {
@@ -70,6 +103,16 @@ func Resolve(p *Profile, ports []port.Port) *Desired {
 	d := &Desired{Profile: p}
 	tmpl := portTemplate(p) // the same for every port: formatted and sorted once
 	for _, pt := range ports {
+		if why := p.Match.MatchUnknown(pt); why != "" {
+			// Neither matched nor left out: each of the port's settings
+			// is unknown, so nothing is read or written for it, and the
+			// audit says so instead of "no port matches".
+			pt := pt
+			for _, s := range instantiate(tmpl, &pt) {
+				d.Unknown = append(d.Unknown, Unknown{Key: s.Key, Scope: s.Scope, Reason: why, Want: s.Value, Port: s.Port})
+			}
+			continue
+		}
 		if !p.Match.Matches(pt) {
 			d.Unmatched = append(d.Unmatched, pt)
 			continue
