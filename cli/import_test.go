@@ -480,3 +480,21 @@ func TestPortOfUnknownDriverIsNeitherMatchedNorLeftOut(t *testing.T) {
 		t.Errorf("a netdev [match] leaves eth4 out whatever its driver: exit %d\n%s", code, out)
 	}
 }
+
+// The audit of a snapshot that recorded no hostname (an import without
+// --hostname) names no host, so that report names it by its document's
+// file; before, it took the name of the machine running the audit.
+func TestSnapshotWithoutHostnameIsNotThisMachine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	if code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		repo("nic/dump/testdata/corpus/mlx5-mlnx_qos-trust-pcp-default-centos12.txt")); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	_, out, errs := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", dir)
+	var rep struct {
+		Host *string `json:"host"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Host == nil || *rep.Host != "" {
+		t.Errorf("audit -o json host %v (%v), want \"\"\n%s%s", rep.Host, err, out, errs)
+	}
+}

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -57,13 +55,11 @@ Exit 0; 1 when a named file cannot be read.`,
 }
 
 // hostName names the host a document describes: the hostname a snapshot
-// recorded when root is one (snapshot.json), else this machine's.
+// recorded when root is one (snapshot.json; "" when it recorded none, an
+// import without --hostname), else this machine's.
 func hostName(root string) string {
-	if data, err := os.ReadFile(filepath.Join(root, snapshot.MetaFile)); err == nil {
-		var m snapshot.Meta
-		if json.Unmarshal(data, &m) == nil && m.Hostname != "" {
-			return m.Hostname
-		}
+	if m, ok, err := snapshot.ReadMeta(root); ok || err != nil {
+		return m.Hostname
 	}
 	h, err := os.Hostname()
 	if err != nil {
@@ -72,7 +68,11 @@ func hostName(root string) string {
 	return h
 }
 
-// hostName is hostName of the host the command works on.
+// hostName is hostName of the host the command works on. A snapshot's is
+// the name it recorded, "" when it recorded none (an import without
+// --hostname): never this machine's, which would file another host's data
+// under the machine that reads it (report then names the host by its
+// document's file name).
 func (env *Env) hostName() string {
 	if env.Snapshot != "" {
 		return hostName(env.Snapshot)

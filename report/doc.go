@@ -108,6 +108,9 @@ type Doc struct {
 	RolledBack  bool          `json:"rolled_back,omitempty"`
 	Changes     []Change      `json:"changes,omitempty"`
 	Unsupported []Unsupported `json:"unsupported,omitempty"`
+	// Unknown are an audit's, apply's or verify's unknown[]: settings
+	// whose value the source did not hold (key, scope, why).
+	Unknown []Unsupported `json:"unknown,omitempty"`
 	// Errors are the document's errors[]; "KEY: message" where a setting
 	// could not be read.
 	Errors     []string   `json:"errors,omitempty"`
@@ -134,6 +137,7 @@ type raw struct {
 	InSync      *int          `json:"in_sync"`
 	Changes     []Change      `json:"changes"`
 	Unsupported []Unsupported `json:"unsupported"`
+	Unknown     []Unsupported `json:"unknown"`
 	Errors      []string      `json:"errors"`
 	Refused     []struct {
 		Key   string `json:"key"`
@@ -244,7 +248,7 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 		}
 	}
 	d := Doc{Kind: kind, Host: r.Host, Source: name, Profile: r.Profile, Applied: r.Applied,
-		RolledBack: r.RolledBack, Changes: r.Changes, Unsupported: r.Unsupported, Errors: r.Errors,
+		RolledBack: r.RolledBack, Changes: r.Changes, Unsupported: r.Unsupported, Unknown: r.Unknown, Errors: r.Errors,
 		OK: r.OK, Mismatches: r.Mismatches, Traffic: r.Traffic, Sweep: r.Sweep}
 	if r.Changed != nil {
 		d.Changed = *r.Changed

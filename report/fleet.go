@@ -15,7 +15,7 @@ const (
 	InSync       State = "in sync"
 	Drift        State = "drift"
 	NotSupported State = "unsupported"
-	Unknown      State = "unknown" // a setting could not be read
+	Unknown      State = "unknown" // a setting could not be read, or its source did not hold it
 	Stale        State = "stale"   // the newest document is older than Options.MaxAge
 	Failed       State = "error"   // the command itself failed (errors[] without a setting)
 	Missing      State = "missing" // expected, but no document
@@ -283,6 +283,15 @@ func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
 				}
 				set(g, NotSupported)
 			}
+			// Unknown is neither in sync nor drift: the group's cell is
+			// "?", and the host is not counted in sync.
+			for _, u := range d.Unknown {
+				g, _, ok := classify(u.Key, u.Scope)
+				if !ok {
+					g = otherGroup
+				}
+				set(g, Unknown)
+			}
 			if d.Kind == KindVerify {
 				for _, m := range d.Mismatches {
 					if m.Reason != "" {
@@ -396,6 +405,8 @@ func verifyState(v *Doc) State {
 		return Failed
 	case len(v.Mismatches) > 0:
 		return Drift
+	case len(v.Unknown) > 0:
+		return Unknown // not checked: neither held nor failed
 	case v.OK != nil && !*v.OK:
 		return Failed
 	}

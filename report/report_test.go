@@ -263,3 +263,42 @@ func TestSweepRoundFileReadsAsItsRecords(t *testing.T) {
 		t.Errorf("a bad record: %v, want an error naming rocectl_sweep_records[1]", err)
 	}
 }
+
+// An audit or verify document's unknown[] (settings the snapshot did not
+// hold) makes the host unknown, its group's cell "?", and is counted as
+// unknown, not in sync. Before, report did not read unknown[] and showed
+// such a host in sync.
+func TestUnknownSettingsAreNotInSync(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"gpu-001.audit.json": `{"schema_version": 1, "command": "audit", "host": "gpu-001", "profile": "connectx-lossless",
+			"changed": false, "changes": [], "unsupported": [], "errors": [], "in_sync": 55, "ports": [], "rolled_back": false, "diagnostics": [],
+			"unknown": [{"key": "ens1f0np0.qos.global_pause", "scope": "ens1f0np0", "reason": "not in the snapshot (pause of ens1f0np0)", "want": "off"}]}`,
+		"gpu-002.verify.json": `{"schema_version": 1, "host": "gpu-002", "profile": "connectx-lossless", "ok": false, "mismatches": [], "errors": [], "diagnostics": [],
+			"unknown": [{"key": "ens1f0np0.qos.pfc", "scope": "ens1f0np0", "reason": "not in the snapshot (dcb of ens1f0np0)", "want": "[3]"}]}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, problems, err := Load([]string{dir})
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("load: %v %v", err, problems)
+	}
+	f := Build(docs, problems, Options{Now: time.Now()})
+	for _, h := range f.Hosts {
+		switch h.Host {
+		case "gpu-001":
+			if h.State != Unknown || h.Cell("global pause") != Unknown {
+				t.Errorf("gpu-001: state %s, pause cell %s; want unknown, unknown (groups %v)", h.State, h.Cell("global pause"), h.Groups)
+			}
+		case "gpu-002":
+			if h.Verify != Unknown {
+				t.Errorf("gpu-002: verify %s, want unknown", h.Verify)
+			}
+		}
+	}
+	if f.Summary.InSync != 0 || f.Summary.Unknown < 1 {
+		t.Errorf("summary %+v: want no host in sync, gpu-001 unknown", f.Summary)
+	}
+}

@@ -123,6 +123,21 @@ func readKernel(path string) (*KernelState, map[string]rawCounters, error) {
 	return parseKernel(path, b, true)
 }
 
+// ReadMeta reads dir's snapshot.json alone, as Open does; ok is false when
+// there is none (dir is no snapshot).
+func ReadMeta(dir string) (meta Meta, ok bool, err error) {
+	p := filepath.Join(dir, MetaFile)
+	b, err := readRegular(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Meta{}, false, nil
+	}
+	if err != nil {
+		return Meta{}, false, fmt.Errorf("snapshot: %w", err)
+	}
+	meta, err = parseMeta(p, b)
+	return meta, err == nil, err
+}
+
 // readRegular reads the snapshot's own file p, which must be a regular
 // file and not a symlink: a snapshot is often another user's directory,
 // and root reading it must neither block on a FIFO put there (O_NONBLOCK
