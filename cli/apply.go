@@ -118,10 +118,20 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		renderNotWatched(env.Stdout, rep.NotWatched)
 	}
 	if f.dryRun || !pl.Plan.Changed() {
+		// Nothing to write, or nothing to be written: the verdict is
+		// still the one a real apply of this plan would give, so a plan
+		// with unreadable or refused settings exits 1 here too.
+		refusal := apply.Refusal(pl.Plan, f.skipUnreadable)
 		if !text {
-			return writeJSON(env.Stdout, rep)
+			if err := writeJSON(env.Stdout, rep); err != nil {
+				return err
+			}
+			if refusal != nil {
+				return silent(ExitError)
+			}
+			return nil
 		}
-		return nil
+		return refusal
 	}
 
 	beforeStep, err := testBeforeStep()

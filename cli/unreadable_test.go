@@ -194,3 +194,49 @@ func TestVerifyDoesNotCountUnknownAsHolding(t *testing.T) {
 	}
 	validDoc(t, compileSchema(t, "verify"), out)
 }
+
+// apply of a plan with nothing to change but a setting it cannot read,
+// and apply --dry-run of any plan with one, exit 1 as the apply of that
+// plan would (README: such a plan "changes nothing and exits 1"); with
+// --skip-unreadable they exit 0. Before, both exited 0.
+func TestApplyWithUnreadableSettingExitsOneWithNothingToChange(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	prof := repo("profiles/connectx-lossless.toml")
+	state := t.TempDir()
+	// cnp_dscp, a directory where the attribute should be: unreadable.
+	attr := filepath.Join(root, "sys/class/net/ens1f0np0/ecn/roce_np/cnp_dscp")
+	real, err := filepath.EvalSymlinks(attr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	breakIt := func() {
+		t.Helper()
+		if err := os.Remove(real); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(real, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	breakIt()
+	if code, out, errs := run(t, sim, "--root", root, "--state-dir", state, "apply", "--dry-run", "-p", prof); code != ExitError || !strings.Contains(errs, "nothing was changed") {
+		t.Errorf("apply --dry-run with an unreadable setting: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, sim, "--root", root, "--state-dir", state, "apply", "--soak", "0", "--skip-unreadable", "-p", prof); code != ExitOK {
+		t.Fatalf("apply --skip-unreadable: exit %d\n%s%s", code, out, errs)
+	}
+	before := fixturehost.Files(t, root)
+	code, out, errs := run(t, sim, "--root", root, "--state-dir", state, "apply", "-p", prof)
+	if code != ExitError || !strings.Contains(errs, "cnp_dscp: cannot read") {
+		t.Errorf("apply with nothing to change but an unreadable setting: exit %d, want 1 naming it\n%s%s", code, out, errs)
+	}
+	if code, _, _ := run(t, sim, "--root", root, "--state-dir", state, "apply", "-o", "json", "-p", prof); code != ExitError {
+		t.Errorf("apply -o json: exit %d, want 1", code)
+	}
+	if code, out, errs := run(t, sim, "--root", root, "--state-dir", state, "apply", "--skip-unreadable", "-p", prof); code != ExitOK {
+		t.Errorf("apply --skip-unreadable with nothing to change: exit %d, want 0\n%s%s", code, out, errs)
+	}
+	if d := fixturehost.DiffTrees(before, fixturehost.Files(t, root)); len(d) > 0 {
+		t.Errorf("files changed: %v", d)
+	}
+}
