@@ -235,3 +235,47 @@ func TestCNPPriorityBringsPrioModeZeroOnUpstreamMLX5(t *testing.T) {
 		}
 	}
 }
+
+// In host DCBX mode bnxt reports ETS and PFC as zeros until something sets
+// them (bnxt_dcbnl_ieee_getets/getpfc return before asking the firmware):
+// the planner's before-value is that placeholder, not the firmware's
+// configuration. The plan says so on the change and lists it as
+// irreversible, as the mlx5 manual buffer mode is, instead of presenting
+// the placeholder as the host's state that a rollback restores.
+func TestBnxtHostModeHidesETSUntilSet(t *testing.T) {
+	const nd = "enp202s0f1np1"
+	prep := func(s *nictest.Sim) {
+		st, err := s.DCB(nd)
+		if err != nil || st.ETS == nil || st.ETS.PrioTC == [dcb.NumTCs]uint8{} && st.ETS.TCTSA == [dcb.NumTCs]uint8{} {
+			t.Fatalf("the fixture's firmware ETS should not be all zero: %+v %v", st, err)
+		}
+		if err := s.SetDCBX(nd, dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const profile = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n" +
+		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 50, 0, 0, 0, 0, 0, 0]\n"
+	r := driverRig(t, "bnxt-re-factory", profile, prep)
+	st, err := r.sim.DCB(nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ETS.PrioTC != [dcb.NumTCs]uint8{} || st.ETS.TCTSA != [dcb.NumTCs]uint8{} || st.ETS.ETSCap == 0 || st.PFC.Enable != 0 || st.PFC.Cap == 0 {
+		t.Fatalf("bnxt in host mode, nothing set: ETS %+v PFC %+v; want zeros with the caps", st.ETS, st.PFC)
+	}
+	noted := 0
+	for _, c := range r.plan.Changes {
+		if c.Kind == policy.KindPFC || strings.Contains(c.Key, ".qos.ets") {
+			if !strings.Contains(c.Note, "placeholder in host DCBX mode") {
+				t.Errorf("%s: note %q, want the placeholder named", c.Key, c.Note)
+			}
+			noted++
+		}
+	}
+	if noted == 0 {
+		t.Fatalf("the plan changes neither ETS nor PFC: %+v", r.plan.Changes)
+	}
+	if d := host.Disruptions(r.plan)[nd]; !strings.Contains(strings.Join(d, "\n"), "irreversible: bnxt's firmware ETS and PFC are not readable") {
+		t.Errorf("disruptions of %s: %q", nd, d)
+	}
+}

@@ -355,7 +355,7 @@ func readDSCPMap(r *portReader, s policy.Setting, _ map[string]string) (string, 
 	return formatDSCPDomain(st.Apps, &domain), true, nil
 }
 
-func readETS(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+func readETS(r *portReader, s policy.Setting, notes map[string]string) (string, bool, error) {
 	st, err := r.dcbPart("ets")
 	if err != nil {
 		return "", false, err
@@ -363,8 +363,29 @@ func readETS(r *portReader, s policy.Setting, _ map[string]string) (string, bool
 	if st.ETS == nil {
 		return "", false, nic.Unsupportedf("driver %s does not expose ETS", orUnknown(r.driver))
 	}
+	if bnxtHidesETS(r.driver, st) {
+		notes[s.Key] = bnxtHiddenNote
+	}
 	return formatETS(st.ETS, s.Kind), true, nil
 }
+
+// bnxtHidesETS says whether st is what bnxt reports in host DCBX mode
+// before anything set ETS since the driver loaded: bnxt_dcbnl_ieee_getets
+// returns at once when bp->ieee_ets is NULL and dcbx_cap has HOST, leaving
+// dcbnl's zeroed struct (every priority on TC 0, strict, no bandwidth)
+// with ets_cap only; bnxt_dcbnl_ieee_getpfc does the same for PFC, which
+// cannot have been set without ETS (bnxt_hwrm_queue_pfc_cfg needs
+// bp->ieee_ets). What the firmware does is not readable then.
+func bnxtHidesETS(driver string, st *dcb.State) bool {
+	if driver != "bnxt_en" || st.DCBX == nil || *st.DCBX&dcb.DCBXHost == 0 || st.ETS == nil {
+		return false
+	}
+	e := st.ETS
+	return e.PrioTC == [dcb.NumTCs]uint8{} && e.TCTSA == [dcb.NumTCs]uint8{} && e.TCTxBW == [dcb.NumTCs]uint8{}
+}
+
+// bnxtHiddenNote is the note on an ETS or PFC value bnxt hides.
+const bnxtHiddenNote = "bnxt reports this placeholder in host DCBX mode until ETS is set through dcbnl (bnxt_dcbnl_ieee_getets/getpfc): the firmware's own ETS and PFC are not readable, and a rollback writes the placeholder (every priority on TC 0, strict, PFC off), not them"
 
 // pfcState is the port's ieee_pfc, or why there is none.
 func (r *portReader) pfcState() (*dcb.PFC, error) {
@@ -378,10 +399,13 @@ func (r *portReader) pfcState() (*dcb.PFC, error) {
 	return st.PFC, nil
 }
 
-func readPFC(r *portReader, _ policy.Setting, _ map[string]string) (string, bool, error) {
+func readPFC(r *portReader, s policy.Setting, notes map[string]string) (string, bool, error) {
 	pfc, err := r.pfcState()
 	if err != nil {
 		return "", false, err
+	}
+	if st, err := r.dcbPart("ets"); err == nil && bnxtHidesETS(r.driver, st) {
+		notes[s.Key] = bnxtHiddenNote
 	}
 	return policy.FormatPrioBitmap(pfc.Enable), true, nil
 }

@@ -91,8 +91,10 @@ type Sim struct {
 	// APP table need not show; filled from the APP table on first use.
 	hw map[string]map[int]int
 	// etsSet records bnxt links whose driver holds an ETS configuration
-	// (bp->ieee_ets), which its PFC write needs.
-	etsSet map[string]bool
+	// (bp->ieee_ets), which its PFC write needs; pfcSet those that hold
+	// a PFC one (bp->ieee_pfc). In host DCBX mode bnxt reports nothing
+	// (zeros) for what it does not hold (bnxtHidden).
+	etsSet, pfcSet map[string]bool
 	// The mlx5 port buffer model (sim_mlx5_buffer.go): link speeds in
 	// Mb/s, links in manual buffer mode, link toggles counted, and the
 	// thresholds the driver computed (PBMC), which no read shows.
@@ -116,7 +118,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 	if c.Links == nil {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{},
+	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{},
 		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{},
 		pbmc: map[string]*mlx5PBMC{}}
 }
@@ -301,6 +303,12 @@ func (s *Sim) DCB(name string) (*dcb.State, error) {
 	}
 	ls := s.st.Links[name]
 	s.peerOf(name, ls, st)
+	s.bnxtHidden(name, ls, st)
+	if driverOf(ls) == snapshot.DriverBnxt && st.PFC != nil && (st.DCBX == nil || *st.DCBX&dcb.DCBXHost == 0) {
+		// Outside host mode bnxt_dcbnl_ieee_getpfc keeps what it
+		// queried (bp->ieee_pfc = my_pfc): host mode reports it later.
+		s.pfcSet[name] = true
+	}
 	if driverOf(ls) == snapshot.DriverMLX5 && st.PFC != nil {
 		for p := range dcb.NumTCs {
 			st.PFC.Requests[p] = ls.Stats[fmt.Sprintf("tx_prio%d_pause", p)]

@@ -122,6 +122,26 @@ func bnxtHostIEEE(d *dcb.State) bool {
 // fresh simulation starts without one, whatever ETS the link reports.
 func (s *Sim) bnxtETSSet(name string) bool { return s.etsSet[name] }
 
+// bnxtHidden makes st what bnxt reports in host DCBX mode for what its
+// driver does not hold since it loaded: bnxt_dcbnl_ieee_getets and
+// bnxt_dcbnl_ieee_getpfc return at once, when bp->ieee_ets (ieee_pfc) is
+// NULL and dcbx_cap has DCB_CAP_DCBX_HOST, leaving dcbnl's zeroed struct
+// with only ets_cap (pfc_cap) filled in: every priority on TC 0, strict,
+// no PFC, whatever the firmware does. Outside host mode they query the
+// firmware (bnxt_hwrm_queue_cos2bw_qcfg/pri2cos_qcfg, pfc_qcfg): the
+// snapshot's values.
+func (s *Sim) bnxtHidden(name string, ls *snapshot.LinkState, st *dcb.State) {
+	if driverOf(ls) != snapshot.DriverBnxt || st.DCBX == nil || *st.DCBX&dcb.DCBXHost == 0 {
+		return
+	}
+	if st.ETS != nil && !s.etsSet[name] {
+		st.ETS = &dcb.ETS{ETSCap: st.ETS.ETSCap}
+	}
+	if st.PFC != nil && !s.pfcSet[name] {
+		st.PFC = &dcb.PFC{Cap: st.PFC.Cap}
+	}
+}
+
 // mlx5MaxCableLen is MLX5E_MAX_CABLE_LENGTH: delay must be below it.
 const mlx5MaxCableLen = 1000
 
@@ -141,6 +161,7 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 				return syscall.EINVAL // bnxt_hwrm_queue_pfc_cfg: no bp->ieee_ets
 			}
 			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay
+			s.pfcSet[name] = true // bp->ieee_pfc
 		default:
 			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay
 		}
