@@ -279,3 +279,30 @@ func TestBnxtHostModeHidesETSUntilSet(t *testing.T) {
 		t.Errorf("disruptions of %s: %q", nd, d)
 	}
 }
+
+// mlx5 makes its firmware DCBX willing whenever it leaves host mode
+// (mlx5e_dcbnl_set_dcbx_mode sets willing_admin), and no dcbnl read shows
+// the bit: a rollback of a change to host DCBX on a firmware configured
+// not willing leaves it willing. The simulator does it; the plan says so
+// on the change and lists it as irreversible.
+func TestMLX5RollbackToFirmwareDCBXLeavesItWilling(t *testing.T) {
+	const nd = "ens1f0np0"
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ndcbx = \"host\"\n",
+		func(s *nictest.Sim) { s.SetFirmwareNotWilling(nd) })
+	var note string
+	for _, c := range r.plan.Changes {
+		if c.Key == nd+".qos.dcbx" {
+			note = c.Note
+		}
+	}
+	if !strings.Contains(note, "makes the firmware willing") {
+		t.Errorf("note on %s.qos.dcbx: %q", nd, note)
+	}
+	if d := host.Disruptions(r.plan)[nd]; !strings.Contains(strings.Join(d, "\n"), "irreversible: a rollback leaves the mlx5 firmware DCBX willing") {
+		t.Errorf("disruptions of %s: %q", nd, d)
+	}
+	r.applyAndRollBack(t)
+	if !r.sim.FirmwareWilling(nd) {
+		t.Error("the simulated firmware is still not willing after the rollback to firmware DCBX")
+	}
+}

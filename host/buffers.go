@@ -599,6 +599,8 @@ func Disruptions(plan *policy.Plan) map[string][]string {
 			add(nd, "irreversible: manual buffer mode for good")
 		case strings.Contains(c.Note, "devlink dev reload"):
 			add(nd, "needs a devlink reload to take effect")
+		case strings.Contains(c.Note, mlx5WillingUndoNote):
+			add(nd, "irreversible: a rollback leaves the mlx5 firmware DCBX willing")
 		case strings.Contains(c.Note, bnxtHiddenNote):
 			add(nd, "irreversible: bnxt's firmware ETS and PFC are not readable in host DCBX mode; a rollback writes bnxt's placeholder, not them")
 		}

@@ -75,6 +75,7 @@ func (pl *planning) planDCBX() {
 		switch {
 		case strings.HasPrefix(p.port.Driver, "mlx5"):
 			pl.h.warnMLX5WillingDCBX(pl.plan, p)
+			pl.noteMLX5DCBXUndo(p)
 		case p.port.Driver == "bnxt_en" && p.dcbx != nil:
 			pl.planBnxtDCBX(p)
 		}
@@ -101,6 +102,24 @@ func (h *Host) warnMLX5WillingDCBX(plan *policy.Plan, p *dcbxPort) {
 		Message: "DCBX is left to the mlx5 firmware, which is willing (mlx5e_dcbnl_set_dcbx_mode sets willing_admin outside host mode): the switch can later overwrite " +
 			strings.Join(p.negotiated, ", ") + `; set qos.dcbx = "host" to keep them`})
 }
+
+// noteMLX5DCBXUndo notes on a change of an mlx5 port to host DCBX what its
+// rollback cannot undo: mlx5e_dcbnl_set_dcbx_mode sets the firmware's
+// willing bit whenever it leaves host mode, and no dcbnl read shows the
+// bit, so a firmware configured not willing comes back willing.
+func (pl *planning) noteMLX5DCBXUndo(p *dcbxPort) {
+	if p.dcbx == nil || p.dcbx.Value != "host" {
+		return
+	}
+	for _, i := range pl.at[p.dcbx.Port.Netdev] {
+		if c := &pl.plan.Changes[i]; c.Key == p.dcbx.Key {
+			c.Note = joinNote(c.Note, mlx5WillingUndoNote)
+		}
+	}
+}
+
+// mlx5WillingUndoNote is the note on an mlx5 change to host DCBX.
+const mlx5WillingUndoNote = "irreversible in part: a rollback to firmware DCBX also makes the firmware willing (mlx5e_dcbnl_set_dcbx_mode sets willing_admin outside host mode), whatever it was; no dcbnl read shows the bit"
 
 // planBnxtDCBX: "firmware" on bnxt_en is said for what it is, and a DCBX
 // change on a port whose firmware agent manages DCBX is refused.

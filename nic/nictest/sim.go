@@ -95,6 +95,9 @@ type Sim struct {
 	// a PFC one (bp->ieee_pfc). In host DCBX mode bnxt reports nothing
 	// (zeros) for what it does not hold (bnxtHidden).
 	etsSet, pfcSet map[string]bool
+	// notWilling records mlx5 links whose firmware DCBX is not willing
+	// (FirmwareWilling).
+	notWilling map[string]bool
 	// The mlx5 port buffer model (sim_mlx5_buffer.go): link speeds in
 	// Mb/s, links in manual buffer mode, link toggles counted, and the
 	// thresholds the driver computed (PBMC), which no read shows.
@@ -118,7 +121,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 	if c.Links == nil {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{},
+	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{},
 		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{},
 		pbmc: map[string]*mlx5PBMC{}}
 }

@@ -37,6 +37,9 @@ func (s *Sim) SetDCBX(name string, mode uint8) error {
 		}
 		if mode == 0 && driverOf(ls) == snapshot.DriverMLX5 {
 			*d.DCBX &^= dcb.DCBXHost // back to firmware (AUTO) DCBX
+			// mlx5e_dcbnl_set_dcbx_mode: outside host mode it also sets
+			// willing_admin, which no dcbnl read shows.
+			s.notWilling[name] = false
 			return nil
 		}
 		if mode&dcb.DCBXHost == 0 {
@@ -121,6 +124,23 @@ func bnxtHostIEEE(d *dcb.State) bool {
 // loaded (bnxt_dcbnl_ieee_getets does not keep what it queries), so a
 // fresh simulation starts without one, whatever ETS the link reports.
 func (s *Sim) bnxtETSSet(name string) bool { return s.etsSet[name] }
+
+// FirmwareWilling says whether the mlx5 firmware DCBX of link name is
+// willing (dcbx_param willing_admin), which no dcbnl read shows: a NIC
+// starts willing unless SetFirmwareNotWilling (an NVM setting) says not.
+func (s *Sim) FirmwareWilling(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.notWilling[name]
+}
+
+// SetFirmwareNotWilling makes link name's firmware DCBX not willing, as
+// an NVM configuration can.
+func (s *Sim) SetFirmwareNotWilling(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notWilling[name] = true
+}
 
 // bnxtHidden makes st what bnxt reports in host DCBX mode for what its
 // driver does not hold since it loaded: bnxt_dcbnl_ieee_getets and
