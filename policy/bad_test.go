@@ -443,3 +443,34 @@ func TestProfileOwnedByAnotherUserRefused(t *testing.T) {
 		t.Errorf("include owned by uid %d: got\n%s", other, got)
 	}
 }
+
+// An include that cannot be loaded does not hide the other files' errors:
+// every problem at once, the missing include with them. The checks that
+// need the whole profile (cross-field rules, "sets nothing") are left out,
+// since the missing file may hold what they look for. Before, only the
+// missing include was reported.
+func TestMissingIncludeHidesNoOtherError(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"base.toml": "name = \"base\"\n[link]\nmtu = 99999\n",
+		"over.toml": "name = \"over\"\ninclude = [\"base.toml\", \"missing.toml\"]\n[ecn]\ncnp_dscp = 99\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	over := filepath.Join(dir, "over.toml")
+	want := fmt.Sprintf(`%[1]s/base.toml:3:7: link.mtu: 99999 is out of range (allowed: 68..9978)
+    3 | mtu = 99999
+      |       ^
+%[1]s/over.toml:2:25: include: %[1]s/missing.toml: no such file
+    2 | include = ["base.toml", "missing.toml"]
+      |                         ^
+%[1]s/over.toml:4:12: ecn.cnp_dscp: 99 is out of range (allowed: 0..63)
+    4 | cnp_dscp = 99
+      |            ^
+3 error(s); nothing was changed`, dir)
+	if got := loadErr(t, over, LoadOptions{}); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

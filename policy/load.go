@@ -48,6 +48,15 @@ func Load(path string, opts LoadOptions) (*Profile, error) {
 		p.failed = append(p.failed, dg.Key)
 	}
 	p.Hash = hex.EncodeToString(l.hash.Sum(nil))[:16]
+	if l.incomplete {
+		// The loader has said what is wrong with the include lines.
+		for _, dg := range d.diags {
+			if dg.Key != "include" && !strings.HasPrefix(dg.Key, "include[") {
+				l.diags = append(l.diags, dg)
+			}
+		}
+		return nil, l.fail()
+	}
 	l.diags = append(l.diags, d.diags...)
 	if !setsAnything(root) {
 		l.diags = append(l.diags, Diagnostic{Pos: Pos{File: path}, Msg: "the profile sets nothing",
@@ -77,6 +86,9 @@ type loader struct {
 	hash     hash.Hash // over every file as read, in load order
 	opts     LoadOptions
 	topNamed bool // the top-level file sets name itself
+	// incomplete: an include failed to load; what loaded is decoded for
+	// its own errors, and the whole-profile checks are left out.
+	incomplete bool
 	diags    Diagnostics
 	files    []string
 	first    *source
@@ -176,7 +188,10 @@ func (l *loader) file(path string, stack []string, at *node) *table {
 		merge(base, sub)
 	}
 	if !ok {
-		return nil
+		// Still decoded, for the errors of the files that did load
+		// (every problem at once); the rules that need the whole
+		// profile are skipped (incomplete).
+		l.incomplete = true
 	}
 	merge(base, tree)
 	return base
