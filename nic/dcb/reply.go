@@ -258,6 +258,21 @@ func decodeAppTrust(b []byte) ([]uint8, error) {
 	return sel, s.err
 }
 
+// StatusError is an in-band status that two errnos share: dcbnl_ieee_set
+// puts the driver's int result in a u8 (nla_put_u8(skb, DCB_ATTR_IEEE,
+// err)), so an errno above 255 keeps only its low byte. errors.Is matches
+// Errno, the errno the byte reads as.
+type StatusError struct {
+	Errno syscall.Errno
+	Or    string // the other errno it may be, and what that means
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%v, or %s: the kernel's u8 status of a DCB set keeps only the low byte of the driver's errno", e.Errno, e.Or)
+}
+
+func (e *StatusError) Unwrap() error { return e.Errno }
+
 // DecodeSetReply decodes the reply to IEEE_SET or IEEE_DEL. The kernel
 // reports the driver's result in-band, as a u8 DCB_ATTR_IEEE holding the
 // negative errno (§A1.4.1): DecodeSetReply returns nil for 0, the
@@ -279,6 +294,12 @@ func DecodeSetReply(msg []byte) error {
 		switch {
 		case v == 0:
 			return nil
+		case v == -int8(syscall.ENOMEM):
+			// 0xF4 is also the low byte of the kernel-internal -ENOTSUPP
+			// (524), which bnxt answers for a TSA or a DSCP map its
+			// firmware cannot take (bnxt_ets_validate,
+			// bnxt_dcbnl_ieee_dscp_app_prep).
+			return &StatusError{Errno: syscall.ENOMEM, Or: "ENOTSUPP (524, not supported by the driver)"}
 		case v < 0:
 			return syscall.Errno(-int(v))
 		default:

@@ -3,6 +3,7 @@ package dcb
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -191,6 +192,13 @@ func TestDecodeSetReply(t *testing.T) {
 				t.Fatalf("errno %v, want exactly %v", errno, tc.want)
 			}
 		})
+	}
+	// 0xF4 is -ENOMEM, and the low byte of bnxt's -ENOTSUPP (524): the
+	// error says both, and still matches ENOMEM.
+	err := DecodeSetReply(dcbPayload(CmdIEEESet, nla(AttrIEEE, u8(0xf4))))
+	var se *StatusError
+	if !errors.Is(err, syscall.ENOMEM) || !errors.As(err, &se) || !strings.Contains(err.Error(), "or ENOTSUPP (524") {
+		t.Errorf("0xf4: %v, want ENOMEM or ENOTSUPP named", err)
 	}
 	for _, tc := range []struct {
 		name string
