@@ -306,3 +306,56 @@ func TestMLX5RollbackToFirmwareDCBXLeavesItWilling(t *testing.T) {
 		t.Error("the simulated firmware is still not willing after the rollback to firmware DCBX")
 	}
 }
+
+// An "ets" TC at 0 % is not taken as written by either driver: mlx5 reads
+// it back as its share of 100 % when the other ETS bandwidth is all on one
+// TC (mlx5e_build_tc_tx_bw, mlx5e_dcbnl_ieee_getets), bnxt refuses it
+// (bnxt_ets_validate, "starving a TC"). The plan refuses both before any
+// write; written anyway, the mlx5 apply fails its read-back.
+func TestZeroBandwidthETSIsRefusedWhereTheDriverWouldNotTakeIt(t *testing.T) {
+	const ets = "[qos.ets]\npriority_to_tc = [0, 1, 2, 3, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [0, 0, 0, 100, 0, 0, 0, 0]\n"
+	for _, c := range []struct{ fixture, profile, want string }{
+		{"cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ndcbx = \"host\"\n" + ets, "mlx5e_dcbnl_ieee_getets"},
+		{"bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\n" + ets, "starving a TC"},
+	} {
+		t.Run(c.fixture, func(t *testing.T) {
+			r := driverRig(t, c.fixture, c.profile, nil)
+			if len(r.plan.Refused) == 0 || !strings.Contains(r.plan.Refused[0].Error, c.want) {
+				t.Fatalf("refused %+v, want the ETS refused (%s)", r.plan.Refused, c.want)
+			}
+			// Written anyway, the driver does not hold it as written.
+			r.plan.Refused = nil
+			before := r.sim.Config()
+			if err := r.apply(t); err == nil {
+				t.Fatal("the apply of the 0 % ETS passed; the driver would not have taken it as written")
+			}
+			if got := r.sim.Config(); got != before {
+				t.Errorf("the failed apply did not restore the host:\n got %s\nwant %s", got, before)
+			}
+		})
+	}
+	// The same TCs with a share each, or with the other ETS bandwidth
+	// split, are taken.
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ndcbx = \"host\"\n"+
+		"[qos.ets]\npriority_to_tc = [0, 1, 2, 3, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [0, 0, 50, 50, 0, 0, 0, 0]\n", nil)
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused %+v", r.plan.Refused)
+	}
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bnxt takes any DCBX mode but LLD_MANAGED as its dcbx_cap whole
+// (bnxt_dcbnl_setdcbx): the rollback of a change to host mode wrote mode 0,
+// mlx5's "back to firmware", and left dcbx_cap 0 where it was VER_IEEE
+// (0x08), while reading back "firmware" as before. The whole simulated
+// host is compared after the rollback.
+func TestBnxtDCBXRollbackRestoresTheCapability(t *testing.T) {
+	r := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\n", nil)
+	before := r.sim.Config()
+	r.applyAndRollBack(t)
+	if got := r.sim.Config(); got != before {
+		t.Errorf("after the rollback:\n got %s\nwant %s", got, before)
+	}
+}

@@ -363,7 +363,7 @@ func readETS(r *portReader, s policy.Setting, notes map[string]string) (string, 
 	if st.ETS == nil {
 		return "", false, nic.Unsupportedf("driver %s does not expose ETS", orUnknown(r.driver))
 	}
-	if bnxtHidesETS(r.driver, st) {
+	if notes != nil && bnxtHidesETS(r.driver, st) { // nil: a read-back, which keeps no notes
 		notes[s.Key] = bnxtHiddenNote
 	}
 	return formatETS(st.ETS, s.Kind), true, nil
@@ -404,8 +404,10 @@ func readPFC(r *portReader, s policy.Setting, notes map[string]string) (string, 
 	if err != nil {
 		return "", false, err
 	}
-	if st, err := r.dcbPart("ets"); err == nil && bnxtHidesETS(r.driver, st) {
-		notes[s.Key] = bnxtHiddenNote
+	if notes != nil { // nil: a read-back, which keeps no notes
+		if st, err := r.dcbPart("ets"); err == nil && bnxtHidesETS(r.driver, st) {
+			notes[s.Key] = bnxtHiddenNote
+		}
 	}
 	return policy.FormatPrioBitmap(pfc.Enable), true, nil
 }

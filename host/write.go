@@ -389,16 +389,24 @@ func writePause(w *stepWriter) error {
 // writeDCBX: on mlx5 a mode with HOST switches firmware DCBX to host mode
 // and becomes the reported capability; 0 hands DCBX back to the firmware
 // agent, which only clears HOST (reference §A1.8). Keeping the version
-// bits the driver reports makes the round trip exact.
+// bits the driver reports makes the round trip exact. bnxt takes any mode
+// but LLD_MANAGED as its new dcbx_cap whole (bnxt_dcbnl_setdcbx): 0 there
+// would drop VER_IEEE too, so "firmware" clears HOST from what it reports.
 func writeDCBX(w *stepWriter) error {
 	_, v := w.only()
 	nd := w.port.Netdev
+	var cur uint8
+	if st, err := w.h.K.DCB(nd); err == nil && st.DCBX != nil {
+		cur = *st.DCBX
+	}
 	mode := uint8(0)
-	if v == "host" {
-		mode = dcb.DCBXHost | dcb.DCBXVerIEEE
-		if st, err := w.h.K.DCB(nd); err == nil && st.DCBX != nil {
-			mode |= *st.DCBX & (dcb.DCBXVerCEE | dcb.DCBXVerIEEE)
-		}
+	switch {
+	case v == "host" && w.port.Driver == "bnxt_en":
+		mode = dcb.DCBXHost | dcb.DCBXVerIEEE // bnxt: a host mode is IEEE only
+	case v == "host":
+		mode = dcb.DCBXHost | dcb.DCBXVerIEEE | cur&(dcb.DCBXVerCEE|dcb.DCBXVerIEEE)
+	case w.port.Driver == "bnxt_en":
+		mode = cur &^ dcb.DCBXHost
 	}
 	return w.h.K.SetDCBX(nd, mode)
 }

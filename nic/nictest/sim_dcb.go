@@ -74,6 +74,9 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 		if driverOf(ls) == snapshot.DriverBnxt && !bnxtHostIEEE(d) {
 			return syscall.EINVAL // bnxt_dcbnl_ieee_setets
 		}
+		if driverOf(ls) == snapshot.DriverBnxt && bnxtStarves(ets) {
+			return syscall.EINVAL // bnxt_ets_validate: "rejecting ETS config starving a TC"
+		}
 		haveETS, sum := false, 0
 		for i := range dcb.NumTCs {
 			if ets.PrioTC[i] >= dcb.NumTCs {
@@ -105,6 +108,7 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 					next.TCTxBW[i] = ets.TCTxBW[i]
 				}
 			}
+			mlx5ZeroBandwidthShares(ets, &next)
 		}
 		*d.ETS = next
 		if driverOf(ls) == snapshot.DriverBnxt {
@@ -112,6 +116,46 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 		}
 		return nil
 	})
+}
+
+// bnxtStarves is bnxt_ets_validate's refusal of an ETS TC at 0 % while
+// the ETS bandwidths sum to 100.
+func bnxtStarves(ets dcb.ETS) bool {
+	zero, total := false, 0
+	for i := range dcb.NumTCs {
+		if ets.TCTSA[i] == dcb.TSAETS {
+			total += int(ets.TCTxBW[i])
+			zero = zero || ets.TCTxBW[i] == 0
+		}
+	}
+	return zero && total == 100
+}
+
+// mlx5ZeroBandwidthShares is what mlx5 reads back for ETS TCs written at
+// 0 %: mlx5e_build_tc_tx_bw gives each 100 / their number (the last one
+// the remainder) in a group of their own, and mlx5e_dcbnl_ieee_getets
+// reports that group as 0 only when a TC of the other ETS group has less
+// than 100 %.
+func mlx5ZeroBandwidthShares(ets dcb.ETS, next *dcb.ETS) {
+	var zero []int
+	otherBelow100 := false
+	for i := range dcb.NumTCs {
+		if ets.TCTSA[i] != dcb.TSAETS {
+			continue
+		}
+		if ets.TCTxBW[i] == 0 {
+			zero = append(zero, i)
+		} else if ets.TCTxBW[i] < 100 {
+			otherBelow100 = true
+		}
+	}
+	if len(zero) == 0 || otherBelow100 {
+		return
+	}
+	for _, i := range zero {
+		next.TCTxBW[i] = uint8(100 / len(zero))
+	}
+	next.TCTxBW[zero[len(zero)-1]] += uint8(100 % len(zero))
 }
 
 // bnxtHostIEEE: bnxt's IEEE set ops need DCBX HOST and VER_IEEE.
