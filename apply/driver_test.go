@@ -359,3 +359,26 @@ func TestBnxtDCBXRollbackRestoresTheCapability(t *testing.T) {
 		t.Errorf("after the rollback:\n got %s\nwant %s", got, before)
 	}
 }
+
+// What the plan says it disrupts follows the driver: mlx5 re-creates its
+// queues on a trust change only where DSCP trust changes the minimum TX
+// inline mode (the ConnectX-4 family, mlx5e_set_trust_state), and bnxt
+// closes and reopens the NIC when ETS changes its number of TCs
+// (bnxt_setup_mq_tc).
+func TestDisruptionsOfTrustAndETSFollowTheNIC(t *testing.T) {
+	const trust = "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ndcbx = \"host\"\ntrust = \"dscp\"\n"
+	const reset = "channel reset on NICs that inline L2 headers"
+	cx4 := driverRig(t, "cx4lx-sriov", trust, nil)
+	if d := strings.Join(host.Disruptions(cx4.plan)["enp7s0f0np0"], "\n"); !strings.Contains(d, reset) {
+		t.Errorf("ConnectX-4 Lx trust change: disruptions %q, want the channel reset", d)
+	}
+	cx6 := driverRig(t, "cx6dx-ofed-factory", trust, nil)
+	if d := strings.Join(host.Disruptions(cx6.plan)["ens1f0np0"], "\n"); strings.Contains(d, reset) {
+		t.Errorf("ConnectX-6 Dx trust change: disruptions %q, want no inline channel reset", d)
+	}
+	bnxt := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\n"+
+		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 50, 0, 0, 0, 0, 0, 0]\n", nil)
+	if d := strings.Join(host.Disruptions(bnxt.plan)["enp202s0f1np1"], "\n"); !strings.Contains(d, "bnxt_setup_mq_tc") {
+		t.Errorf("bnxt ETS change: disruptions %q, want the NIC reopened", d)
+	}
+}

@@ -568,6 +568,18 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
+// mayInlineL2 says whether an mlx5 NIC of hca_type may have the minimum
+// TX inline mode L2 (wqe_inline_mode, mlx5_query_min_inline): the
+// ConnectX-4 family (MT4115..MT4118, VFs included); later NICs need no
+// inline. An unknown type may.
+func mayInlineL2(hcaType string) bool {
+	switch hcaType {
+	case "", "MT4115", "MT4116", "MT4117", "MT4118":
+		return true
+	}
+	return false
+}
+
 // Disruptions says, per port, what applying the plan will disturb: link
 // toggles, channel resets, changes that cannot be undone.
 func Disruptions(plan *policy.Plan) map[string][]string {
@@ -597,6 +609,13 @@ func Disruptions(plan *policy.Plan) map[string][]string {
 			add(nd, "channel reset: an MTU change re-creates the NIC's queues")
 		case (c.Kind == policy.KindPrioBuffer || c.Kind == policy.KindBufferSize) && mlx5:
 			add(nd, "irreversible: manual buffer mode for good")
+		case c.Kind == policy.KindTrust && mlx5 && mayInlineL2(c.Port.HCAType):
+			// mlx5e_set_trust_state switches the channels when DSCP
+			// trust changes the minimum TX inline mode (L2 → IP),
+			// which only NICs that inline L2 headers have.
+			add(nd, "channel reset on NICs that inline L2 headers (ConnectX-4, ConnectX-4 Lx): mlx5e_set_trust_state re-creates the queues when trust changes")
+		case c.Kind == policy.KindETSPrioTC && c.Port.Driver == "bnxt_en":
+			add(nd, "channel reset when the number of TCs changes: bnxt_dcbnl_ieee_setets closes and reopens the NIC (bnxt_setup_mq_tc)")
 		case strings.Contains(c.Note, "devlink dev reload"):
 			add(nd, "needs a devlink reload to take effect")
 		case strings.Contains(c.Note, mlx5WillingUndoNote):

@@ -76,7 +76,7 @@ func fanOut(bond *port.Port, ss []policy.Setting) []policy.Setting {
 			drv = bond.Driver
 		}
 		slaves[i] = &port.Port{Netdev: m.Netdev, RDMADevice: bond.RDMADevice, PortNum: bond.PortNum,
-			Driver: drv, PCI: m.PCI, RoCEv2GID: -1, Role: port.RolePF, Master: bond.Netdev}
+			Driver: drv, PCI: m.PCI, HCAType: bond.HCAType, RoCEv2GID: -1, Role: port.RolePF, Master: bond.Netdev}
 	}
 	out := make([]policy.Setting, 0, len(ss)*len(slaves))
 	for _, s := range ss {
