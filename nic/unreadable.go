@@ -39,13 +39,17 @@ func NewUnreadable(list []string, parse func(string) (syscall.Errno, error)) *Un
 func (u *Unreadable) load() {
 	u.byPath = make(map[string]syscall.Errno, len(u.list))
 	u.bases = make(map[string]bool, len(u.list))
+	parsed := map[string]syscall.Errno{} // a list has few distinct errnos
 	for _, e := range u.list {
 		p, name, ok := strings.Cut(e, ": ")
 		errno := syscall.EIO
-		if ok {
+		if n, seen := parsed[name]; ok && seen {
+			errno = n
+		} else if ok {
 			if n, err := u.parse(name); err == nil {
 				errno = n
 			}
+			parsed[name] = errno
 		}
 		p = path.Clean(p)
 		u.byPath[p] = errno
