@@ -159,7 +159,11 @@ func TestLinkGoneMidApplyIsOneClearLine(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	// The first step is ens1f0np0's MTU: once the kernel has it, the
+	// apply is under way, ens1f1np1's steps still to come. (A fixed sleep
+	// here deleted the link before the apply began on a busy machine, and
+	// tested the before-apply case instead.)
+	waitFor(t, 30*time.Second, func() bool { return h.mtu("ens1f0np0") == 9000 })
 	// Deleting one end of a veth pair deletes both.
 	if err := h.ns.Do(func() error {
 		l, err := netlink.LinkByName("ens1f1np1")
@@ -215,7 +219,10 @@ func TestNextApplyRecoversUnfinishedJournal(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	// Killed once the apply is under way (its first step, the MTU, is
+	// in the kernel, so its journal is open): a fixed 400 ms sleep killed
+	// it before it had a journal on a busy machine (4 runs in 40).
+	waitFor(t, 30*time.Second, func() bool { return h.mtu("ens1f0np0") == 9000 })
 	_ = c.Process.Signal(syscall.SIGKILL)
 	_ = c.Wait()
 	code, out := h.run("apply", "-p", h.profile)
