@@ -153,13 +153,14 @@ func (s Store) ReadStateFile(name string) ([]byte, error) {
 
 // WriteStateFile stores data as name in the state dir, atomically and
 // durably (a new file renamed over the old), once the state dir is
-// trusted: a file root writes there is one a later root run reads.
+// trusted: a file root writes there is one a later root run reads. The
+// file is 0600, as journals are, and a state dir it creates 0700.
 func (s Store) WriteStateFile(name string, data []byte) error {
 	if err := s.checkTree(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
-	return writeFileDurable(filepath.Join(s.Dir, name), data, 0o644)
+	return writeFileDurable(filepath.Join(s.Dir, name), data, 0o600)
 }
