@@ -395,18 +395,20 @@ func writePause(w *stepWriter) error {
 func writeDCBX(w *stepWriter) error {
 	_, v := w.only()
 	nd := w.port.Netdev
-	var cur uint8
-	if st, err := w.h.K.DCB(nd); err == nil && st.DCBX != nil {
-		cur = *st.DCBX
+	reported := func() uint8 {
+		if st, err := w.h.K.DCB(nd); err == nil && st.DCBX != nil {
+			return *st.DCBX
+		}
+		return 0
 	}
 	mode := uint8(0)
 	switch {
 	case v == "host" && w.port.Driver == "bnxt_en":
 		mode = dcb.DCBXHost | dcb.DCBXVerIEEE // bnxt: a host mode is IEEE only
 	case v == "host":
-		mode = dcb.DCBXHost | dcb.DCBXVerIEEE | cur&(dcb.DCBXVerCEE|dcb.DCBXVerIEEE)
+		mode = dcb.DCBXHost | dcb.DCBXVerIEEE | reported()&(dcb.DCBXVerCEE|dcb.DCBXVerIEEE)
 	case w.port.Driver == "bnxt_en":
-		mode = cur &^ dcb.DCBXHost
+		mode = reported() &^ dcb.DCBXHost
 	}
 	return w.h.K.SetDCBX(nd, mode)
 }
