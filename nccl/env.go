@@ -252,22 +252,23 @@ func Resolve(d *policy.Desired) {
 		return
 	}
 	ports := make([]port.Port, len(d.Ports))
-	var noDevice, noGID []string
-	gidAuto := false
-	if v, ok := p.NCCL.Var("IB_GID_INDEX"); ok && v == "auto" {
-		gidAuto = true
-	}
+	var noDevice []string
 	for i, dp := range d.Ports {
 		ports[i] = dp.Port
-		switch {
-		case dp.Port.RDMADevice == "":
+		if dp.Port.RDMADevice == "" {
 			noDevice = append(noDevice, dp.Port.Netdev)
-		case dp.Port.GIDUnknown != "" && gidAuto:
-			noGID = append(noGID, fmt.Sprintf("%s:%d: %s", dp.Port.RDMADevice, dp.Port.PortNum, dp.Port.GIDUnknown))
 		}
 	}
-	vars, unresolved := Env(p, ports)
-	if len(noDevice)+len(noGID) > 0 {
+	dv := Derive(p, ports)
+	vars, unresolved := dv.Vars, dv.Unresolved
+	var why string
+	switch {
+	case len(noDevice) > 0:
+		why = fmt.Sprintf("%s (the RDMA devices behind %s)", policy.UnknownReason, strings.Join(noDevice, ", "))
+	case dv.GID != nil && dv.GID.Mode == GIDUnknown:
+		why = strings.TrimPrefix(dv.GID.Reason, "unknown: ") // shown as "unknown (…)"
+	}
+	if why != "" {
 		// A snapshot imported from netdev-level dumps knows no RDMA
 		// device behind these ports, and a GID table that could not be
 		// read hides the index NCCL would pick, so the HCA list or the
@@ -275,12 +276,6 @@ func Resolve(d *policy.Desired) {
 		// unknown, not drift. Only the profile's own variables are
 		// named: which selection variables NCCL would need depends on
 		// the GIDs, unknown too.
-		var why string
-		if len(noDevice) > 0 {
-			why = fmt.Sprintf("%s (the RDMA devices behind %s)", policy.UnknownReason, strings.Join(noDevice, ", "))
-		} else {
-			why = "the GID table could not be read (" + strings.Join(noGID, "; ") + ")"
-		}
 		names := map[string]bool{}
 		for _, v := range p.NCCL.Vars {
 			names["NCCL_"+v.Name] = true
