@@ -122,10 +122,10 @@ func (d *FileIn) Read() ([]byte, unix.Stat_t, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, st, d.err("stat", err)
 	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return nil, st, d.err("open", notRegular(fileKind(st.Mode)))
-	case st.Nlink > 1:
+	if err := CheckRegular(st.Mode); err != nil {
+		return nil, st, d.err("open", err)
+	}
+	if st.Nlink > 1 {
 		return nil, st, d.err("open", fmt.Errorf("%w (%d names)", ErrHardLinked, st.Nlink))
 	}
 	data, err := io.ReadAll(file)

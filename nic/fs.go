@@ -271,14 +271,24 @@ func (f FS) openAttr(w where, flags int) (int, error) {
 		unix.Close(fd)
 		return -1, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := CheckRegular(st.Mode); err != nil {
 		unix.Close(fd)
-		return -1, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: notRegular(fileKind(st.Mode))}
+		return -1, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: err}
 	}
 	return fd, nil
 }
 
 func notRegular(kind string) error { return fmt.Errorf("%w: it is a %s", ErrNotRegular, kind) }
+
+// CheckRegular refuses a file whose stat mode is not a regular file's,
+// with ErrNotRegular naming its type ("it is a FIFO"): what every read of
+// a file another user may have put in place checks on the file it opened.
+func CheckRegular(mode uint32) error {
+	if mode&unix.S_IFMT == unix.S_IFREG {
+		return nil
+	}
+	return notRegular(fileKind(mode))
+}
 
 // kindOf names the type of w, "" when it cannot tell.
 func (f FS) kindOf(w where) string {

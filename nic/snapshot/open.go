@@ -153,21 +153,12 @@ func readRegular(p string) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
-		kind := "directory"
-		switch t := fi.Mode().Type(); {
-		case t&fs.ModeNamedPipe != 0:
-			kind = "FIFO"
-		case t&fs.ModeSocket != 0:
-			kind = "socket"
-		case t&fs.ModeDevice != 0:
-			kind = "device"
-		}
-		return nil, &os.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w: it is a %s", nic.ErrNotRegular, kind)}
+	if err := nic.CheckRegular(st.Mode); err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	return io.ReadAll(f)
 }
