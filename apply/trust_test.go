@@ -85,17 +85,7 @@ func TestForgedJournalInWorldWritableStateDirIsRefused(t *testing.T) {
 	}
 
 	// The attack.
-	base := t.TempDir()
-	// The attacker may pass through to the state dir, as through /var/lib.
-	chmod(t, filepath.Dir(base), 0o711)
-	chmod(t, base, 0o711)
-	s := Store{Dir: filepath.Join(base, "state")}
-	if err := os.Mkdir(s.Dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(s.Dir, 0o777); err != nil { // Mkdir's mode is cut by the umask
-		t.Fatal(err)
-	}
+	s := worldWritableStateDir(t, 0o777)
 	asNobody(t, `mkdir "$1/journal" && cat > "$1/journal/$2.json"`, data, s.Dir, id)
 
 	_, err := Recover(r.h, s, false, time.Now())
@@ -246,14 +236,7 @@ func TestStateDirOwnedByRootIsTrustedByAnyUser(t *testing.T) {
 // that dir too. Now reading and writing it are refused there.
 func TestPeerStateInAWorldWritableStateDirIsRefused(t *testing.T) {
 	needRoot(t)
-	base := t.TempDir()
-	chmod(t, filepath.Dir(base), 0o711)
-	chmod(t, base, 0o711)
-	s := Store{Dir: filepath.Join(base, "state")}
-	if err := os.Mkdir(s.Dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	chmod(t, s.Dir, 0o777|os.ModeSticky)
+	s := worldWritableStateDir(t, 0o777|os.ModeSticky)
 	asNobody(t, `cat > "$1/peer.json"`, []byte(`{"verdict":"consistent","reason":"forged"}`), s.Dir)
 	if _, err := s.ReadStateFile("peer.json"); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("ReadStateFile: %v, want %v", err, ErrUnsafe)
@@ -275,4 +258,22 @@ func TestPeerStateInAWorldWritableStateDirIsRefused(t *testing.T) {
 	if b, err := s.ReadStateFile("peer.json"); err != nil || string(b) != "{}\n" {
 		t.Errorf("ReadStateFile of root's own file: %q, %v", b, err)
 	}
+	if fi, err := os.Stat(filepath.Join(s.Dir, "peer.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("peer.json: %v, %v; want mode 0600, as journals", fi.Mode(), err)
+	}
+}
+
+// worldWritableStateDir is a state dir of mode that another user can
+// reach, as through /var/lib: its parents are 0711.
+func worldWritableStateDir(t *testing.T, mode os.FileMode) Store {
+	t.Helper()
+	base := t.TempDir()
+	chmod(t, filepath.Dir(base), 0o711)
+	chmod(t, base, 0o711)
+	s := Store{Dir: filepath.Join(base, "state")}
+	if err := os.Mkdir(s.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, s.Dir, mode) // Mkdir's mode is cut by the umask
+	return s
 }

@@ -17,12 +17,34 @@ import (
 // gone from sys/ and listed in snapshot.json's unreadable with errno.
 func unreadableSnapshot(t *testing.T, fixture, errno string, files ...string) string {
 	t.Helper()
+	dir := copySnapshot(t, fixture)
+	editJSON(t, filepath.Join(dir, snapshot.MetaFile), func(m map[string]any) {
+		list, _ := m["unreadable"].([]any)
+		for _, f := range files {
+			if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			list = append(list, f+": "+errno)
+		}
+		m["unreadable"] = list
+	})
+	return dir
+}
+
+// copySnapshot is a copy of a fixture snapshot, the test's to change.
+func copySnapshot(t *testing.T, fixture string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "snap")
 	if err := fixturehost.CopyTree(fixturehost.Dir(fixture), dir); err != nil {
 		t.Fatal(err)
 	}
-	meta := filepath.Join(dir, snapshot.MetaFile)
-	b, err := os.ReadFile(meta)
+	return dir
+}
+
+// editJSON rewrites the JSON object in file as edit changes it.
+func editJSON(t *testing.T, file string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,21 +52,13 @@ func unreadableSnapshot(t *testing.T, fixture, errno string, files ...string) st
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	list, _ := m["unreadable"].([]any)
-	for _, f := range files {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		list = append(list, f+": "+errno)
-	}
-	m["unreadable"] = list
+	edit(m)
 	if b, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(meta, b, 0o644); err != nil {
+	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 // A file the capture could not read is unreadable when audited, as it was
@@ -159,28 +173,12 @@ func TestNCCLEnvOfUnknownGIDsAndDevices(t *testing.T) {
 // verify exits 1. Before, it counted the setting among those that "hold
 // their profile values" and exited 0, with no unknown in the JSON.
 func TestVerifyDoesNotCountUnknownAsHolding(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "snap")
-	if err := fixturehost.CopyTree(fixturehost.Dir("cx6dx-ofed-lossless"), dir); err != nil {
-		t.Fatal(err)
-	}
-	kf := filepath.Join(dir, snapshot.KernelFile)
-	b, err := os.ReadFile(kf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k map[string]any
-	if err := json.Unmarshal(b, &k); err != nil {
-		t.Fatal(err)
-	}
-	link := k["links"].(map[string]any)["ens1f0np0"].(map[string]any)
-	delete(link, "pause")
-	link["not_captured"] = []string{"pause"}
-	if b, err = json.Marshal(k); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kf, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := copySnapshot(t, "cx6dx-ofed-lossless")
+	editJSON(t, filepath.Join(dir, snapshot.KernelFile), func(k map[string]any) {
+		link := k["links"].(map[string]any)["ens1f0np0"].(map[string]any)
+		delete(link, "pause")
+		link["not_captured"] = []string{"pause"}
+	})
 	prof := repo("profiles/connectx-lossless.toml")
 	code, out, errs := run(t, nil, "verify", "-p", prof, "--snapshot", dir)
 	if code != ExitError || strings.Contains(out, "hold their profile values") ||
