@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,21 +150,28 @@ func TestMetricsServesPolledCounters(t *testing.T) {
 	h, sim, root := simHost(t)
 	sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 1_500_000)
 	setHWCounter(t, root, "mlx5_0", "rp_cnp_handled", 31)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-
+	// Port 0: the kernel picks a free port while the daemon holds it, and
+	// the daemon's "serving metrics" line says which.
+	served := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
+	var runErr error
+	done := make(chan struct{})
 	go func() {
-		done <- Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, MetricsAddr: addr,
+		defer close(done)
+		runErr = Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, MetricsAddr: "127.0.0.1:0",
 			CounterInterval: 5 * time.Millisecond, Version: "v9.9.9", Host: h, ReadOnly: true,
-			Store: apply.Store{Dir: t.TempDir()}, Log: slog.New(slog.DiscardHandler)})
+			Store: apply.Store{Dir: t.TempDir()}, Log: slog.New(servingHandler{slog.NewTextHandler(io.Discard, nil), served})})
 	}()
+	// Run ends with the test, however the test ends.
+	t.Cleanup(func() { cancel(); <-done })
+	var addr string
+	select {
+	case addr = <-served:
+	case <-done:
+		t.Fatalf("Run returned before serving metrics: %v", runErr)
+	case <-time.After(30 * time.Second):
+		t.Fatal(`no "serving metrics" line with the bound addr in 30 s`)
+	}
 	// scrapeUntil scrapes until the body holds every line (the server
 	// starts before the first check and poll), or fails after 30 s.
 	scrapeUntil := func(lines ...string) string {
@@ -206,12 +212,43 @@ func TestMetricsServesPolledCounters(t *testing.T) {
 	scrapeUntil(`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 1.75`)
 
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
+	<-done
+	if runErr != nil {
+		t.Fatalf("Run: %v", runErr)
 	}
 	if _, err := scrape("http://" + addr + "/metrics"); err == nil {
 		t.Error("/metrics still served after Run returned")
 	}
+}
+
+// servingHandler passes records on to Handler and sends the addr of the
+// daemon's "serving metrics" line on addr, when addr has room for it.
+type servingHandler struct {
+	slog.Handler
+	addr chan<- string
+}
+
+func (h servingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "serving metrics" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "addr" {
+				select {
+				case h.addr <- a.Value.String():
+				default:
+				}
+			}
+			return true
+		})
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h servingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return servingHandler{h.Handler.WithAttrs(as), h.addr}
+}
+
+func (h servingHandler) WithGroup(name string) slog.Handler {
+	return servingHandler{h.Handler.WithGroup(name), h.addr}
 }
 
 func scrape(url string) (string, error) {
