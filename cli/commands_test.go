@@ -173,21 +173,23 @@ func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
 	}
 	defer conn.Close()
 	t.Setenv("NOTIFY_SOCKET", sock)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 
+	// Port 0: the kernel picks a free port while the agent holds it, and
+	// the agent logs which (before READY=1).
+	logs := &signalWriter{mark: `"msg":"serving metrics"`, seen: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	env := NewEnv(io.Discard, io.Discard)
+	env := NewEnv(io.Discard, logs)
 	cmd := NewRootCommand(env)
-	cmd.SetArgs([]string{"--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"), "agent", "-p", repo("profiles/connectx-lossless.toml"),
-		"--mode", "audit", "--interval", "1h", "--metrics-addr", addr})
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	cmd.SetArgs([]string{"--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"), "--log-format", "json", "agent", "-p", repo("profiles/connectx-lossless.toml"),
+		"--mode", "audit", "--interval", "1h", "--metrics-addr", "127.0.0.1:0"})
+	var runErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runErr = cmd.ExecuteContext(ctx)
+	}()
+	// The agent ends with the test, however the test ends.
+	t.Cleanup(func() { cancel(); <-done })
 
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, 4096)
@@ -199,6 +201,7 @@ func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
 		}
 		ready = strings.Contains(string(buf[:n]), "READY=1")
 	}
+	addr := servingAddr(t, logs)
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -216,13 +219,32 @@ func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
 	}
 	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("agent returned %v", err)
+	case <-done:
+		if runErr != nil {
+			t.Fatalf("agent returned %v", runErr)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("agent did not stop on cancel")
 	}
+}
+
+// servingAddr is the address in the agent's "serving metrics" log line,
+// which it writes before READY=1.
+func servingAddr(t *testing.T, logs *signalWriter) string {
+	t.Helper()
+	select {
+	case <-logs.seen:
+	default:
+		t.Fatalf("no \"serving metrics\" line before READY=1:\n%s", logs.String())
+	}
+	for line := range strings.Lines(logs.String()) {
+		var r struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "serving metrics" && r.Addr != "" {
+			return r.Addr
+		}
+	}
+	t.Fatalf("the \"serving metrics\" line has no addr:\n%s", logs.String())
+	return ""
 }
 
 func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
