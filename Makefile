@@ -110,6 +110,8 @@ demo: build
 comma := ,
 LINT_MATRIX := plain: -tags=\nlab: -tags=lab$(if $(VERBS_TAGS),$(comma)$(VERBS_TAGS))\nhooks: -tags=rocectl_testhooks\n
 lint:
+	@# gofmt first: an unformatted file once went through vet and staticcheck unseen.
+	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); [ -z "$$out" ] || { echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; }
 	@echo "lint: staticcheck over the plain, lab$(if $(VERBS_TAGS),+$(VERBS_TAGS)) and test-hook builds..."
 	printf '$(LINT_MATRIX)' | $(GO) tool staticcheck -matrix ./...
 

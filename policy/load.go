@@ -89,9 +89,9 @@ type loader struct {
 	// incomplete: an include failed to load; what loaded is decoded for
 	// its own errors, and the whole-profile checks are left out.
 	incomplete bool
-	diags    Diagnostics
-	files    []string
-	first    *source
+	diags      Diagnostics
+	files      []string
+	first      *source
 }
 
 func (l *loader) fail() error {
