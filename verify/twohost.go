@@ -228,6 +228,16 @@ type rcEndpoint interface {
 
 type openEndpointFunc func(LoopbackConfig) (rcEndpoint, error)
 
+// dialFunc opens the TCP connection to the peer; tests replace it to make
+// the first attempts fail.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialTCP is the dial of Connect: a plain net.Dialer.
+func dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
 // twoHostTiming holds the protocol's clocks; tests shorten them.
 type twoHostTiming struct {
 	dial      time.Duration // Connect retries the dial this long (the listener may start later)
@@ -309,7 +319,7 @@ func ctxErr(ctx context.Context, err error) error {
 // Listen: it dials peer ("host:port"), retrying for a while if the
 // listener is not up yet, and drives cfg's operations across the fabric.
 func Connect(ctx context.Context, peer string, cfg LoopbackConfig) (*LoopbackResult, error) {
-	return connectWith(ctx, peer, cfg, openRCEndpoint, defaultTwoHostTiming())
+	return connectWith(ctx, peer, cfg, openRCEndpoint, dialTCP, defaultTwoHostTiming())
 }
 
 // Listen is the passive end: it accepts one Connect on addr, serves the
@@ -333,13 +343,12 @@ func Listen(ctx context.Context, addr string, cfg LoopbackConfig) (*LoopbackResu
 	return serve(ctx, ln, cfg, openRCEndpoint, defaultTwoHostTiming())
 }
 
-func dialRetry(ctx context.Context, addr string, within time.Duration) (net.Conn, error) {
+func dialRetry(ctx context.Context, dial dialFunc, addr string, within time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(within)
 	backoff := 50 * time.Millisecond
-	var d net.Dialer
 	for {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
-		c, err := d.DialContext(dctx, "tcp", addr)
+		c, err := dial(dctx, "tcp", addr)
 		cancel()
 		if err == nil {
 			return c, nil
@@ -438,7 +447,7 @@ func (w *counterWindow) close(res *LoopbackResult) {
 	}
 }
 
-func connectWith(ctx context.Context, peer string, cfg LoopbackConfig, open openEndpointFunc, tm twoHostTiming) (*LoopbackResult, error) {
+func connectWith(ctx context.Context, peer string, cfg LoopbackConfig, open openEndpointFunc, dial dialFunc, tm twoHostTiming) (*LoopbackResult, error) {
 	cfg, err := cfg.normalize()
 	if err != nil {
 		return nil, err
@@ -448,7 +457,7 @@ func connectWith(ctx context.Context, peer string, cfg LoopbackConfig, open open
 		return nil, err
 	}
 	defer ep.close()
-	conn, err := dialRetry(ctx, peer, tm.dial)
+	conn, err := dialRetry(ctx, dial, peer, tm.dial)
 	if err != nil {
 		return nil, err
 	}

@@ -286,7 +286,7 @@ func runPairWith(t *testing.T, f *fakeFabric, client, server LoopbackConfig, tm 
 		sres, serr = serve(ctx, ln, scfg, f.open, tm)
 	})
 	client.Root = t.TempDir()
-	cres, cerr = connectWith(ctx, ln.Addr().String(), client, f.open, tm)
+	cres, cerr = connectWith(ctx, ln.Addr().String(), client, f.open, dialTCP, tm)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Fatal("the pair did not finish within 10 s")
@@ -474,7 +474,7 @@ func TestConnectBadPeers(t *testing.T) {
 			addr := listenRaw(t, tc.peer)
 			start := time.Now()
 			_, err := connectWith(context.Background(), addr, LoopbackConfig{Device: "rxe0", Root: t.TempDir()},
-				newFakeFabric().open, fastTiming())
+				newFakeFabric().open, dialTCP, fastTiming())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
@@ -563,29 +563,50 @@ func TestServeCancelWhileWaiting(t *testing.T) {
 }
 
 func TestConnectRetriesUntilListenerUp(t *testing.T) {
-	// Reserve a port, free it, and start the listener only later.
+	// The listener is held from the start, so no other process can take
+	// its port; the dial is refused (as by a peer whose listener is not up
+	// yet) until the test lets it through after a few attempts.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close()
 	addr := ln.Addr().String()
-	ln.Close()
-	f := newFakeFabric()
-	var serr error
-	done := make(chan struct{})
-	time.AfterFunc(500*time.Millisecond, func() {
-		defer close(done)
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			serr = err
-			return
+	const refusals = 3
+	attempts := make(chan struct{})
+	up := make(chan struct{})
+	dial := func(ctx context.Context, network, a string) (net.Conn, error) {
+		select {
+		case attempts <- struct{}{}:
+		case <-up:
+			return dialTCP(ctx, network, a)
 		}
-		defer ln.Close()
+		return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	f := newFakeFabric()
+	// sctx ends the passive end if the active end gives up.
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var serr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range refusals {
+			select {
+			case <-attempts:
+			case <-sctx.Done():
+				serr = sctx.Err()
+				return
+			}
+		}
+		close(up)
 		cfg, _ := LoopbackConfig{Device: "rxe1", Root: t.TempDir()}.normalize()
-		_, serr = serve(context.Background(), ln, cfg, f.open, fastTiming())
+		_, serr = serve(sctx, ln, cfg, f.open, fastTiming())
 	})
-	res, err := connectWith(context.Background(), addr, LoopbackConfig{Device: "rxe0", MsgSize: 64, Iterations: 2, Root: t.TempDir()}, f.open, fastTiming())
-	<-done
+	res, err := connectWith(context.Background(), addr, LoopbackConfig{Device: "rxe0", MsgSize: 64, Iterations: 2, Root: t.TempDir()}, f.open, dial, fastTiming())
+	if err != nil {
+		cancel()
+	}
+	wg.Wait()
 	if err != nil || serr != nil || res.WriteMsgs != 2 {
 		t.Fatalf("connect: %v; serve: %v", err, serr)
 	}
