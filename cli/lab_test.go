@@ -15,7 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,21 +209,31 @@ func TestLabStormRollsBackRealDCB(t *testing.T) {
 	if code, out, errs := l.rocectl(t, "apply", "-p", l.profile(t, "[3]", "0s")); code != ExitOK {
 		t.Fatalf("first apply: exit %d\n%s%s", code, out, errs)
 	}
-	var stop atomic.Bool
-	t.Cleanup(func() { stop.Store(true) })
-	go func() {
+	// The writer ends, and is waited for, once the apply returns or the
+	// test ends (this cleanup runs before netdevsim's is torn down).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(halt)
+	wg.Go(func() {
 		// Priority 4 is paused without end. The emulated guest schedules
 		// this writer irregularly, so the counter runs at twice wall-clock
 		// time: every poll then stays above the 99 % threshold despite the
 		// jitter, as a real paused queue's would.
 		start := time.Now()
-		for !stop.Load() {
-			time.Sleep(10 * time.Millisecond)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
 			_ = l.port.SetStat("rx_prio4_pause_duration", uint64(2*time.Since(start).Microseconds()))
 		}
-	}()
+	})
 	code, out, errs := l.rocectl(t, "apply", "-p", l.profile(t, "[3, 4]", "5s"))
-	stop.Store(true)
+	halt()
 	if code != ExitRolledBack {
 		t.Fatalf("apply with a storm: exit %d, want 3\n%s%s", code, out, errs)
 	}
