@@ -77,11 +77,10 @@ func TestAuditLogsDriftOnlyWhenItChanges(t *testing.T) {
 	var logs logBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: 5 * time.Millisecond,
+	done := goRun(t, cancel, func() error {
+		return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: 5 * time.Millisecond,
 			Host: &host.Host{FS: s.FS(), K: s.Kernel()}, ReadOnly: true, Store: apply.Store{Dir: t.TempDir()}, Log: logs.logger()})
-	}()
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for len(logs.records(t, "drift check")) < 5 {
 		if time.Now().After(deadline) {
@@ -154,21 +153,17 @@ func TestMetricsServesPolledCounters(t *testing.T) {
 	// the daemon's "serving metrics" line says which.
 	served := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	var runErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runErr = Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, MetricsAddr: "127.0.0.1:0",
+	defer cancel()
+	done := goRun(t, cancel, func() error {
+		return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, MetricsAddr: "127.0.0.1:0",
 			CounterInterval: 5 * time.Millisecond, Version: "v9.9.9", Host: h, ReadOnly: true,
 			Store: apply.Store{Dir: t.TempDir()}, Log: slog.New(servingHandler{slog.NewTextHandler(io.Discard, nil), served})})
-	}()
-	// Run ends with the test, however the test ends.
-	t.Cleanup(func() { cancel(); <-done })
+	})
 	var addr string
 	select {
 	case addr = <-served:
-	case <-done:
-		t.Fatalf("Run returned before serving metrics: %v", runErr)
+	case err := <-done:
+		t.Fatalf("Run returned before serving metrics: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal(`no "serving metrics" line with the bound addr in 30 s`)
 	}
@@ -212,13 +207,29 @@ func TestMetricsServesPolledCounters(t *testing.T) {
 	scrapeUntil(`rocectl_pfc_pause_seconds_total{device="ens1f0np0",direction="rx",priority="3"} 1.75`)
 
 	cancel()
-	<-done
-	if runErr != nil {
-		t.Fatalf("Run: %v", runErr)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	if _, err := scrape("http://" + addr + "/metrics"); err == nil {
 		t.Error("/metrics still served after Run returned")
 	}
+}
+
+// goRun runs run (a Run) in a goroutine and returns the channel its error
+// comes on. The goroutine ends with the test however the test ends: a
+// cleanup calls cancel, which must end run, and waits for it.
+func goRun(t *testing.T, cancel context.CancelFunc, run func() error) <-chan error {
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		done <- run()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+	})
+	return done
 }
 
 // servingHandler passes records on to Handler and sends the addr of the

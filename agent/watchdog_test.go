@@ -107,12 +107,20 @@ func TestWatchdogStopsWhenACheckHangs(t *testing.T) {
 	const wd = 100 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: 20 * time.Millisecond,
+	done := goRun(t, cancel, func() error {
+		return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: 20 * time.Millisecond,
 			Host: &host.Host{FS: s.FS(), K: k}, ReadOnly: true, Store: apply.Store{Dir: t.TempDir()},
 			Notify: n.notify, Watchdog: wd})
-	}()
+	})
+	// Run cannot end while the check hangs: a test that fails before
+	// releasing it does so here, before goRun's cleanup waits for Run.
+	t.Cleanup(func() {
+		select {
+		case <-k.release:
+		default:
+			close(k.release)
+		}
+	})
 	n.waitPing(t)
 	n.waitPing(t)
 	k.mu.Lock()
@@ -198,13 +206,12 @@ func TestRunJoinsItsGoroutines(t *testing.T) {
 	var logs logBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- ns.Do(func() error {
+	done := goRun(t, cancel, func() error {
+		return ns.Do(func() error {
 			return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, Host: h,
 				Store: apply.Store{Dir: t.TempDir()}, Log: logs.logger(), Notify: notify})
 		})
-	}()
+	})
 	select {
 	case <-ready:
 	case err := <-done:
