@@ -301,6 +301,8 @@ func TestExecStartVariables(t *testing.T) {
 }
 
 // notifyListener is a NOTIFY_SOCKET, as systemd gives a Type=notify unit.
+// Its reader ends with the test: the cleanup closes the socket and takes
+// what is left on the channel until the reader closes it.
 func notifyListener(t *testing.T) (string, <-chan string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "notify.sock")
@@ -308,8 +310,12 @@ func notifyListener(t *testing.T) (string, <-chan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
 	ch := make(chan string, 64)
+	t.Cleanup(func() {
+		conn.Close()
+		for range ch {
+		}
+	})
 	go func() {
 		buf := make([]byte, 4096)
 		for {
@@ -322,6 +328,35 @@ func notifyListener(t *testing.T) (string, <-chan string) {
 		}
 	}()
 	return path, ch
+}
+
+// notifyEnd marks the end of what a unit sent: notifySent sends it itself.
+const notifyEnd = "ROCECTL_TEST_END=1"
+
+// notifySent returns the messages sent to sock before this call, once the
+// sender has exited. A datagram is queued on the socket when its sendto
+// returns and the socket delivers in order, so the messages read before
+// a last one sent now are all there were.
+func notifySent(t *testing.T, sock string, msgs <-chan string) []string {
+	t.Helper()
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Write([]byte(notifyEnd))
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for m := range msgs {
+		if m == notifyEnd {
+			return got
+		}
+		got = append(got, m)
+	}
+	t.Fatalf("the notify socket closed before the end mark; read %q", got)
+	return nil
 }
 
 // TestUnitsRunAgainstSnapshots runs each unit's real command line (after
@@ -347,15 +382,7 @@ func TestUnitsRunAgainstSnapshots(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%q: exit %d\n%s", argv, r.code, r.stderr)
 		}
-		var got []string
-		for done := false; !done; {
-			select {
-			case m := <-msgs:
-				got = append(got, m)
-			case <-time.After(time.Second):
-				done = true
-			}
-		}
+		got := notifySent(t, sock, msgs)
 		if !slices.Contains(got, "READY=1") {
 			t.Errorf("Type=notify needs READY=1 from the agent; it sent %q", got)
 		}
