@@ -382,3 +382,33 @@ func TestDisruptionsOfTrustAndETSFollowTheNIC(t *testing.T) {
 		t.Errorf("bnxt ETS change: disruptions %q, want the NIC reopened", d)
 	}
 }
+
+// A port that negotiates pause (the bnxt fixture: autoneg on) keeps
+// negotiating it through a global pause change and its rollback: the
+// write used to send autoneg off, and the rollback put rx and tx back but
+// left the link's flow control forced.
+func TestGlobalPauseRollbackKeepsPauseAutoneg(t *testing.T) {
+	const nd = "enp202s0f1np1"
+	r := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\nglobal_pause = false\n", nil)
+	p, err := r.sim.Pause(nd)
+	if err != nil || !p.Autoneg || !p.Rx || !p.Tx {
+		t.Fatalf("fixture pause %+v, %v: want autoneg, rx and tx on", p, err)
+	}
+	before := r.sim.Config()
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := r.sim.Pause(nd); p.Rx || p.Tx {
+		t.Errorf("after apply: pause %+v, want rx and tx off", p)
+	}
+	open, err := r.opts.Store.Open()
+	if err != nil || len(open) != 1 {
+		t.Fatalf("open journals %v, %v", open, err)
+	}
+	if err := Rollback(r.h, open[0], r.opts); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := r.sim.Pause(nd); r.sim.Config() != before {
+		t.Errorf("after rollback: pause %+v, want autoneg, rx and tx on as before", p)
+	}
+}

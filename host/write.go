@@ -377,12 +377,22 @@ func writePrivFlag(w *stepWriter) error {
 	return w.h.K.SetPrivFlags(w.port.Netdev, map[string]bool{c.Arg: b})
 }
 
+// writePause sets rx and tx pause and keeps pause autonegotiation as the
+// port has it: a global_pause value says nothing about it, and a write
+// that cleared it (bnxt_set_pauseparam takes autoneg off and forces the
+// link's flow control) left it off after the rollback too. With autoneg
+// on, rx and tx are what the port advertises: off advertises no pause.
 func writePause(w *stepWriter) error {
 	_, v := w.only()
 	p, err := parsePause(v)
 	if err != nil {
 		return err
 	}
+	cur, err := w.h.K.Pause(w.port.Netdev)
+	if err != nil {
+		return err
+	}
+	p.Autoneg = cur.Autoneg
 	return w.h.K.SetPause(w.port.Netdev, p)
 }
 
