@@ -383,6 +383,149 @@ func TestDisruptionsOfTrustAndETSFollowTheNIC(t *testing.T) {
 	}
 }
 
+// bnxtLossless is the bnxt fixture in host DCBX mode with PFC on pfc
+// (every priority on TC 0, as the fixture's ETS has them) and a firmware
+// of maxTC traffic classes and maxLLTC lossless queues.
+func bnxtLossless(t *testing.T, pfc uint8, maxTC, maxLLTC uint8) func(*nictest.Sim) {
+	return func(s *nictest.Sim) {
+		const nd = "enp202s0f1np1"
+		s.SetQueueCaps(nd, maxTC, maxLLTC)
+		if err := s.SetDCBX(nd, dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.DCB(nd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ets := dcb.ETS{TCTxBW: [8]uint8{100}, TCTSA: [8]uint8{dcb.TSAETS}}
+		if err := s.SetETS(nd, ets); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetPFC(nd, dcb.PFC{Cap: st.PFC.Cap, Enable: pfc}); err != nil {
+			t.Fatal(err)
+		}
+		if u := s.UnprotectedPFC(nd); len(u) != 0 {
+			t.Fatalf("prepared host: PFC priorities %v not lossless", u)
+		}
+	}
+}
+
+// bnxt reads PFC through the ETS it holds (bnxt_hwrm_queue_pfc_cfg): with
+// one lossless queue, PFC on 3 and 4 is taken while both sit on TC 0, and
+// refused while they sit on TCs 1 and 2. A rollback that undid PFC before
+// ETS wrote the old PFC through the profile's ETS and failed; undoing ETS
+// first puts the host back as it was.
+func TestBnxtRollbackUndoesETSBeforePFC(t *testing.T) {
+	const nd = "enp202s0f1np1"
+	const profile = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\npfc_priorities = [3]\nglobal_pause = false\n" +
+		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 2, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 25, 25, 0, 0, 0, 0, 0]\n"
+	r := driverRig(t, "bnxt-re-factory", profile, bnxtLossless(t, 1<<3|1<<4, 8, 1))
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	before := r.sim.Config()
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
+		t.Errorf("after apply, PFC priorities %v are not on lossless queues", u)
+	}
+	open, err := r.opts.Store.Open()
+	if err != nil || len(open) != 1 {
+		t.Fatalf("open journals %v, %v", open, err)
+	}
+	if err := Rollback(r.h, open[0], r.opts); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	if r.sim.Config() != before {
+		t.Error("host not as it was after the rollback")
+	}
+	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
+		t.Errorf("after rollback, PFC priorities %v are not on lossless queues", u)
+	}
+}
+
+// bnxt moves the PFC priorities' TCs onto lossless queues only when PFC is
+// written: an ETS change alone would leave priority 3, moved to TC 1, on a
+// lossy queue. The plan writes the port's own PFC after the ETS change,
+// and the rollback writes it again after ETS is restored.
+func TestBnxtETSChangeRemapsLosslessQueues(t *testing.T) {
+	const nd = "enp202s0f1np1"
+	const profile = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\n" +
+		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 50, 0, 0, 0, 0, 0, 0]\n"
+	r := driverRig(t, "bnxt-re-factory", profile, bnxtLossless(t, 1<<3, 8, 8))
+	var remap *policy.Change
+	for i, c := range r.plan.Changes {
+		if c.Kind == policy.KindLosslessRemap {
+			remap = &r.plan.Changes[i]
+		}
+	}
+	if remap == nil || remap.Key != nd+".qos.pfc_lossless_remap" || remap.Value != "[3]" || !strings.Contains(remap.Note, "bnxt_queue_remap") {
+		t.Fatalf("plan has no lossless remap after the ETS change: %+v", remap)
+	}
+	if d := strings.Join(host.Disruptions(r.plan)[nd], "\n"); !strings.Contains(d, "bnxt_queue_remap") {
+		t.Errorf("disruptions of %s: %q, want the remap's channel reset", nd, d)
+	}
+	before := r.sim.Config()
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
+		t.Errorf("after apply, PFC priorities %v are not on lossless queues", u)
+	}
+	open, err := r.opts.Store.Open()
+	if err != nil || len(open) != 1 {
+		t.Fatalf("open journals %v, %v", open, err)
+	}
+	if err := Rollback(r.h, open[0], r.opts); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	if r.sim.Config() != before {
+		t.Error("host not as it was after the rollback")
+	}
+	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
+		t.Errorf("after rollback, PFC priorities %v are not on lossless queues", u)
+	}
+}
+
+// What bnxt_hwrm_queue_pfc_cfg would refuse, or take and leave unpaused,
+// is refused at plan time: PFC priorities on more TCs than the firmware
+// has lossless queues, and a PFC priority on a TC at or above its TC
+// count (bnxt_ets_validate lets TC max_tc through).
+func TestBnxtLosslessLimitsAreRefusedAtPlanTime(t *testing.T) {
+	const head = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\nglobal_pause = false\n"
+	for _, tc := range []struct {
+		name, profile  string
+		maxTC, maxLLTC uint8
+		want           string
+	}{
+		{"two classes, one lossless queue", head + "pfc_priorities = [3, 4]\n" +
+			"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 2, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 25, 25, 0, 0, 0, 0, 0]\n",
+			8, 1, "on 2 traffic classes [1 2], and bnxt_en has 1 lossless queue"},
+		{"ETS alone moves today's PFC apart", head +
+			"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 2, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 25, 25, 0, 0, 0, 0, 0]\n",
+			8, 1, "on 2 traffic classes [1 2], and bnxt_en has 1 lossless queue"},
+		{"priority on TC max_tc", head + "pfc_priorities = [3]\n" +
+			"[qos.ets]\npriority_to_tc = [0, 0, 0, 4, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [100, 0, 0, 0, 0, 0, 0, 0]\n",
+			4, 4, "PFC priority 3 is on traffic class 4, and bnxt_en pauses only the priorities of its first 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := driverRig(t, "bnxt-re-factory", tc.profile, bnxtLossless(t, 1<<3|1<<4, tc.maxTC, tc.maxLLTC))
+			if len(r.plan.Refused) != 1 || !strings.Contains(r.plan.Refused[0].Error, tc.want) {
+				t.Fatalf("refused: %+v, want one naming %q", r.plan.Refused, tc.want)
+			}
+			before := r.sim.Config()
+			pr := &Prepared{Profile: r.d.Profile, Host: r.h, Desired: r.d, Plan: r.plan}
+			if _, err := Run(context.Background(), pr, RunOptions{Store: r.opts.Store}); err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+				t.Fatalf("Run of a refused plan: %v", err)
+			}
+			if r.sim.Config() != before {
+				t.Fatal("a refused plan changed the host")
+			}
+		})
+	}
+}
+
 // A port that negotiates pause (the bnxt fixture: autoneg on) keeps
 // negotiating it through a global pause change and its rollback: the
 // write used to send autoneg off, and the rollback put rx and tx back but

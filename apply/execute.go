@@ -323,41 +323,37 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 	// Every step, whatever Done says: a journal on disk does not know how
 	// far a killed apply got, and steps still at their before-values are
 	// skipped below.
-	last := len(j.Steps) - 1
 	j.Restored, j.Unchanged, j.Failures, j.Skipped = nil, nil, nil, nil
 	var errs []error
-	for i := last; i >= 0; i-- {
-		// A LAG step is undone slave by slave (the last written first),
-		// each slave on its own: one that is gone or refuses does not
-		// keep the others from being put back.
-		parts := j.Steps[i].Parts()
-		for k := len(parts) - 1; k >= 0; k-- {
-			st := parts[k]
-			// A step that already holds its before-values (never
-			// written, or the write that failed had no effect) is left
-			// alone: no needless write, no link flap, and no failure on
-			// a device that refused it. A driver action (mlx5's buffer
-			// threshold recompute after the MTU is restored) has no value
-			// of its own to find restored: it is written anyway.
-			if !st.AlwaysUndo() && h.CheckStep(st, true) == nil {
-				j.Unchanged = append(j.Unchanged, stepKeys(st)...)
-				continue
-			}
-			err := h.WriteStep(nil, st, true)
-			if err == nil {
-				err = verifyStep(context.Background(), h, st, true, opts)
-			}
-			if err != nil {
-				if why := vanished(h, st, err); why != "" {
-					j.Skipped = append(j.Skipped, Skipped{Scope: scopeLabel(st), Keys: stepKeys(st), Reason: why})
-					continue
-				}
-				errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
-				j.Failures = append(j.Failures, err.Error())
-				continue
-			}
-			j.Restored = append(j.Restored, stepKeys(st)...)
+	// A LAG step is undone slave by slave, each slave on its own: one
+	// that is gone or refuses does not keep the others from being put
+	// back. The order is the apply's reversed, but where a driver reads
+	// one object through another (host.UndoOrder).
+	for _, st := range host.UndoOrder(j.Steps) {
+		// A step that already holds its before-values (never
+		// written, or the write that failed had no effect) is left
+		// alone: no needless write, no link flap, and no failure on
+		// a device that refused it. A driver action (mlx5's buffer
+		// threshold recompute after the MTU is restored) has no value
+		// of its own to find restored: it is written anyway.
+		if !st.AlwaysUndo() && h.CheckStep(st, true) == nil {
+			j.Unchanged = append(j.Unchanged, stepKeys(st)...)
+			continue
 		}
+		err := h.WriteStep(nil, st, true)
+		if err == nil {
+			err = verifyStep(context.Background(), h, st, true, opts)
+		}
+		if err != nil {
+			if why := vanished(h, st, err); why != "" {
+				j.Skipped = append(j.Skipped, Skipped{Scope: scopeLabel(st), Keys: stepKeys(st), Reason: why})
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", scopeLabel(st), err))
+			j.Failures = append(j.Failures, err.Error())
+			continue
+		}
+		j.Restored = append(j.Restored, stepKeys(st)...)
 	}
 	prev := j.State
 	j.State = StateRolledBack

@@ -623,6 +623,9 @@ func Disruptions(plan *policy.Plan) map[string][]string {
 		case strings.Contains(c.Note, bnxtHiddenNote):
 			add(nd, "irreversible: bnxt's firmware ETS and PFC are not readable in host DCBX mode; a rollback writes bnxt's placeholder, not them")
 		}
+		if (c.Kind == policy.KindPFC || c.Kind == policy.KindLosslessRemap) && c.Port.Driver == "bnxt_en" {
+			add(nd, "channel reset when a PFC priority's TC is not on a lossless queue yet: bnxt_hwrm_queue_pfc_cfg closes and reopens the NIC to remap the queues (bnxt_queue_remap; older kernels stop TX while they reprogram the queues)")
+		}
 	}
 	return out
 }

@@ -74,6 +74,7 @@ func (h *Host) planObserved(d *policy.Desired, o *policy.Observed) *policy.Plan 
 	pl := &planning{h: h, d: d, plan: plan, at: indexChanges(plan.Changes), mlx5: map[string]mlx5Read{}}
 	pl.orderForDriver()
 	pl.refuseZeroBandwidthETS()
+	pl.planBnxtLossless()
 	pl.planDCBX()
 	pl.planXoffRecompute()
 	return plan

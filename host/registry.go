@@ -99,6 +99,8 @@ var (
 	objDevlink   = &object{write: writeDevlink}
 	objNCCLFile  = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
 	objXoff      = &object{write: writeXoffRecompute, action: true} // an identical ieee_pfc (xoff.go)
+	// An identical ieee_pfc too, on bnxt (bnxt.go).
+	objLosslessRemap = &object{write: writeXoffRecompute, action: true}
 )
 
 // kinds is the registry: every policy.Kind has exactly one entry
@@ -136,6 +138,9 @@ func registry() map[policy.Kind]kind {
 		// Not a profile setting: the planner adds it (xoff.go). It reads
 		// the port's MTU, which the recompute uses.
 		policy.KindXoffRecompute: {read: readMTU, obj: objXoff, where: onPhysical, pfOnly: true},
+		// Not a profile setting either (bnxt.go): it reads the port's
+		// PFC priorities, which the remap writes again.
+		policy.KindLosslessRemap: {read: readPFC, obj: objLosslessRemap, where: onPhysical, pfOnly: true},
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // The order of the constants is the apply order for mlx5 hosts (reference
 // §G): MTU first, global pause off before PFC, trust and the DSCP map before
 // PFC, buffers after PFC, then storm prevention, ECN, RoCE defaults, devlink
-// and finally the NCCL file. KindXoffRecompute comes after them all but is
-// no profile setting: the planner adds it and places it itself.
+// and finally the NCCL file. KindXoffRecompute and KindLosslessRemap come after them all but
+// are no profile settings: the planner adds them and places them itself.
 type Kind int
 
 const (
@@ -46,13 +46,18 @@ const (
 	// PFC write that makes mlx5 recompute its receive buffers' xoff/xon
 	// thresholds for the port's MTU (host/xoff.go). Its value is that MTU.
 	KindXoffRecompute
+	// KindLosslessRemap is a driver action too: an identical PFC write
+	// that makes bnxt_en move the PFC priorities' traffic classes onto its
+	// lossless queues for the ETS in force (host/bnxt.go). Its value is
+	// those priorities.
+	KindLosslessRemap
 )
 
 var kindNames = [...]string{
 	"mtu", "rx_ring", "tx_ring", "private_flag", "global_pause", "dcbx", "trust", "dscp_map",
 	"ets_priority_to_tc", "ets_tc_tsa", "ets_tc_bandwidth", "pfc", "cable_length", "priority_to_buffer",
 	"buffer_size", "pfc_storm_prevention", "ecn_enable", "ecn_param", "roce_mode", "roce_tos",
-	"traffic_class", "devlink", "nccl", "xoff_recompute",
+	"traffic_class", "devlink", "nccl", "xoff_recompute", "lossless_remap",
 }
 
 // Kinds lists every Kind in apply order.

@@ -95,6 +95,9 @@ type Sim struct {
 	// a PFC one (bp->ieee_pfc). In host DCBX mode bnxt reports nothing
 	// (zeros) for what it does not hold (bnxtHidden).
 	etsSet, pfcSet map[string]bool
+	// bnxtQ is, per bnxt link, the PFC state its firmware holds
+	// (sim_bnxt.go), which no dcbnl read shows.
+	bnxtQ map[string]*bnxtQueues
 	// notWilling records mlx5 links whose firmware DCBX is not willing
 	// (FirmwareWilling).
 	notWilling map[string]bool
@@ -121,7 +124,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 	if c.Links == nil {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{},
+	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{}, bnxtQ: map[string]*bnxtQueues{},
 		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{},
 		pbmc: map[string]*mlx5PBMC{}}
 }

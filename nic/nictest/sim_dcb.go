@@ -77,6 +77,12 @@ func (s *Sim) SetETS(name string, ets dcb.ETS) error {
 		if driverOf(ls) == snapshot.DriverBnxt && bnxtStarves(ets) {
 			return syscall.EINVAL // bnxt_ets_validate: "rejecting ETS config starving a TC"
 		}
+		if driverOf(ls) == snapshot.DriverBnxt && d.ETS != nil && bnxtTCBeyondMax(ets, d.ETS.ETSCap) {
+			return syscall.EINVAL // bnxt_ets_validate: "priority to TC mapping exceeds TC count"
+		}
+		if driverOf(ls) == snapshot.DriverBnxt {
+			s.bnxtQueuesOf(name, d) // the firmware's state before this write
+		}
 		haveETS, sum := false, 0
 		for i := range dcb.NumTCs {
 			if ets.PrioTC[i] >= dcb.NumTCs {
@@ -224,6 +230,12 @@ func (s *Sim) SetPFC(name string, pfc dcb.PFC) error {
 			if !s.bnxtETSSet(name) {
 				return syscall.EINVAL // bnxt_hwrm_queue_pfc_cfg: no bp->ieee_ets
 			}
+			if err := s.bnxtPFCConfig(name, d, pfc.Enable); err != nil {
+				return err
+			}
+			// bnxt_dcbnl_ieee_setpfc keeps the request whole (memcpy to
+			// bp->ieee_pfc), which getpfc reports: not what the firmware
+			// took.
 			d.PFC.Enable, d.PFC.MBC, d.PFC.Delay = pfc.Enable, pfc.MBC, pfc.Delay
 			s.pfcSet[name] = true // bp->ieee_pfc
 		default:
