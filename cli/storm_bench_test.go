@@ -105,9 +105,10 @@ func stormOnce(b *testing.B, prof string) stormResult {
 	// settings back first, in microseconds on a Sim); the storm starts at
 	// a random moment of its first second, so at any phase of the polls.
 	stdout := &signalWriter{mark: "Applied ", seen: make(chan struct{})}
-	done := make(chan struct{})
-	defer close(done)
+	done, exited := make(chan struct{}), make(chan struct{})
+	defer func() { close(done); <-exited }()
 	go func() {
+		defer close(exited)
 		select {
 		case <-stdout.seen:
 		case <-done:
