@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -448,5 +449,37 @@ func TestMLX5OrderCheckedForRollback(t *testing.T) {
 	r.applyAndRollBack(t)
 	if r.sim.Config() != config {
 		t.Error("rollback did not restore the host")
+	}
+}
+
+// An MTU write that fails on a port in manual buffer mode leaves nothing
+// changed, and the rollback must say so: it used to read the recompute
+// planned after the MTU change back against the new MTU, found the old
+// one, and reported "ROLLBACK FAILED", keeping a journal that every later
+// rollback failed on the same way.
+func TestFailedMTUWriteRollsBackCleanlyOnManualBuffers(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+	before, config := thresholdsOf(t, r.sim), r.sim.Config()
+	r.sim.Inject(func(op, ifname string) error {
+		if op == snapshot.OpSetMTU && ifname == mlx5Ports[0] {
+			return syscall.EIO
+		}
+		return nil
+	})
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = txn.Run(context.Background())
+	if err == nil || strings.Contains(err.Error(), "ROLLBACK FAILED") || txn.J.State != StateRolledBack {
+		t.Fatalf("apply with a failing MTU write: %v; journal %s %v, want rolled back", err, txn.J.State, txn.J.Failures)
+	}
+	if r.sim.Config() != config {
+		t.Error("host not as it was")
+	}
+	for nd, th := range thresholdsOf(t, r.sim) {
+		if th != before[nd] {
+			t.Errorf("%s thresholds %+v, want %+v as before", nd, th, before[nd])
+		}
 	}
 }
