@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
@@ -38,10 +37,6 @@ import (
 //     An unchanged buffer write would not do (setbuffer returns before
 //     computing anything), nor would a cable length moved and moved back
 //     be any better (two computations, one of them for the wrong cable).
-//
-// And a PFC change computes them for the wrong speed: mlx5e_dcbnl_ieee_setpfc
-// toggles the link first, and calculate_xoff, finding no operational speed
-// while it trains, takes 40 Gb/s (planToggleRecomputes).
 //
 // So on an mlx5 port in manual buffer mode an MTU change brings two
 // journalled recomputes with it: one written after the MTU (unless the
@@ -103,91 +98,6 @@ func (pl *planning) planXoffRecompute() {
 		arounds = append(arounds, around{netdev: dp.Port.Netdev, key: plan.Changes[mtuAt].Key, pre: pre, post: post})
 	}
 	pl.insertAround(arounds)
-	pl.at = indexChanges(plan.Changes)
-	pl.planToggleRecomputes()
-}
-
-// toggleRecomputeNote says why, in the plan.
-const toggleRecomputeNote = "mlx5e_dcbnl_ieee_setpfc takes the link down and up when the PFC priorities change (mlx5_toggle_port_link) and then computes the lossless buffers' xoff/xon thresholds while the link trains, without its speed: calculate_xoff takes 40 Gb/s when mlx5e_port_linkspeed fails, too little headroom for a faster link, and nothing recomputes them when the link comes up; a PFC write of the port's own values, once the link is up again, recomputes them at its speed"
-
-// planToggleRecomputes adds, on each mlx5 port in manual buffer mode whose
-// link is up and whose PFC priorities change, a recompute after its PFC,
-// buffer and cable writes, made once the link is up again (its write
-// waits for that, waitLinkUp), and one before the PFC change, whose undo
-// comes after rollback has put the PFC back (toggling the link again).
-// Called by planXoffRecompute, last: the index is up to date.
-func (pl *planning) planToggleRecomputes() {
-	plan := pl.plan
-	manual := map[string]bool{}
-	for _, dp := range pl.d.Ports {
-		for _, s := range dp.Settings {
-			if s.Port != nil && (s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize) {
-				manual[s.Port.Netdev] = true
-			}
-		}
-	}
-	var arounds []around
-	var posts []policy.Change
-	for _, c := range plan.Changes {
-		p := c.Port
-		if c.Kind != policy.KindPFC || c.Before == c.Value || p == nil || !manual[p.Netdev] || !strings.HasPrefix(p.Driver, "mlx5") || p.OperState != "up" {
-			continue
-		}
-		cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
-		if !ok {
-			continue
-		}
-		mtu := cur.mtu // the MTU the recomputes see: MTU changes come first (mtuFirst)
-		for _, nd := range []string{p.Netdev, p.Master} {
-			if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
-				if v, err := strconv.Atoi(plan.Changes[i].Value); err == nil {
-					mtu = v
-				}
-			}
-		}
-		mk := func(name, note string) policy.Change {
-			v := strconv.Itoa(mtu)
-			return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
-				Kind: policy.KindXoffRecompute, Value: v, From: "qos.pfc", Port: p}, Before: v, Note: note}
-		}
-		arounds = append(arounds, around{netdev: p.Netdev, key: c.Key,
-			pre: []policy.Change{mk("qos.pfc_xoff_recompute_on_rollback", toggleRecomputeNote+"; written before the PFC change, where it changes nothing, so that rollback recomputes them once it has put the PFC back and the link is up")}})
-		posts = append(posts, mk("qos.pfc_xoff_recompute", toggleRecomputeNote+"; here after the port's PFC and buffer writes"))
-	}
-	if len(arounds) == 0 {
-		return
-	}
-	pl.insertAround(arounds)
-	plan.Changes = insertInOrder(plan.Changes, posts)
-	pl.at = indexChanges(plan.Changes)
-}
-
-// linkUpWait is how long a recompute waits for a link that mlx5 toggled
-// to come up again: link training takes seconds.
-const linkUpWait = 30 * time.Second
-
-// waitLinkUp waits until p's link is up again, when it was up as the plan
-// found it: a recompute made while a toggled link trains would compute
-// the thresholds for 40 Gb/s again (toggleRecomputeNote). A link the plan
-// found down has no speed to wait for.
-func (h *Host) waitLinkUp(p *port.Port) error {
-	if p.OperState != "up" {
-		return nil
-	}
-	deadline := time.Now().Add(linkUpWait)
-	for {
-		li, err := h.K.Link(p.Netdev)
-		if err != nil {
-			return err
-		}
-		if li.OperState == "up" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("link still %s %v after it was toggled: the buffer thresholds cannot be computed at its speed", li.OperState, linkUpWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // around is what goes just before and after a port's MTU change.
@@ -360,9 +270,6 @@ func (h *Host) linkSpeed(netdev string) int {
 // the moment (see the top of this file); the same values in both
 // directions.
 func writeXoffRecompute(w *stepWriter) error {
-	if err := w.h.waitLinkUp(w.port); err != nil {
-		return err
-	}
 	st, err := w.h.K.DCB(w.port.Netdev)
 	if err != nil {
 		return err

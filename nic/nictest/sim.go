@@ -107,10 +107,6 @@ type Sim struct {
 	speed   map[string]int
 	manual  map[string]bool
 	toggles map[string]int
-	// training records links that mlx5 toggled and that no one has seen
-	// since: down, without an operational speed, until the next Link read
-	// (by then the link has trained).
-	training map[string]bool
 	// partner is, per link, what its NIC firmware heard of the switch's
 	// DCBX (SetPartner; qede and cxgb4 report it, sim_peer.go).
 	partner map[string]*Partner
@@ -129,7 +125,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
 	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{}, bnxtQ: map[string]*bnxtQueues{},
-		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, training: map[string]bool{}, partner: map[string]*Partner{},
+		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{},
 		pbmc: map[string]*mlx5PBMC{}}
 }
 
@@ -261,14 +257,7 @@ func driverOf(ls *snapshot.LinkState) string {
 func (s *Sim) Link(name string) (nic.LinkInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	li, err := s.r.Link(name)
-	if err == nil && s.training[name] {
-		// Toggled by the driver (mlx5SetPFC): this read finds the link
-		// still down, the next one up again.
-		delete(s.training, name)
-		li.OperState = "down"
-	}
-	return li, err
+	return s.r.Link(name)
 }
 
 func (s *Sim) DriverInfo(name string) (nic.DriverInfo, error) {
