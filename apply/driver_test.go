@@ -491,7 +491,9 @@ func TestBnxtETSChangeRemapsLosslessQueues(t *testing.T) {
 // What bnxt_hwrm_queue_pfc_cfg would refuse, or take and leave unpaused,
 // is refused at plan time: PFC priorities on more TCs than the firmware
 // has lossless queues, and a PFC priority on a TC at or above its TC
-// count (bnxt_ets_validate lets TC max_tc through).
+// count (bnxt_ets_validate lets TC max_tc through). So is what
+// bnxt_ets_validate refuses above max_tc: a priority there, or such a TC
+// that is not strict at 0 %.
 func TestBnxtLosslessLimitsAreRefusedAtPlanTime(t *testing.T) {
 	const head = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\nglobal_pause = false\n"
 	for _, tc := range []struct {
@@ -508,6 +510,12 @@ func TestBnxtLosslessLimitsAreRefusedAtPlanTime(t *testing.T) {
 		{"priority on TC max_tc", head + "pfc_priorities = [3]\n" +
 			"[qos.ets]\npriority_to_tc = [0, 0, 0, 4, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [100, 0, 0, 0, 0, 0, 0, 0]\n",
 			4, 4, "PFC priority 3 is on traffic class 4, and bnxt_en pauses only the priorities of its first 4"},
+		{"priority above max_tc", head + "pfc_priorities = [3]\n" +
+			"[qos.ets]\npriority_to_tc = [0, 0, 0, 5, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [100, 0, 0, 0, 0, 0, 0, 0]\n",
+			4, 4, "priority 3 is on traffic class 5, above bnxt_en's 4 (ets_cap)"},
+		{"ETS class above max_tc", head + "pfc_priorities = [3]\n" +
+			"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"ets\", \"strict\", \"strict\"]\ntc_bandwidth = [40, 40, 0, 0, 0, 20, 0, 0]\n",
+			4, 4, "traffic class 5 is above bnxt_en's 4 (ets_cap) and must stay strict at 0 %"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := driverRig(t, "bnxt-re-factory", tc.profile, bnxtLossless(t, 1<<3|1<<4, tc.maxTC, tc.maxLLTC))
@@ -521,6 +529,33 @@ func TestBnxtLosslessLimitsAreRefusedAtPlanTime(t *testing.T) {
 			}
 			if r.sim.Config() != before {
 				t.Fatal("a refused plan changed the host")
+			}
+			// The driver itself, given the profile's ETS and then its
+			// PFC (today's when it sets none), refuses one of them or
+			// leaves a PFC priority unprotected.
+			const nd = "enp202s0f1np1"
+			e, ets := r.d.Profile.QoS.ETS, dcb.ETS{}
+			for i := range dcb.NumTCs {
+				ets.PrioTC[i], ets.TCTxBW[i] = uint8(e.PriorityToTC[i]), uint8(e.TCBandwidth[i])
+				if e.TCTSA[i] == "ets" {
+					ets.TCTSA[i] = dcb.TSAETS
+				}
+			}
+			pfc := uint8(1<<3 | 1<<4)
+			if p := r.d.Profile.QoS.PFCPriorities; p != nil {
+				pfc = uint8(*p)
+			}
+			st, err := r.sim.DCB(nd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eerr := r.sim.SetETS(nd, ets)
+			var perr error
+			if eerr == nil {
+				perr = r.sim.SetPFC(nd, dcb.PFC{Cap: st.PFC.Cap, Enable: pfc})
+			}
+			if eerr == nil && perr == nil && len(r.sim.UnprotectedPFC(nd)) == 0 {
+				t.Error("the driver takes the profile's ETS and PFC and keeps every PFC priority lossless: nothing to refuse")
 			}
 		})
 	}

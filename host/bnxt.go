@@ -36,51 +36,122 @@ import (
 // losslessRemapNote says why, in the plan.
 const losslessRemapNote = "bnxt_en moves the PFC priorities' traffic classes onto its lossless queues only when PFC is written (bnxt_hwrm_queue_pfc_cfg → bnxt_queue_remap), not when ETS is: after an ETS change alone a PFC priority on another TC could sit on a lossy queue; a PFC write of the port's own priorities (nothing else changes) remaps them, and its undo remaps them again once rollback has restored ETS"
 
-// planBnxtLossless refuses what bnxt's PFC write would refuse or leave
-// unpaused, and adds the remap an ETS change needs, on every bnxt port.
+// planBnxtLossless refuses what bnxt's ETS or PFC write would refuse or
+// leave unpaused, and adds the remap an ETS change needs, on every bnxt
+// port: a port of its own, or each slave of a bond (Place has put the
+// bond's settings on them).
 func (pl *planning) planBnxtLossless() {
 	var remaps []policy.Change
 	for _, dp := range pl.d.Ports {
-		p := dp.Port
-		if p.Driver != "bnxt_en" {
-			continue
-		}
-		etsAt := pl.first(p.Netdev, func(c policy.Change) bool { return c.Kind == policy.KindETSPrioTC })
-		pfcAt := pl.first(p.Netdev, func(c policy.Change) bool { return c.Kind == policy.KindPFC })
-		if etsAt < 0 && pfcAt < 0 {
-			continue
-		}
-		st, err := pl.h.K.DCB(p.Netdev)
-		if err != nil || st.ETS == nil || st.PFC == nil || st.ETS.ETSCap == 0 {
-			continue // the settings' own read errors are in the plan
-		}
-		prioTC, pfcEn, ok := finalBnxtPFC(dp.Settings, p.Netdev, st)
-		if !ok {
-			continue
-		}
-		at := pfcAt // the write the driver would refuse
-		if at < 0 {
-			at = etsAt
-		}
-		if why := bnxtLosslessProblem(prioTC, pfcEn, st.ETS.ETSCap, st.PFC.Cap); why != "" {
-			c := pl.plan.Changes[at]
-			pl.plan.Refused = append(pl.plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})
-			continue
-		}
-		if etsAt < 0 || pfcAt >= 0 || pfcEn == 0 {
-			continue
-		}
-		if ets := pl.plan.Changes[etsAt]; ets.Before != ets.Value {
-			v := policy.FormatPrioBitmap(pfcEn)
-			remaps = append(remaps, policy.Change{Setting: policy.Setting{Key: p.Netdev + ".qos.pfc_lossless_remap", Scope: p.Netdev,
-				Name: "qos.pfc_lossless_remap", Kind: policy.KindLosslessRemap, Value: v, From: "qos.ets.priority_to_tc", Port: ets.Port},
-				Before: v, Note: losslessRemapNote})
+		for _, p := range buffersReachedByMTU(dp, &dp.Port) {
+			if p.Driver != "bnxt_en" {
+				continue
+			}
+			if remap, ok := pl.planBnxtPort(dp.Settings, p.Netdev); ok {
+				remaps = append(remaps, remap)
+			}
 		}
 	}
 	if len(remaps) > 0 {
 		pl.plan.Changes = insertInOrder(pl.plan.Changes, remaps)
 		pl.at = indexChanges(pl.plan.Changes)
 	}
+}
+
+// planBnxtPort is planBnxtLossless for one bnxt netdev, whose settings are
+// among ss; it returns the remap to add, if any.
+func (pl *planning) planBnxtPort(ss []policy.Setting, netdev string) (policy.Change, bool) {
+	plan := pl.plan
+	etsAt := pl.first(netdev, func(c policy.Change) bool { return c.Kind == policy.KindETSPrioTC })
+	pfcAt := pl.first(netdev, func(c policy.Change) bool { return c.Kind == policy.KindPFC })
+	anyETS := pl.first(netdev, func(c policy.Change) bool {
+		return c.Kind == policy.KindETSPrioTC || c.Kind == policy.KindETSTSA || c.Kind == policy.KindETSBandwidth
+	})
+	if anyETS < 0 && pfcAt < 0 {
+		return policy.Change{}, false
+	}
+	st, err := pl.h.K.DCB(netdev)
+	if err != nil || st.ETS == nil || st.PFC == nil || st.ETS.ETSCap == 0 {
+		return policy.Change{}, false // the settings' own read errors are in the plan
+	}
+	refuse := func(at int, why string) {
+		c := plan.Changes[at]
+		plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})
+	}
+	if anyETS >= 0 {
+		if why := bnxtETSProblem(ss, netdev, st.ETS.ETSCap); why != "" {
+			refuse(anyETS, why)
+			return policy.Change{}, false
+		}
+	}
+	prioTC, pfcEn, ok := finalBnxtPFC(ss, netdev, st)
+	if !ok {
+		return policy.Change{}, false
+	}
+	at := pfcAt // the write the driver would refuse
+	if at < 0 {
+		at = etsAt
+	}
+	if at < 0 {
+		return policy.Change{}, false // ETS bandwidths alone: nothing moves between TCs
+	}
+	if why := bnxtLosslessProblem(prioTC, pfcEn, st.ETS.ETSCap, st.PFC.Cap); why != "" {
+		refuse(at, why)
+		return policy.Change{}, false
+	}
+	if etsAt < 0 || pfcAt >= 0 || pfcEn == 0 {
+		return policy.Change{}, false
+	}
+	ets := plan.Changes[etsAt]
+	if ets.Before == ets.Value {
+		return policy.Change{}, false
+	}
+	v := policy.FormatPrioBitmap(pfcEn)
+	return policy.Change{Setting: policy.Setting{Key: netdev + ".qos.pfc_lossless_remap", Scope: netdev,
+		Name: "qos.pfc_lossless_remap", Kind: policy.KindLosslessRemap, Value: v, From: "qos.ets.priority_to_tc", Port: ets.Port},
+		Before: v, Note: losslessRemapNote}, true
+}
+
+// bnxtETSProblem says why bnxt_ets_validate would refuse the profile's ETS
+// for netdev (among ss), "" when it takes it: a priority on a TC above
+// bp->max_tc (ets_cap), or a TC above it that is not strict at 0 %.
+func bnxtETSProblem(ss []policy.Setting, netdev string, maxTC uint8) string {
+	for _, s := range ss {
+		if s.Port == nil || s.Port.Netdev != netdev {
+			continue
+		}
+		switch s.Kind {
+		case policy.KindETSPrioTC:
+			v, err := policy.ParseInts8(s.Value)
+			if err != nil {
+				return ""
+			}
+			for pri, tc := range v {
+				if tc > int(maxTC) {
+					return fmt.Sprintf("priority %d is on traffic class %d, above bnxt_en's %d (ets_cap): bnxt_ets_validate refuses it (\"priority to TC mapping exceeds TC count\", EINVAL)", pri, tc, maxTC)
+				}
+			}
+		case policy.KindETSTSA:
+			v, _ := policy.ParseStrings8(s.Value)
+			for tc := int(maxTC) + 1; tc < len(v); tc++ {
+				if v[tc] != policy.TSAStrict {
+					return bnxtTCAboveMax(tc, maxTC)
+				}
+			}
+		case policy.KindETSBandwidth:
+			v, _ := policy.ParseInts8(s.Value)
+			for tc := int(maxTC) + 1; tc < len(v); tc++ {
+				if v[tc] != 0 {
+					return bnxtTCAboveMax(tc, maxTC)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func bnxtTCAboveMax(tc int, maxTC uint8) string {
+	return fmt.Sprintf("traffic class %d is above bnxt_en's %d (ets_cap) and must stay strict at 0 %%: bnxt_ets_validate refuses it (EINVAL)", tc, maxTC)
 }
 
 // finalBnxtPFC is the priority-to-TC map and PFC priorities that netdev

@@ -98,9 +98,9 @@ var (
 	objTrafficCl = &object{write: writeTrafficClass, clear: clearTrafficClass}
 	objDevlink   = &object{write: writeDevlink}
 	objNCCLFile  = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
-	objXoff      = &object{write: writeXoffRecompute, action: true} // an identical ieee_pfc (xoff.go)
+	objXoff      = &object{write: writeIdenticalPFC, action: true} // an identical ieee_pfc (xoff.go)
 	// An identical ieee_pfc too, on bnxt (bnxt.go).
-	objLosslessRemap = &object{write: writeXoffRecompute, action: true}
+	objLosslessRemap = &object{write: writeIdenticalPFC, action: true}
 )
 
 // kinds is the registry: every policy.Kind has exactly one entry

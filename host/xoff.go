@@ -265,11 +265,12 @@ func (h *Host) linkSpeed(netdev string) int {
 	return n
 }
 
-// writeXoffRecompute writes the port's ieee_pfc back as it is: mlx5 in
-// manual buffer mode then recomputes its buffer thresholds for the MTU of
-// the moment (see the top of this file); the same values in both
-// directions.
-func writeXoffRecompute(w *stepWriter) error {
+// writeIdenticalPFC writes the port's ieee_pfc back as it is, the same
+// values in both directions, for what the driver does on any PFC write:
+// mlx5 in manual buffer mode recomputes its buffer thresholds for the MTU
+// of the moment (see the top of this file), bnxt moves the PFC
+// priorities' TCs onto its lossless queues (bnxt.go).
+func writeIdenticalPFC(w *stepWriter) error {
 	st, err := w.h.K.DCB(w.port.Netdev)
 	if err != nil {
 		return err

@@ -85,12 +85,14 @@ func (s *Sim) bnxtPFCConfig(name string, d *dcb.State, pfcEn uint8) error {
 	return nil
 }
 
-// bnxtTCBeyondMax is bnxt_ets_validate's "priority to TC mapping exceeds
-// TC count": a priority on a TC above bp->max_tc (ets_cap). A priority on
-// TC max_tc itself passes, and bnxtPFCMasks then leaves it unpaused.
+// bnxtTCBeyondMax is bnxt_ets_validate's refusal of what lies above
+// bp->max_tc (ets_cap): a priority on such a TC ("priority to TC mapping
+// exceeds TC count"), or such a TC with a bandwidth or a TSA other than
+// strict (0). A priority on TC max_tc itself passes, and bnxtPFCMasks
+// then leaves it unpaused.
 func bnxtTCBeyondMax(ets dcb.ETS, maxTC uint8) bool {
-	for _, tc := range ets.PrioTC {
-		if tc > maxTC {
+	for i, tc := range ets.PrioTC {
+		if tc > maxTC || (i > int(maxTC) && (ets.TCTxBW[i] != 0 || ets.TCTSA[i] != dcb.TSAStrict)) {
 			return true
 		}
 	}
