@@ -353,8 +353,13 @@ func TestStepsGroupObjectsWrittenTogether(t *testing.T) {
 	// mlx5's buffer thresholds that rollback needs goes first (xoff.go).
 	// The buffers go before PFC: written after it, mlx5 would check the
 	// new map (priority 3 into buffer 1) against buffer 1's size before
-	// the write, 0 (host/buffers.go).
-	want := []string{"link.xoff_recompute_on_rollback", "link.mtu", "qos.global_pause", "qos.dcbx", "app", "buffer", "pfc", "qos.pfc_storm_prevention"}
+	// the write, 0 (host/buffers.go). The PFC change toggles the link and
+	// mlx5 computes the thresholds while it trains: they are recomputed
+	// once it has its speed again, after the port's last buffer or PFC
+	// write, and again after the rollback has put PFC back (xoff.go,
+	// planToggleRecomputes).
+	want := []string{"link.xoff_recompute_on_rollback", "link.mtu", "qos.global_pause", "qos.dcbx", "app", "buffer",
+		"qos.pfc_xoff_recompute_on_rollback", "pfc", "qos.pfc_xoff_recompute", "qos.pfc_storm_prevention"}
 	if !reflect.DeepEqual(groups, want) {
 		t.Errorf("steps of ens1f0np0: %v, want %v", groups, want)
 	}

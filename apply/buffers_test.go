@@ -44,7 +44,8 @@ func TestMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 			order = append(order, c.Name)
 		}
 	}
-	if strings.Join(order, " ") != "qos.global_pause buffers.priority_to_buffer qos.pfc" && strings.Join(order, " ") != "buffers.priority_to_buffer qos.pfc" {
+	// The recomputes around PFC: its change toggles the link (planToggleRecomputes).
+	if strings.Join(order, " ") != "buffers.priority_to_buffer qos.pfc_xoff_recompute_on_rollback qos.pfc qos.pfc_xoff_recompute" {
 		t.Errorf("ens1f0np0 changes in order %v, want the buffer map before PFC", order)
 	}
 	before := r.sim.LinkToggles("ens1f0np0")
@@ -139,6 +140,17 @@ func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 		}
 		if pfc := r.sim.State().Links[nd].DCB.PFC.Enable; pfc != 1<<4 {
 			t.Errorf("%s: pfc_en %#x, want priority 4", nd, pfc)
+		}
+		// Each slave's PFC change toggled its link: its thresholds must
+		// be the trained link's, which an identical PFC write once the
+		// link has its speed would not change.
+		got, _ := r.sim.Thresholds(nd)
+		r.sim.Speed(nd)
+		if err := r.sim.SetPFC(nd, *r.sim.State().Links[nd].DCB.PFC); err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := r.sim.Thresholds(nd); got != want {
+			t.Errorf("%s thresholds after the apply %+v, want the trained link's %+v", nd, got, want)
 		}
 	}
 }
@@ -400,8 +412,10 @@ func TestMapIntoEmptyLosslessBufferRefused(t *testing.T) {
 
 // A port in manual buffer mode whose buffers the profile keeps as they
 // are: moving PFC from priority 3 to 4 makes buffer 0 (29952 bytes, where
-// priority 4 maps) lossless, which the PFC write checks. Refused at plan
-// time; the driver answers -ENOMEM after toggling the link.
+// priority 4 maps) lossless, too small at the link's 100 Gb/s. Refused at
+// plan time. The driver takes the PFC write itself, checked while the link
+// it toggled trains (40 Gb/s: 26826 bytes), and answers -ENOMEM to the
+// recompute once the link is up.
 func TestPFCChangeCheckedAgainstUnchangedBuffers(t *testing.T) {
 	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [4]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
 	var refused []string
@@ -414,8 +428,12 @@ func TestPFCChangeCheckedAgainstUnchangedBuffers(t *testing.T) {
 	if want := []string{"ens1f0np0.qos.pfc", "ens1f1np1.qos.pfc"}; !slices.Equal(refused, want) {
 		t.Fatalf("refused %v, want %v", refused, want)
 	}
+	if err := r.sim.SetPFC("ens1f0np0", dcb.PFC{Enable: 1 << 4, Delay: 7}); err != nil {
+		t.Fatalf("the PFC write, link training: %v", err)
+	}
+	r.sim.Speed("ens1f0np0") // trained
 	if err := r.sim.SetPFC("ens1f0np0", dcb.PFC{Enable: 1 << 4, Delay: 7}); !errors.Is(err, syscall.ENOMEM) {
-		t.Fatalf("the driver took the refused PFC write: %v", err)
+		t.Fatalf("the driver took the recompute at 100 Gb/s: %v", err)
 	}
 }
 
@@ -441,7 +459,7 @@ func TestMLX5OrderCheckedForRollback(t *testing.T) {
 		t.Fatalf("refused: %+v", r.plan.Refused)
 	}
 	for _, nd := range mlx5Ports {
-		if got, want := portChanges(r.plan, nd), []string{"buffers.priority_to_buffer", "buffers.buffer_size", "qos.pfc"}; !slices.Equal(got, want) {
+		if got, want := portChanges(r.plan, nd), []string{"buffers.priority_to_buffer", "buffers.buffer_size", "qos.pfc_xoff_recompute_on_rollback", "qos.pfc", "qos.pfc_xoff_recompute"}; !slices.Equal(got, want) {
 			t.Errorf("%s: changes %v, want %v", nd, got, want)
 		}
 	}
@@ -480,6 +498,61 @@ func TestFailedMTUWriteRollsBackCleanlyOnManualBuffers(t *testing.T) {
 	for nd, th := range thresholdsOf(t, r.sim) {
 		if th != before[nd] {
 			t.Errorf("%s thresholds %+v, want %+v as before", nd, th, before[nd])
+		}
+	}
+}
+
+// mlx5 toggles the link on a PFC change and computes the thresholds while
+// it trains, for 40 Gb/s (calculate_xoff, when mlx5e_port_linkspeed finds
+// no operational speed), and nothing recomputes them when the link comes
+// up: a 100 Gb/s port kept too little headroom. The apply recomputes them
+// once the link is up, after the port's buffer and PFC writes, and the
+// rollback does the same once it has put PFC back.
+func TestPFCChangeRecomputesThresholdsOnceTheLinkIsUp(t *testing.T) {
+	for _, fromDisk := range []bool{false, true} {
+		r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3, 5]\nglobal_pause = false\n"+
+			"[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 1, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+		if len(r.plan.Refused) != 0 {
+			t.Fatalf("refused: %+v", r.plan.Refused)
+		}
+		at100G := wantThresholds(1500, 200064)
+		before, config := thresholdsOf(t, r.sim), r.sim.Config()
+		toggles := map[string]int{}
+		for nd, th := range before {
+			if th != at100G {
+				t.Fatalf("%s prepared with %+v, want the 100 Gb/s thresholds %+v", nd, th, at100G)
+			}
+			toggles[nd] = r.sim.LinkToggles(nd)
+		}
+		txn := r.run(t)
+		for nd, th := range thresholdsOf(t, r.sim) {
+			if th != at100G {
+				t.Errorf("%s after the apply: %+v, want the 100 Gb/s thresholds %+v", nd, th, at100G)
+			}
+			if n := r.sim.LinkToggles(nd) - toggles[nd]; n != 1 {
+				t.Errorf("%s: the apply toggled the link %d times, want 1 (the PFC change)", nd, n)
+			}
+		}
+		if fromDisk {
+			// rocectl rollback and the agent's recovery read the journal
+			// back: the recompute must still wait for the link's speed.
+			open, err := r.opts.Store.Open()
+			if err != nil || len(open) != 1 {
+				t.Fatalf("open journals %v, %v", open, err)
+			}
+			if err := Rollback(r.h, open[0], r.opts); err != nil {
+				t.Fatalf("rollback from disk: %v", err)
+			}
+		} else if err := txn.RollbackNow(); err != nil {
+			t.Fatalf("rollback: %v", err)
+		}
+		for nd, th := range thresholdsOf(t, r.sim) {
+			if th != before[nd] {
+				t.Errorf("from disk %v: %s after the rollback: %+v, want %+v as before", fromDisk, nd, th, before[nd])
+			}
+		}
+		if r.sim.Config() != config {
+			t.Errorf("from disk %v: host not as it was after the rollback", fromDisk)
 		}
 	}
 }

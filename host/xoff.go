@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
@@ -37,6 +38,10 @@ import (
 //     An unchanged buffer write would not do (setbuffer returns before
 //     computing anything), nor would a cable length moved and moved back
 //     be any better (two computations, one of them for the wrong cable).
+//
+// And a PFC change computes them for the wrong speed: mlx5e_dcbnl_ieee_setpfc
+// toggles the link first, and calculate_xoff, finding no operational speed
+// while it trains, takes 40 Gb/s (planToggleRecomputes).
 //
 // So on an mlx5 port in manual buffer mode an MTU change brings two
 // journalled recomputes with it: one written after the MTU (unless the
@@ -98,6 +103,106 @@ func (pl *planning) planXoffRecompute() {
 		arounds = append(arounds, around{netdev: dp.Port.Netdev, key: plan.Changes[mtuAt].Key, pre: pre, post: post})
 	}
 	pl.insertAround(arounds)
+	pl.at = indexChanges(plan.Changes)
+	pl.planToggleRecomputes()
+}
+
+// toggleRecomputeNote says why, in the plan.
+const toggleRecomputeNote = "mlx5e_dcbnl_ieee_setpfc takes the link down and up when the PFC priorities change (mlx5_toggle_port_link) and then computes the lossless buffers' xoff/xon thresholds while the link trains, without its speed: calculate_xoff takes 40 Gb/s when mlx5e_port_linkspeed finds no operational protocol, too little headroom for a faster link, and nothing recomputes them when the link comes up; a PFC write of the port's own values, once ethtool reports the link's speed again, recomputes them at it"
+
+// afterLinkToggle is the Arg of a recompute that follows a link toggle:
+// its write waits for the link's speed first. The journal keeps it, so a
+// rollback from disk waits too.
+const afterLinkToggle = "after_link_toggle"
+
+// planToggleRecomputes adds, on each mlx5 port in manual buffer mode whose
+// link is up at plan time and whose PFC priorities change (a slave of a
+// RoCE LAG included), a recompute after the port's last PFC, buffer or
+// cable write and one before its PFC change, whose undo comes after
+// rollback has put the PFC back (toggling the link again). Both wait for
+// the link's speed before they write. Called by planXoffRecompute, last,
+// with the index up to date.
+func (pl *planning) planToggleRecomputes() {
+	plan := pl.plan
+	manual := map[string]bool{}
+	for _, dp := range pl.d.Ports {
+		for _, s := range dp.Settings {
+			if s.Port != nil && (s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize) {
+				manual[s.Port.Netdev] = true
+			}
+		}
+	}
+	var arounds []around
+	for _, c := range plan.Changes {
+		p := c.Port
+		if c.Kind != policy.KindPFC || c.Before == c.Value || p == nil || !manual[p.Netdev] || !strings.HasPrefix(p.Driver, "mlx5") {
+			continue
+		}
+		// The link as it is now: a LAG's slaves carry no operstate of
+		// their own (Place makes them from the bond's port).
+		if li, err := pl.h.K.Link(p.Netdev); err != nil || li.OperState != "up" {
+			continue
+		}
+		cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
+		if !ok {
+			continue
+		}
+		mtu := cur.mtu // the MTU the recomputes see: MTU changes come first (mtuFirst)
+		for _, nd := range []string{p.Netdev, p.Master} {
+			if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
+				if v, err := strconv.Atoi(plan.Changes[i].Value); err == nil {
+					mtu = v
+				}
+			}
+		}
+		last := -1 // the port's last PFC, buffer or cable change
+		for _, i := range pl.at[p.Netdev] {
+			if k := plan.Changes[i].Kind; k == policy.KindPFC || isBufferKind(k) {
+				last = i
+			}
+		}
+		mk := func(name, note string) policy.Change {
+			v := strconv.Itoa(mtu)
+			return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
+				Kind: policy.KindXoffRecompute, Arg: afterLinkToggle, Value: v, From: "qos.pfc", Port: p}, Before: v, Note: note}
+		}
+		pre := mk("qos.pfc_xoff_recompute_on_rollback", toggleRecomputeNote+"; written before the PFC change, where it changes nothing, so that rollback recomputes them once it has put the PFC back")
+		post := mk("qos.pfc_xoff_recompute", toggleRecomputeNote+"; here after the port's PFC and buffer writes")
+		if plan.Changes[last].Key == c.Key {
+			arounds = append(arounds, around{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}, post: []policy.Change{post}})
+		} else {
+			arounds = append(arounds, around{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}},
+				around{netdev: p.Netdev, key: plan.Changes[last].Key, post: []policy.Change{post}})
+		}
+	}
+	if len(arounds) > 0 {
+		pl.insertAround(arounds)
+		pl.at = indexChanges(plan.Changes)
+	}
+}
+
+// speedWait is how long a recompute waits for a link that mlx5 toggled
+// to report its speed again: link training takes seconds.
+const speedWait = 30 * time.Second
+
+// waitSpeed waits until ethtool reports netdev's speed: mlx5 reads it from
+// the port's operational protocol (PTYS), as calculate_xoff does, so once
+// it is known a recompute computes for it. IFLA_OPERSTATE would not do:
+// the carrier drops some time after mlx5_toggle_port_link returns (the
+// port change event, update_carrier_work, linkwatch), so a read right
+// after the PFC write still finds the link up.
+func (h *Host) waitSpeed(netdev string) error {
+	deadline := time.Now().Add(speedWait)
+	for {
+		mbps, err := h.K.Speed(netdev)
+		if err != nil || mbps > 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no link speed %v after the PFC change toggled the link: the buffer thresholds cannot be computed for it", speedWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // around is what goes just before and after a port's MTU change.
@@ -269,8 +374,14 @@ func (h *Host) linkSpeed(netdev string) int {
 // values in both directions, for what the driver does on any PFC write:
 // mlx5 in manual buffer mode recomputes its buffer thresholds for the MTU
 // of the moment (see the top of this file), bnxt moves the PFC
-// priorities' TCs onto its lossless queues (bnxt.go).
+// priorities' TCs onto its lossless queues (bnxt.go). A recompute that
+// follows a link toggle first waits for the link's speed (waitSpeed).
 func writeIdenticalPFC(w *stepWriter) error {
+	if c, _ := w.only(); c.Arg == afterLinkToggle {
+		if err := w.h.waitSpeed(w.port.Netdev); err != nil {
+			return err
+		}
+	}
 	st, err := w.h.K.DCB(w.port.Netdev)
 	if err != nil {
 		return err

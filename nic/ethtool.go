@@ -87,9 +87,9 @@ func (l *Live) Pause(ifname string) (Pause, error) {
 	return Pause{Autoneg: p.autoneg != 0, Rx: p.rxPause != 0, Tx: p.txPause != 0}, nil
 }
 
-// SetPause is ETHTOOL_SPAUSEPARAM. p is written as given:
-// for RoCE the caller asks autoneg off, rx off, tx off, and mlx5 refuses
-// autoneg on with EINVAL.
+// SetPause is ETHTOOL_SPAUSEPARAM. p is written as given: the caller
+// keeps autoneg as the port has it (mlx5 refuses autoneg on with EINVAL,
+// and never reports it on).
 func (l *Live) SetPause(ifname string, p Pause) error {
 	op := "ethtool set pause " + pauseString(p)
 	if err := checkIfreqName(ifname); err != nil {
@@ -100,6 +100,54 @@ func (l *Live) SetPause(ifname string, p Pause) error {
 		return opErr(ifname, op, err)
 	}
 	return nil
+}
+
+// ethtoolLinkSettings is struct ethtool_link_settings without its link
+// mode masks (48 bytes), which follow it: ETHTOOL_GLINKSETTINGS needs room
+// for them, 3 × link_mode_masks_nwords u32 (supported, advertising, link
+// partner).
+type ethtoolLinkSettings struct {
+	cmd, speed                                                  uint32
+	duplex, port, phyAddress, autoneg, mdioSupport, mdix, mdixC uint8
+	nwords                                                      int8
+	transceiver, msCfg, msState, rateMatching                   uint8
+	reserved                                                    [7]uint32
+}
+
+// speedUnknown is SPEED_UNKNOWN.
+const speedUnknown = 0xffffffff
+
+// Speed is the link's speed in Mb/s as ETHTOOL_GLINKSETTINGS reports it:
+// 0 when the driver does not know it (SPEED_UNKNOWN: no carrier, or a link
+// still training; mlx5 reads it from the port's operational protocol,
+// PTYS, which calculate_xoff reads too). The request is made twice: the
+// first, with no room for the link mode masks, only asks the kernel how
+// many words they take.
+func (l *Live) Speed(ifname string) (int, error) {
+	const op = "ethtool get link settings"
+	if err := checkIfreqName(ifname); err != nil {
+		return 0, opErr(ifname, op, err)
+	}
+	const hdr = int(unsafe.Sizeof(ethtoolLinkSettings{}))
+	b := make([]uint32, hdr/4+3*127) // room for the most words an int8 can ask for
+	ls := (*ethtoolLinkSettings)(unsafe.Pointer(&b[0]))
+	ls.cmd = unix.ETHTOOL_GLINKSETTINGS
+	if err := ethtoolIoctl(l.ioctlFD, ifname, unsafe.Pointer(&b[0])); err != nil {
+		return 0, opErr(ifname, op, err)
+	}
+	if ls.nwords >= 0 {
+		return 0, opErr(ifname, op, fmt.Errorf("the kernel did not ask for its link mode mask size (%d words)", ls.nwords))
+	}
+	n := -ls.nwords
+	clear(b)
+	ls.cmd, ls.nwords = unix.ETHTOOL_GLINKSETTINGS, n
+	if err := ethtoolIoctl(l.ioctlFD, ifname, unsafe.Pointer(&b[0])); err != nil {
+		return 0, opErr(ifname, op, err)
+	}
+	if ls.speed == speedUnknown {
+		return 0, nil
+	}
+	return int(ls.speed), nil
 }
 
 func pauseString(p Pause) string {

@@ -362,3 +362,18 @@ func TestStatsConsistentWhileSetChanges(t *testing.T) {
 		seen[which]++
 	}
 }
+
+// ETHTOOL_GLINKSETTINGS in two steps (the mask size, then the settings):
+// veth reports 10 Gb/s (veth_get_link_ksettings), and a missing device is
+// ENODEV, named.
+func TestSpeedOfVeth(t *testing.T) {
+	_, l := liveInNS(t)
+	if mbps, err := l.Speed("va"); err != nil || mbps != 10000 {
+		t.Fatalf("Speed(veth) = %d, %v; want 10000", mbps, err)
+	}
+	_, err := l.Speed("nosuchdev")
+	var oe *OpError
+	if !errors.Is(err, syscall.ENODEV) || !errors.As(err, &oe) || oe.Dev != "nosuchdev" {
+		t.Fatalf("Speed(nosuchdev) = %v, want ENODEV naming it", err)
+	}
+}

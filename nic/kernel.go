@@ -27,6 +27,9 @@ type Kernel interface {
 	PrivFlags(ifname string) (map[string]bool, error)
 	SetPrivFlags(ifname string, flags map[string]bool) error
 	Stats(ifname string) (map[string]uint64, error)
+	// Speed is the link's speed in Mb/s (ETHTOOL_GLINKSETTINGS), 0 when
+	// the driver does not know it: no carrier, or a link still training.
+	Speed(ifname string) (int, error)
 	// PFCPreventionTimeout is the ETHTOOL_PFC_PREVENTION_TOUT tunable in
 	// milliseconds: 0 off, 0xffff auto, else 80..8000.
 	PFCPreventionTimeout(ifname string) (uint16, error)

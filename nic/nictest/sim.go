@@ -107,6 +107,9 @@ type Sim struct {
 	speed   map[string]int
 	manual  map[string]bool
 	toggles map[string]int
+	// training records links that mlx5 toggled: without an operational
+	// speed until the next Speed read (by then the link has trained).
+	training map[string]bool
 	// partner is, per link, what its NIC firmware heard of the switch's
 	// DCBX (SetPartner; qede and cxgb4 report it, sim_peer.go).
 	partner map[string]*Partner
@@ -125,7 +128,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
 	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{}, bnxtQ: map[string]*bnxtQueues{},
-		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, partner: map[string]*Partner{},
+		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, training: map[string]bool{}, partner: map[string]*Partner{},
 		pbmc: map[string]*mlx5PBMC{}}
 }
 
@@ -257,7 +260,32 @@ func driverOf(ls *snapshot.LinkState) string {
 func (s *Sim) Link(name string) (nic.LinkInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A link the driver toggled (mlx5SetPFC) still reads up here: the
+	// carrier drops later (the port change event, update_carrier_work,
+	// linkwatch), which the model leaves out.
 	return s.r.Link(name)
+}
+
+// Speed is what ethtool reports: mlx5 reads it from PTYS's operational
+// protocol, unknown (0) while a toggled link trains. The model lets the
+// first read after a toggle find it training and the next one trained.
+// Links not up have no speed; others run at 100 Gb/s unless SetSpeed says
+// otherwise.
+func (s *Sim) Speed(name string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	li, err := s.r.Link(name)
+	if err != nil {
+		return 0, err
+	}
+	if s.training[name] {
+		delete(s.training, name)
+		return 0, nil
+	}
+	if li.OperState != "up" {
+		return 0, nil
+	}
+	return s.mlx5Speed(name), nil
 }
 
 func (s *Sim) DriverInfo(name string) (nic.DriverInfo, error) {

@@ -60,7 +60,11 @@ import (
 // and set Xon/Xoff upon MTU set", ceddedc969f0; "... upon port speed set",
 // d24341740fe4) and reverted both (6f5dacf88a32, 3fbfe251cc9f: they broke
 // the buffer-to-pool mapping of multi-host NICs); DOCA-OFED 25.10 has
-// neither. The lossy bits a port has when it enters manual buffer mode are
+// neither. And a PFC change toggles the link (mlx5_toggle_port_link) before
+// the configuration runs: the link then trains, PTYS has no operational
+// protocol, mlx5e_port_linkspeed fails, and calculate_xoff takes 40 Gb/s
+// (training, mlx5Speed); the model lets the next Speed read find the link
+// training and the one after at its speed. The lossy bits a port has when it enters manual buffer mode are
 // the firmware's; the model takes them as its PFC makes them
 // (pbmcOf).
 
@@ -246,7 +250,13 @@ func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, d *dcb.State
 	return nil
 }
 
+// mlx5Speed is what mlx5e_port_linkspeed finds for calculate_xoff: 0 (it
+// fails, and calculate_xoff takes 40 Gb/s) while a toggled link trains,
+// PTYS having no operational protocol then.
 func (s *Sim) mlx5Speed(name string) int {
+	if s.training[name] {
+		return 0
+	}
 	if v, ok := s.speed[name]; ok {
 		return v
 	}
@@ -293,7 +303,13 @@ func (s *Sim) mlx5SetPFC(name string, ls *snapshot.LinkState, d *dcb.State, pfc 
 		if ls.Pause != nil {
 			ls.Pause.Rx, ls.Pause.Tx = false, false
 		}
+		// mlx5_toggle_port_link: the link goes down and trains again,
+		// and the buffer configuration below runs while it has no
+		// operational speed (mlx5Speed).
 		s.toggles[name]++
+		if ls.Link != nil && ls.Link.OperState == "up" {
+			s.training[name] = true
+		}
 	}
 	// ethtool -S names follow the port's pause configuration.
 	mlx5GlobalPauseCounters(ls)
@@ -354,7 +370,10 @@ func (s *Sim) mlx5SetBuffer(name string, ls *snapshot.LinkState, d *dcb.State, b
 // and 1 of size0 and size1 bytes (manual buffer mode), PFC on priority 3
 // with a 7 m cable. Global pause goes first: with it on, mlx5 makes every
 // buffer a priority maps to lossless (fill_pfc_en). Every write goes
-// through the driver model, so its buffer checks apply.
+// through the driver model, so its buffer checks apply. The PFC change
+// toggles the link and computes the thresholds while it trains (40 Gb/s):
+// once it is up, an identical PFC write computes them at its speed, as
+// rocectl leaves a port.
 func (s *Sim) ManualLossless(name string, size0, size1 uint32) error {
 	if err := s.SetPause(name, nic.Pause{}); err != nil {
 		return err
@@ -362,5 +381,12 @@ func (s *Sim) ManualLossless(name string, size0, size1 uint32) error {
 	if err := s.SetBuffer(name, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{size0, size1}}); err != nil {
 		return err
 	}
-	return s.SetPFC(name, dcb.PFC{Enable: 1 << 3, Delay: 7})
+	pfc := dcb.PFC{Enable: 1 << 3, Delay: 7}
+	if err := s.SetPFC(name, pfc); err != nil {
+		return err
+	}
+	if _, err := s.Speed(name); err != nil {
+		return err
+	}
+	return s.SetPFC(name, pfc)
 }

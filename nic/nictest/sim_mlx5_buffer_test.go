@@ -23,8 +23,9 @@ func TestSimMLX5Buffers(t *testing.T) {
 	}
 	// 100 Gb/s, MTU 1500, cable 7 m, max_mtu 9978: xoff = 316 × 100 +
 	// 4080 = 35680; a lossless buffer needs 35680 + 9978 + 128 = 45786
-	// bytes.
-	buf := dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{200001, 45785}}
+	// bytes. While a toggled link trains the driver computes for 40 Gb/s:
+	// 316 × 40 + 4080 = 16720, needing 26826 bytes.
+	buf := dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{200001, 26825}}
 	if err := s.SetBuffer("mlx", buf); err != nil {
 		t.Fatalf("lossy buffers of any size: %v", err)
 	}
@@ -32,11 +33,12 @@ func TestSimMLX5Buffers(t *testing.T) {
 		t.Error("a changing buffer write did not latch manual mode")
 	}
 	st, _ = s.DCB("mlx")
-	if st.Buffer.Size[0] != 199936 || st.Buffer.Size[1] != 45696 {
-		t.Errorf("sizes read back %v, want whole 128-byte cells (199936, 45696)", st.Buffer.Size[:2])
+	if st.Buffer.Size[0] != 199936 || st.Buffer.Size[1] != 26752 {
+		t.Errorf("sizes read back %v, want whole 128-byte cells (199936, 26752)", st.Buffer.Size[:2])
 	}
-	// PFC on priority 3 makes buffer 1 lossless: too small. PFCC is
-	// written (and the link toggled) before the check fails.
+	// PFC on priority 3 makes buffer 1 lossless: too small even for the
+	// 40 Gb/s the driver computes for while the link it toggled trains.
+	// PFCC is written (and the link toggled) before the check fails.
 	wantErrno(t, s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3}), syscall.ENOMEM)
 	st, _ = s.DCB("mlx")
 	if st.PFC.Enable != 1<<3 || s.LinkToggles("mlx") != 1 {
@@ -46,7 +48,7 @@ func TestSimMLX5Buffers(t *testing.T) {
 	// still lossy there, and a size write judges by those bits (the size
 	// step of mlx5e_port_manual_buffer_config), so a size below the
 	// minimum passes.
-	noErr(t, "a size write after the failed PFC write", s.SetBuffer("mlx", dcb.Buffer{PrioBuffer: buf.PrioBuffer, Size: [8]uint32{150016, 45568}}))
+	noErr(t, "a size write after the failed PFC write", s.SetBuffer("mlx", dcb.Buffer{PrioBuffer: buf.PrioBuffer, Size: [8]uint32{150016, 25344}}))
 	if th, _ := s.Thresholds("mlx"); !th.Lossy[1] {
 		t.Fatalf("buffer 1 lossless after a failed PFC write and a size write: %+v", th)
 	}
@@ -54,8 +56,27 @@ func TestSimMLX5Buffers(t *testing.T) {
 	noErr(t, "PFC off", s.SetPFC("mlx", dcb.PFC{}))
 	noErr(t, "resize", s.SetBuffer("mlx", dcb.Buffer{PrioBuffer: buf.PrioBuffer, Size: [8]uint32{150016, 49920}}))
 	noErr(t, "PFC on priority 3", s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3}))
-	// A size write judges by the lossy bits, which PFC has set.
+	// The toggled link has no speed once (training), then 100 Gb/s; its
+	// operstate never shows the toggle (the carrier drops later).
+	if li, _ := s.Link("mlx"); li.OperState != "up" {
+		t.Errorf("link just toggled: operstate %q, want up still", li.OperState)
+	}
+	if mbps, _ := s.Speed("mlx"); mbps != 0 {
+		t.Errorf("link just toggled: speed %d, want 0 (training)", mbps)
+	}
+	if mbps, _ := s.Speed("mlx"); mbps != 100000 {
+		t.Errorf("link toggled and asked once: speed %d, want 100000", mbps)
+	}
+	// A size write judges by the lossy bits, which PFC has set, at the
+	// link's speed: 45568 holds the 40 Gb/s need, not the 100 Gb/s one.
 	wantErrno(t, s.SetBuffer("mlx", dcb.Buffer{PrioBuffer: buf.PrioBuffer, Size: [8]uint32{150016, 45568}}), syscall.ENOMEM)
+	// So is an identical PFC write, which recomputes at 100 Gb/s now
+	// (49920 holds 45786).
+	th40, _ := s.Thresholds("mlx")
+	noErr(t, "an identical PFC write, link up", s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3}))
+	if th, _ := s.Thresholds("mlx"); th == th40 {
+		t.Errorf("thresholds %+v after the recompute at 100 Gb/s, still those computed while the link trained", th)
+	}
 	// A longer cable raises xoff: 30 m → (301 + 64) × 100 + 4080 = 40580,
 	// needing 50686 bytes.
 	wantErrno(t, s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 30}), syscall.ENOMEM)
@@ -91,13 +112,35 @@ func TestSimMLX5ThresholdsFollowWritesNotMTU(t *testing.T) {
 	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
 		t.Fatal(err)
 	}
-	// MTU 1500: xoff = 316 × 100 + 2.72 × 1500 = 35680; buffer 1 is
-	// lossless: 131072 − 35680 = 95392 → 745 cells = 95360; xon max_mtu
-	// below: 95392 − 9978 = 85414 → 667 cells = 85376.
-	at1500 := MLX5Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
+	// The PFC change toggled the link (mlx5_toggle_port_link) and computed
+	// while it trained, without its speed: calculate_xoff takes 40 Gb/s.
+	// MTU 1500: xoff = 316 × 40 + 2.72 × 1500 = 16720; buffer 1 is
+	// lossless: 131072 − 16720 = 114352 → 893 cells = 114304; xon max_mtu
+	// below: 114352 − 9978 = 104374 → 815 cells = 104320.
+	at40G := MLX5Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
+	at40G.Xoff[1], at40G.Xon[1] = 114304, 104320
+	if th, _ := s.Thresholds("mlx"); th != at40G {
+		t.Fatalf("after PFC on priority 3 at MTU 1500, link training: %+v, want %+v", th, at40G)
+	}
+	// Nothing recomputes them when the link comes up (mlx5e_update_carrier
+	// since 3fbfe251cc9f).
+	s.Speed("mlx")
+	if mbps, _ := s.Speed("mlx"); mbps != 100000 {
+		t.Fatalf("speed %d after training", mbps)
+	}
+	if th, _ := s.Thresholds("mlx"); th != at40G {
+		t.Fatalf("the link coming up recomputed the thresholds: %+v", th)
+	}
+	// An identical PFC write, link up: 100 Gb/s. xoff = 316 × 100 + 4080
+	// = 35680; 131072 − 35680 = 95392 → 745 cells = 95360; 95392 − 9978
+	// = 85414 → 667 cells = 85376.
+	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
+		t.Fatal(err)
+	}
+	at1500 := at40G
 	at1500.Xoff[1], at1500.Xon[1] = 95360, 85376
 	if th, _ := s.Thresholds("mlx"); th != at1500 {
-		t.Fatalf("after PFC on priority 3 at MTU 1500: %+v, want %+v", th, at1500)
+		t.Fatalf("after an identical PFC write at MTU 1500, link up: %+v, want %+v", th, at1500)
 	}
 	if err := s.SetMTU("mlx", 9000); err != nil {
 		t.Fatal(err)
@@ -178,6 +221,7 @@ func TestSimMLX5LosslessMinimumUsesMaxMTU(t *testing.T) {
 			noErr(t, "global pause off", s.SetPause("mlx", nic.Pause{}))
 			// Automatic buffer mode: the PFC write checks nothing.
 			noErr(t, "PFC on priority 3", s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}))
+			s.Speed("mlx") // the link the PFC change toggled has trained
 			// Buffer 0, lossless (priority 3 maps to it), one cell short.
 			short := dcb.Buffer{Size: [8]uint32{tc.min - mlx5CellSize}}
 			wantErrno(t, s.SetBuffer("mlx", short), syscall.ENOMEM)

@@ -143,6 +143,15 @@ func (r reader) PrivFlags(name string) (map[string]bool, error) {
 	return maps.Clone(ls.PrivFlags), nil
 }
 
+// Speed is not in a snapshot's kernel.json (its sysfs tree has the speed
+// file, which the discovery reads): unknown. Only a write needs it.
+func (r reader) Speed(name string) (int, error) {
+	if _, err := r.link(OpLink, name); err != nil {
+		return 0, err
+	}
+	return 0, &nic.NotCapturedError{Op: "link speed", Name: name}
+}
+
 func (r reader) Stats(name string) (map[string]uint64, error) {
 	ls, err := r.link(OpStats, name)
 	if err != nil {

@@ -308,6 +308,15 @@ func TestReplayKernel(t *testing.T) {
 	if _, err := k.Link("eth9"); !errors.Is(err, syscall.ENODEV) {
 		t.Errorf("unknown link: %v", err)
 	}
+	// kernel.json has no ethtool speed: unknown, never a value or
+	// "unsupported".
+	var nc *nic.NotCapturedError
+	if mbps, err := k.Speed(ifn); mbps != 0 || !errors.As(err, &nc) || nc.Name != ifn {
+		t.Errorf("Speed = %d, %v; want not captured", mbps, err)
+	}
+	if _, err := k.Speed("eth9"); !errors.Is(err, syscall.ENODEV) {
+		t.Errorf("Speed of an unknown link: %v", err)
+	}
 	if _, err := k.DevlinkParams("pci/0000:99:00.0"); !errors.Is(err, syscall.ENODEV) {
 		t.Errorf("unknown devlink dev: %v", err)
 	}
