@@ -145,7 +145,9 @@ func TestLAGMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 		// be the trained link's, which an identical PFC write once the
 		// link has its speed would not change.
 		got, _ := r.sim.Thresholds(nd)
-		r.sim.Speed(nd)
+		if err := r.sim.Train(nd); err != nil {
+			t.Fatal(err)
+		}
 		if err := r.sim.SetPFC(nd, *r.sim.State().Links[nd].DCB.PFC); err != nil {
 			t.Fatal(err)
 		}
@@ -431,7 +433,9 @@ func TestPFCChangeCheckedAgainstUnchangedBuffers(t *testing.T) {
 	if err := r.sim.SetPFC("ens1f0np0", dcb.PFC{Enable: 1 << 4, Delay: 7}); err != nil {
 		t.Fatalf("the PFC write, link training: %v", err)
 	}
-	r.sim.Speed("ens1f0np0") // trained
+	if err := r.sim.Train("ens1f0np0"); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.sim.SetPFC("ens1f0np0", dcb.PFC{Enable: 1 << 4, Delay: 7}); !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("the driver took the recompute at 100 Gb/s: %v", err)
 	}
@@ -553,6 +557,66 @@ func TestPFCChangeRecomputesThresholdsOnceTheLinkIsUp(t *testing.T) {
 		}
 		if r.sim.Config() != config {
 			t.Errorf("from disk %v: host not as it was after the rollback", fromDisk)
+		}
+	}
+}
+
+// A rollback reaches the recompute planned for a PFC change it never made
+// (here on ens1f1np1, whose link went down after the plan, when
+// ens1f0np0's buffer write fails). Nothing toggled that link, so nothing
+// is recomputed: a recompute on a link without speed would replace its
+// thresholds with those of 40 Gb/s, and waiting for a speed that does not
+// come failed the rollback of a host that was as it had been.
+func TestRollbackRecomputesOnlyLinksItToggled(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3, 5]\nglobal_pause = false\n"+
+		"[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 1, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	before, config := thresholdsOf(t, r.sim), r.sim.Config()
+	r.sim.SetOperState("ens1f1np1", "down")
+	r.sim.Inject(func(op, ifname string) error {
+		if op == snapshot.OpSetBuffer && ifname == "ens1f0np0" {
+			return syscall.EIO
+		}
+		return nil
+	})
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err == nil || txn.J.State != StateRolledBack {
+		t.Fatalf("apply with a failing buffer write: %v; journal %s %v, want rolled back", err, txn.J.State, txn.J.Failures)
+	}
+	r.sim.SetOperState("ens1f1np1", "up")
+	if thresholdsOf(t, r.sim)["ens1f1np1"] != before["ens1f1np1"] {
+		t.Errorf("ens1f1np1 thresholds %+v, want %+v: recomputed on a link nothing toggled", thresholdsOf(t, r.sim)["ens1f1np1"], before["ens1f1np1"])
+	}
+	if r.sim.Config() != config {
+		t.Error("host not as it was")
+	}
+}
+
+// A port whose link is down when the plan is made gets no recompute (there
+// is no speed to wait for) but a note on its PFC change saying that its
+// thresholds will be those of 40 Gb/s until PFC is written again.
+func TestPFCChangeOnALinkDownSaysItsThresholdsWaitForAWrite(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3, 5]\nglobal_pause = false\n"+
+		"[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 1, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n",
+		func(s *nictest.Sim) {
+			manualLayout(t)(s)
+			s.SetOperState("ens1f1np1", "down")
+		})
+	for _, nd := range mlx5Ports {
+		got := portChanges(r.plan, nd)
+		recomputes := slices.Contains(got, "qos.pfc_xoff_recompute")
+		if recomputes != (nd == "ens1f0np0") {
+			t.Errorf("%s: changes %v; a recompute only where the link is up", nd, got)
+		}
+	}
+	for _, c := range r.plan.Changes {
+		if c.Key == "ens1f1np1.qos.pfc" && !strings.Contains(c.Note, "the link is down: mlx5 computes the buffer thresholds for 40 Gb/s") {
+			t.Errorf("%s: note %q", c.Key, c.Note)
 		}
 	}
 }

@@ -38,6 +38,10 @@ type Host struct {
 	// port's thirty-odd ECN reads and writes.
 	mu  sync.Mutex
 	ecn map[string]ecnProbe
+	// toggled lists the netdevs whose link a PFC write of this process
+	// toggled (mlx5) and that no recompute has waited for since
+	// (waitSpeed).
+	toggled map[string]bool
 }
 
 type ecnProbe struct {

@@ -573,6 +573,11 @@ func writePFC(w *stepWriter) error {
 		}
 		p.Delay = uint16(n)
 	}
+	if p.Enable != st.PFC.Enable && strings.HasPrefix(w.port.Driver, "mlx5") {
+		// mlx5e_dcbnl_ieee_setpfc toggles the link before anything it
+		// may fail on after: the recompute that follows waits for it.
+		w.h.noteToggle(w.port.Netdev)
+	}
 	return w.h.K.SetPFC(w.port.Netdev, p)
 }
 

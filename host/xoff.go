@@ -133,14 +133,20 @@ func (pl *planning) planToggleRecomputes() {
 		}
 	}
 	var arounds []around
-	for _, c := range plan.Changes {
+	for ci := range plan.Changes {
+		c := plan.Changes[ci]
 		p := c.Port
 		if c.Kind != policy.KindPFC || c.Before == c.Value || p == nil || !manual[p.Netdev] || !strings.HasPrefix(p.Driver, "mlx5") {
 			continue
 		}
 		// The link as it is now: a LAG's slaves carry no operstate of
 		// their own (Place makes them from the bond's port).
-		if li, err := pl.h.K.Link(p.Netdev); err != nil || li.OperState != "up" {
+		li, err := pl.h.K.Link(p.Netdev)
+		if err != nil {
+			continue
+		}
+		if li.OperState != "up" {
+			plan.Changes[ci].Note = joinNote(c.Note, "the link is "+li.OperState+": mlx5 computes the buffer thresholds for 40 Gb/s without a link speed, and nothing recomputes them when the link comes up; once it is up, write the port's PFC again (any PFC write recomputes them)")
 			continue
 		}
 		cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
@@ -185,10 +191,10 @@ func (pl *planning) planToggleRecomputes() {
 // to report its speed again: link training takes seconds.
 const speedWait = 30 * time.Second
 
-// waitSpeed waits until ethtool reports netdev's speed: mlx5 reads it from
-// the port's operational protocol (PTYS), as calculate_xoff does, so once
-// it is known a recompute computes for it. IFLA_OPERSTATE would not do:
-// the carrier drops some time after mlx5_toggle_port_link returns (the
+// waitSpeed waits until ethtool reports netdev's speed: mlx5 reads it
+// from the port's operational protocol (PTYS), as calculate_xoff does, so
+// once it is known a recompute computes for it. IFLA_OPERSTATE would not
+// do: the carrier drops some time after mlx5_toggle_port_link returns (the
 // port change event, update_carrier_work, linkwatch), so a read right
 // after the PFC write still finds the link up.
 func (h *Host) waitSpeed(netdev string) error {
@@ -203,6 +209,26 @@ func (h *Host) waitSpeed(netdev string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// noteToggle records that a PFC write toggled netdev's link.
+func (h *Host) noteToggle(netdev string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.toggled == nil {
+		h.toggled = map[string]bool{}
+	}
+	h.toggled[netdev] = true
+}
+
+// takeToggle says whether a PFC write toggled netdev's link since the last
+// call, and forgets it.
+func (h *Host) takeToggle(netdev string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.toggled[netdev]
+	delete(h.toggled, netdev)
+	return t
 }
 
 // around is what goes just before and after a port's MTU change.
@@ -374,20 +400,44 @@ func (h *Host) linkSpeed(netdev string) int {
 // values in both directions, for what the driver does on any PFC write:
 // mlx5 in manual buffer mode recomputes its buffer thresholds for the MTU
 // of the moment (see the top of this file), bnxt moves the PFC
-// priorities' TCs onto its lossless queues (bnxt.go). A recompute that
-// follows a link toggle first waits for the link's speed (waitSpeed).
+// priorities' TCs onto its lossless queues (bnxt.go).
+//
+// A recompute that follows a link toggle (afterLinkToggle) is made only
+// when a PFC write of this process toggled the link since the last one:
+// a rollback also reaches the recompute of a PFC change it never made, on
+// a link that may be down, where a recompute would replace the port's
+// thresholds with those of 40 Gb/s. It waits for the link's speed first,
+// and writes again when the link was still going down as it wrote (the
+// speed unknown again after the write), at most three times.
 func writeIdenticalPFC(w *stepWriter) error {
-	if c, _ := w.only(); c.Arg == afterLinkToggle {
-		if err := w.h.waitSpeed(w.port.Netdev); err != nil {
+	nd := w.port.Netdev
+	if c, _ := w.only(); c.Arg != afterLinkToggle {
+		return writeSamePFC(w.h, nd)
+	}
+	if !w.h.takeToggle(nd) {
+		return nil // nothing toggled the link: nothing to recompute
+	}
+	for try := 1; ; try++ {
+		if err := w.h.waitSpeed(nd); err != nil {
+			return err
+		}
+		if err := writeSamePFC(w.h, nd); err != nil {
+			return err
+		}
+		if mbps, err := w.h.K.Speed(nd); err != nil || mbps > 0 || try == 3 {
 			return err
 		}
 	}
-	st, err := w.h.K.DCB(w.port.Netdev)
+}
+
+// writeSamePFC is the identical ieee_pfc write itself.
+func writeSamePFC(h *Host, netdev string) error {
+	st, err := h.K.DCB(netdev)
 	if err != nil {
 		return err
 	}
 	if st.PFC == nil {
 		return nic.Unsupportedf("driver does not expose PFC")
 	}
-	return w.h.K.SetPFC(w.port.Netdev, *st.PFC)
+	return h.K.SetPFC(netdev, *st.PFC)
 }

@@ -107,9 +107,9 @@ type Sim struct {
 	speed   map[string]int
 	manual  map[string]bool
 	toggles map[string]int
-	// training records links that mlx5 toggled: without an operational
-	// speed until the next Speed read (by then the link has trained).
-	training map[string]bool
+	// training counts, for links that mlx5 toggled, the Speed reads still
+	// to find them without an operational speed (trainingReads).
+	training map[string]int
 	// partner is, per link, what its NIC firmware heard of the switch's
 	// DCBX (SetPartner; qede and cxgb4 report it, sim_peer.go).
 	partner map[string]*Partner
@@ -128,7 +128,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
 	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{}, bnxtQ: map[string]*bnxtQueues{},
-		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, training: map[string]bool{}, partner: map[string]*Partner{},
+		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, training: map[string]int{}, partner: map[string]*Partner{},
 		pbmc: map[string]*mlx5PBMC{}}
 }
 
@@ -266,11 +266,26 @@ func (s *Sim) Link(name string) (nic.LinkInfo, error) {
 	return s.r.Link(name)
 }
 
+// trainingReads is how many Speed reads find a toggled link still
+// training: more than one, so that a caller that reads once and goes on
+// computes while it trains.
+const trainingReads = 2
+
+// SetOperState sets the operstate rtnetlink reports for link name (a
+// cable pulled, a switch port down): a link not up has no speed.
+func (s *Sim) SetOperState(name, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ls := s.st.Links[name]; ls != nil && ls.Link != nil {
+		ls.Link.OperState = state
+	}
+}
+
 // Speed is what ethtool reports: mlx5 reads it from PTYS's operational
 // protocol, unknown (0) while a toggled link trains. The model lets the
-// first read after a toggle find it training and the next one trained.
-// Links not up have no speed; others run at 100 Gb/s unless SetSpeed says
-// otherwise.
+// first trainingReads reads after a toggle find it training and the next
+// one trained. Links not up have no speed; others run at 100 Gb/s unless
+// SetSpeed says otherwise.
 func (s *Sim) Speed(name string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -278,8 +293,8 @@ func (s *Sim) Speed(name string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s.training[name] {
-		delete(s.training, name)
+	if s.training[name] > 0 {
+		s.training[name]--
 		return 0, nil
 	}
 	if li.OperState != "up" {

@@ -1,6 +1,7 @@
 package nictest
 
 import (
+	"fmt"
 	"syscall"
 
 	"github.com/rocectl/rocectl/nic"
@@ -254,13 +255,28 @@ func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, d *dcb.State
 // fails, and calculate_xoff takes 40 Gb/s) while a toggled link trains,
 // PTYS having no operational protocol then.
 func (s *Sim) mlx5Speed(name string) int {
-	if s.training[name] {
+	if s.training[name] > 0 {
 		return 0
+	}
+	if ls := s.st.Links[name]; ls != nil && ls.Link != nil && ls.Link.OperState != "up" {
+		return 0 // a link down has no operational protocol either
 	}
 	if v, ok := s.speed[name]; ok {
 		return v
 	}
 	return 100000
+}
+
+// Train reads the speed of name until it is known: a toggled link has
+// trained. A link that is not up never does.
+func (s *Sim) Train(name string) error {
+	for range trainingReads + 1 {
+		mbps, err := s.Speed(name)
+		if err != nil || mbps > 0 {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: no speed: the link is not up", name)
 }
 
 // SetSpeed sets the link speed (Mb/s) the mlx5 buffer model computes xoff
@@ -308,7 +324,7 @@ func (s *Sim) mlx5SetPFC(name string, ls *snapshot.LinkState, d *dcb.State, pfc 
 		// operational speed (mlx5Speed).
 		s.toggles[name]++
 		if ls.Link != nil && ls.Link.OperState == "up" {
-			s.training[name] = true
+			s.training[name] = trainingReads
 		}
 	}
 	// ethtool -S names follow the port's pause configuration.
@@ -385,7 +401,7 @@ func (s *Sim) ManualLossless(name string, size0, size1 uint32) error {
 	if err := s.SetPFC(name, pfc); err != nil {
 		return err
 	}
-	if _, err := s.Speed(name); err != nil {
+	if err := s.Train(name); err != nil {
 		return err
 	}
 	return s.SetPFC(name, pfc)
