@@ -15,6 +15,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // Tests of what real drivers do beyond obeying the request: each one runs
@@ -588,5 +589,44 @@ func TestGlobalPauseRollbackKeepsPauseAutoneg(t *testing.T) {
 	}
 	if p, _ := r.sim.Pause(nd); r.sim.Config() != before {
 		t.Errorf("after rollback: pause %+v, want autoneg, rx and tx on as before", p)
+	}
+}
+
+// A bnxt bond: its ETS and PFC go to each slave (host.Place), and the
+// lossless limits are planned there, where pl.first finds the changes.
+// No fixture has a bnxt bond: the fixture's one port is put under a bond
+// of one slave, as discovery reports a RoCE LAG's master.
+func TestBnxtBondSlavesGetTheLosslessLimits(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
+	bnxtLossless(t, 1<<3|1<<4, 8, 1)(sim)
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	ports := h.Ports(h.Discover(), true)
+	if len(ports) != 1 {
+		t.Fatalf("fixture ports %+v", ports)
+	}
+	slave := ports[0]
+	bond := slave
+	bond.Netdev, bond.Role = "bond0", port.RoleBond
+	bond.Bond = &port.Bond{Name: "bond0", Slaves: []port.Slave{{Netdev: slave.Netdev, PCI: slave.PCI, Driver: slave.Driver}}}
+	path := filepath.Join(t.TempDir(), "p.toml")
+	const profile = "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\nglobal_pause = false\npfc_priorities = [3, 4]\n" +
+		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 2, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 25, 25, 0, 0, 0, 0, 0]\n"
+	if err := os.WriteFile(path, []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(path, policy.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := policy.Resolve(p, []port.Port{bond})
+	plan := h.Plan(d)
+	var refused []string
+	for _, e := range plan.Refused {
+		if strings.Contains(e.Error, "bnxt_en has 1 lossless queue") {
+			refused = append(refused, e.Key)
+		}
+	}
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], slave.Netdev+".") {
+		t.Fatalf("refused %v (all: %+v), want the slave's PFC or ETS change refused for the lossless queues", refused, plan.Refused)
 	}
 }
