@@ -479,9 +479,16 @@ func TestMLX5OrderCheckedForRollback(t *testing.T) {
 // planned after the MTU change back against the new MTU, found the old
 // one, and reported "ROLLBACK FAILED", keeping a journal that every later
 // rollback failed on the same way.
+//
+// The second port's link goes down after the plan: its MTU recomputes,
+// reached by the rollback for an MTU change never made, must not be
+// written, or mlx5 would recompute its thresholds for a link without
+// speed (40 Gb/s).
 func TestFailedMTUWriteRollsBackCleanlyOnManualBuffers(t *testing.T) {
 	r := driverRig(t, "cx6dx-ofed-factory", "[link]\nmtu = 9000\n"+manualLayoutProfile+"buffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
-	before, config := thresholdsOf(t, r.sim), r.sim.Config()
+	before := thresholdsOf(t, r.sim)
+	r.sim.SetOperState(mlx5Ports[1], "down")
+	config := r.sim.Config()
 	r.sim.Inject(func(op, ifname string) error {
 		if op == snapshot.OpSetMTU && ifname == mlx5Ports[0] {
 			return syscall.EIO

@@ -38,10 +38,11 @@ type Host struct {
 	// port's thirty-odd ECN reads and writes.
 	mu  sync.Mutex
 	ecn map[string]ecnProbe
-	// toggled lists the netdevs whose link a PFC write of this process
-	// toggled (mlx5) and that no recompute has waited for since
-	// (waitSpeed).
-	toggled map[string]bool
+	// owed lists the netdevs whose buffer thresholds a write of this
+	// process has left computed for another state (an MTU change, a PFC
+	// change that toggled an mlx5 link) and that no recompute has redone
+	// since (writeIdenticalPFC).
+	owed map[string]bool
 }
 
 type ecnProbe struct {

@@ -365,7 +365,16 @@ func writeMTU(w *stepWriter) error {
 	if err != nil {
 		return err
 	}
-	return w.h.K.SetMTU(w.port.Netdev, n)
+	if err := w.h.K.SetMTU(w.port.Netdev, n); err != nil {
+		return err
+	}
+	// mlx5 keeps the buffer thresholds of the old MTU (xoff.go), on the
+	// port or on each slave of a bond, whose MTU bond_change_mtu sets.
+	w.h.oweRecompute(w.port.Netdev)
+	for _, sl := range w.port.Slaves() {
+		w.h.oweRecompute(sl.Netdev)
+	}
+	return nil
 }
 
 func writePrivFlag(w *stepWriter) error {
@@ -575,8 +584,9 @@ func writePFC(w *stepWriter) error {
 	}
 	if p.Enable != st.PFC.Enable && strings.HasPrefix(w.port.Driver, "mlx5") {
 		// mlx5e_dcbnl_ieee_setpfc toggles the link before anything it
-		// may fail on after: the recompute that follows waits for it.
-		w.h.noteToggle(w.port.Netdev)
+		// may fail on after: the thresholds it computes are those of a
+		// link without speed.
+		w.h.oweRecompute(w.port.Netdev)
 	}
 	return w.h.K.SetPFC(w.port.Netdev, p)
 }

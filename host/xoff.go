@@ -211,23 +211,24 @@ func (h *Host) waitSpeed(netdev string) error {
 	}
 }
 
-// noteToggle records that a PFC write toggled netdev's link.
-func (h *Host) noteToggle(netdev string) {
+// oweRecompute records that a write left netdev's buffer thresholds
+// computed for another state.
+func (h *Host) oweRecompute(netdev string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.toggled == nil {
-		h.toggled = map[string]bool{}
+	if h.owed == nil {
+		h.owed = map[string]bool{}
 	}
-	h.toggled[netdev] = true
+	h.owed[netdev] = true
 }
 
-// takeToggle says whether a PFC write toggled netdev's link since the last
-// call, and forgets it.
-func (h *Host) takeToggle(netdev string) bool {
+// takeOwed says whether netdev's thresholds are owed a recompute, and
+// forgets it: the caller makes it.
+func (h *Host) takeOwed(netdev string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	t := h.toggled[netdev]
-	delete(h.toggled, netdev)
+	t := h.owed[netdev]
+	delete(h.owed, netdev)
 	return t
 }
 
@@ -402,20 +403,25 @@ func (h *Host) linkSpeed(netdev string) int {
 // of the moment (see the top of this file), bnxt moves the PFC
 // priorities' TCs onto its lossless queues (bnxt.go).
 //
-// A recompute that follows a link toggle (afterLinkToggle) is made only
-// when a PFC write of this process toggled the link since the last one:
-// a rollback also reaches the recompute of a PFC change it never made, on
-// a link that may be down, where a recompute would replace the port's
-// thresholds with those of 40 Gb/s. It waits for the link's speed first,
-// and writes again when the link was still going down as it wrote (the
-// speed unknown again after the write), at most three times.
+// An mlx5 recompute is made only when a write of this process (an MTU
+// change, a PFC change that toggled the link) left the thresholds owed
+// one since the last recompute: a rollback also reaches the recomputes of
+// changes it never made, on a link that may be down, where a recompute
+// would replace the port's thresholds with those of 40 Gb/s. One that
+// follows a link toggle (afterLinkToggle) waits for the link's speed
+// first, and writes again when the link was still going down as it wrote
+// (the speed unknown again after the write), at most three times.
 func writeIdenticalPFC(w *stepWriter) error {
 	nd := w.port.Netdev
-	if c, _ := w.only(); c.Arg != afterLinkToggle {
+	c, _ := w.only()
+	if c.Kind != policy.KindXoffRecompute {
 		return writeSamePFC(w.h, nd)
 	}
-	if !w.h.takeToggle(nd) {
-		return nil // nothing toggled the link: nothing to recompute
+	if !w.h.takeOwed(nd) {
+		return nil // nothing of this process changed what the thresholds depend on
+	}
+	if c.Arg != afterLinkToggle {
+		return writeSamePFC(w.h, nd)
 	}
 	for try := 1; ; try++ {
 		if err := w.h.waitSpeed(nd); err != nil {
