@@ -123,68 +123,70 @@ const afterLinkToggle = "after_link_toggle"
 // the link's speed before they write. Called by planXoffRecompute, last,
 // with the index up to date.
 func (pl *planning) planToggleRecomputes() {
-	plan := pl.plan
-	manual := map[string]bool{}
-	for _, dp := range pl.d.Ports {
-		for _, s := range dp.Settings {
-			if s.Port != nil && (s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize) {
-				manual[s.Port.Netdev] = true
-			}
-		}
-	}
 	var arounds []around
-	for ci := range plan.Changes {
-		c := plan.Changes[ci]
-		p := c.Port
-		if c.Kind != policy.KindPFC || c.Before == c.Value || p == nil || !manual[p.Netdev] || !strings.HasPrefix(p.Driver, "mlx5") {
-			continue
-		}
-		// The link as it is now: a LAG's slaves carry no operstate of
-		// their own (Place makes them from the bond's port).
-		li, err := pl.h.K.Link(p.Netdev)
-		if err != nil {
-			continue
-		}
-		if li.OperState != "up" {
-			plan.Changes[ci].Note = joinNote(c.Note, "the link is "+li.OperState+": mlx5 computes the buffer thresholds for 40 Gb/s without a link speed, and nothing recomputes them when the link comes up; once it is up, write the port's PFC again (any PFC write recomputes them)")
-			continue
-		}
-		cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
-		if !ok {
-			continue
-		}
-		mtu := cur.mtu // the MTU the recomputes see: MTU changes come first (mtuFirst)
-		for _, nd := range []string{p.Netdev, p.Master} {
-			if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
-				if v, err := strconv.Atoi(plan.Changes[i].Value); err == nil {
-					mtu = v
-				}
+	for _, dp := range pl.d.Ports {
+		for _, p := range buffersReachedByMTU(dp, &dp.Port) {
+			if strings.HasPrefix(p.Driver, "mlx5") && managesMLX5Buffers(dp.Settings, p.Netdev) {
+				arounds = append(arounds, pl.toggleRecomputes(p.Netdev)...)
 			}
-		}
-		last := -1 // the port's last PFC, buffer or cable change
-		for _, i := range pl.at[p.Netdev] {
-			if k := plan.Changes[i].Kind; k == policy.KindPFC || isBufferKind(k) {
-				last = i
-			}
-		}
-		mk := func(name, note string) policy.Change {
-			v := strconv.Itoa(mtu)
-			return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
-				Kind: policy.KindXoffRecompute, Arg: afterLinkToggle, Value: v, From: "qos.pfc", Port: p}, Before: v, Note: note}
-		}
-		pre := mk("qos.pfc_xoff_recompute_on_rollback", toggleRecomputeNote+"; written before the PFC change, where it changes nothing, so that rollback recomputes them once it has put the PFC back")
-		post := mk("qos.pfc_xoff_recompute", toggleRecomputeNote+"; here after the port's PFC and buffer writes")
-		if plan.Changes[last].Key == c.Key {
-			arounds = append(arounds, around{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}, post: []policy.Change{post}})
-		} else {
-			arounds = append(arounds, around{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}},
-				around{netdev: p.Netdev, key: plan.Changes[last].Key, post: []policy.Change{post}})
 		}
 	}
 	if len(arounds) > 0 {
 		pl.insertAround(arounds)
-		pl.at = indexChanges(plan.Changes)
+		pl.at = indexChanges(pl.plan.Changes)
 	}
+}
+
+// toggleRecomputes places netdev's two recomputes when its PFC priorities
+// change, or notes on the change why there are none.
+func (pl *planning) toggleRecomputes(netdev string) []around {
+	plan := pl.plan
+	ci := pl.first(netdev, func(c policy.Change) bool { return c.Kind == policy.KindPFC })
+	if ci < 0 || plan.Changes[ci].Before == plan.Changes[ci].Value {
+		return nil
+	}
+	c := plan.Changes[ci]
+	p := c.Port
+	// The link as it is now: a LAG's slaves carry no operstate of
+	// their own (Place makes them from the bond's port).
+	li, err := pl.h.K.Link(p.Netdev)
+	if err != nil {
+		return nil
+	}
+	if li.OperState != "up" {
+		plan.Changes[ci].Note = joinNote(c.Note, "the link is "+li.OperState+": mlx5 computes the buffer thresholds for 40 Gb/s without a link speed, and nothing recomputes them when the link comes up; once it is up, write the port's PFC again (any PFC write recomputes them)")
+		return nil
+	}
+	cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
+	if !ok {
+		return nil
+	}
+	mtu := cur.mtu // the MTU the recomputes see: MTU changes come first (mtuFirst)
+	for _, nd := range []string{p.Netdev, p.Master} {
+		if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
+			if v, err := strconv.Atoi(plan.Changes[i].Value); err == nil {
+				mtu = v
+			}
+		}
+	}
+	last := -1 // the port's last PFC, buffer or cable change
+	for _, i := range pl.at[p.Netdev] {
+		if k := plan.Changes[i].Kind; k == policy.KindPFC || isBufferKind(k) {
+			last = i
+		}
+	}
+	mk := func(name, note string) policy.Change {
+		v := strconv.Itoa(mtu)
+		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
+			Kind: policy.KindXoffRecompute, Arg: afterLinkToggle, Value: v, From: "qos.pfc", Port: p}, Before: v, Note: note}
+	}
+	pre := mk("qos.pfc_xoff_recompute_on_rollback", toggleRecomputeNote+"; written before the PFC change, where it changes nothing, so that rollback recomputes them once it has put the PFC back")
+	post := mk("qos.pfc_xoff_recompute", toggleRecomputeNote+"; here after the port's PFC and buffer writes")
+	if plan.Changes[last].Key == c.Key {
+		return []around{{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}, post: []policy.Change{post}}}
+	}
+	return []around{{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}},
+		{netdev: p.Netdev, key: plan.Changes[last].Key, post: []policy.Change{post}}}
 }
 
 // speedWait is how long a recompute waits for a link that mlx5 toggled
