@@ -547,11 +547,7 @@ func TestPFCChangeRecomputesThresholdsOnceTheLinkIsUp(t *testing.T) {
 		if fromDisk {
 			// rocectl rollback and the agent's recovery read the journal
 			// back: the recompute must still wait for the link's speed.
-			open, err := r.opts.Store.Open()
-			if err != nil || len(open) != 1 {
-				t.Fatalf("open journals %v, %v", open, err)
-			}
-			if err := Rollback(r.h, open[0], r.opts); err != nil {
+			if err := r.rollBackFromDisk(t); err != nil {
 				t.Fatalf("rollback from disk: %v", err)
 			}
 		} else if err := txn.RollbackNow(); err != nil {

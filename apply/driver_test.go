@@ -65,6 +65,17 @@ func (r *rig) applyAndRollBack(t *testing.T) *nictest.Sim {
 	return r.sim
 }
 
+// rollBackFromDisk rolls back the one open journal as `rocectl rollback`
+// and the agent's recovery do: read back from the state dir.
+func (r *rig) rollBackFromDisk(t *testing.T) error {
+	t.Helper()
+	open, err := r.opts.Store.Open()
+	if err != nil || len(open) != 1 {
+		t.Fatalf("open journals %v, %v", open, err)
+	}
+	return Rollback(r.h, open[0], r.opts)
+}
+
 // mlx5_set_port_pfc clears global pause: rolling PFC back on a factory host
 // (pause on) must bring pause back, though the profile never names it.
 func TestRollbackOfPFCRestoresGlobalPauseOnMLX5(t *testing.T) {
@@ -117,11 +128,7 @@ func TestRollbackOfTrustRestoresCustomDSCPMap(t *testing.T) {
 			if err := r.apply(t); err != nil {
 				t.Fatal(err)
 			}
-			open, err := r.opts.Store.Open()
-			if err != nil || len(open) != 1 {
-				t.Fatalf("open journals %v, %v", open, err)
-			}
-			if err := Rollback(r.h, open[0], r.opts); err != nil {
+			if err := r.rollBackFromDisk(t); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -424,6 +431,14 @@ func TestBnxtRollbackUndoesETSBeforePFC(t *testing.T) {
 	if len(r.plan.Refused) != 0 {
 		t.Fatalf("refused: %+v", r.plan.Refused)
 	}
+	r.losslessThroughApplyAndRollback(t, nd)
+}
+
+// losslessThroughApplyAndRollback applies the rig's plan, rolls it back
+// from disk, and checks that bnxt port nd keeps every PFC priority on a
+// lossless queue after both, and is as it was after the rollback.
+func (r *rig) losslessThroughApplyAndRollback(t *testing.T, nd string) {
+	t.Helper()
 	before := r.sim.Config()
 	if err := r.apply(t); err != nil {
 		t.Fatal(err)
@@ -431,11 +446,7 @@ func TestBnxtRollbackUndoesETSBeforePFC(t *testing.T) {
 	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
 		t.Errorf("after apply, PFC priorities %v are not on lossless queues", u)
 	}
-	open, err := r.opts.Store.Open()
-	if err != nil || len(open) != 1 {
-		t.Fatalf("open journals %v, %v", open, err)
-	}
-	if err := Rollback(r.h, open[0], r.opts); err != nil {
+	if err := r.rollBackFromDisk(t); err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
 	if r.sim.Config() != before {
@@ -467,26 +478,7 @@ func TestBnxtETSChangeRemapsLosslessQueues(t *testing.T) {
 	if d := strings.Join(host.Disruptions(r.plan)[nd], "\n"); !strings.Contains(d, "bnxt_queue_remap") {
 		t.Errorf("disruptions of %s: %q, want the remap's channel reset", nd, d)
 	}
-	before := r.sim.Config()
-	if err := r.apply(t); err != nil {
-		t.Fatal(err)
-	}
-	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
-		t.Errorf("after apply, PFC priorities %v are not on lossless queues", u)
-	}
-	open, err := r.opts.Store.Open()
-	if err != nil || len(open) != 1 {
-		t.Fatalf("open journals %v, %v", open, err)
-	}
-	if err := Rollback(r.h, open[0], r.opts); err != nil {
-		t.Fatalf("rollback: %v", err)
-	}
-	if r.sim.Config() != before {
-		t.Error("host not as it was after the rollback")
-	}
-	if u := r.sim.UnprotectedPFC(nd); len(u) != 0 {
-		t.Errorf("after rollback, PFC priorities %v are not on lossless queues", u)
-	}
+	r.losslessThroughApplyAndRollback(t, nd)
 }
 
 // What bnxt_hwrm_queue_pfc_cfg would refuse, or take and leave unpaused,
@@ -580,11 +572,7 @@ func TestGlobalPauseRollbackKeepsPauseAutoneg(t *testing.T) {
 	if p, _ := r.sim.Pause(nd); p.Rx || p.Tx {
 		t.Errorf("after apply: pause %+v, want rx and tx off", p)
 	}
-	open, err := r.opts.Store.Open()
-	if err != nil || len(open) != 1 {
-		t.Fatalf("open journals %v, %v", open, err)
-	}
-	if err := Rollback(r.h, open[0], r.opts); err != nil {
+	if err := r.rollBackFromDisk(t); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := r.sim.Pause(nd); r.sim.Config() != before {
