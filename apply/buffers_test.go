@@ -503,6 +503,11 @@ func TestFailedMTUWriteRollsBackCleanlyOnManualBuffers(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "ROLLBACK FAILED") || txn.J.State != StateRolledBack {
 		t.Fatalf("apply with a failing MTU write: %v; journal %s %v, want rolled back", err, txn.J.State, txn.J.Failures)
 	}
+	// Nothing was changed, so nothing was put back: the recomputes of the
+	// MTU changes never made are unchanged, not restored.
+	if len(txn.J.Restored) != 0 || !strings.Contains(err.Error(), "host as it was") {
+		t.Errorf("restored %v; error %q, want nothing restored and the host as it was", txn.J.Restored, err)
+	}
 	if r.sim.Config() != config {
 		t.Error("host not as it was")
 	}

@@ -333,10 +333,10 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 		// A step that already holds its before-values (never
 		// written, or the write that failed had no effect) is left
 		// alone: no needless write, no link flap, and no failure on
-		// a device that refused it. A driver action (mlx5's buffer
-		// threshold recompute after the MTU is restored) has no value
-		// of its own to find restored: it is written anyway.
-		if !st.AlwaysUndo() && h.CheckStep(st, true) == nil {
+		// a device that refused it. A driver action has no value of
+		// its own to find restored: it is written when it has
+		// something to act on (host.UndoNeeded).
+		if !h.UndoNeeded(st) {
 			j.Unchanged = append(j.Unchanged, stepKeys(st)...)
 			continue
 		}

@@ -190,6 +190,21 @@ func (st Step) AlwaysUndo() bool {
 	return err == nil && k.obj.action
 }
 
+// UndoNeeded says whether rollback must write st: a step whose settings
+// do not read back at their before-values (or cannot be read), or a driver
+// action with something to act on. An mlx5 recompute has that only when a
+// write of this process changed what the thresholds depend on
+// (writeIdenticalPFC writes nothing otherwise); bnxt's remap always does.
+// A step that needs nothing is left alone and reported unchanged, never
+// restored.
+func (h *Host) UndoNeeded(st Step) bool {
+	if !st.AlwaysUndo() {
+		return h.CheckStep(st, true) != nil
+	}
+	c := st.Changes[0]
+	return c.Kind != policy.KindXoffRecompute || c.Port == nil || h.owes(c.Port.Netdev)
+}
+
 // CaptureUndo records, before the first write, what the step needs for a
 // byte-exact undo beyond its before-values.
 // A LAG step saves each slave's.

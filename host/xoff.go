@@ -224,6 +224,13 @@ func (h *Host) oweRecompute(netdev string) {
 	h.owed[netdev] = true
 }
 
+// owes says whether netdev's thresholds are owed a recompute.
+func (h *Host) owes(netdev string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.owed[netdev]
+}
+
 // takeOwed says whether netdev's thresholds are owed a recompute, and
 // forgets it: the caller makes it.
 func (h *Host) takeOwed(netdev string) bool {
