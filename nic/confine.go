@@ -26,6 +26,9 @@ type rootDir struct {
 	// noOpenat2 is set once openat2 answered ENOSYS, so that later calls
 	// go straight to the walk. Tests set it to exercise the walk.
 	noOpenat2 atomic.Bool
+	// mem holds the files instead of the root (FS.mem), set once by
+	// NewMemFS before the FS is used.
+	mem *MemTree
 }
 
 // openRootDir opens root. The descriptor is closed when no FS refers to

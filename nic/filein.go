@@ -28,6 +28,9 @@ type FileIn struct {
 	name string
 	path string // the host path, for errors
 	fs   FS     // for the reads a capture recorded as failed
+	// memDir is, when fs holds its files in memory (dir is nil then),
+	// the directory in the tree.
+	memDir *memNode
 }
 
 // The errors (in an *os.PathError) for a name FileIn.Read refuses: a
@@ -46,6 +49,9 @@ func (f FS) OpenFileIn(p string) (*FileIn, error) {
 	dir, name := path.Split(path.Clean(p))
 	if name == "" {
 		return nil, &os.PathError{Op: "open", Path: p, Err: errors.New("names a directory, not a file")}
+	}
+	if f.mem() != nil {
+		return f.memFileIn(dir, name, path.Clean(p))
 	}
 	fd, err := f.dir.open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
@@ -67,8 +73,13 @@ type DirID struct {
 	Ino uint64 `json:"ino"`
 }
 
-// DirID is the identity of the directory d was opened through.
+// DirID is the identity of the directory d was opened through. A tree in
+// memory has no device or inode numbers: its directories are all the zero
+// DirID, and its FS refuses every write that would check one.
 func (d *FileIn) DirID() (DirID, error) {
+	if d.dir == nil {
+		return DirID{}, nil
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(d.fd(), &st); err != nil {
 		return DirID{}, &os.PathError{Op: "stat", Path: d.dir.Name(), Err: err}
@@ -77,7 +88,12 @@ func (d *FileIn) DirID() (DirID, error) {
 }
 
 // Close releases the directory.
-func (d *FileIn) Close() error { return d.dir.Close() }
+func (d *FileIn) Close() error {
+	if d.dir == nil {
+		return nil
+	}
+	return d.dir.Close()
+}
 
 // Path is the file's host path.
 func (d *FileIn) Path() string { return d.path }
@@ -91,6 +107,10 @@ func (d *FileIn) err(op string, err error) error {
 // Stat is lstat of the name: what is there now, a symlink as a symlink.
 // A missing file is an error that matches os.ErrNotExist.
 func (d *FileIn) Stat() (unix.Stat_t, error) {
+	if d.dir == nil {
+		st, _, err := d.memStat()
+		return st, err
+	}
 	var st unix.Stat_t
 	err := unix.Fstatat(d.fd(), d.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
@@ -104,6 +124,9 @@ func (d *FileIn) Stat() (unix.Stat_t, error) {
 // with ErrSymlink, a second link with ErrHardLinked, anything else not
 // regular with ErrNotRegular. A missing file matches os.ErrNotExist.
 func (d *FileIn) Read() ([]byte, unix.Stat_t, error) {
+	if d.dir == nil {
+		return d.memRead()
+	}
 	var st unix.Stat_t
 	fd, err := retryEINTR(func() (int, error) {
 		return unix.Openat(d.fd(), d.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -142,6 +165,9 @@ func (d *FileIn) Read() ([]byte, unix.Stat_t, error) {
 // crash. Whatever was at the name (a symlink included) is replaced, not
 // written through.
 func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
+	if d.dir == nil {
+		return d.err("write", ErrReadOnly)
+	}
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
@@ -188,8 +214,61 @@ func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
 // Remove removes the name (not what a symlink there points to). A missing
 // file is an error that matches os.ErrNotExist.
 func (d *FileIn) Remove() error {
+	if d.dir == nil {
+		return d.err("remove", ErrReadOnly)
+	}
 	if err := unix.Unlinkat(d.fd(), d.name, 0); err != nil {
 		return d.err("remove", err)
 	}
 	return nil
+}
+
+// memFileIn is OpenFileIn of an FS whose files are in memory.
+func (f FS) memFileIn(dir, name, p string) (*FileIn, error) {
+	n, err := f.mem().lookup(nil, dir, true)
+	if err == nil && n.typ != unix.DT_DIR {
+		err = unix.ENOTDIR
+	}
+	if err != nil {
+		if rerr := f.recordedPathErr("open", p, err); rerr != nil {
+			return nil, rerr
+		}
+		return nil, &os.PathError{Op: "open", Path: f.Path(dir), Err: err}
+	}
+	return &FileIn{name: name, path: p, fs: f, memDir: n}, nil
+}
+
+// memStat is Stat from memory: what a snapshot on disk would hold there,
+// a file of mode 0644 (snapshot.Write's) owned by root with one name.
+func (d *FileIn) memStat() (unix.Stat_t, *memNode, error) {
+	var st unix.Stat_t
+	n := d.memDir.child(d.name)
+	if n == nil {
+		return st, nil, d.err("stat", d.fs.recordedErr(where{rel: d.path}, unix.ENOENT))
+	}
+	st.Nlink = 1
+	switch n.typ {
+	case unix.DT_REG:
+		st.Mode, st.Size = unix.S_IFREG|0o644, int64(len(n.data))
+	case unix.DT_DIR:
+		st.Mode, st.Nlink = unix.S_IFDIR|0o755, 2
+	case unix.DT_LNK:
+		st.Mode, st.Size = unix.S_IFLNK|0o777, int64(len(n.data))
+	}
+	return st, n, nil
+}
+
+// memRead is Read from memory, with Read's refusals.
+func (d *FileIn) memRead() ([]byte, unix.Stat_t, error) {
+	st, n, err := d.memStat()
+	switch {
+	case err != nil:
+		return nil, st, d.err("open", errors.Unwrap(err))
+	case n.typ == unix.DT_LNK:
+		return nil, unix.Stat_t{}, d.err("open", ErrSymlink) // as O_NOFOLLOW's refusal, before any fstat
+	}
+	if err := CheckRegular(st.Mode); err != nil {
+		return nil, st, d.err("open", err)
+	}
+	return []byte(n.data), st, nil
 }

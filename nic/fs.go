@@ -45,6 +45,13 @@ type FS struct {
 	unreadable *Unreadable
 }
 
+// mem is the tree that holds every file of a packed snapshot, whose reads
+// are answered from it (nothing under the root is opened); nil for files
+// on disk. It is kept in the rootDir, not in FS: one more word in FS would
+// make a Dir's reads (where, a Dir and more) too big for a closure to
+// capture by value, and cost every read of a tree on disk an allocation.
+func (f FS) mem() *MemTree { return f.dir.mem }
+
 // DefaultTimeout bounds each file operation. It is a backstop against a
 // driver that never answers, not a latency target: mlx5 gives a firmware
 // command 60 s before failing it, and an attribute write may wait for one.
@@ -72,6 +79,15 @@ func NewFS(root string, readOnly bool) FS {
 		// cost of each of a host's thousands of attribute reads.
 		f.timeout = 0
 	}
+	return f
+}
+
+// NewMemFS returns a read-only FS whose files are t's. root is where the
+// files came from (a packed snapshot's directory): error messages name
+// paths under it, as for a tree there.
+func NewMemFS(root string, t *MemTree) FS {
+	f := NewFS(root, true)
+	f.dir.mem, f.timeout = t, 0
 	return f
 }
 
@@ -184,6 +200,9 @@ func (w where) asked() string {
 // snapshot's thousands of reads four allocations. With one, the
 // goroutine reads into a buffer of its own (buf would escape with it).
 func (f FS) readWith(w where, buf []byte) ([]byte, error) {
+	if f.mem() != nil {
+		return f.memRead(w, buf)
+	}
 	if f.timeout <= 0 {
 		return f.readAttr(w, buf)
 	}
@@ -340,6 +359,9 @@ func (f FS) Exists(p string) bool { return f.exists(where{rel: p}) }
 
 // exists is Exists of w, for FS and Dir alike.
 func (f FS) exists(w where) bool {
+	if f.mem() != nil {
+		return f.memExists(w)
+	}
 	return f.withDeadline("stat", w.asked(), func() error {
 		fd, err := w.open(f, unix.O_PATH)
 		if err == nil {
@@ -459,6 +481,9 @@ func (f FS) readDirWith(w where, keep func(typ uint8) bool) ([]string, error) {
 
 // listDir opens the directory w and returns the names keep keeps.
 func (f FS) listDir(w where, keep func(typ uint8) bool) ([]string, error) {
+	if f.mem() != nil {
+		return f.memList(w, keep)
+	}
 	fd, err := w.open(f, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: f.Path(w.asked()), Err: err}
@@ -530,6 +555,9 @@ func direntType(mode uint32) uint8 {
 
 // Readlink returns a symlink's target as stored (usually relative).
 func (f FS) Readlink(p string) (string, error) {
+	if f.mem() != nil {
+		return f.memReadlink(p)
+	}
 	var target string
 	err := f.inParent("readlink", p, func(dfd int, name string) error {
 		var err error
@@ -545,13 +573,21 @@ func (f FS) Resolve(p string) (string, error) {
 	var real string
 	err := f.withDeadline("resolve", p, func() error {
 		var err error
-		real, err = f.dir.resolve(p)
+		real, err = f.resolve(p)
 		if err != nil {
 			return &os.PathError{Op: "resolve", Path: f.Path(p), Err: err}
 		}
 		return nil
 	})
 	return real, err
+}
+
+// resolve is the host path p leads to, from the tree in memory or on disk.
+func (f FS) resolve(p string) (string, error) {
+	if f.mem() != nil {
+		return f.memResolve(p)
+	}
+	return f.dir.resolve(p)
 }
 
 // withDeadline runs op (one file operation on path p) and gives up after
@@ -608,6 +644,11 @@ type Dir struct {
 	real  string
 	found bool       // path resolved to a directory
 	open  *dirHandle // the directory, nil when reads go through the root
+	// mem is the directory when the FS's files are in memory. With it
+	// a where (a Dir and more) is 128 bytes, the most a closure captures
+	// by value: another word would cost every read an allocation
+	// (TestTreeReadAllocatesOnlyItsValue).
+	mem *memNode
 }
 
 // dirHandle owns a held Dir's descriptor, which the Dir's copies share.
@@ -627,6 +668,12 @@ func (f FS) Dir(p string) Dir {
 	d := Dir{fs: f, path: p, real: p}
 	var got Dir
 	var err error
+	if f.mem() != nil {
+		if n, err := f.mem().lookup(nil, p, true); err == nil && n.typ == unix.DT_DIR {
+			d.found, d.real, d.mem = true, n.path, n
+		}
+		return d
+	}
 	if f.timeout <= 0 {
 		got, err = f.openDir(p)
 	} else {

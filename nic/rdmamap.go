@@ -3,6 +3,7 @@ package nic
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/Mellanox/rdmamap"
@@ -67,6 +68,9 @@ func portNumbers(names []string, err error) []int {
 // directory's "lifespan" file is a cache setting, not a counter, and is left
 // out (rdmamap returns it as one).
 func HWCounters(fs FS, dev string, port int) (map[string]uint64, error) {
+	if fs.mem() != nil {
+		return memHWCounters(fs, dev, port)
+	}
 	type res struct {
 		e   []rdmamap.RdmaStatEntry
 		err error
@@ -84,6 +88,28 @@ func HWCounters(fs FS, dev string, port int) (map[string]uint64, error) {
 			continue
 		}
 		out[e.Name] = e.Value
+	}
+	return out, nil
+}
+
+// memHWCounters is HWCounters of a tree in memory, which rdmamap (reading
+// through package os) cannot see, answered as rdmamap answers
+// (getCountersFromDir): every entry but directories, each read as a
+// decimal number, 0 when the read or the number fails.
+func memHWCounters(fs FS, dev string, port int) (map[string]uint64, error) {
+	p := "/sys/class/infiniband/" + dev + "/ports/" + strconv.Itoa(port) + "/hw_counters"
+	names, err := fs.readDirWith(where{rel: p}, func(typ uint8) bool { return typ != unix.DT_DIR })
+	if err != nil {
+		return nil, err
+	}
+	d := fs.Dir(p)
+	out := make(map[string]uint64, len(names))
+	for _, n := range names {
+		if n == "lifespan" {
+			continue
+		}
+		s, _ := d.ReadString(n)
+		out[n], _ = strconv.ParseUint(strings.Trim(s, "\n"), 10, 64)
 	}
 	return out, nil
 }

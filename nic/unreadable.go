@@ -105,7 +105,7 @@ func (f FS) recordedErr(w where, err error) error {
 			}
 			d = path.Dir(path.Join(real, w.rel))
 		}
-		real, rerr := f.dir.resolve(d)
+		real, rerr := f.resolve(d)
 		return real, rerr == nil
 	}
 	if e, ok := f.unreadable.lookup(p, dir); ok {

@@ -10,13 +10,26 @@ import (
 )
 
 // BenchmarkOpen: opening an n-port ConnectX-6 Dx fixture host, the first
-// thing every `rocectl audit --snapshot` does (snapshot.json, kernel.json).
+// thing every `rocectl audit --snapshot` does (snapshot.json, kernel.json,
+// and for a packed one files.pack).
 func BenchmarkOpen(b *testing.B) {
-	for _, ports := range []int{8, 64} {
-		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
+	for _, c := range []struct {
+		ports  int
+		packed bool
+	}{{8, false}, {64, false}, {64, true}} {
+		name := fmt.Sprintf("ports=%d", c.ports)
+		if c.packed {
+			name += "/packed"
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "host")
-			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, ports); err != nil {
+			if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, c.ports); err != nil {
 				b.Fatal(err)
+			}
+			if c.packed {
+				if err := snapshot.Pack(dir); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
