@@ -13,14 +13,17 @@ import (
 
 func newCaptureCmd(env *Env) *cobra.Command {
 	var out, source string
+	var tree bool
 	cmd := &cobra.Command{
 		Use:   "capture -o DIR",
 		Short: "Snapshot everything rocectl reads from this host (read-only; a support bundle)",
 		Long: `capture writes the sysfs/configfs/debugfs files rocectl reads (with their real
 symlinks) and what rtnetlink, dcbnl, ethtool and devlink report, into DIR, in
 the format of docs/snapshot-format.md, with the NCCL config files
-($NCCL_CONF_FILE or ~/.nccl.conf, and /etc/nccl.conf) at their paths. Audit
-it anywhere with rocectl audit -p PROFILE --snapshot DIR. Nothing on the host
+($NCCL_CONF_FILE or ~/.nccl.conf, and /etc/nccl.conf) at their paths. The
+files are packed into one, DIR/files.pack (a 64-port host's 9,000 files make
+about 1 MB); --tree writes them as a directory tree instead. Audit it
+anywhere with rocectl audit -p PROFILE --snapshot DIR. Nothing on the host
 is changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +48,11 @@ is changed.`,
 			if err != nil {
 				return err
 			}
+			if !tree {
+				if err := snapshot.Pack(out); err != nil {
+					return err
+				}
+			}
 			s, err := snapshot.Open(out)
 			if err != nil {
 				return fmt.Errorf("the capture does not read back: %w", err)
@@ -56,6 +64,7 @@ is changed.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to write (must be empty or absent)")
 	cmd.Flags().StringVar(&source, "source", "", "free text recorded as the capture's source")
+	cmd.Flags().BoolVar(&tree, "tree", false, "write the files as a directory tree, not packed into files.pack")
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
 }

@@ -146,20 +146,39 @@ func TestCaptureRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := filepath.Join(t.TempDir(), "capture")
-		code, stdout, errs := run(t, s.Kernel(), "--root", fixturehost.Dir(host), "capture", "-o", out)
-		if code != 0 {
-			t.Fatalf("%s: capture exit %d: %s%s", host, code, stdout, errs)
-		}
-		for _, prof := range []string{"connectx-lossless.toml", "fat-tree-32gpu-100g.toml"} {
-			_, a, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/"+prof), "--snapshot", fixturehost.Dir(host))
-			_, b, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/"+prof), "--snapshot", out)
-			// The documents name their host and time: a capture of a
-			// fixture root records this machine's hostname.
-			a, b = withoutHostAndTime(t, a), withoutHostAndTime(t, b)
-			if a != b {
-				t.Errorf("%s/%s: audit of the capture differs from audit of the host\nhost:    %s\ncapture: %s", host, prof, a, b)
+		for _, form := range []string{"packed", "--tree"} {
+			out := filepath.Join(t.TempDir(), "capture")
+			args := []string{"--root", fixturehost.Dir(host), "capture", "-o", out}
+			if form == "--tree" {
+				args = append(args, form)
 			}
+			code, stdout, errs := run(t, s.Kernel(), args...)
+			if code != 0 {
+				t.Fatalf("%s: capture %s exit %d: %s%s", host, form, code, stdout, errs)
+			}
+			// Packed by default: one file of the host's files, no tree.
+			_, packErr := os.Stat(filepath.Join(out, snapshot.PackFile))
+			_, treeErr := os.Stat(filepath.Join(out, "sys"))
+			if (form == "packed") != (packErr == nil) || (form == "packed") == (treeErr == nil) {
+				t.Errorf("%s: capture %s: files.pack %v, sys/ %v", host, form, packErr, treeErr)
+			}
+			auditsAlike(t, host, form, out)
+		}
+	}
+}
+
+// auditsAlike audits the fixture host and its capture out with each
+// profile and compares the documents.
+func auditsAlike(t *testing.T, host, form, out string) {
+	t.Helper()
+	for _, prof := range []string{"connectx-lossless.toml", "fat-tree-32gpu-100g.toml"} {
+		_, a, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/"+prof), "--snapshot", fixturehost.Dir(host))
+		_, b, _ := run(t, nil, "audit", "-o", "json", "-p", repo("profiles/"+prof), "--snapshot", out)
+		// The documents name their host and time: a capture of a
+		// fixture root records this machine's hostname.
+		a, b = withoutHostAndTime(t, a), withoutHostAndTime(t, b)
+		if a != b {
+			t.Errorf("%s/%s (%s): audit of the capture differs from audit of the host\nhost:    %s\ncapture: %s", host, prof, form, a, b)
 		}
 	}
 }
@@ -345,8 +364,12 @@ func TestCaptureKeepsNCCLConfFiles(t *testing.T) {
 	if code, out, errs := run(t, sim, "--root", root, "capture", "-o", snap); code != ExitOK {
 		t.Fatalf("capture exit %d\n%s%s", code, out, errs)
 	}
+	s, err := snapshot.Open(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for p, want := range map[string][]byte{"etc/nccl.conf": nil, "opt/nccl/site.conf": site} {
-		got, err := os.ReadFile(filepath.Join(snap, p))
+		got, err := s.FS().ReadFile("/" + p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,19 +415,27 @@ func TestCaptureCopiesNothingThroughALink(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv("NCCL_CONF_FILE", "/home/alice/.nccl.conf")
-			snap := filepath.Join(t.TempDir(), "capture")
-			if code, out, errs := run(t, sim, "--root", root, "capture", "-o", snap); code != ExitOK {
-				t.Fatalf("capture exit %d\n%s%s", code, out, errs)
-			}
-			if _, err := os.Lstat(filepath.Join(snap, "home/alice/.nccl.conf")); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("the capture holds home/alice/.nccl.conf (%v): it copied through the %s", err, c.name)
-			}
-			s, err := snapshot.Open(snap)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Contains(s.Meta.Unreadable, "/home/alice/.nccl.conf: "+c.errno) {
-				t.Errorf("unreadable %q lacks /home/alice/.nccl.conf: %s", s.Meta.Unreadable, c.errno)
+			for _, form := range [][]string{nil, {"--tree"}} {
+				snap := filepath.Join(t.TempDir(), "capture")
+				args := append([]string{"--root", root, "capture", "-o", snap}, form...)
+				if code, out, errs := run(t, sim, args...); code != ExitOK {
+					t.Fatalf("capture %v exit %d\n%s%s", form, code, out, errs)
+				}
+				if _, err := os.Lstat(filepath.Join(snap, "home/alice/.nccl.conf")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("capture %v: the tree holds home/alice/.nccl.conf (%v): it copied through the %s", form, err, c.name)
+				}
+				s, err := snapshot.Open(snap)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The snapshot's FS answers with the recorded errno,
+				// never with content: the pack holds no such file.
+				if got, err := s.FS().ReadFile("/home/alice/.nccl.conf"); err == nil || strings.Contains(err.Error(), "root:") || len(got) > 0 {
+					t.Errorf("capture %v: reading home/alice/.nccl.conf gave %q, %v: it copied through the %s", form, got, err, c.name)
+				}
+				if !slices.Contains(s.Meta.Unreadable, "/home/alice/.nccl.conf: "+c.errno) {
+					t.Errorf("capture %v: unreadable %q lacks /home/alice/.nccl.conf: %s", form, s.Meta.Unreadable, c.errno)
+				}
 			}
 		})
 	}
