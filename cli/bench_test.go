@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
 	"github.com/rocectl/rocectl/nccl"
+	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -19,9 +20,22 @@ import (
 // (BenchmarkPolicyPipeline); this one adds reading the snapshot and is
 // printed beside it.
 func BenchmarkAuditPipeline(b *testing.B) {
-	for _, ports := range []int{8, 64} {
-		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
+	for _, c := range []struct {
+		ports  int
+		packed bool
+	}{{8, false}, {64, false}, {8, true}, {64, true}} {
+		name := fmt.Sprintf("ports=%d", c.ports)
+		if c.packed {
+			name += "/packed"
+		}
+		b.Run(name, func(b *testing.B) {
+			ports := c.ports
 			env := snapshotEnv(b, ports)
+			if c.packed {
+				if err := snapshot.Pack(env.Snapshot); err != nil {
+					b.Fatal(err)
+				}
+			}
 			prof := repo("profiles/fat-tree-32gpu-100g.toml")
 			b.ReportAllocs()
 			for b.Loop() {
