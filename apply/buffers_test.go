@@ -628,3 +628,39 @@ func TestPFCChangeOnALinkDownSaysItsThresholdsWaitForAWrite(t *testing.T) {
 		}
 	}
 }
+
+// A recompute that waits for the speed of a link its PFC change toggled
+// stops waiting when the apply's context ends (SIGINT, SIGTERM), with the
+// context's error, which Run turns into "interrupted" and a rollback. It
+// used to wait out its 30 s first, whatever the signal said.
+func TestRecomputeWaitEndsWithTheApplyContext(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3, 5]\nglobal_pause = false\n"+
+		"[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 1, 0, 0]\nbuffer_size = [29952, 200064, 0, 0, 0, 0, 0, 0]\n", manualLayout(t))
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, st := range txn.J.Steps {
+		c := st.Changes[0]
+		if c.Key != "ens1f0np0.qos.pfc_xoff_recompute" {
+			if err := r.h.WriteStep(context.Background(), r.d, st, false); err != nil {
+				t.Fatalf("%s: %v", c.Key, err)
+			}
+			continue
+		}
+		// The link the PFC change toggled does not come back.
+		r.sim.SetOperState("ens1f0np0", "down")
+		ops := len(r.sim.Ops())
+		err := r.h.WriteStep(ctx, r.d, st, false)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("recompute with the apply's context ended: %v, want context.Canceled", err)
+		}
+		if got := r.sim.Ops()[ops:]; len(got) != 0 {
+			t.Errorf("the recompute wrote %v after its wait ended", got)
+		}
+		return
+	}
+	t.Fatalf("no recompute step for ens1f0np0 in %d steps", len(txn.J.Steps))
+}

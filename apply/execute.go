@@ -179,14 +179,14 @@ func (t *Txn) Run(ctx context.Context) error {
 // agree, so a step is never left half done on a bond.
 func (t *Txn) writeStep(ctx context.Context, st host.Step) error {
 	if len(st.Slaves) == 0 {
-		if err := t.h.WriteStep(t.d, st, false); err != nil {
+		if err := t.h.WriteStep(ctx, t.d, st, false); err != nil {
 			return err
 		}
 		return verifyStep(ctx, t.h, st, false, t.opts)
 	}
 	parts := st.Parts()
 	for _, p := range parts {
-		if err := t.h.WriteStep(t.d, p, false); err != nil {
+		if err := t.h.WriteStep(ctx, t.d, p, false); err != nil {
 			return undoSlaves(t.h, st, p.Scope, err, t.opts)
 		}
 	}
@@ -210,7 +210,7 @@ func undoSlaves(h *host.Host, st host.Step, failed string, err error, opts Optio
 			e.Unchanged = append(e.Unchanged, p.Scope)
 			continue
 		}
-		uerr := h.WriteStep(nil, p, true)
+		uerr := h.WriteStep(context.Background(), nil, p, true)
 		if uerr == nil {
 			uerr = verifyStep(context.Background(), h, p, true, opts)
 		}
@@ -340,7 +340,7 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 			j.Unchanged = append(j.Unchanged, stepKeys(st)...)
 			continue
 		}
-		err := h.WriteStep(nil, st, true)
+		err := h.WriteStep(context.Background(), nil, st, true)
 		// A driver action is not read back on undo: its read-back checks
 		// the state it acted in (the MTU of a recompute), and a rollback
 		// reaches it in whatever state the apply stopped at. The

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -111,7 +112,7 @@ func TestPlanSaysWhatBnxtFirmwareDCBXIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range steps {
-		if err := h.WriteStep(d, st, false); err != nil {
+		if err := h.WriteStep(context.Background(), d, st, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -229,6 +230,7 @@ func (h *Host) CaptureUndo(d *policy.Desired, st *Step) error {
 // (after-values going forward, before-values when undoing) and, going
 // forward, the desired state (the NCCL file is rendered from all of it).
 type stepWriter struct {
+	ctx  context.Context // ends what the write waits for (a link's speed)
 	h    *Host
 	d    *policy.Desired
 	st   Step
@@ -271,16 +273,20 @@ func (w *stepWriter) fail(c policy.Change, err error) error {
 
 // WriteStep writes a step's values: the after-values going forward, the
 // before-values when undoing (undo = true). d may be nil when undoing.
+// ctx ends what a write waits for (the speed of a link a PFC change
+// toggled, before its thresholds are recomputed): a SIGINT during an
+// apply stops the wait and rolls back. A rollback passes one that never
+// ends, so that it puts back all it can.
 //
 // A LAG step is written slave by slave (Parts): going forward it stops at
 // the first slave that fails, undoing puts back every slave it can. What
 // to do about the slaves a failed forward write left changed is the
 // transaction's business (package apply writes the parts itself).
-func (h *Host) WriteStep(d *policy.Desired, st Step, undo bool) error {
+func (h *Host) WriteStep(ctx context.Context, d *policy.Desired, st Step, undo bool) error {
 	if len(st.Slaves) > 0 {
 		var errs []error
 		for _, p := range st.Parts() {
-			if err := h.WriteStep(d, p, undo); err != nil {
+			if err := h.WriteStep(ctx, d, p, undo); err != nil {
 				if !undo {
 					return err
 				}
@@ -294,7 +300,7 @@ func (h *Host) WriteStep(d *policy.Desired, st Step, undo bool) error {
 	if err != nil {
 		return err
 	}
-	w := &stepWriter{h: h, d: d, st: st, undo: undo, port: c0.Port}
+	w := &stepWriter{ctx: ctx, h: h, d: d, st: st, undo: undo, port: c0.Port}
 	switch {
 	case undo && k.obj.undo != nil:
 		return w.fail(c0, k.obj.undo(w))

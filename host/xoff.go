@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -198,9 +199,12 @@ const speedWait = 30 * time.Second
 // once it is known a recompute computes for it. IFLA_OPERSTATE would not
 // do: the carrier drops some time after mlx5_toggle_port_link returns (the
 // port change event, update_carrier_work, linkwatch), so a read right
-// after the PFC write still finds the link up.
-func (h *Host) waitSpeed(netdev string) error {
+// after the PFC write still finds the link up. It stops early when ctx
+// ends, with ctx's error.
+func (h *Host) waitSpeed(ctx context.Context, netdev string) error {
 	deadline := time.Now().Add(speedWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		mbps, err := h.K.Speed(netdev)
 		if err != nil || mbps > 0 {
@@ -209,7 +213,11 @@ func (h *Host) waitSpeed(netdev string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no link speed %v after the PFC change toggled the link: the buffer thresholds cannot be computed for it", speedWait)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the link speed after the PFC change toggled the link: %w", ctx.Err())
+		case <-tick.C:
+		}
 	}
 }
 
@@ -433,7 +441,7 @@ func writeIdenticalPFC(w *stepWriter) error {
 		return writeSamePFC(w.h, nd)
 	}
 	for try := 1; ; try++ {
-		if err := w.h.waitSpeed(nd); err != nil {
+		if err := w.h.waitSpeed(w.ctx, nd); err != nil {
 			return err
 		}
 		if err := writeSamePFC(w.h, nd); err != nil {
