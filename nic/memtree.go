@@ -253,42 +253,58 @@ func (t *MemTree) lookup(dir *memNode, p string, follow bool) (*memNode, error) 
 }
 
 // walk resolves p name by name from dir, where p's "." and ".." (from a
-// symlink's target: the caller's path is clean) are taken physically.
+// symlink's target: the caller's path is clean) are taken physically, as
+// the kernel takes them: a name followed by a slash must be a directory
+// (a symlink there is followed), and so must what "." or ".." is taken
+// from.
 func (t *MemTree) walk(dir *memNode, p string, follow bool, hops *int) (*memNode, error) {
 	n := dir
 	for p != "" {
-		var name string
-		name, p, _ = strings.Cut(p, "/")
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			n = n.parent
+		name, rest, slash := strings.Cut(p, "/")
+		p = rest
+		last := strings.Trim(p, "/") == ""
+		if name == "" {
 			continue
 		}
 		if n.typ != unix.DT_DIR {
 			return nil, syscall.ENOTDIR
 		}
+		switch name {
+		case ".":
+			continue
+		case "..":
+			n = n.parent
+			continue
+		}
 		next := n.child(name)
 		if next == nil {
 			return nil, syscall.ENOENT
 		}
-		if next.typ == unix.DT_LNK && (follow || strings.Trim(p, "/") != "") {
-			if *hops++; *hops > maxSymlinks {
-				return nil, syscall.ELOOP
-			}
-			from := n
-			if strings.HasPrefix(next.data, "/") {
-				from = t.root
-			}
+		if next.typ == unix.DT_LNK && (follow || !last || slash) {
 			var err error
-			if next, err = t.walk(from, next.data, true, hops); err != nil {
+			if next, err = t.follow(n, next, hops); err != nil {
 				return nil, err
 			}
+		}
+		if slash && last && next.typ != unix.DT_DIR {
+			return nil, syscall.ENOTDIR
 		}
 		n = next
 	}
 	return n, nil
+}
+
+// follow resolves the symlink link in the directory dir, counting the
+// links it follows in hops, as walk does.
+func (t *MemTree) follow(dir, link *memNode, hops *int) (*memNode, error) {
+	if *hops++; *hops > maxSymlinks {
+		return nil, syscall.ELOOP
+	}
+	from := dir
+	if strings.HasPrefix(link.data, "/") {
+		from = t.root
+	}
+	return t.walk(from, link.data, true, hops)
 }
 
 // memAt is where a read of w goes: the Dir's node (its rel from there), or

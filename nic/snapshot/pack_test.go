@@ -16,6 +16,21 @@ import (
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
+// linkChain is 41 links, chain/c0 -> c1 -> ... -> c40 -> the file nl:
+// following c0 takes 41 links, one more than the kernel follows in one
+// lookup (ELOOP), c1 takes 40.
+func linkChain() []packEntry {
+	var out []packEntry
+	for i := range 41 {
+		next := fmt.Sprintf("c%d", i+1)
+		if i == 40 {
+			next = "../nl"
+		}
+		out = append(out, packEntry{p: fmt.Sprintf("home/alice/chain/c%d", i), link: next})
+	}
+	return out
+}
+
 // packEntry is a file (data) or symlink (link) that packedAndTree adds.
 type packEntry struct{ p, link, data string }
 
@@ -39,7 +54,10 @@ func packedAndTree(t *testing.T, host string, extra ...packEntry) (tree, packed 
 			{p: "home/alice/dot", link: "./.././alice/abs/"},
 			{p: "home/alice/empty", data: ""},
 			{p: "home/alice/nl", data: "a\nb\n\n"},
-		}, extra...) {
+			{p: "home/alice/tofile", link: "nl/"},
+			{p: "home/alice/filedot", link: "nl/../abs"},
+			{p: "home/alice/fileself", link: "nl/."},
+		}, append(linkChain(), extra...)...) {
 			full := filepath.Join(d, e.p)
 			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 				t.Fatal(err)
