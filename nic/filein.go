@@ -244,7 +244,7 @@ func (d *FileIn) memStat() (unix.Stat_t, *memNode, error) {
 	var st unix.Stat_t
 	n := d.memDir.child(d.name)
 	if n == nil {
-		return st, nil, d.err("stat", d.fs.recordedErr(where{rel: d.path}, unix.ENOENT))
+		return st, nil, d.err("stat", unix.ENOENT) // as fstatat: the capture's record is Read's to give
 	}
 	st.Nlink = 1
 	switch n.typ {
@@ -263,7 +263,7 @@ func (d *FileIn) memRead() ([]byte, unix.Stat_t, error) {
 	st, n, err := d.memStat()
 	switch {
 	case err != nil:
-		return nil, st, d.err("open", errors.Unwrap(err))
+		return nil, st, d.err("open", d.fs.recordedErr(where{rel: d.path}, errors.Unwrap(err)))
 	case n.typ == unix.DT_LNK:
 		return nil, unix.Stat_t{}, d.err("open", ErrSymlink) // as O_NOFOLLOW's refusal, before any fstat
 	}

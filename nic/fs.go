@@ -811,6 +811,13 @@ func (d Dir) Exists(rel string) bool { return d.fs.exists(where{d: d, in: true, 
 // Resolve returns the host path d/rel leads to, as FS.Resolve does.
 func (d Dir) Resolve(rel string) (string, error) {
 	asked := d.path + "/" + rel
+	if d.mem != nil {
+		n, err := d.fs.mem().lookup(d.mem, rel, true)
+		if err != nil {
+			return "", &os.PathError{Op: "resolve", Path: d.fs.Path(asked), Err: err}
+		}
+		return n.path, nil
+	}
 	if d.open == nil {
 		// Not held: the walk (or the root's openat2) resolves the path
 		// reads go through, and says where it ends.

@@ -76,10 +76,19 @@ func (t *MemTree) Add(p string, typ uint8, data string) error {
 	if i < 0 {
 		return syscall.EINVAL
 	}
-	dir, name := p[:max(i, 1)], p[i+1:]
+	dir, name := p[:i], p[i+1:]
+	switch {
+	case dir == "":
+		dir = "/"
+	case dir == "/": // "//name": the root's entries are "/name"
+		return syscall.EINVAL
+	}
 	switch name {
 	case "", ".", "..":
 		return syscall.EINVAL
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return syscall.EINVAL // no file system holds a NUL in a name
 	}
 	switch typ {
 	case unix.DT_DIR, unix.DT_REG:
@@ -233,31 +242,44 @@ func (t *MemTree) Walk(fn func(p string, typ uint8, data string) error) error {
 }
 
 // lookup resolves the host path p inside the tree as FS resolves it on
-// disk (rootRel, then openat2): cleaned as text, then walked name by name
-// from the root, or from dir when not nil (a Dir's reads, p relative to
-// it). Symlinks on the way are followed, the last name's only when follow
-// is set. It fails with ENOENT, ENOTDIR or ELOOP.
+// disk (rootRel, then openat2 RESOLVE_IN_ROOT): cleaned as text, then
+// walked name by name from the root. With dir (a Dir's reads, p relative
+// to it) it resolves as Dir.openRel does: below dir first, as
+// RESOLVE_BENEATH does, and when that would leave dir, from the root
+// through dir's path. Symlinks on the way are followed, the last name's
+// only when follow is set. It fails with ENOENT, ENOTDIR or ELOOP.
 func (t *MemTree) lookup(dir *memNode, p string, follow bool) (*memNode, error) {
 	t.index()
-	if dir == nil || strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
-		if dir != nil {
-			p = dir.path + "/" + p
+	if dir != nil {
+		hops := 0
+		n, err := t.walk(dir, dir, p, follow, &hops)
+		if err != syscall.EXDEV {
+			return n, err
 		}
-		dir = t.root
-		if !cleanAbs(p) {
-			p = path.Clean("/" + p)
-		}
+		p = dir.path + "/" + p
+	}
+	if !cleanAbs(p) {
+		p = path.Clean("/" + p)
 	}
 	hops := 0
-	return t.walk(dir, p, follow, &hops)
+	return t.walk(t.root, nil, p, follow, &hops)
 }
 
-// walk resolves p name by name from dir, where p's "." and ".." (from a
-// symlink's target: the caller's path is clean) are taken physically, as
-// the kernel takes them: a name followed by a slash must be a directory
-// (a symlink there is followed), and so must what "." or ".." is taken
-// from.
-func (t *MemTree) walk(dir *memNode, p string, follow bool, hops *int) (*memNode, error) {
+// walk resolves p name by name from dir, where p's "." and ".." are taken
+// physically, as the kernel takes them: a name followed by a slash must
+// be a directory (a symlink there is followed), and so must what "." or
+// ".." is taken from. With beneath, it fails with EXDEV where the kernel's
+// RESOLVE_BENEATH does: an absolute path or symlink, or ".." out of
+// beneath; and an empty p is ENOENT, as for openat2.
+func (t *MemTree) walk(dir, beneath *memNode, p string, follow bool, hops *int) (*memNode, error) {
+	if beneath != nil {
+		switch {
+		case p == "":
+			return nil, syscall.ENOENT
+		case p[0] == '/':
+			return nil, syscall.EXDEV
+		}
+	}
 	n := dir
 	for p != "" {
 		name, rest, slash := strings.Cut(p, "/")
@@ -273,6 +295,9 @@ func (t *MemTree) walk(dir *memNode, p string, follow bool, hops *int) (*memNode
 		case ".":
 			continue
 		case "..":
+			if n == beneath {
+				return nil, syscall.EXDEV
+			}
 			n = n.parent
 			continue
 		}
@@ -282,7 +307,7 @@ func (t *MemTree) walk(dir *memNode, p string, follow bool, hops *int) (*memNode
 		}
 		if next.typ == unix.DT_LNK && (follow || !last || slash) {
 			var err error
-			if next, err = t.follow(n, next, hops); err != nil {
+			if next, err = t.follow(n, beneath, next, hops); err != nil {
 				return nil, err
 			}
 		}
@@ -295,16 +320,16 @@ func (t *MemTree) walk(dir *memNode, p string, follow bool, hops *int) (*memNode
 }
 
 // follow resolves the symlink link in the directory dir, counting the
-// links it follows in hops, as walk does.
-func (t *MemTree) follow(dir, link *memNode, hops *int) (*memNode, error) {
+// links it follows in hops, as walk does (beneath too).
+func (t *MemTree) follow(dir, beneath, link *memNode, hops *int) (*memNode, error) {
 	if *hops++; *hops > maxSymlinks {
 		return nil, syscall.ELOOP
 	}
 	from := dir
-	if strings.HasPrefix(link.data, "/") {
+	if beneath == nil && strings.HasPrefix(link.data, "/") {
 		from = t.root
 	}
-	return t.walk(from, link.data, true, hops)
+	return t.walk(from, beneath, link.data, true, hops)
 }
 
 // memAt is where a read of w goes: the Dir's node (its rel from there), or

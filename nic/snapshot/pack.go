@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/rocectl/rocectl/nic"
@@ -134,8 +135,8 @@ func packAddErr(err error) string {
 	return "not an absolute, clean host path"
 }
 
-// writePack writes t as a pack, to a new file at name in dir.
-func writePack(root *os.Root, name string, t *nic.MemTree) error {
+// encodePack is t as a pack.
+func encodePack(t *nic.MemTree) []byte {
 	var buf bytes.Buffer
 	buf.WriteString(packMagic)
 	kinds := map[uint8]byte{unix.DT_DIR: 'd', unix.DT_REG: 'f', unix.DT_LNK: 'l'}
@@ -143,7 +144,12 @@ func writePack(root *os.Root, name string, t *nic.MemTree) error {
 		fmt.Fprintf(&buf, "%c %d %d\n%s%s\n", kinds[typ], len(p), len(data), p, data)
 		return nil
 	})
-	return createFile(root, name, buf.Bytes())
+	return buf.Bytes()
+}
+
+// writePack writes t as a pack, to a new file at name in root.
+func writePack(root *os.Root, name string, t *nic.MemTree) error {
+	return createFile(root, name, encodePack(t))
 }
 
 // snapshotFiles are the names in a snapshot directory that are not
@@ -156,10 +162,13 @@ var snapshotFiles = map[string]bool{MetaFile: true, KernelFile: true, PackFile: 
 // error, and so is a snapshot already packed. The tree is removed only
 // once the pack is written.
 //
-// The tree is read through an os.Root of dir, files with O_NOFOLLOW and
-// O_NONBLOCK: root packs a directory that someone else may be able to
-// write, and a symlink swapped in on the way must not copy a file from
-// outside it into the world-readable pack, nor a FIFO hang the capture.
+// The tree is read through an os.Root of dir: root packs a directory
+// that someone else may be able to write, and what they put there must
+// not copy a file of root's into the world-readable pack. os.Root refuses
+// a symlink that leads out of dir; a file with another hard link (which
+// may be anywhere on the file system) is refused, as FileIn.Read refuses
+// it; files are opened O_NONBLOCK and must be regular, so that a FIFO
+// cannot hang the capture, and none may be bigger than maxPackedFile.
 func Pack(dir string) error {
 	if _, ok, err := ReadMeta(dir); err != nil || !ok {
 		if err == nil {
@@ -187,6 +196,13 @@ func Pack(dir string) error {
 			continue
 		}
 		top = append(top, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A link at the top is a link: fs.WalkDir would follow it.
+			if err := packEntry(root, t, e.Name(), e.Type()); err != nil {
+				return fmt.Errorf("snapshot: packing %s: %s: %w", dir, e.Name(), err)
+			}
+			continue
+		}
 		err := fs.WalkDir(fsys, e.Name(), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -226,20 +242,34 @@ func packEntry(root *os.Root, t *nic.MemTree, p string, typ fs.FileMode) error {
 	case !typ.IsRegular():
 		return fmt.Errorf("%w: it is a %v", nic.ErrNotRegular, typ)
 	}
-	f, err := root.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := root.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		if err == nil {
-			err = fmt.Errorf("%w: it is a %v", nic.ErrNotRegular, st.Mode().Type())
-		}
-		return err
-	}
-	b, err := io.ReadAll(f)
+	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
+	switch sys, _ := st.Sys().(*syscall.Stat_t); {
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%w: it is a %v", nic.ErrNotRegular, st.Mode().Type())
+	case sys != nil && sys.Nlink > 1:
+		return fmt.Errorf("%w (%d names): a capture makes each file once", nic.ErrHardLinked, sys.Nlink)
+	case st.Size() > maxPackedFile:
+		return fmt.Errorf("%d bytes, more than any file a capture holds (%d)", st.Size(), maxPackedFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPackedFile+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > maxPackedFile {
+		return fmt.Errorf("more than %d bytes, more than any file a capture holds", maxPackedFile)
+	}
 	return t.Add(host, unix.DT_REG, string(b))
 }
+
+// maxPackedFile bounds a file Pack reads: sysfs attributes are a page at
+// most and NCCL config files a few lines, and root must not read a file
+// someone planted to exhaust its memory.
+const maxPackedFile = 16 << 20

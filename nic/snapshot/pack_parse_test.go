@@ -39,6 +39,8 @@ func TestPackFormatErrors(t *testing.T) {
 		{packMagic + "d 3 0\nsys\n", "sys: not an absolute, clean host path"},
 		{packMagic + "d 6 0\n/a/../\n", "not an absolute, clean host path"},
 		{packMagic + "l 4 0\n/sys\n", "/sys: not an absolute, clean host path"}, // an empty link target
+		{packMagic + "d 3 0\n//x\n", "//x: not an absolute, clean host path"},
+		{packMagic + "f 4 1\n/a\x00bZ\n", "not an absolute, clean host path"},
 		// Depth first, each directory's entries in name order.
 		{packMagic + "d 2 0\n/b\nd 2 0\n/a\n", "entry at byte 25: /a: listed twice, or not after its directory's other entries in name order"},
 		{packMagic + "d 2 0\n/a\nd 2 0\n/b\nf 4 0\n/a/x\n", "entry at byte 34: /a/x: its directory is not listed before it, or other entries came between"},
@@ -126,7 +128,8 @@ func TestPackDocExampleParses(t *testing.T) {
 }
 
 // Pack refuses a FIFO in the tree (reading it would hang root's capture)
-// and copies a symlink as a link, never what it points at outside.
+// and a file with another hard link (a secret of root's linked in), and
+// copies a symlink as a link, never what it points at.
 func TestPackRefusesAFIFOAndKeepsLinksAsLinks(t *testing.T) {
 	dir := t.TempDir()
 	if err := Write(dir, testMeta(), nil, nic.NewFS(fixtureHost, true), []string{"/sys/class/net"}); err != nil {
@@ -137,6 +140,20 @@ func TestPackRefusesAFIFOAndKeepsLinksAsLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(filepath.Dir(secret), filepath.Join(dir, "sys", "out")); err != nil {
+		t.Fatal(err)
+	}
+	// A hard link to a file of root's, planted in the tree.
+	if err := os.Link(secret, filepath.Join(dir, "sys", "planted")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Pack(dir); !errors.Is(err, nic.ErrHardLinked) || !strings.Contains(err.Error(), "planted") {
+		t.Fatalf("Pack with a hard link to a secret: %v, want ErrHardLinked naming it", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "sys", "planted")); err != nil {
+		t.Fatal(err)
+	}
+	// A link at the top of the snapshot is packed as a link.
+	if err := os.Symlink("sys", filepath.Join(dir, "top")); err != nil {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "sys", "zz-fifo")
@@ -168,5 +185,8 @@ func TestPackRefusesAFIFOAndKeepsLinksAsLinks(t *testing.T) {
 	}
 	if l, err := s.FS().Readlink("/sys/out"); err != nil || l != filepath.Dir(secret) {
 		t.Errorf("/sys/out reads %q, %v: want the link as it was", l, err)
+	}
+	if l, err := s.FS().Readlink("/top"); err != nil || l != "sys" {
+		t.Errorf("/top reads %q, %v: want the link as it was", l, err)
 	}
 }

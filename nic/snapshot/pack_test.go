@@ -57,6 +57,13 @@ func packedAndTree(t *testing.T, host string, extra ...packEntry) (tree, packed 
 			{p: "home/alice/tofile", link: "nl/"},
 			{p: "home/alice/filedot", link: "nl/../abs"},
 			{p: "home/alice/fileself", link: "nl/."},
+			// Below a Dir: ".." through a link that stays inside it.
+			{p: "sys/t/a/b/f", data: "F\n"},
+			{p: "sys/t/a/x", data: "AX\n"},
+			{p: "sys/t/x", data: "TX\n"},
+			{p: "sys/t/lnk", link: "a/b"},
+			{p: "sys/t/up", link: "../class"},
+			{p: "sys/t/abs", link: "/sys/t/a"},
 		}, append(linkChain(), extra...)...) {
 			full := filepath.Join(d, e.p)
 			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -73,7 +80,16 @@ func packedAndTree(t *testing.T, host string, extra ...packEntry) (tree, packed 
 			}
 		}
 	}
-	err := filepath.WalkDir(dirs[0], func(p string, d fs.DirEntry, err error) error {
+	// The files the capture could not read are asked for too: both
+	// forms answer them with the recorded errno.
+	meta, _, err := snapshot.ReadMeta(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range meta.Unreadable {
+		paths = append(paths, strings.SplitN(u, ": ", 2)[0])
+	}
+	err = filepath.WalkDir(dirs[0], func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -135,6 +151,15 @@ func TestPackedSnapshotReadsAsItsTree(t *testing.T) {
 			}
 			if compared < 1000 {
 				t.Fatalf("only %d paths compared", compared)
+			}
+			// Reads below a held Dir resolve beneath it first
+			// (RESOLVE_BENEATH), from the root when they leave it.
+			for _, rel := range []string{"lnk/../x", "lnk/f", "x/../x", "x/", "x/.", "", ".", "..", "../t/x",
+				"up/net", "up/..", "abs/x", "/x", "a//b/./f", "a/b/../../x", "missing/..", "lnk/"} {
+				a, b := dirAnswers(tree, "/sys/t", rel), dirAnswers(packed, "/sys/t", rel)
+				if a != b {
+					t.Errorf("Dir(/sys/t) %q:\ntree:   %s\npacked: %s", rel, a, b)
+				}
 			}
 		})
 	}
@@ -251,4 +276,20 @@ func hwAsRdmamap(c map[string]uint64) bool {
 	bad, hasBad := c["bad"]
 	_, hasSub := c["sub"]
 	return hasBad && bad == 0 && !hasSub && c["link"] == c["rx_write_requests"]
+}
+
+// dirAnswers is what a Dir of dir says of rel, as one text.
+func dirAnswers(f nic.FS, dir, rel string) string {
+	clean := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return strings.ReplaceAll(err.Error(), f.Root(), "ROOT")
+	}
+	d := f.Dir(dir)
+	defer d.Close()
+	s, err := d.ReadString(rel)
+	names, lerr := d.ReadDir(rel)
+	r, rerr := d.Resolve(rel)
+	return fmt.Sprintf("read %q %s; list %q %s; exists %v; resolve %q %s", s, clean(err), names, clean(lerr), d.Exists(rel), r, clean(rerr))
 }
