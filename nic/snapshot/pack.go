@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unsafe"
 
 	"github.com/rocectl/rocectl/nic"
@@ -139,9 +138,12 @@ func packAddErr(err error) string {
 func encodePack(t *nic.MemTree) []byte {
 	var buf bytes.Buffer
 	buf.WriteString(packMagic)
-	kinds := map[uint8]byte{unix.DT_DIR: 'd', unix.DT_REG: 'f', unix.DT_LNK: 'l'}
+	letters := map[uint8]byte{}
+	for c, typ := range packTypes {
+		letters[typ] = c
+	}
 	t.Walk(func(p string, typ uint8, data string) error {
-		fmt.Fprintf(&buf, "%c %d %d\n%s%s\n", kinds[typ], len(p), len(data), p, data)
+		fmt.Fprintf(&buf, "%c %d %d\n%s%s\n", letters[typ], len(p), len(data), p, data)
 		return nil
 	})
 	return buf.Bytes()
@@ -247,17 +249,18 @@ func packEntry(root *os.Root, t *nic.MemTree, p string, typ fs.FileMode) error {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
-	switch sys, _ := st.Sys().(*syscall.Stat_t); {
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("%w: it is a %v", nic.ErrNotRegular, st.Mode().Type())
-	case sys != nil && sys.Nlink > 1:
-		return fmt.Errorf("%w (%d names): a capture makes each file once", nic.ErrHardLinked, sys.Nlink)
-	case st.Size() > maxPackedFile:
-		return fmt.Errorf("%d bytes, more than any file a capture holds (%d)", st.Size(), maxPackedFile)
+	if err := nic.CheckRegular(st.Mode); err != nil {
+		return err
+	}
+	switch {
+	case st.Nlink > 1:
+		return fmt.Errorf("%w (%d names): a capture makes each file once", nic.ErrHardLinked, st.Nlink)
+	case st.Size > maxPackedFile:
+		return fmt.Errorf("%d bytes, more than any file a capture holds (%d)", st.Size, maxPackedFile)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxPackedFile+1))
 	if err != nil {
