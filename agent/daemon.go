@@ -27,6 +27,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
@@ -243,7 +244,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var pw *peerWatch // the switch peer's DCBX, on the ports matched at start
 	var peerPorts []string
 	if !cfg.ReadOnly && !cfg.Once {
-		pw = newPeerWatch(PeerExpect(p), p.Name, store.Dir, l.log)
+		pw = newPeerWatch(peer.Expect(p), p.Name, store.Dir, l.log)
 		peerPorts = matchedNetdevs(h, p)
 		pw.pollDriver(h.K, peerPorts) // before the listeners: a port the driver answers for ignores its frames
 		pw.start(ctx, &wg, peerPorts)

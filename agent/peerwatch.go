@@ -14,6 +14,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -32,10 +33,10 @@ type peerWatch struct {
 	host     string // this machine's hostname, for the fleet report
 	dir      string // state dir; "" writes nothing
 	log      *slog.Logger
-	onResult func(PeerResult) // tests: called after each verdict
+	onResult func(peer.Result) // tests: called after each verdict
 
 	mu      sync.Mutex
-	results map[string]PeerResult
+	results map[string]peer.Result
 	// byDriver marks the ports whose driver reported a peer at the last
 	// poll.
 	byDriver map[string]bool
@@ -52,7 +53,7 @@ var (
 
 func newPeerWatch(expect lldp.Expect, profile, dir string, log *slog.Logger) *peerWatch {
 	host, _ := os.Hostname()
-	return &peerWatch{expect: expect, profile: profile, host: host, dir: dir, log: log, results: map[string]PeerResult{}, byDriver: map[string]bool{}}
+	return &peerWatch{expect: expect, profile: profile, host: host, dir: dir, log: log, results: map[string]peer.Result{}, byDriver: map[string]bool{}}
 }
 
 // pollDriver reads each port's DCB state and records the verdict on the
@@ -67,8 +68,8 @@ func (w *peerWatch) pollDriver(k nic.Kernel, netdevs []string) {
 			continue
 		}
 		di, _ := k.DriverInfo(nd) // best effort: names the driver's quirks
-		r := PeerResult{Netdev: nd, Driver: di.Driver}
-		ok, why := JudgeDriver(&r, st, w.expect)
+		r := peer.Result{Netdev: nd, Driver: di.Driver}
+		ok, why := peer.JudgeDriver(&r, st, w.expect)
 		w.mu.Lock()
 		was := w.byDriver[nd]
 		w.byDriver[nd] = ok
@@ -80,7 +81,7 @@ func (w *peerWatch) pollDriver(k nic.Kernel, netdevs []string) {
 			if why == "" {
 				why = "the driver no longer reports the switch's DCBX"
 			}
-			w.record(PeerResult{Netdev: nd, Driver: di.Driver, Source: SourceDCBNL, Verdict: PeerUnknown, Reason: why})
+			w.record(peer.Result{Netdev: nd, Driver: di.Driver, Source: peer.SourceDCBNL, Verdict: peer.Unknown, Reason: why})
 		}
 	}
 }
@@ -120,19 +121,19 @@ func (w *peerWatch) start(ctx context.Context, wg *sync.WaitGroup, netdevs []str
 					w.log.Debug("switch peer: LLDP frame not recorded: the driver reports the switch's DCBX", "device", nd)
 					continue
 				}
-				r := PeerResult{Netdev: nd}
-				Judge(&r, rec, w.expect)
+				r := peer.Result{Netdev: nd}
+				peer.Judge(&r, rec, w.expect)
 				w.record(r)
 			}
 		})
 	}
 }
 
-func (w *peerWatch) record(r PeerResult) {
+func (w *peerWatch) record(r peer.Result) {
 	w.mu.Lock()
 	prev, seen := w.results[r.Netdev]
 	w.results[r.Netdev] = r
-	rep := &PeerReport{SchemaVersion: 1, Profile: w.profile, Host: w.host, CheckedAt: time.Now().UTC()}
+	rep := &peer.Report{SchemaVersion: 1, Profile: w.profile, Host: w.host, CheckedAt: time.Now().UTC()}
 	for _, x := range w.results {
 		rep.Ports = append(rep.Ports, x)
 	}
@@ -142,7 +143,7 @@ func (w *peerWatch) record(r PeerResult) {
 		w.log.Info("switch peer", "device", r.Netdev, "switch", r.Switch(), "source", r.SourceText(), "verdict", r.Verdict, "mismatches", len(r.Mismatches))
 	}
 	if w.dir != "" {
-		if err := WritePeerState(w.dir, rep); err != nil {
+		if err := peer.WriteState(w.dir, rep); err != nil {
 			w.log.Debug("switch peer: result not stored", "err", err)
 		}
 	}
@@ -164,9 +165,9 @@ func (w *peerWatch) Collect(ch chan<- prometheus.Metric) {
 		if r.HeardAt != nil {
 			ch <- prometheus.MustNewConstMetric(descPeerHeard, prometheus.GaugeValue, float64(r.HeardAt.UnixNano())/1e9, nd)
 		}
-		if r.Verdict == PeerConsistent || r.Verdict == PeerMismatch {
+		if r.Verdict == peer.Consistent || r.Verdict == peer.Mismatch {
 			v := 0.0
-			if r.Verdict == PeerConsistent {
+			if r.Verdict == peer.Consistent {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descPeerConsistent, prometheus.GaugeValue, v, nd)

@@ -16,6 +16,11 @@ import (
 	"github.com/rocectl/rocectl/internal/netnstest"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/lldp/lldptest"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/peer"
 )
 
 // The passive listener hears the switch on a veth in a test-owned
@@ -29,8 +34,8 @@ func TestPeerWatchOverVeth(t *testing.T) {
 	pfc3 := uint8(1 << 3)
 	dir := t.TempDir()
 	w := newPeerWatch(lldp.Expect{PFC: &pfc3}, "test", dir, slog.New(slog.DiscardHandler))
-	got := make(chan PeerResult, 8)
-	w.onResult = func(r PeerResult) {
+	got := make(chan peer.Result, 8)
+	w.onResult = func(r peer.Result) {
 		select {
 		case got <- r:
 		default:
@@ -69,7 +74,7 @@ func TestPeerWatchOverVeth(t *testing.T) {
 	}
 	select {
 	case r := <-got:
-		if r.Verdict != PeerMismatch {
+		if r.Verdict != peer.Mismatch {
 			t.Errorf("verdict %+v", r)
 		}
 	case <-time.After(10 * time.Second):
@@ -88,8 +93,54 @@ rocectl_peer_pfc_enabled_bitmap{device="host0"} 16
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
 		t.Error(err)
 	}
-	rep, err := ReadPeerState(dir)
-	if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Verdict != PeerMismatch {
+	rep, err := peer.ReadState(dir)
+	if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Verdict != peer.Mismatch {
 		t.Errorf("state file: %+v, %v", rep, err)
+	}
+}
+
+// The agent polls the driver: the verdict, the partner's PFC bitmap in
+// /metrics, the state file; when the driver stops reporting, unknown.
+func TestPeerWatchPollsDriver(t *testing.T) {
+	mode := uint8(dcb.DCBXLLDManaged | dcb.DCBXVerIEEE)
+	s := nictest.NewSim(&snapshot.KernelState{Links: map[string]*snapshot.LinkState{
+		"p0": {
+			Link:   &nic.LinkInfo{Index: 4, MTU: 1500, OperState: "up", AdminUp: true},
+			Driver: &nic.DriverInfo{Driver: snapshot.DriverQede},
+			DCB:    &dcb.State{ETS: &dcb.ETS{ETSCap: 8}, PFC: &dcb.PFC{Cap: 8}, DCBX: &mode},
+		},
+	}})
+	// The switch enables PFC on 4; the profile wants 3.
+	s.SetPartner("p0", &nictest.Partner{PFC: 1 << 4, PFCCap: 8, ETSCap: 8})
+	pfc3 := uint8(1 << 3)
+	expectRoCE := lldp.Expect{PFC: &pfc3}
+	dir := t.TempDir()
+	w := newPeerWatch(expectRoCE, "test", dir, slog.New(slog.DiscardHandler))
+	w.pollDriver(s, []string{"p0"})
+	if !w.usesDriver("p0") {
+		t.Fatal("the port's LLDP frames would still be recorded")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w)
+	want := `
+# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.
+# TYPE rocectl_peer_consistent gauge
+rocectl_peer_consistent{device="p0"} 0
+# HELP rocectl_peer_pfc_enabled_bitmap The PFC enable bitmap the switch announces (bit p = priority p).
+# TYPE rocectl_peer_pfc_enabled_bitmap gauge
+rocectl_peer_pfc_enabled_bitmap{device="p0"} 16
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
+		t.Error(err)
+	}
+	rep, err := peer.ReadState(dir)
+	if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Source != peer.SourceDCBNL || rep.Ports[0].Verdict != peer.Mismatch {
+		t.Fatalf("state file %+v, %v", rep, err)
+	}
+	s.SetPartner("p0", nil)
+	w.pollDriver(s, []string{"p0"})
+	rep, _ = peer.ReadState(dir)
+	if w.usesDriver("p0") || rep.Ports[0].Verdict != peer.Unknown || !strings.Contains(rep.Ports[0].Reason, "has heard none yet") {
+		t.Errorf("after the partner went: %+v", rep.Ports[0])
 	}
 }

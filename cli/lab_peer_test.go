@@ -21,8 +21,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rocectl/rocectl/agent"
 	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/test/lab/labenv"
 )
 
@@ -96,9 +96,9 @@ default_tos = 106
 		verdict string
 		line    string
 	}{
-		{"consistent", func(*lldp.Frame) {}, ExitOK, agent.PeerConsistent,
+		{"consistent", func(*lldp.Frame) {}, ExitOK, peer.Consistent,
 			"  " + sw + ": consistent (IEEE DCBX, from LLDP)"},
-		{"pfc on another priority", func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 }, ExitDrift, agent.PeerMismatch,
+		{"pfc on another priority", func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 }, ExitDrift, peer.Mismatch,
 			"    " + sw + ": pfc: switch says priorities 4, profile says priorities 3 (from LLDP)"},
 	}
 	for _, c := range cases {
@@ -115,7 +115,7 @@ default_tos = 106
 			if !strings.Contains(out, "1 port(s):") {
 				t.Errorf("peer checked other ports than %s:\n%s", e.If[0], out)
 			}
-			rep, err := agent.ReadPeerState(state)
+			rep, err := peer.ReadState(state)
 			if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Netdev != e.If[0] || rep.Ports[0].Verdict != c.verdict {
 				t.Errorf("stored result %+v, %v; want %s %s", rep, err, e.If[0], c.verdict)
 			}

@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rocectl/rocectl/agent"
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/peer"
 )
 
 // peerRecent is how old a stored peer result may be for audit to show it.
@@ -82,21 +82,21 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 					ports = append(ports, port{dp.Port.Netdev, dp.Port.Driver})
 				}
 			}
-			rep := &agent.PeerReport{SchemaVersion: 1, Profile: p.Name, Host: env.hostName(), Ports: make([]agent.PeerResult, len(ports))}
-			e := agent.PeerExpect(p)
+			rep := &peer.Report{SchemaVersion: 1, Profile: p.Name, Host: env.hostName(), Ports: make([]peer.Result, len(ports))}
+			e := peer.Expect(p)
 			driverWhy := make([]string, len(ports))
 			for i, pt := range ports {
 				r := &rep.Ports[i]
-				*r = agent.PeerResult{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: firmwareLLDP(h.K, pt.netdev, pt.driver)}
+				*r = peer.Result{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: firmwareLLDP(h.K, pt.netdev, pt.driver)}
 				// The driver's view first: it answers at once, and where
 				// the firmware takes the frames it is the only one.
 				if st, err := h.K.DCB(pt.netdev); err == nil {
-					_, driverWhy[i] = agent.JudgeDriver(r, st, e)
+					_, driverWhy[i] = peer.JudgeDriver(r, st, e)
 				}
 			}
 			listenPeers(cmd.Context(), h.K, rep.Ports, driverWhy, e, time.Now().Add(wait), wait)
 			rep.CheckedAt = time.Now().UTC()
-			if err := agent.WritePeerState(env.StateDir, rep); err != nil {
+			if err := peer.WriteState(env.StateDir, rep); err != nil {
 				env.Log.Debug("peer result not stored for audit", "err", err)
 			}
 			if output == "json" {
@@ -121,7 +121,7 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 // gave none) at once, until each has heard a valid frame or the deadline
 // passes, and fills in the verdicts. driverWhy[i] is why port i's driver
 // gave none, if it has peer ops.
-func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, driverWhy []string, e lldp.Expect, deadline time.Time, wait time.Duration) {
+func listenPeers(ctx context.Context, k nic.Kernel, ports []peer.Result, driverWhy []string, e lldp.Expect, deadline time.Time, wait time.Duration) {
 	var wg sync.WaitGroup
 	for i := range ports {
 		r := &ports[i]
@@ -131,7 +131,7 @@ func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, dr
 		why := driverWhy[i]
 		l, err := lldp.Listen(r.Netdev)
 		if err != nil {
-			r.Verdict, r.Reason = agent.PeerError, err.Error()
+			r.Verdict, r.Reason = peer.Error, err.Error()
 			if why != "" {
 				r.Reason += "; " + why
 			}
@@ -148,7 +148,7 @@ func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, dr
 				rec, err := l.Read(deadline)
 				switch {
 				case err != nil:
-					r.Verdict, r.Reason = agent.PeerUnknown, silentReason(k, r, why, bad, wait)
+					r.Verdict, r.Reason = peer.Unknown, silentReason(k, r, why, bad, wait)
 					if !errors.Is(err, os.ErrDeadlineExceeded) {
 						r.Reason = err.Error()
 						if ctx.Err() != nil {
@@ -159,7 +159,7 @@ func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, dr
 				case rec.Err != nil:
 					bad = append(bad, rec.Err)
 				default:
-					agent.Judge(r, rec, e)
+					peer.Judge(r, rec, e)
 					return
 				}
 			}
@@ -170,7 +170,7 @@ func listenPeers(ctx context.Context, k nic.Kernel, ports []agent.PeerResult, dr
 
 // silentReason words the likely reason a port heard no usable frame;
 // driverWhy is why its driver reported no peer either, if it has peer ops.
-func silentReason(k nic.Kernel, r *agent.PeerResult, driverWhy string, bad []error, wait time.Duration) string {
+func silentReason(k nic.Kernel, r *peer.Result, driverWhy string, bad []error, wait time.Duration) string {
 	switch {
 	case len(bad) > 0:
 		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v", len(bad), bad[len(bad)-1])
@@ -227,13 +227,13 @@ func firmwareLLDP(k nic.Kernel, netdev, driver string) string {
 
 // peerExit: 2 when any port mismatches, else 1 when any could not be
 // checked (error or unknown: consistency was not shown), else 0.
-func peerExit(rep *agent.PeerReport) int {
+func peerExit(rep *peer.Report) int {
 	code := ExitOK
 	for _, r := range rep.Ports {
 		switch r.Verdict {
-		case agent.PeerMismatch:
+		case peer.Mismatch:
 			return ExitDrift
-		case agent.PeerUnknown, agent.PeerError:
+		case peer.Unknown, peer.Error:
 			code = ExitError
 		}
 	}
@@ -242,15 +242,15 @@ func peerExit(rep *agent.PeerReport) int {
 
 // renderPeerText prints one block per port; every mismatch is one line
 // naming the port, the switch and its port ID, what each side says.
-func renderPeerText(w io.Writer, rep *agent.PeerReport) {
+func renderPeerText(w io.Writer, rep *peer.Report) {
 	n := map[string]int{}
 	for _, r := range rep.Ports {
 		n[r.Verdict]++
 		src := r.SourceText()
 		switch r.Verdict {
-		case agent.PeerConsistent:
+		case peer.Consistent:
 			fmt.Fprintf(w, "  %s <-> %s: consistent (%s DCBX, %s)\n", r.Netdev, r.Switch(), strings.ToUpper(r.DCBX), src)
-		case agent.PeerMismatch:
+		case peer.Mismatch:
 			fmt.Fprintf(w, "~ %s <-> %s: %d mismatch(es) (%s DCBX, %s)\n", r.Netdev, r.Switch(), len(r.Mismatches), strings.ToUpper(r.DCBX), src)
 			for _, m := range r.Mismatches {
 				fmt.Fprintf(w, "    %s <-> %s: %s: switch says %s, profile says %s (%s)\n", r.Netdev, r.Switch(), m.Key, m.Switch, m.Profile, src)
@@ -261,12 +261,12 @@ func renderPeerText(w io.Writer, rep *agent.PeerReport) {
 		for _, u := range r.Unchecked {
 			fmt.Fprintf(w, "    not checked: %s\n", u)
 		}
-		if r.FirmwareLLDP != "" && r.Verdict != agent.PeerUnknown && r.Source != agent.SourceDCBNL {
+		if r.FirmwareLLDP != "" && r.Verdict != peer.Unknown && r.Source != peer.SourceDCBNL {
 			fmt.Fprintf(w, "    note: %s\n", r.FirmwareLLDP)
 		}
 	}
 	fmt.Fprintf(w, "%d port(s): %d consistent, %d mismatch, %d unknown, %d error.\n", len(rep.Ports),
-		n[agent.PeerConsistent], n[agent.PeerMismatch], n[agent.PeerUnknown], n[agent.PeerError])
+		n[peer.Consistent], n[peer.Mismatch], n[peer.Unknown], n[peer.Error])
 }
 
 // renderPeerSection is audit's "switch peer" section: the last peer
@@ -275,7 +275,7 @@ func (env *Env) renderPeerSection(w io.Writer) {
 	if env.Snapshot != "" {
 		return
 	}
-	rep, err := agent.ReadPeerState(env.StateDir)
+	rep, err := peer.ReadState(env.StateDir)
 	if err != nil || rep == nil || time.Since(rep.CheckedAt) > peerRecent {
 		return
 	}
@@ -286,7 +286,7 @@ func (env *Env) renderPeerSection(w io.Writer) {
 			age = fmt.Sprintf(", frame %s old", time.Since(*r.HeardAt).Round(time.Second))
 		}
 		from := ""
-		if r.Verdict == agent.PeerConsistent || r.Verdict == agent.PeerMismatch {
+		if r.Verdict == peer.Consistent || r.Verdict == peer.Mismatch {
 			from = " " + r.SourceText()
 		}
 		fmt.Fprintf(w, "  %s <-> %s: %s%s%s\n", r.Netdev, r.Switch(), r.Verdict, from, age)

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rocectl/rocectl/agent"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/internal/netnstest"
 	"github.com/rocectl/rocectl/lldp"
@@ -21,6 +20,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/report"
 )
 
@@ -117,38 +117,38 @@ func TestPeerOverVeth(t *testing.T) {
 		verdict string
 		lines   []string // each must appear in the text output
 	}{
-		{"consistent", [][]byte{frameOf(t, func(*lldp.Frame) {})}, "20s", 0, agent.PeerConsistent,
+		{"consistent", [][]byte{frameOf(t, func(*lldp.Frame) {})}, "20s", 0, peer.Consistent,
 			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: consistent (IEEE DCBX, from LLDP)"}},
-		{"pfc on another priority", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 })}, "20s", 2, agent.PeerMismatch,
+		{"pfc on another priority", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Enable = 1 << 4 })}, "20s", 2, peer.Mismatch,
 			[]string{"host0 <-> leaf-a12 (0c:42:a1:00:00:01) port swp7: pfc: switch says priorities 4, profile says priorities 3 (from LLDP)"}},
-		{"willing", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Willing = true })}, "20s", 2, agent.PeerMismatch,
+		{"willing", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.PFC.Willing = true })}, "20s", 2, peer.Mismatch,
 			[]string{"port swp7: willing: switch says willing (PFC), profile says the switch decides: not willing"}},
-		{"dscp map differs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.App[0].Priority = 4 })}, "20s", 2, agent.PeerMismatch,
+		{"dscp map differs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE.App[0].Priority = 4 })}, "20s", 2, peer.Mismatch,
 			[]string{"port swp7: dscp 26 (RoCE data): switch says priority 4, profile says priority 3"}},
 		{"CEE only", [][]byte{frameOf(t, func(f *lldp.Frame) {
 			f.IEEE = nil
 			f.CEE = &lldp.CEE{PFC: &lldp.CEEPFC{CEEFeature: lldp.CEEFeature{Enabled: true}, Enable: 1 << 3, NumTCs: 8}}
-		})}, "20s", 0, agent.PeerConsistent, []string{"consistent (CEE DCBX, from LLDP)"}},
-		{"no DCBX TLVs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE = nil })}, "20s", 1, agent.PeerUnknown,
+		})}, "20s", 0, peer.Consistent, []string{"consistent (CEE DCBX, from LLDP)"}},
+		{"no DCBX TLVs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE = nil })}, "20s", 1, peer.Unknown,
 			[]string{"? host0: unknown: the switch sends LLDP without DCBX TLVs"}},
-		{"malformed", [][]byte{append(frameOf(t, func(*lldp.Frame) {})[:14], 0x02, 0x07, 0x04, 1)}, "1s", 1, agent.PeerUnknown,
+		{"malformed", [][]byte{append(frameOf(t, func(*lldp.Frame) {})[:14], 0x02, 0x07, 0x04, 1)}, "1s", 1, peer.Unknown,
 			[]string{"? host0: unknown: heard", "malformed LLDP frame(s) and no valid one; last: malformed LLDPDU: Chassis ID TLV at byte 0: length 7 runs past the end"}},
 		// Real captures (lldp/testdata/SOURCES.md), sent as they were heard.
-		{"captured Cisco Nexus 5K, CEE, 802.1Q tagged", [][]byte{capture(t, "cisco-nexus5k-cee")}, "20s", 0, agent.PeerConsistent,
+		{"captured Cisco Nexus 5K, CEE, 802.1Q tagged", [][]byte{capture(t, "cisco-nexus5k-cee")}, "20s", 0, peer.Consistent,
 			[]string{"host0 <-> N5K-5-Lab3-3 (00:05:73:f3:4d:4a) port Eth1/3: consistent (CEE DCBX, from LLDP)"}},
-		{"captured Juniper QFX3500, IEEE", [][]byte{capture(t, "juniper-qfx3500-ieee")}, "20s", 2, agent.PeerMismatch,
+		{"captured Juniper QFX3500, IEEE", [][]byte{capture(t, "juniper-qfx3500-ieee")}, "20s", 2, peer.Mismatch,
 			[]string{"host0 <-> chassis 84:18:88:d6:39:48 port 526: pfc: switch says priorities none, profile says priorities 3",
 				"port 526: trust: switch says pcp (no DSCP → priority entry), profile says dscp"}},
 		// Sent by lldpad (SOURCES.md): the same port with the profile's
 		// DSCP map, then with DSCP 26 on priority 4, then in CEE mode.
-		{"lldpad, IEEE, DSCP map as the profile", [][]byte{capture(t, "lldpad-ieee-dscp")}, "20s", 0, agent.PeerConsistent,
+		{"lldpad, IEEE, DSCP map as the profile", [][]byte{capture(t, "lldpad-ieee-dscp")}, "20s", 0, peer.Consistent,
 			[]string{"host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: consistent (IEEE DCBX, from LLDP)"}},
-		{"lldpad, IEEE, DSCP 26 on priority 4", [][]byte{capture(t, "lldpad-ieee-dscp-differs")}, "20s", 2, agent.PeerMismatch,
+		{"lldpad, IEEE, DSCP 26 on priority 4", [][]byte{capture(t, "lldpad-ieee-dscp-differs")}, "20s", 2, peer.Mismatch,
 			[]string{"~ host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: 1 mismatch(es) (IEEE DCBX, from LLDP)\n",
 				"host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: dscp 26 (RoCE data): switch says priority 4, profile says priority 3 (from LLDP)\n"}},
-		{"lldpad, CEE", [][]byte{capture(t, "lldpad-cee")}, "20s", 0, agent.PeerConsistent,
+		{"lldpad, CEE", [][]byte{capture(t, "lldpad-cee")}, "20s", 0, peer.Consistent,
 			[]string{"host0 <-> lldpad-netns (02:dc:b0:00:00:01) port 02:dc:b0:00:00:01: consistent (CEE DCBX, from LLDP)"}},
-		{"silent switch", nil, "300ms", 1, agent.PeerUnknown,
+		{"silent switch", nil, "300ms", 1, peer.Unknown,
 			[]string{"? host0: unknown: no LLDP frame in 300ms"}},
 	}
 	for i, c := range cases {
@@ -185,7 +185,7 @@ func TestPeerOverVeth(t *testing.T) {
 				t.Errorf("peer took %s with a partner sending every 20ms", time.Since(start))
 			}
 			// The result is stored for audit, with the same verdict.
-			rep, err := agent.ReadPeerState(state)
+			rep, err := peer.ReadState(state)
 			if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Verdict != c.verdict {
 				t.Errorf("stored result %+v, %v; want verdict %s", rep, err, c.verdict)
 			}
@@ -207,7 +207,7 @@ func TestPeerJSON(t *testing.T) {
 		code, out, _ = run(t, nil, "--state-dir", t.TempDir(), "peer", "-p", repo("profiles/connectx-lossless.toml"), "--netdev", "host0", "-o", "json")
 		return nil
 	})
-	var rep agent.PeerReport
+	var rep peer.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
@@ -224,11 +224,11 @@ func TestAuditShowsRecentSwitchPeer(t *testing.T) {
 	state := t.TempDir()
 	heard := time.Now().Add(-90 * time.Second) // shown rounded to the second: 1m30s, or 1m31s on a slow run
 	f := lldptest.RoCEFrame()
-	rep := &agent.PeerReport{SchemaVersion: 1, Profile: "connectx-lossless", CheckedAt: time.Now(), Ports: []agent.PeerResult{{
-		Netdev: "ens1f0np0", Verdict: agent.PeerMismatch, HeardAt: &heard, Frame: f, DCBX: "ieee",
+	rep := &peer.Report{SchemaVersion: 1, Profile: "connectx-lossless", CheckedAt: time.Now(), Ports: []peer.Result{{
+		Netdev: "ens1f0np0", Verdict: peer.Mismatch, HeardAt: &heard, Frame: f, DCBX: "ieee",
 		Mismatches: []lldp.Mismatch{{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}},
 	}}}
-	if err := agent.WritePeerState(state, rep); err != nil {
+	if err := peer.WriteState(state, rep); err != nil {
 		t.Fatal(err)
 	}
 	_, out, _ := run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml"))
@@ -240,7 +240,7 @@ func TestAuditShowsRecentSwitchPeer(t *testing.T) {
 		}
 	}
 	rep.CheckedAt = time.Now().Add(-peerRecent - time.Minute)
-	if err := agent.WritePeerState(state, rep); err != nil {
+	if err := peer.WriteState(state, rep); err != nil {
 		t.Fatal(err)
 	}
 	if _, out, _ = run(t, sim, "--root", root, "--state-dir", state, "audit", "-p", repo("profiles/connectx-lossless.toml")); strings.Contains(out, "Switch peer") {
@@ -322,8 +322,8 @@ func TestPeerFromDriverDCBX(t *testing.T) {
 				t.Errorf("peer took %s: it waited for LLDP", time.Since(start))
 			}
 			// Audit's section names the source too.
-			rep, err := agent.ReadPeerState(state)
-			if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Source != agent.SourceDCBNL {
+			rep, err := peer.ReadState(state)
+			if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Source != peer.SourceDCBNL {
 				t.Fatalf("stored %+v, %v", rep, err)
 			}
 			var b strings.Builder

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/agent"
 	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/peer"
 )
 
 // The corpus under testdata/corpus is what the real rocectl printed for
@@ -95,11 +95,11 @@ func TestCorpus(t *testing.T) {
 	// and the second port heard nothing.
 	at, _ := time.Parse(time.RFC3339, now)
 	heard := at.Add(-10 * time.Second)
-	peer, err := json.Marshal(agent.PeerReport{SchemaVersion: 1, Profile: "connectx-lossless", Host: "rack-b-01", CheckedAt: at,
-		Ports: []agent.PeerResult{
-			{Netdev: "ens1f0np0", Driver: "mlx5_core", Verdict: agent.PeerMismatch, Source: agent.SourceLLDP, HeardAt: &heard, DCBX: "ieee",
+	peer, err := json.Marshal(peer.Report{SchemaVersion: 1, Profile: "connectx-lossless", Host: "rack-b-01", CheckedAt: at,
+		Ports: []peer.Result{
+			{Netdev: "ens1f0np0", Driver: "mlx5_core", Verdict: peer.Mismatch, Source: peer.SourceLLDP, HeardAt: &heard, DCBX: "ieee",
 				Mismatches: []lldp.Mismatch{{Key: "pfc", Switch: "3,4", Profile: "3"}}},
-			{Netdev: "ens1f1np1", Driver: "mlx5_core", Verdict: agent.PeerUnknown, Reason: "no LLDP frame within 35s: the switch may not send LLDP on this port"},
+			{Netdev: "ens1f1np1", Driver: "mlx5_core", Verdict: peer.Unknown, Reason: "no LLDP frame within 35s: the switch may not send LLDP on this port"},
 		}})
 	if err != nil {
 		t.Fatal(err)

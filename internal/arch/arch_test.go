@@ -124,6 +124,7 @@ func TestPackageBoundaries(t *testing.T) {
 		"verify": {"policy", "nic", "port"},
 		"apply":  {"host", "verify", "policy", "nccl", "nic", "port"},
 		"report": {"policy", "port"},
+		"peer":   {"apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
 		"policy": {"port"},
 		"nic":    {"port"},
 		"port":   {},

@@ -1,4 +1,4 @@
-package agent
+package peer
 
 import (
 	"encoding/json"
@@ -15,35 +15,35 @@ import (
 
 // The switch-peer check: what the switch port announces in DCBX against
 // the profile, heard in LLDP or, where the NIC firmware runs DCBX and the
-// driver reports the peer, read through dcbnl (peerdriver.go). `rocectl
+// driver reports the peer, read through dcbnl (driver.go). `rocectl
 // peer` runs it once; the daemon keeps a passive listener and polls the
 // drivers (peerwatch.go). Both leave the last result in the state dir
-// (PeerStateFile) for audit's "switch peer" section.
+// (StateFile) for audit's "switch peer" section.
 
-// PeerStateFile is the last peer result, in the state dir.
-const PeerStateFile = "peer.json"
+// StateFile is the last peer result, in the state dir.
+const StateFile = "peer.json"
 
 // Peer verdicts.
 const (
-	PeerConsistent = "consistent"
-	PeerMismatch   = "mismatch"
-	PeerUnknown    = "unknown"
-	PeerError      = "error"
+	Consistent = "consistent"
+	Mismatch   = "mismatch"
+	Unknown    = "unknown"
+	Error      = "error"
 )
 
-// PeerReport is `rocectl peer -o json` and the state file.
-type PeerReport struct {
+// Report is `rocectl peer -o json` and the state file.
+type Report struct {
 	SchemaVersion int    `json:"schema_version"`
 	Profile       string `json:"profile"`
 	// Host is the hostname of the machine the ports are on, which names
 	// it in `rocectl report`.
-	Host      string       `json:"host,omitempty"`
-	CheckedAt time.Time    `json:"checked_at"`
-	Ports     []PeerResult `json:"ports"`
+	Host      string    `json:"host,omitempty"`
+	CheckedAt time.Time `json:"checked_at"`
+	Ports     []Result  `json:"ports"`
 }
 
-// PeerResult is one port's verdict.
-type PeerResult struct {
+// Result is one port's verdict.
+type Result struct {
 	Netdev  string `json:"netdev"`
 	Driver  string `json:"driver,omitempty"`
 	Verdict string `json:"verdict"`
@@ -68,7 +68,7 @@ type PeerResult struct {
 }
 
 // SourceText is the source as the verdict lines say it.
-func (r PeerResult) SourceText() string {
+func (r Result) SourceText() string {
 	if r.Source == SourceDCBNL {
 		return "from the driver's DCBX (dcbnl)"
 	}
@@ -77,7 +77,7 @@ func (r PeerResult) SourceText() string {
 
 // PFCEnable is the PFC enable bitmap the switch announces, from either
 // source, and whether it is known.
-func (r PeerResult) PFCEnable() (uint8, bool) {
+func (r Result) PFCEnable() (uint8, bool) {
 	if r.Frame != nil {
 		return r.Frame.PFCEnable()
 	}
@@ -94,7 +94,7 @@ func (r PeerResult) PFCEnable() (uint8, bool) {
 
 // Switch names the partner: "NAME (chassis ID) port ID" from LLDP; the
 // driver's peer objects carry no identity.
-func (r PeerResult) Switch() string {
+func (r Result) Switch() string {
 	f := r.Frame
 	if f == nil {
 		if r.Source == SourceDCBNL {
@@ -110,27 +110,27 @@ func (r PeerResult) Switch() string {
 }
 
 // Judge turns a heard frame into a verdict.
-func Judge(r *PeerResult, rec lldp.Received, e lldp.Expect) {
+func Judge(r *Result, rec lldp.Received, e lldp.Expect) {
 	at := rec.At
 	r.Source, r.HeardAt, r.Frame, r.DriverPeer, r.Unchecked = SourceLLDP, &at, rec.Frame, nil, nil
 	r.DCBX = rec.Frame.DCBX()
 	if r.DCBX == "" {
-		r.Verdict = PeerUnknown
+		r.Verdict = Unknown
 		r.Reason = "the switch sends LLDP without DCBX TLVs (DCBX is off on its port, or its LLDP does not select the DCBX TLVs)"
 		return
 	}
 	r.Mismatches = lldp.Check(rec.Frame, e)
-	r.Verdict = PeerConsistent
+	r.Verdict = Consistent
 	if len(r.Mismatches) > 0 {
-		r.Verdict = PeerMismatch
+		r.Verdict = Mismatch
 	}
 }
 
-// PeerExpect derives from a profile what the switch must agree with: the
+// Expect derives from a profile what the switch must agree with: the
 // PFC set, the trust mode, the DSCPs the host marks (RoCE data from
 // roce.default_tos, else verbs_traffic_class, else NCCL IB_TC; CNPs from
 // ecn.cnp_dscp) with the priority each must land in, and [qos.ets].
-func PeerExpect(p *policy.Profile) lldp.Expect {
+func Expect(p *policy.Profile) lldp.Expect {
 	var e lldp.Expect
 	q := p.QoS
 	if q.PFCPriorities != nil {
@@ -181,30 +181,30 @@ func PeerExpect(p *policy.Profile) lldp.Expect {
 	return e
 }
 
-// WritePeerState stores rep as the state dir's last peer result
+// WriteState stores rep as the state dir's last peer result
 // (apply.Store.WriteStateFile: atomic, and only in a trusted state dir).
-func WritePeerState(dir string, rep *PeerReport) error {
+func WriteState(dir string, rep *Report) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	return apply.Store{Dir: dir}.WriteStateFile(PeerStateFile, append(b, '\n'))
+	return apply.Store{Dir: dir}.WriteStateFile(StateFile, append(b, '\n'))
 }
 
-// ReadPeerState reads the last peer result; (nil, nil) when there is none.
+// ReadState reads the last peer result; (nil, nil) when there is none.
 // A state dir or file another user could have written is refused
 // (apply.ErrUnsafe), as journals are: root's audit shows what it holds.
-func ReadPeerState(dir string) (*PeerReport, error) {
-	b, err := apply.Store{Dir: dir}.ReadStateFile(PeerStateFile)
+func ReadState(dir string) (*Report, error) {
+	b, err := apply.Store{Dir: dir}.ReadStateFile(StateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var rep PeerReport
+	var rep Report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", PeerStateFile, err)
+		return nil, fmt.Errorf("%s: %w", StateFile, err)
 	}
 	return &rep, nil
 }

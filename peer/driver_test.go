@@ -1,13 +1,9 @@
-package agent
+package peer
 
 import (
-	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/nic"
@@ -45,13 +41,13 @@ var expectRoCE = func() lldp.Expect {
 	return lldp.Expect{PFC: &pfc3, Trust: "dscp", DSCP: []lldp.DSCPUse{{DSCP: 26, Priority: 3, Role: "RoCE data"}}}
 }()
 
-func judgeOn(t *testing.T, s *nictest.Sim, driver string) (PeerResult, bool, string) {
+func judgeOn(t *testing.T, s *nictest.Sim, driver string) (Result, bool, string) {
 	t.Helper()
 	st, err := s.DCB("p0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := PeerResult{Netdev: "p0", Driver: driver}
+	r := Result{Netdev: "p0", Driver: driver}
 	ok, why := JudgeDriver(&r, st, expectRoCE)
 	return r, ok, why
 }
@@ -68,21 +64,21 @@ func TestJudgeDriver(t *testing.T) {
 		mismatches   []lldp.Mismatch
 		unchecked    []string // each must be (a prefix of) one entry
 	}{
-		{"qede agrees", snapshot.DriverQede, ieeeFW, func(*nictest.Partner) {}, PeerConsistent, "ieee", nil,
+		{"qede agrees", snapshot.DriverQede, ieeeFW, func(*nictest.Partner) {}, Consistent, "ieee", nil,
 			[]string{willingNote, "DSCP → priority and trust (qed_dcbnl_peer_getapptable reports every peer APP entry with selector 1"}},
-		{"qede PFC on 4", snapshot.DriverQede, ieeeFW, func(p *nictest.Partner) { p.PFC = 1 << 4 }, PeerMismatch, "ieee",
+		{"qede PFC on 4", snapshot.DriverQede, ieeeFW, func(p *nictest.Partner) { p.PFC = 1 << 4 }, Mismatch, "ieee",
 			[]lldp.Mismatch{{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}}, nil},
-		{"qede ETS willing is the switch's", snapshot.DriverQede, ieeeFW, func(p *nictest.Partner) { p.ETSWilling = true }, PeerMismatch, "ieee",
+		{"qede ETS willing is the switch's", snapshot.DriverQede, ieeeFW, func(p *nictest.Partner) { p.ETSWilling = true }, Mismatch, "ieee",
 			[]lldp.Mismatch{{Key: "willing", Switch: "willing (ETS)", Profile: "the switch decides: not willing"}}, nil},
-		{"qede priority 3 starved", snapshot.DriverQede, ieeeFW, func(p *nictest.Partner) { p.Bandwidth = [8]uint8{100} }, PeerMismatch, "ieee",
+		{"qede priority 3 starved", snapshot.DriverQede, ieeeFW, func(p *nictest.Partner) { p.Bandwidth = [8]uint8{100} }, Mismatch, "ieee",
 			[]lldp.Mismatch{{Key: "ets priority 3", Switch: "ets 0% (starved)", Profile: "a bandwidth share for the lossless class"}}, nil},
-		{"qede in CEE", snapshot.DriverQede, ceeFW, func(p *nictest.Partner) { p.PrioTC = [8]uint8{3: 1} }, PeerConsistent, "cee", nil,
+		{"qede in CEE", snapshot.DriverQede, ceeFW, func(p *nictest.Partner) { p.PrioTC = [8]uint8{3: 1} }, Consistent, "cee", nil,
 			[]string{"the switch's PFC willing bit (qede's cee_peer_getpfc does not set it)"}},
-		{"cxgb4: DSCP entries unusable", snapshot.DriverCxgb4, ieeeFW, func(*nictest.Partner) {}, PeerConsistent, "ieee", nil,
+		{"cxgb4: DSCP entries unusable", snapshot.DriverCxgb4, ieeeFW, func(*nictest.Partner) {}, Consistent, "ieee", nil,
 			[]string{willingNote, "the switch's ETS willing bit (cxgb4_ieee_read_ets", "DSCP → priority and trust (cxgb4_getpeer_app counts 8"}},
-		{"cxgb4 PFC on 4", snapshot.DriverCxgb4, ieeeFW, func(p *nictest.Partner) { p.PFC = 1 << 4 }, PeerMismatch, "ieee",
+		{"cxgb4 PFC on 4", snapshot.DriverCxgb4, ieeeFW, func(p *nictest.Partner) { p.PFC = 1 << 4 }, Mismatch, "ieee",
 			[]lldp.Mismatch{{Key: "pfc", Switch: "priorities 4", Profile: "priorities 3"}}, nil},
-		{"cxgb4 in CEE: its PG willing bit is its own", snapshot.DriverCxgb4, ceeFW, func(*nictest.Partner) {}, PeerConsistent, "cee", nil,
+		{"cxgb4 in CEE: its PG willing bit is its own", snapshot.DriverCxgb4, ceeFW, func(*nictest.Partner) {}, Consistent, "cee", nil,
 			[]string{"the switch's priority group willing bit (cxgb4_cee_peer_getpg"}},
 	}
 	for _, c := range cases {
@@ -122,13 +118,13 @@ func TestJudgeDriverGenericDSCP(t *testing.T) {
 		PFC: &dcb.PFC{Cap: 8, Enable: 1 << 3},
 		App: &dcb.PeerApp{Entries: []dcb.App{{Selector: dcb.SelDSCP, Priority: 4, Protocol: 26}}},
 	}}
-	r := PeerResult{Netdev: "p0", Driver: "somenic"}
+	r := Result{Netdev: "p0", Driver: "somenic"}
 	if ok, _ := JudgeDriver(&r, st, expectRoCE); !ok || !reflect.DeepEqual(r.Mismatches, []lldp.Mismatch{{Key: "dscp 26 (RoCE data)", Switch: "priority 4", Profile: "priority 3"}}) {
 		t.Errorf("DSCP entry: %+v", r)
 	}
 	st.Peer.App.Entries = []dcb.App{{Selector: dcb.SelDgram, Priority: 3, Protocol: 4791}}
-	r = PeerResult{Netdev: "p0", Driver: "somenic"}
-	if ok, _ := JudgeDriver(&r, st, expectRoCE); !ok || r.Verdict != PeerConsistent || !strings.Contains(strings.Join(r.Unchecked, "|"), "has no DSCP entry") {
+	r = Result{Netdev: "p0", Driver: "somenic"}
+	if ok, _ := JudgeDriver(&r, st, expectRoCE); !ok || r.Verdict != Consistent || !strings.Contains(strings.Join(r.Unchecked, "|"), "has no DSCP entry") {
 		t.Errorf("no DSCP entry: %+v", r)
 	}
 }
@@ -146,43 +142,5 @@ func TestJudgeDriverNoPeer(t *testing.T) {
 	s.SetPartner("p0", roceSwitch())
 	if _, ok, why := judgeOn(t, s, snapshot.DriverMLX5); ok || why != "" {
 		t.Errorf("mlx5: ok %v, why %q", ok, why)
-	}
-}
-
-// The agent polls the driver: the verdict, the partner's PFC bitmap in
-// /metrics, the state file; when the driver stops reporting, unknown.
-func TestPeerWatchPollsDriver(t *testing.T) {
-	s := driverHost(snapshot.DriverQede, dcb.DCBXLLDManaged|dcb.DCBXVerIEEE)
-	p := roceSwitch()
-	p.PFC = 1 << 4
-	s.SetPartner("p0", p)
-	dir := t.TempDir()
-	w := newPeerWatch(expectRoCE, "test", dir, slog.New(slog.DiscardHandler))
-	w.pollDriver(s, []string{"p0"})
-	if !w.usesDriver("p0") {
-		t.Fatal("the port's LLDP frames would still be recorded")
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(w)
-	want := `
-# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.
-# TYPE rocectl_peer_consistent gauge
-rocectl_peer_consistent{device="p0"} 0
-# HELP rocectl_peer_pfc_enabled_bitmap The PFC enable bitmap the switch announces (bit p = priority p).
-# TYPE rocectl_peer_pfc_enabled_bitmap gauge
-rocectl_peer_pfc_enabled_bitmap{device="p0"} 16
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
-		t.Error(err)
-	}
-	rep, err := ReadPeerState(dir)
-	if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Source != SourceDCBNL || rep.Ports[0].Verdict != PeerMismatch {
-		t.Fatalf("state file %+v, %v", rep, err)
-	}
-	s.SetPartner("p0", nil)
-	w.pollDriver(s, []string{"p0"})
-	rep, _ = ReadPeerState(dir)
-	if w.usesDriver("p0") || rep.Ports[0].Verdict != PeerUnknown || !strings.Contains(rep.Ports[0].Reason, "has heard none yet") {
-		t.Errorf("after the partner went: %+v", rep.Ports[0])
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package peer
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // qede and cxgb4 have them (docs/drivers.md). It answers at once, where
 // LLDP needs a frame, and works where the firmware takes the frames before
 // the host sees them. What each driver leaves out or fills with its own
-// values is not judged: it is listed in PeerResult.Unchecked.
+// values is not judged: it is listed in Result.Unchecked.
 
 // Where a peer result comes from.
 const (
@@ -23,7 +23,7 @@ const (
 )
 
 // DriverPeer is the link partner's DCBX as the driver reported it, in
-// PeerResult for the record.
+// Result for the record.
 type DriverPeer struct {
 	IEEE *dcb.Peer    `json:"ieee,omitempty"`
 	CEE  *dcb.CEEPeer `json:"cee,omitempty"`
@@ -43,7 +43,7 @@ const (
 // reports it in st against e. It returns false when the driver reports no
 // usable peer, with the likely reason ("" when the driver has no peer ops
 // at all); the caller then listens for LLDP.
-func JudgeDriver(r *PeerResult, st *dcb.State, e lldp.Expect) (bool, string) {
+func JudgeDriver(r *Result, st *dcb.State, e lldp.Expect) (bool, string) {
 	f, u, unchecked, why := driverView(r.Driver, st, e)
 	if f == nil {
 		return false, why
@@ -54,9 +54,9 @@ func JudgeDriver(r *PeerResult, st *dcb.State, e lldp.Expect) (bool, string) {
 	r.DCBX = f.DCBX()
 	r.Unchecked = unchecked
 	r.Mismatches = lldp.CheckKnown(f, e, u)
-	r.Verdict = PeerConsistent
+	r.Verdict = Consistent
 	if len(r.Mismatches) > 0 {
-		r.Verdict = PeerMismatch
+		r.Verdict = Mismatch
 	}
 	return true, ""
 }
