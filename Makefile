@@ -7,6 +7,9 @@
 
 GO       ?= go
 BIN      := bin/rocectl
+# The daemon is its own binary (cli/agentcmd says why); `rocectl agent`
+# runs it from beside rocectl.
+AGENT_BIN := bin/rocectl-agent
 # Debian packages the tests use: iproute2/ethtool only as cross-checks in
 # namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs),
 # util-linux's setpriv for the systemd unit test, ansible-core and PyYAML
@@ -41,7 +44,7 @@ help:
 	@echo "make demo   - audit the shipped ConnectX recipe against a captured factory-default host (no RDMA NIC needed)"
 	@echo "make test   - the whole test suite: deps, vet, lint, unit/fixture/namespace tests, end-to-end, Soft-RoCE lab (needs root)"
 	@echo "make lint   - staticcheck (a tool in go.mod) over the plain, lab/verbs and test-hook builds"
-	@echo "make build  - bin/rocectl (add verbs support with: make build-verbs)"
+	@echo "make build  - bin/rocectl and bin/rocectl-agent, the daemon (add verbs support with: make build-verbs)"
 	@echo "make deb    - bin/rocectl_<version>_<arch>.deb (verbs support; Depends: libibverbs1)"
 	@echo "make race   - the Go tests under the race detector (not in make test: about 3.5 more minutes)"
 	@echo "make bench  - benchmarks, printed beside their baselines"
@@ -56,10 +59,12 @@ deps:
 build:
 	@[ -x $(BIN) ] || echo "build: $(BIN) (a first build compiles every dependency: about 2 minutes on 2 cores)..."
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/rocectl-agent
 
 # With verbs traffic tests (links libibverbs.so.1; needs libibverbs-dev).
 build-verbs:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rocectl
+	CGO_ENABLED=1 $(GO) build -trimpath -tags verbs -ldflags "$(LDFLAGS)" -o $(AGENT_BIN) ./cmd/rocectl-agent
 
 # --- Debian package (packaging/nfpm.yaml, built with go tool nfpm) ---
 # Version: v1.2.3 tag -> 1.2.3, 4 commits later -> 1.2.3+git4.gabcdef0; no
@@ -82,6 +87,7 @@ DEB_LDFLAGS := -s -w -X $(CLI_PKG).Version=$(DEB_VERSION) \
 deb:
 	rm -rf $(DEB_STAGE) && mkdir -p $(DEB_STAGE)/units $(DEB_STAGE)/examples
 	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -tags verbs -ldflags "$(DEB_LDFLAGS)" -o $(DEB_STAGE)/rocectl ./cmd/rocectl
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -tags verbs -ldflags "$(DEB_LDFLAGS)" -o $(DEB_STAGE)/rocectl-agent ./cmd/rocectl-agent
 	SOURCE_DATE_EPOCH=$(DEB_EPOCH) $(GO) run ./internal/cmd/gendocs -out $(DEB_STAGE) -version $(DEB_VERSION)
 	@# The units name /usr/local/sbin/rocectl (a hand install); the package's is /usr/sbin.
 	for u in systemd/rocectl*.service systemd/rocectl*.timer; do \

@@ -3,7 +3,8 @@
 // when the drifted set changes (a pure DriftTracker decides), applies the
 // profile in enforce mode through apply.Run, honours --confirm deadlines,
 // serves Prometheus metrics and talks to systemd (READY, STATUS,
-// watchdog). The `rocectl agent` command (package cli) starts it.
+// watchdog). rocectl-agent's command (cli/agentcmd) starts it; rocectl
+// itself does not link this package.
 package agent
 
 import (

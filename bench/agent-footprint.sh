@@ -1,5 +1,5 @@
 #!/bin/bash
-# agent-footprint.sh - steady-state memory and CPU of `rocectl agent` with 8
+# agent-footprint.sh - steady-state memory and CPU of `rocectl-agent` with 8
 # ports, against the budget of the issue "Operator experience" (§2):
 # ≤ 20 MB RSS and ≤ 1 % of one core with counters polled every 200 ms.
 #
@@ -36,7 +36,7 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-CGO_ENABLED=0 go build -trimpath -o "$TMP/rocectl" ./cmd/rocectl
+CGO_ENABLED=0 go build -trimpath -o "$TMP/rocectl-agent" ./cmd/rocectl-agent
 go run ./internal/cmd/mkhosts -captures testdata/captures -ports 8 -o "$TMP/host"
 TCK=$(getconf CLK_TCK)
 
@@ -51,8 +51,8 @@ measure() {
 	local name=$1
 	shift
 	mkdir -p "$TMP/state-$name"
-	"$TMP/rocectl" --snapshot "$TMP/host" --state-dir "$TMP/state-$name" --log-format json \
-		agent -p profiles/connectx-lossless.toml --mode audit --interval 1s "$@" 2>"$TMP/$name.log" &
+	"$TMP/rocectl-agent" --snapshot "$TMP/host" --state-dir "$TMP/state-$name" --log-format json \
+		-p profiles/connectx-lossless.toml --mode audit --interval 1s "$@" 2>"$TMP/$name.log" &
 	PID=$!
 	local url=
 	if [[ " $* " == *" --metrics-addr "* ]]; then

@@ -1,66 +1,59 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"time"
+	"os"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/rocectl/rocectl/agent"
-	"github.com/rocectl/rocectl/policy"
 )
 
+// AgentBinary is the daemon's program (cmd/rocectl-agent, cli/agentcmd).
+// rocectl does not link the daemon: see cli/agentcmd for why.
+const AgentBinary = "rocectl-agent"
+
+// newAgentCmd is `rocectl agent ARGS`: it runs rocectl-agent ARGS in this
+// process's place (execve: same PID, so systemd's notify socket, watchdog
+// and signals reach the daemon), for units and scripts written before
+// the daemon had its own binary. Its flags are the daemon's, unparsed
+// here: `rocectl agent --help` is rocectl-agent's help.
 func newAgentCmd(env *Env) *cobra.Command {
-	var mode string
-	cfg := agent.Config{}
-	cmd := &cobra.Command{
-		Use:   "agent -p PROFILE",
-		Short: "Keep the host on its profile: drift checks on a timer and on link events, metrics, sd_notify",
-		Long: `agent checks the host against the profile every --interval and whenever a RoCE
-netdev or its addresses change (a driver reload forgets DCB APP entries, ECN
-and rdma_cm settings). In audit mode it reports drift (log, metrics); in
-enforce mode it applies the profile with the same journal, read-back, guard
-and rollback as apply, at most once per --min-apply-interval (a PFC change
-flaps mlx5 links). At start it restores any apply a crash left unfinished and
-reverts unconfirmed changes whose --confirm deadline has passed, and it
-keeps honouring such deadlines. Under systemd it reports READY=1, STATUS= and
-watchdog pings.`,
-		Args: cobra.NoArgs,
+	return &cobra.Command{
+		Use:   "agent -p PROFILE [flags]",
+		Short: "Run the daemon (" + AgentBinary + ") with these arguments: drift checks, metrics, sd_notify",
+		Long: `agent runs ` + AgentBinary + `, rocectl's daemon, in this process's place with the
+same arguments: rocectl agent -p PROFILE --mode audit is
+` + AgentBinary + ` -p PROFILE --mode audit. ` + AgentBinary + ` is looked for beside
+rocectl, then on PATH. See ` + AgentBinary + ` --help for its flags.`,
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if mode != "enforce" && mode != "audit" {
-				return fmt.Errorf("--mode must be enforce or audit, not %q", mode)
-			}
-			if env.Snapshot != "" && mode == "enforce" {
-				return errors.New("a snapshot is read-only: use --mode audit")
-			}
-			// The profile's warnings once on stderr, as every command
-			// prints them; the daemon logs them too.
-			if _, err := env.loadProfile(cfg.Profile); err != nil {
-				return err
-			}
-			h, done, err := env.host(cmd.Context())
+			path, err := agentPath()
 			if err != nil {
 				return err
 			}
-			defer done()
-			cfg.Enforce = mode == "enforce"
-			cfg.LoadOptions = policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile}
-			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
-			cfg.Store, cfg.Log = env.store(), env.Log
-			cfg.Version = Version
-			return agent.Run(cmd.Context(), cfg)
+			return env.Exec(path, append([]string{path}, args...), os.Environ())
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&cfg.Profile, "profile", "p", "", "profile file (required)")
-	fl.StringVar(&mode, "mode", "audit", "enforce (apply on drift) or audit (report only)")
-	fl.DurationVar(&cfg.Interval, "interval", 5*time.Minute, "time between drift checks")
-	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9469")
-	fl.DurationVar(&cfg.CounterInterval, "counter-interval", time.Second, "with --metrics-addr: how often NIC counters are polled")
-	fl.DurationVar(&cfg.MinApplyInterval, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
-	fl.BoolVar(&cfg.Once, "once", false, "run one check (and apply in enforce mode), then exit")
-	fl.BoolVar(&cfg.RequireMatch, "require-match", false, "fail (exit 1) when the first check finds no RoCE port matching the profile; later such checks count as failed (rocectl_last_check_success 0), not in sync")
-	_ = cmd.MarkFlagRequired("profile")
-	return cmd
+}
+
+// agentPath finds the daemon's binary: beside this one (the package and
+// the Ansible role install both into one directory), else on PATH.
+func agentPath() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(exe), AgentBinary)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(AgentBinary)
+	if err != nil {
+		where := "this rocectl's directory"
+		if exe != "" {
+			where = filepath.Dir(exe)
+		}
+		return "", fmt.Errorf("the daemon is its own program, %s, and it is neither in %s nor on PATH: install it beside rocectl (make build builds both)", AgentBinary, where)
+	}
+	return p, nil
 }

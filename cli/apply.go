@@ -78,12 +78,12 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 }
 
 func (env *Env) runApply(ctx context.Context, f applyFlags) error {
-	h, done, err := env.host(ctx)
+	h, done, err := env.Host(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	store := env.store()
+	store := env.Store()
 	var lock *apply.Lock
 	if !f.dryRun {
 		lock, err = store.Acquire("apply -p " + f.profile)
@@ -275,7 +275,7 @@ func newCommitCmd(env *Env) *cobra.Command {
 		Short: "Keep a change applied with --confirm",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store := env.store()
+			store := env.Store()
 			lock, err := store.Acquire("commit")
 			if err != nil {
 				return err
@@ -338,12 +338,12 @@ journal/abandoned/ in the state dir, after which applies, rollbacks and the
 agent are no longer blocked by it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			store := env.store()
+			store := env.Store()
 			lock, err := store.Acquire("rollback")
 			if err != nil {
 				return err
@@ -450,7 +450,7 @@ func (env *Env) rollbackIfExpired(h *host.Host, store apply.Store, args []string
 // armed.
 func (env *Env) waitConfirm(ctx context.Context, pl *apply.Prepared, res *apply.Result, text bool) error {
 	id := res.JournalID
-	w, err := apply.WaitConfirm(ctx, pl, id, apply.WaitOptions{Store: env.store(), Deadline: res.Deadline, Progress: env.progressWriter(text)})
+	w, err := apply.WaitConfirm(ctx, pl, id, apply.WaitOptions{Store: env.Store(), Deadline: res.Deadline, Progress: env.progressWriter(text)})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func BenchmarkAuditPipeline(b *testing.B) {
 			prof := repo("profiles/fat-tree-32gpu-100g.toml")
 			b.ReportAllocs()
 			for b.Loop() {
-				h, done, err := env.host(context.Background())
+				h, done, err := env.Host(context.Background())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -65,7 +65,7 @@ func BenchmarkPolicyPipeline(b *testing.B) {
 	for _, ports := range []int{8, 64} {
 		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
 			env := snapshotEnv(b, ports)
-			h, done, err := env.host(context.Background())
+			h, done, err := env.Host(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -27,7 +27,7 @@ anywhere with rocectl audit -p PROFILE --snapshot DIR. Nothing on the host
 is changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
 			}

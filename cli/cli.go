@@ -14,45 +14,14 @@ import (
 
 // NewRootCommand builds the rocectl command tree over env.
 func NewRootCommand(env *Env) *cobra.Command {
-	root := &cobra.Command{
+	root := Program(env, &cobra.Command{
 		Use:   "rocectl",
 		Short: "Make RoCE hosts lossless and keep them that way",
 		Long: `rocectl applies one declarative TOML profile (PFC, trust/DSCP, ECN/DCQCN, MTU,
 buffers, RoCE TOS, NCCL defaults) to every RoCE NIC of a host through the
 kernel's own interfaces, verifies it, watches the pause counters and rolls
 back by itself when they spike.`,
-		Version:       currentVersionInfo().short(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if env.LogFormat != "text" && env.LogFormat != "json" {
-				return fmt.Errorf("--log-format must be text or json, not %q", env.LogFormat)
-			}
-			if env.KeepJournals < 1 {
-				return fmt.Errorf("--keep-journals must be at least 1, not %d", env.KeepJournals)
-			}
-			if env.Snapshot != "" && cmd.Flags().Changed("root") {
-				return errors.New("--root and --snapshot exclude each other: a snapshot is its own root")
-			}
-			env.setupLog()
-			if env.TuneGC {
-				tuneGC(cmd.Name())
-			}
-			return nil
-		},
-	}
-	root.SetVersionTemplate("rocectl {{.Version}}\n")
-	root.SetOut(env.Stdout)
-	root.SetErr(env.Stderr)
-	pf := root.PersistentFlags()
-	pf.StringVar(&env.Root, "root", env.Root, "prefix for /sys, /sys/kernel/config and /sys/kernel/debug (a copy of a host's tree)")
-	pf.StringVar(&env.Snapshot, "snapshot", "", "read the host from a capture directory instead of the live kernel (read-only)")
-	pf.StringVar(&env.StateDir, "state-dir", env.StateDir, "journal, lock and last result")
-	pf.IntVar(&env.KeepJournals, "keep-journals", apply.DefaultKeep, "finished apply journals to keep in the state dir (the newest, and always the last committed one)")
-	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
-	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
-	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others, or owned by a user other than root and the one running rocectl")
-
+	})
 	root.AddCommand(
 		newValidateCmd(env),
 		newAuditCmd(env),
@@ -75,16 +44,56 @@ back by itself when they spike.`,
 	return root
 }
 
-// flagValues are the fixed values of enumerated flags, per command ("" is
-// the root's persistent flags), for shell completion.
+// Program makes root the root command of a rocectl program (rocectl, and
+// the daemon's own binary, rocectl-agent): the global flags every program
+// takes (--root, --snapshot, --state-dir, --keep-journals, logging,
+// --allow-insecure-profile), their checks, and the logger, set up before
+// any command of the program runs. It returns root.
+func Program(env *Env, root *cobra.Command) *cobra.Command {
+	root.Version = currentVersionInfo().short()
+	root.SilenceUsage, root.SilenceErrors = true, true
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if env.LogFormat != "text" && env.LogFormat != "json" {
+			return fmt.Errorf("--log-format must be text or json, not %q", env.LogFormat)
+		}
+		if env.KeepJournals < 1 {
+			return fmt.Errorf("--keep-journals must be at least 1, not %d", env.KeepJournals)
+		}
+		if env.Snapshot != "" && cmd.Flags().Changed("root") {
+			return errors.New("--root and --snapshot exclude each other: a snapshot is its own root")
+		}
+		env.setupLog()
+		if env.TuneGC {
+			tuneGC(cmd.Name())
+		}
+		return nil
+	}
+	root.SetVersionTemplate(root.Name() + " {{.Version}}\n")
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&env.Root, "root", env.Root, "prefix for /sys, /sys/kernel/config and /sys/kernel/debug (a copy of a host's tree)")
+	pf.StringVar(&env.Snapshot, "snapshot", "", "read the host from a capture directory instead of the live kernel (read-only)")
+	pf.StringVar(&env.StateDir, "state-dir", env.StateDir, "journal, lock and last result")
+	pf.IntVar(&env.KeepJournals, "keep-journals", apply.DefaultKeep, "finished apply journals to keep in the state dir (the newest, and always the last committed one)")
+	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
+	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
+	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others, or owned by a user other than root and the one running rocectl")
+	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	for _, name := range []string{"root", "snapshot", "state-dir"} {
+		_ = root.MarkPersistentFlagDirname(name)
+	}
+	return root
+}
+
+// flagValues are the fixed values of enumerated flags, per command, for
+// shell completion (Program completes the global flags).
 var flagValues = map[string]map[string][]string{
-	"":         {"log-format": {"text", "json"}},
 	"audit":    {"output": {"text", "json"}},
 	"apply":    {"output": {"text", "json"}},
 	"verify":   {"output": {"text", "json"}},
 	"version":  {"output": {"text", "json"}},
 	"nccl-env": {"format": {"env", "shell", "json"}},
-	"agent":    {"mode": {"audit", "enforce"}},
 }
 
 // registerCompletions teaches `rocectl completion` the values of the
@@ -96,22 +105,15 @@ func registerCompletions(root *cobra.Command) {
 		return cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp)
 	}
 	for name, flags := range flagValues {
-		cmd := root
-		if name != "" {
-			c, _, err := root.Find([]string{name})
-			if err != nil || c == root {
-				panic("flagValues: no command " + name)
-			}
-			cmd = c
+		cmd, _, err := root.Find([]string{name})
+		if err != nil || cmd == root {
+			panic("flagValues: no command " + name)
 		}
 		for flag, vals := range flags {
 			if err := cmd.RegisterFlagCompletionFunc(flag, fixed(vals)); err != nil {
 				panic(fmt.Sprintf("flagValues: %s --%s: %v", name, flag, err))
 			}
 		}
-	}
-	for _, name := range []string{"root", "snapshot", "state-dir"} {
-		_ = root.MarkPersistentFlagDirname(name)
 	}
 	for _, cmd := range root.Commands() {
 		if cmd.Flags().Lookup("profile") != nil {
@@ -165,7 +167,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return env.jsonOnError(output, err)
 			}
@@ -220,7 +222,7 @@ func (env *Env) pendingReverts() []string {
 	if env.Snapshot != "" {
 		return nil
 	}
-	js, err := apply.Expired(env.store(), time.Now())
+	js, err := apply.Expired(env.Store(), time.Now())
 	if errors.Is(err, os.ErrPermission) {
 		return nil
 	}

@@ -1,16 +1,11 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rocectl/rocectl/policy"
 )
@@ -163,90 +158,6 @@ func TestTopoCommand(t *testing.T) {
 	}
 }
 
-// The agent in audit mode: READY=1 to systemd after the first check, and
-// the drift on /metrics.
-func TestAgentNotifiesReadyAndServesMetrics(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	t.Setenv("NOTIFY_SOCKET", sock)
-
-	// Port 0: the kernel picks a free port while the agent holds it, and
-	// the agent logs which (before READY=1).
-	logs := &signalWriter{mark: `"msg":"serving metrics"`, seen: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	env := NewEnv(io.Discard, logs)
-	cmd := NewRootCommand(env)
-	cmd.SetArgs([]string{"--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"), "--log-format", "json", "agent", "-p", repo("profiles/connectx-lossless.toml"),
-		"--mode", "audit", "--interval", "1h", "--metrics-addr", "127.0.0.1:0"})
-	var runErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runErr = cmd.ExecuteContext(ctx)
-	}()
-	// The agent ends with the test, however the test ends.
-	t.Cleanup(func() { cancel(); <-done })
-
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	buf := make([]byte, 4096)
-	ready := false
-	for !ready {
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("no READY=1 from the agent: %v", err)
-		}
-		ready = strings.Contains(string(buf[:n]), "READY=1")
-	}
-	addr := servingAddr(t, logs)
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{
-		`rocectl_drift_settings{device="ens1f0np0",kind="ecn_enable",profile="connectx-lossless"} 14`,
-		`rocectl_last_check_success 1`,
-		`rocectl_pfc_storm_events_total{device="ens1f0np0",severity="error"} 0`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q:\n%s", want, body)
-		}
-	}
-	cancel()
-	select {
-	case <-done:
-		if runErr != nil {
-			t.Fatalf("agent returned %v", runErr)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("agent did not stop on cancel")
-	}
-}
-
-// servingAddr is the address in the agent's "serving metrics" log line,
-// which it writes before READY=1.
-func servingAddr(t *testing.T, logs *signalWriter) string {
-	t.Helper()
-	select {
-	case <-logs.seen:
-	default:
-		t.Fatalf("no \"serving metrics\" line before READY=1:\n%s", logs.String())
-	}
-	for line := range strings.Lines(logs.String()) {
-		var r struct{ Msg, Addr string }
-		if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "serving metrics" && r.Addr != "" {
-			return r.Addr
-		}
-	}
-	t.Fatalf("the \"serving metrics\" line has no addr:\n%s", logs.String())
-	return ""
-}
-
 func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
 	code, out, _ := run(t, nil, "audit", "-o", "json", "-p", "/nonexistent.toml", "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
 	var doc Report
@@ -262,15 +173,5 @@ func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
 	code, _, errs := run(t, nil, "audit", "--require-match", "-p", repo("profiles/lossy-ecn-only.toml"), "--snapshot", repo("testdata/hosts/bnxt-re-factory"))
 	if code != ExitError || !strings.Contains(errs, "No RoCE port matches the profile's [match]") {
 		t.Fatalf("--require-match: exit %d\n%s", code, errs)
-	}
-	// The agent likewise (its unit passes the flag).
-	t.Setenv("NOTIFY_SOCKET", "")
-	agent := []string{"agent", "--once", "-p", repo("profiles/lossy-ecn-only.toml"), "--snapshot", repo("testdata/hosts/bnxt-re-factory")}
-	if code, out, errs := run(t, nil, agent...); code != ExitOK {
-		t.Fatalf("agent, no match: exit %d\n%s%s", code, out, errs)
-	}
-	code, _, errs = run(t, nil, append(agent, "--require-match")...)
-	if code != ExitError || !strings.Contains(errs, "No RoCE port matches the profile's [match]") {
-		t.Fatalf("agent --require-match: exit %d\n%s", code, errs)
 	}
 }

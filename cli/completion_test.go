@@ -17,7 +17,6 @@ func TestFlagValueCompletion(t *testing.T) {
 		{[]string{"verify", "-o", ""}, "text\njson\n:4\n"},
 		{[]string{"version", "-o", ""}, "text\njson\n:4\n"},
 		{[]string{"nccl-env", "--format", ""}, "env\nshell\njson\n:4\n"},
-		{[]string{"agent", "--mode", ""}, "audit\nenforce\n:4\n"},
 		{[]string{"--log-format", ""}, "text\njson\n:4\n"},
 		// Profiles are .toml files (8: filter by extension).
 		{[]string{"audit", "-p", ""}, "toml\n:8\n"},

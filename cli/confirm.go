@@ -50,7 +50,7 @@ func (env *Env) armConfirm(ctx context.Context, j *apply.Journal, deadline time.
 	args := append(env.globalArgs(), "confirm-watch", j.ID)
 	cmd := exec.Command(exe, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	logf, err := os.OpenFile(env.store().WatcherLog(j.ID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(env.Store().WatcherLog(j.ID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return "", err
 	}
@@ -126,7 +126,7 @@ func newConfirmWatchCmd(env *Env) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store := env.store()
+			store := env.Store()
 			for {
 				j, err := store.Load(args[0])
 				if err != nil {
@@ -145,7 +145,7 @@ func newConfirmWatchCmd(env *Env) *cobra.Command {
 				case <-time.After(min(wait, time.Second)):
 				}
 			}
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,8 +1,10 @@
 // Package cli holds rocectl's commands (validate, audit, apply, verify,
-// commit, rollback, capture, nccl-env, topo, agent) and their rendering:
-// Terraform-style text and the JSON documents. The work is done by apply
-// (the change lifecycle), verify and agent (the daemon); cmd/rocectl only
-// turns signals into a context and errors into exit codes.
+// commit, rollback, capture, nccl-env, topo, peer, watch, report, …) and
+// their rendering: Terraform-style text and the JSON documents. The work
+// is done by apply (the change lifecycle), verify and the rest; the daemon
+// is a program of its own (cli/agentcmd, agent), which `rocectl agent`
+// runs. cmd/rocectl only turns signals into a context and errors into exit
+// codes.
 package cli
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"syscall"
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
@@ -90,11 +93,16 @@ type Env struct {
 
 	// NewKernel builds the live kernel; tests may replace it.
 	NewKernel func(log *slog.Logger) (nic.Kernel, func() error, error)
+
+	// Exec replaces the process with another program (execve), as
+	// `rocectl agent` runs the daemon; tests may replace it.
+	Exec func(path string, argv, envv []string) error
 }
 
 // NewEnv returns an Env writing to the given streams.
 func NewEnv(stdout, stderr io.Writer) *Env {
 	return &Env{Root: "/", StateDir: "/var/lib/rocectl", LogFormat: "text", Stdout: stdout, Stderr: stderr,
+		Exec: syscall.Exec,
 		NewKernel: func(log *slog.Logger) (nic.Kernel, func() error, error) {
 			l, err := nic.NewLive(log)
 			if err != nil {
@@ -117,9 +125,9 @@ func (env *Env) setupLog() {
 	}
 }
 
-// host opens the host the command works on: a snapshot (read-only) or the
-// live kernel with files under --root.
-func (env *Env) host(ctx context.Context) (*host.Host, func(), error) {
+// Host opens the host the command works on: a snapshot (read-only) or the
+// live kernel with files under --root. done closes what it opened.
+func (env *Env) Host(ctx context.Context) (*host.Host, func(), error) {
 	if env.Snapshot != "" {
 		s, err := snapshot.Open(env.Snapshot)
 		if err != nil {
@@ -134,10 +142,11 @@ func (env *Env) host(ctx context.Context) (*host.Host, func(), error) {
 	return &host.Host{FS: nic.NewFS(env.Root, false), K: k, Log: env.Log}, func() { _ = closeFn() }, nil
 }
 
-func (env *Env) store() apply.Store { return apply.Store{Dir: env.StateDir, Keep: env.KeepJournals} }
+// Store is the state dir as --state-dir and --keep-journals name it.
+func (env *Env) Store() apply.Store { return apply.Store{Dir: env.StateDir, Keep: env.KeepJournals} }
 
-// loadProfile loads and validates a profile, printing its warnings.
-func (env *Env) loadProfile(path string) (*policy.Profile, error) {
+// LoadProfile loads and validates a profile, printing its warnings.
+func (env *Env) LoadProfile(path string) (*policy.Profile, error) {
 	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile})
 	if err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ printed on stdout or written, and the exit status is 1.`,
 				return fmt.Errorf("--write with --snapshot: a snapshot is read-only")
 			}
 			doc := &NCCLEnvDoc{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
-			p, err := env.loadProfile(profile)
+			p, err := env.LoadProfile(profile)
 			if err != nil {
 				if format != "json" {
 					return err
@@ -70,7 +70,7 @@ printed on stdout or written, and the exit status is 1.`,
 			}
 			doc.Profile, doc.ProfileHash = p.Name, p.Hash
 			doc.Diagnostics = diagnosticsOf(p.Warnings)
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -57,11 +57,11 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 			if wait <= 0 {
 				return fmt.Errorf("--wait must be positive, not %s", wait)
 			}
-			p, err := env.loadProfile(profile)
+			p, err := env.LoadProfile(profile)
 			if err != nil {
 				return err
 			}
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
 			}

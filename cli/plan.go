@@ -21,7 +21,7 @@ import (
 // the profile itself does not need it (verbs traffic asked for on the
 // command line).
 func (env *Env) makePlan(profilePath string, h *host.Host, withGID bool) (*apply.Prepared, error) {
-	p, err := env.loadProfile(profilePath)
+	p, err := env.LoadProfile(profilePath)
 	if err != nil {
 		return nil, err
 	}

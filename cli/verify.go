@@ -68,7 +68,7 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 				fmt.Fprintln(env.Stderr, err)
 				return silent(ExitError)
 			}
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return fail(err)
 			}

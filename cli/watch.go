@@ -54,7 +54,7 @@ interval; --once waits one interval, prints, and exits.`,
 			if interval <= 0 {
 				return fmt.Errorf("--interval must be positive, not %s", interval)
 			}
-			h, done, err := env.host(cmd.Context())
+			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ func (env *Env) watchPorts(h *host.Host, profile string) ([]port.Port, string, e
 		}
 		return inv.Ports, "all RoCE ports", nil
 	}
-	p, err := env.loadProfile(profile)
+	p, err := env.LoadProfile(profile)
 	if err != nil {
 		return nil, "", err
 	}

@@ -53,6 +53,7 @@ func buildDeb(t *testing.T) string {
 // The files an operator needs, as dpkg-deb lists them.
 var wantFiles = []string{
 	"./usr/sbin/rocectl",
+	"./usr/sbin/rocectl-agent",
 	"./lib/systemd/system/rocectl-agent.service",
 	"./lib/systemd/system/rocectl-apply.service",
 	"./lib/systemd/system/rocectl-audit.service",
@@ -61,6 +62,7 @@ var wantFiles = []string{
 	"./etc/rocectl/",
 	"./usr/share/man/man8/rocectl.8.gz",
 	"./usr/share/man/man8/rocectl-apply.8.gz",
+	"./usr/share/man/man8/rocectl-agent.8.gz",
 	"./usr/share/bash-completion/completions/rocectl",
 	"./usr/share/zsh/vendor-completions/_rocectl",
 	"./usr/share/fish/vendor_completions.d/rocectl.fish",
@@ -143,8 +145,8 @@ func TestDebianPackage(t *testing.T) {
 			}
 		}
 		unit, err := os.ReadFile(filepath.Join(root, "lib/systemd/system/rocectl-agent.service"))
-		if err != nil || !strings.Contains(string(unit), "ExecStart=/usr/sbin/rocectl agent ") {
-			t.Errorf("installed agent unit does not run /usr/sbin/rocectl (%v)", err)
+		if err != nil || !strings.Contains(string(unit), "ExecStart=/usr/sbin/rocectl-agent ") {
+			t.Errorf("installed agent unit does not run /usr/sbin/rocectl-agent (%v)", err)
 		}
 		// The installed binary runs (libibverbs1 comes with libibverbs-dev
 		// here) and has verbs support: the role's `rocectl verify` works.
@@ -157,8 +159,13 @@ func TestDebianPackage(t *testing.T) {
 			t.Errorf("installed rocectl version -o json: %+v (%v), want verbs and the package's version (%s)\n%s", v, err, filepath.Base(deb), out)
 		}
 
+		// The daemon is installed beside it, and `rocectl agent` runs it.
+		if out := sh(t, filepath.Join(root, "usr/sbin/rocectl"), "agent", "--version"); !strings.HasPrefix(out, "rocectl-agent ") || !strings.Contains(out, v.Version) {
+			t.Errorf("installed rocectl agent --version: %q, want rocectl-agent's version %s", out, v.Version)
+		}
+
 		dpkg("-r", "rocectl")
-		if exists("usr/sbin/rocectl") || exists("lib/systemd/system/rocectl-agent.service") {
+		if exists("usr/sbin/rocectl") || exists("usr/sbin/rocectl-agent") || exists("lib/systemd/system/rocectl-agent.service") {
 			t.Error("removed: binary or unit still there")
 		}
 		if !exists("etc/default/rocectl") {

@@ -53,7 +53,7 @@ func TestAgentWatchersUnderUnitCapabilities(t *testing.T) {
 			"--require-match=false")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, setpriv, append([]string{"--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs", "--", rocectlBin}, args...)...)
+		cmd := exec.CommandContext(ctx, setpriv, append([]string{"--bounding-set", bounding, "--inh-caps", "-all", "--no-new-privs", "--", binaryOf(t, argv[0])}, args...)...)
 		cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
 		var stderr strings.Builder

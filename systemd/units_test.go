@@ -19,8 +19,12 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// The binary path every unit's ExecStart names (README "Install").
-const unitBinary = "/usr/local/sbin/rocectl"
+// The binary path every unit's ExecStart names (README "Install"); the
+// agent's unit runs the daemon's binary beside it.
+const (
+	unitBinary      = "/usr/local/sbin/rocectl"
+	unitAgentBinary = unitBinary + "-agent"
+)
 
 // The state directory every rocectl on a host shares (journal, lock).
 const stateDir = "/var/lib/rocectl"
@@ -40,6 +44,17 @@ func needBinary(t *testing.T) string {
 		t.Skip("no go toolchain on PATH to build rocectl")
 	}
 	return rocectlBin
+}
+
+// binaryOf is the binary built from this tree that a unit's ExecStart
+// path names: rocectl, or rocectl-agent beside it.
+func binaryOf(t *testing.T, path string) string {
+	t.Helper()
+	bin := needBinary(t)
+	if path == unitAgentBinary {
+		return filepath.Join(filepath.Dir(bin), filepath.Base(unitAgentBinary))
+	}
+	return bin
 }
 
 // unitPaths lists the shipped unit files.
@@ -118,12 +133,13 @@ type result struct {
 	code           int
 }
 
-// run executes argv with a deadline; argv[0] is replaced by the built CLI.
+// run executes argv with a deadline; argv[0] is replaced by the binary
+// built from this tree (binaryOf).
 func run(t *testing.T, argv []string, env []string, attr *syscall.SysProcAttr) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, needBinary(t), argv[1:]...)
+	cmd := exec.CommandContext(ctx, binaryOf(t, argv[0]), argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = attr
 	var so, se bytes.Buffer
@@ -231,8 +247,12 @@ func TestExecStartFlagsExist(t *testing.T) {
 				f = envFile
 			}
 			argv := execStart(t, u, unitEnv(t, u, f))
-			if argv[0] != unitBinary {
-				t.Errorf("%s: ExecStart runs %q, want %s (the path the README installs to)", p, argv[0], unitBinary)
+			want := unitBinary
+			if filepath.Base(p) == "rocectl-agent.service" {
+				want = unitAgentBinary
+			}
+			if argv[0] != want {
+				t.Errorf("%s: ExecStart runs %q, want %s (the path the README installs to)", p, argv[0], want)
 			}
 			if !filepath.IsAbs(argv[0]) {
 				t.Errorf("%s: ExecStart path %q is not absolute", p, argv[0])
@@ -448,8 +468,8 @@ func TestAgentUnit(t *testing.T) {
 		t.Errorf("WatchdogSec=%s is shorter than an apply with the default 60 s soak may block the agent's loop", wd)
 	}
 	argv := execStart(t, u, unitEnv(t, u, ""))
-	if argv[1] != "agent" || !hasFlagValue(argv, "--mode", "audit") {
-		t.Errorf("ExecStart %q: want the agent, audit mode by default", argv)
+	if argv[0] != unitAgentBinary || !hasFlagValue(argv, "--mode", "audit") {
+		t.Errorf("ExecStart %q: want the agent (%s), audit mode by default", argv, unitAgentBinary)
 	}
 	if !hasFlagValue(argv, "--metrics-addr", "127.0.0.1:9469") {
 		t.Errorf("ExecStart %q: want metrics on 127.0.0.1:9469 by default", argv)

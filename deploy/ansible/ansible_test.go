@@ -378,7 +378,7 @@ func TestCheckModeReportsDriftAndWritesNothing(t *testing.T) {
 			t.Errorf("the drift report lacks %s:\n%s", want, p.out)
 		}
 	}
-	for _, f := range []string{fx.bin, fx.config, fx.deflt, filepath.Join(fx.units, "rocectl-agent.service")} {
+	for _, f := range []string{fx.bin, fx.bin + "-agent", fx.config, fx.deflt, filepath.Join(fx.units, "rocectl-agent.service")} {
 		if exists(f) {
 			t.Errorf("check mode wrote %s", f)
 		}
@@ -420,12 +420,20 @@ func TestRunInstallsValidatedProfileIdempotently(t *testing.T) {
 			t.Errorf("%s: mode %v, want 0644 (rocectl refuses group/world-writable profiles)", name, st.Mode().Perm())
 		}
 	}
-	if st, err := os.Stat(fx.bin); err != nil || st.Mode().Perm() != 0o755 {
-		t.Errorf("binary: %v %v", st, err)
+	for _, b := range []string{fx.bin, fx.bin + "-agent"} {
+		if st, err := os.Stat(b); err != nil || st.Mode().Perm() != 0o755 {
+			t.Errorf("binary %s: %v %v", b, st, err)
+		}
+	}
+	// The daemon installed is the one built beside rocectl.
+	got, err := os.ReadFile(fx.bin + "-agent")
+	want, _ := os.ReadFile(rocectlBin + "-agent")
+	if err != nil || len(want) == 0 || !bytes.Equal(got, want) {
+		t.Errorf("%s-agent is not the rocectl-agent beside %s (%v)", fx.bin, rocectlBin, err)
 	}
 	unit, _ := os.ReadFile(filepath.Join(fx.units, "rocectl-agent.service"))
-	if !strings.Contains(string(unit), "ExecStart="+fx.bin+" agent ") || strings.Contains(string(unit), "ExecStart=/usr/local/sbin/rocectl") {
-		t.Errorf("the installed agent unit does not run %s:\n%s", fx.bin, unit)
+	if !strings.Contains(string(unit), "ExecStart="+fx.bin+"-agent ") || strings.Contains(string(unit), "ExecStart=/usr/local/sbin/rocectl") {
+		t.Errorf("the installed agent unit does not run %s-agent:\n%s", fx.bin, unit)
 	}
 	def, _ := os.ReadFile(fx.deflt)
 	for _, want := range []string{"ROCECTL_PROFILE=" + fx.config + "/profile.toml\n", "ROCECTL_MODE=audit\n", `ROCECTL_APPLY_ARGS="--no-guard --no-verify"`} {
@@ -509,6 +517,10 @@ esac
 `, fx.stubDir, rocectlBin)
 	stub := filepath.Join(fx.stubDir, "rocectl")
 	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The role installs the daemon from beside it; these tests never run it.
+	if err := os.WriteFile(stub+"-agent", []byte("#!/bin/sh\nexit 99\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	fx.vars["rocectl_binary_src"] = stub

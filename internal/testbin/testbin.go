@@ -1,4 +1,4 @@
-// Package testbin builds the rocectl binary once for a test package that
+// Package testbin builds the rocectl binaries once for a test package that
 // drives the real CLI (end-to-end tests, systemd units, the Ansible role).
 package testbin
 
@@ -13,11 +13,12 @@ import (
 	"github.com/rocectl/rocectl/internal/leaktest"
 )
 
-// Main builds ./cmd/rocectl into a temporary directory, stores its path in
-// *bin, runs the package's tests and exits with their code. The build has
-// the test hooks (-tags rocectl_testhooks, cli/testhooks.go:
-// ROCECTL_TEST_STEP_DELAY slows each apply step), which the shipped binary
-// lacks. Without a Go toolchain on PATH *bin stays empty (tests that need
+// Main builds ./cmd/rocectl and ./cmd/rocectl-agent into one temporary
+// directory (so that `rocectl agent` finds the daemon beside it), stores
+// rocectl's path in *bin, runs the package's tests and exits with their
+// code. The build has the test hooks (-tags rocectl_testhooks,
+// cli/testhooks.go: ROCECTL_TEST_STEP_DELAY slows each apply step), which
+// the shipped binaries lack. Without a Go toolchain on PATH *bin stays empty (tests that need
 // it skip); a build that fails stops the run. Like leaktest.Main, it fails
 // the run when a goroutine of this module outlives the tests.
 func Main(m *testing.M, bin *string) {
@@ -27,15 +28,14 @@ func Main(m *testing.M, bin *string) {
 		os.Exit(1)
 	}
 	if goTool, err := exec.LookPath("go"); err == nil {
-		out := filepath.Join(dir, "rocectl")
-		cmd := exec.Command(goTool, "build", "-tags", "rocectl_testhooks", "-o", out, "./cmd/rocectl")
+		cmd := exec.Command(goTool, "build", "-tags", "rocectl_testhooks", "-o", dir+"/", "./cmd/rocectl", "./cmd/rocectl-agent")
 		cmd.Dir = fixturehost.RepoRoot()
 		if msg, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building rocectl: %v\n%s", err, msg)
+			fmt.Fprintf(os.Stderr, "building rocectl and rocectl-agent: %v\n%s", err, msg)
 			os.RemoveAll(dir)
 			os.Exit(1)
 		}
-		*bin = out
+		*bin = filepath.Join(dir, "rocectl")
 	}
 	code := leaktest.After(m.Run())
 	os.RemoveAll(dir)

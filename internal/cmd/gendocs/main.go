@@ -1,7 +1,8 @@
 // Command gendocs writes what the Debian package ships beside the binary
-// and derives from the command tree: man pages (section 8, one per
-// command, gzip -9) and bash, zsh and fish completions. It is a program of
-// its own so that cobra/doc and go-md2man are not linked into rocectl.
+// and derives from the command trees: man pages (section 8, one per
+// command, and rocectl-agent's) and rocectl's bash, zsh and fish
+// completions. It is a program of its own so that cobra/doc and go-md2man
+// are not linked into rocectl.
 //
 //	go run ./internal/cmd/gendocs -out DIR -version V
 //
@@ -25,6 +26,7 @@ import (
 	"github.com/spf13/cobra/doc"
 
 	"github.com/rocectl/rocectl/cli"
+	"github.com/rocectl/rocectl/cli/agentcmd"
 )
 
 func main() {
@@ -59,6 +61,14 @@ func run(out, version string) error {
 	}
 	hdr := doc.GenManHeader{Section: "8", Date: &date, Source: "rocectl " + version, Manual: "rocectl manual"}
 	if err := genMan(root, manDir, hdr); err != nil {
+		return err
+	}
+	// The daemon's own page, rocectl-agent.8, written last: it replaces
+	// the page of `rocectl agent`, which runs the daemon with the same
+	// arguments, so rocectl(8)'s SEE ALSO leads to the daemon's flags.
+	daemon := agentcmd.NewRootCommand(cli.NewEnv(io.Discard, io.Discard))
+	daemon.DisableAutoGenTag = true
+	if err := genMan(daemon, manDir, hdr); err != nil {
 		return err
 	}
 

@@ -1,0 +1,81 @@
+// Package agentcmd is the command of rocectl-agent, the daemon's own
+// binary: the global flags of every rocectl program (cli.Program), the
+// daemon's flags, and agent.Run. The daemon is a program apart so that
+// rocectl, whose one-shot commands start and exit in milliseconds, does not
+// link it: the Prometheus client and its HTTP server cost every process
+// that links them about 3 ms of package initialisation before main
+// (docs/decisions.md, "The daemon is its own binary").
+package agentcmd
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/agent"
+	"github.com/rocectl/rocectl/cli"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Name is the daemon's binary; `rocectl agent` runs it (cli.AgentBinary).
+const Name = cli.AgentBinary
+
+// NewRootCommand builds rocectl-agent's command over env.
+func NewRootCommand(env *cli.Env) *cobra.Command {
+	var mode string
+	cfg := agent.Config{}
+	cmd := cli.Program(env, &cobra.Command{
+		Use:   Name + " -p PROFILE",
+		Short: "Keep the host on its profile: drift checks on a timer and on link events, metrics, sd_notify",
+		Long: Name + ` checks the host against the profile every --interval and whenever a
+RoCE netdev or its addresses change (a driver reload forgets DCB APP
+entries, ECN and rdma_cm settings). In audit mode it reports drift (log,
+metrics); in enforce mode it applies the profile with the same journal,
+read-back, guard and rollback as rocectl apply, at most once per
+--min-apply-interval (a PFC change flaps mlx5 links). At start it restores
+any apply a crash left unfinished and reverts unconfirmed changes whose
+--confirm deadline has passed, and it keeps honouring such deadlines.
+Under systemd it reports READY=1, STATUS= and watchdog pings.
+"rocectl agent ARGS" runs it with the same arguments.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if mode != "enforce" && mode != "audit" {
+				return fmt.Errorf("--mode must be enforce or audit, not %q", mode)
+			}
+			if env.Snapshot != "" && mode == "enforce" {
+				return errors.New("a snapshot is read-only: use --mode audit")
+			}
+			// The profile's warnings once on stderr, as every command
+			// prints them; the daemon logs them too.
+			if _, err := env.LoadProfile(cfg.Profile); err != nil {
+				return err
+			}
+			h, done, err := env.Host(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			cfg.Enforce = mode == "enforce"
+			cfg.LoadOptions = policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile}
+			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
+			cfg.Store, cfg.Log = env.Store(), env.Log
+			cfg.Version = cli.Version
+			return agent.Run(cmd.Context(), cfg)
+		},
+	})
+	fl := cmd.Flags()
+	fl.StringVarP(&cfg.Profile, "profile", "p", "", "profile file (required)")
+	fl.StringVar(&mode, "mode", "audit", "enforce (apply on drift) or audit (report only)")
+	fl.DurationVar(&cfg.Interval, "interval", 5*time.Minute, "time between drift checks")
+	fl.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9469")
+	fl.DurationVar(&cfg.CounterInterval, "counter-interval", time.Second, "with --metrics-addr: how often NIC counters are polled")
+	fl.DurationVar(&cfg.MinApplyInterval, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
+	fl.BoolVar(&cfg.Once, "once", false, "run one check (and apply in enforce mode), then exit")
+	fl.BoolVar(&cfg.RequireMatch, "require-match", false, "fail (exit 1) when the first check finds no RoCE port matching the profile; later such checks count as failed (rocectl_last_check_success 0), not in sync")
+	_ = cmd.MarkFlagRequired("profile")
+	_ = cmd.MarkFlagFilename("profile", "toml")
+	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"audit", "enforce"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
