@@ -268,10 +268,10 @@ func parseKernel(path string, b []byte, byLink bool) (*KernelState, map[string]r
 
 // decodeLinks decodes kernel.json (b, the content of path) into kf as
 // the serial read does (splitCounters, then one decode of the rest), but
-// each link on its own, a few at a time: encoding/json decodes 2.5 ms of
-// a 64-port file, nearly all of it the links' own state, and splitting
-// their counters off is most of the rest. It returns each link's
-// counters, as splitCounters does. ok is false when the file is not
+// each link on its own, a few at a time, and through fastLink
+// (fastlink.go) where the link's text is plain: encoding/json took 3.3 ms
+// of CPU for a 64-port file, nearly all of it the links' own state. It
+// returns each link's counters, as splitCounters does. ok is false when the file is not
 // split as expected or anything in it fails to decode: the caller then
 // reads it serially, which reports the error exactly as ever (which
 // link, which member, the first problem in the file's order).
@@ -282,8 +282,7 @@ func decodeLinks(path string, b []byte, kf *kernelFile) (map[string][]counterTex
 	}
 	// The links are cut into a few runs (four per processor, so that a
 	// slow one is not left alone at the end); each run's links are split
-	// into one text and decoded in order by one decoder: a decoder per
-	// link cost 900 more allocations and 160 KB on the 64-port host.
+	// into one text, one after the other, and each decoded from its part.
 	runs := min(len(spans), 4*runtime.GOMAXPROCS(0))
 	type link struct {
 		lf    *linkFile
@@ -301,16 +300,21 @@ func decodeLinks(path string, b []byte, kf *kernelFile) (map[string][]counterTex
 		lo, hi := r*len(spans)/runs, (r+1)*len(spans)/runs
 		text := make([]byte, 0, (spans[hi-1].end-spans[lo].start)/4)
 		for i := lo; i < hi; i++ {
+			start := len(text)
 			var ok bool
 			if text, links[i].stats, ok = splitLink(b, spans[i], text); !ok {
 				failed.Store(true)
 				return
 			}
-		}
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		for i := lo; i < hi; i++ {
-			if dec.Decode(&links[i].lf) != nil {
+			// The link's text, compact and without its counters: fastLink
+			// decodes it when it is plain, encoding/json otherwise.
+			lt := text[start:]
+			if links[i].lf, ok = fastLink(lt); ok {
+				continue
+			}
+			dec := json.NewDecoder(bytes.NewReader(lt))
+			dec.DisallowUnknownFields()
+			if dec.Decode(&links[i].lf) != nil || dec.More() {
 				failed.Store(true)
 				return
 			}

@@ -1,0 +1,429 @@
+package snapshot
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// A link's state, decoded without encoding/json when its text is in the
+// plain form capture writes. encoding/json scans every value twice and
+// sets each through reflection with a check per kind: ~50 µs per link on
+// the bench machine, 3.3 ms of CPU for a 64-port kernel.json, the largest
+// part of a snapshot audit. fastLink reads the same text in one pass with
+// a decoding plan per type, made once, and is about ten times faster.
+//
+// encoding/json stays the reference. fastLink takes only text whose
+// meaning leaves no choice, and reports ok false for anything else, which
+// the caller then decodes with encoding/json as before, its errors
+// included: a member name that is not exactly a field's tag (encoding/json
+// matches case-insensitively), a repeated member (it merges), null (it
+// leaves a value as it was), a string with an escape or a byte that is not
+// printable ASCII (it unescapes and replaces invalid UTF-8), a number with
+// a fraction, exponent or leading zero or out of the field's range, an
+// array of another length than a Go array (it pads or drops), a []byte
+// (base64 to it). TestFastLinkAsEncodingJSON and FuzzFastLink hold it to
+// encoding/json's results.
+
+// fastLink decodes b, one link object, into a linkFile as encoding/json
+// would; ok is false when it declines (above).
+func fastLink(b []byte) (*linkFile, bool) {
+	plan := linkPlan()
+	if plan == nil {
+		return nil, false
+	}
+	p := parser{b: b}
+	ls := reflect.New(linkStateType).Elem()
+	p.i = skipSpace(b, 0)
+	seen, ok := p.members(plan, ls)
+	if !ok || skipSpace(b, p.i) != len(b) {
+		return nil, false
+	}
+	lf := &linkFile{}
+	if seen != 0 { // encoding/json allocates the embedded struct for its first member
+		lf.LinkState = ls.Addr().Interface().(*LinkState)
+	}
+	return lf, true
+}
+
+// members decodes the object at p.i into v, a struct planned by sp, and
+// says which fields it set. A member twice declines: encoding/json
+// decodes it again into what the first made.
+func (p *parser) members(sp *structPlan, v reflect.Value) (seen uint64, ok bool) {
+	ok = p.object(func(name []byte) bool {
+		for i := range sp.fields {
+			f := &sp.fields[i]
+			if f.name == string(name) {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return f.dec(p, v.Field(f.index))
+			}
+		}
+		return false
+	})
+	return seen, ok
+}
+
+var linkStateType = reflect.TypeFor[LinkState]()
+
+// linkPlan is LinkState's plan without "stats": linkFile's own Stats
+// shadows it, and the splitter has cut the member out of the text.
+var linkPlan = sync.OnceValue(func() *structPlan {
+	var pl planner
+	sp := pl.structOf(linkStateType)
+	if sp == nil || pl.unsupported {
+		return nil
+	}
+	fields := sp.fields[:0:0]
+	for _, f := range sp.fields {
+		if f.name != "stats" {
+			fields = append(fields, f)
+		}
+	}
+	return &structPlan{fields: fields}
+})
+
+// decodeFunc decodes the value at p.i into v and leaves p.i after it.
+type decodeFunc func(p *parser, v reflect.Value) bool
+
+type fieldPlan struct {
+	name  string // the JSON member name, exactly
+	index int
+	dec   decodeFunc
+}
+
+type structPlan struct{ fields []fieldPlan }
+
+func (sp *structPlan) has(name string) bool {
+	for _, f := range sp.fields {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// planner makes the plans of a type graph; a type it cannot decode as
+// encoding/json does marks the whole graph unsupported.
+type planner struct {
+	structs     map[reflect.Type]*structPlan
+	unsupported bool
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func (pl *planner) of(t reflect.Type) decodeFunc {
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		pl.unsupported = true // the type decodes itself
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return decodeBool
+	case reflect.String:
+		return decodeString
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return decodeInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return decodeUint
+	case reflect.Pointer:
+		elem := pl.of(t.Elem())
+		return func(p *parser, v reflect.Value) bool {
+			n := reflect.New(t.Elem())
+			if !elem(p, n.Elem()) {
+				return false
+			}
+			v.Set(n)
+			return true
+		}
+	case reflect.Array:
+		elem := pl.of(t.Elem())
+		return func(p *parser, v reflect.Value) bool {
+			n := 0
+			ok := p.array(func() bool {
+				if n == v.Len() {
+					return false // encoding/json drops the rest
+				}
+				n++
+				return elem(p, v.Index(n-1))
+			})
+			return ok && n == v.Len() // encoding/json zeroes what is missing
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return declineDecode // []byte is base64 text to encoding/json
+		}
+		elem := pl.of(t.Elem())
+		return func(p *parser, v reflect.Value) bool {
+			s := reflect.MakeSlice(t, 0, 0) // [] is an empty slice, not nil
+			ok := p.array(func() bool {
+				s = reflect.Append(s, reflect.Zero(t.Elem()))
+				return elem(p, s.Index(s.Len()-1))
+			})
+			if ok {
+				v.Set(s)
+			}
+			return ok
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String || t.Key() != reflect.TypeFor[string]() {
+			pl.unsupported = true
+			return nil
+		}
+		elem := pl.of(t.Elem())
+		return func(p *parser, v reflect.Value) bool {
+			m := reflect.MakeMap(t)
+			ok := p.object(func(name []byte) bool {
+				k := reflect.ValueOf(string(name))
+				if m.MapIndex(k).IsValid() {
+					return false // a repeated key: encoding/json merges into it
+				}
+				e := reflect.New(t.Elem()).Elem()
+				if !elem(p, e) {
+					return false
+				}
+				m.SetMapIndex(k, e)
+				return true
+			})
+			if ok {
+				v.Set(m)
+			}
+			return ok
+		}
+	case reflect.Struct:
+		sp := pl.structOf(t)
+		if sp == nil {
+			return nil
+		}
+		return func(p *parser, v reflect.Value) bool {
+			_, ok := p.members(sp, v)
+			return ok
+		}
+	}
+	pl.unsupported = true
+	return nil
+}
+
+// structOf plans a struct's fields as encoding/json names them: the tag's
+// name, or the Go name; unexported and "-" fields are not decoded. An
+// embedded field, a tag option encoding/json decodes by (",string") or
+// more than 64 fields is unsupported.
+func (pl *planner) structOf(t reflect.Type) *structPlan {
+	if sp, ok := pl.structs[t]; ok {
+		return sp
+	}
+	if pl.structs == nil {
+		pl.structs = map[reflect.Type]*structPlan{}
+	}
+	sp := &structPlan{}
+	pl.structs[t] = sp // before the fields: a type may refer to itself
+	if t.NumField() > 64 {
+		pl.unsupported = true
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		switch {
+		case f.Anonymous || strings.Contains(","+opts+",", ",string,"):
+			pl.unsupported = true
+			return nil
+		case !f.IsExported() || tag == "-":
+			continue
+		case name == "":
+			name = f.Name
+		}
+		if sp.has(name) {
+			pl.unsupported = true // two fields of one name: encoding/json's rules
+			return nil
+		}
+		sp.fields = append(sp.fields, fieldPlan{name: name, index: i, dec: pl.of(f.Type)})
+	}
+	return sp
+}
+
+func declineDecode(*parser, reflect.Value) bool { return false }
+
+func decodeBool(p *parser, v reflect.Value) bool {
+	switch {
+	case p.literal("true"):
+		v.SetBool(true)
+	case p.literal("false"):
+		v.SetBool(false)
+	default:
+		return false
+	}
+	return true
+}
+
+func decodeString(p *parser, v reflect.Value) bool {
+	s, ok := p.plainString()
+	if ok {
+		v.SetString(string(s))
+	}
+	return ok
+}
+
+func decodeInt(p *parser, v reflect.Value) bool {
+	neg, u, ok := p.integer()
+	if !ok || u > 1<<63 || (!neg && u == 1<<63) {
+		return false
+	}
+	n := int64(u)
+	if neg {
+		n = -n
+	}
+	if v.OverflowInt(n) {
+		return false
+	}
+	v.SetInt(n)
+	return true
+}
+
+func decodeUint(p *parser, v reflect.Value) bool {
+	neg, u, ok := p.integer()
+	if !ok || neg || v.OverflowUint(u) {
+		return false
+	}
+	v.SetUint(u)
+	return true
+}
+
+// parser walks JSON text; every method leaves i after what it read.
+type parser struct {
+	b []byte
+	i int
+}
+
+func (p *parser) literal(s string) bool {
+	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
+		return false
+	}
+	p.i += len(s)
+	return p.delimited()
+}
+
+// delimited says whether what was just read ends there, as a JSON value
+// must: "truex" or "12a" is not a value.
+func (p *parser) delimited() bool {
+	j := skipSpace(p.b, p.i)
+	return j == len(p.b) || p.b[j] == ',' || p.b[j] == '}' || p.b[j] == ']'
+}
+
+// plainString reads a string of printable ASCII without escapes.
+func (p *parser) plainString() ([]byte, bool) {
+	b := p.b
+	if p.i >= len(b) || b[p.i] != '"' {
+		return nil, false
+	}
+	for j := p.i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			s := b[p.i+1 : j]
+			p.i = j + 1
+			return s, true
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// integer reads -?(0|[1-9][0-9]*) and nothing more (no fraction or
+// exponent), up to 2^64-1.
+func (p *parser) integer() (neg bool, u uint64, ok bool) {
+	b, j := p.b, p.i
+	if j < len(b) && b[j] == '-' {
+		neg = true
+		j++
+	}
+	start := j
+	for ; j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+		d := uint64(b[j] - '0')
+		if u > (1<<64-1-d)/10 {
+			return false, 0, false
+		}
+		u = u*10 + d
+	}
+	switch {
+	case j == start, b[start] == '0' && j-start > 1:
+		return false, 0, false
+	}
+	p.i = j
+	return neg, u, p.delimited()
+}
+
+// object reads {"name":value,...}, calling member with p.i at each value.
+func (p *parser) object(member func(name []byte) bool) bool {
+	b := p.b
+	if p.i >= len(b) || b[p.i] != '{' {
+		return false
+	}
+	p.i = skipSpace(b, p.i+1)
+	if p.i < len(b) && b[p.i] == '}' {
+		p.i++
+		return true
+	}
+	for {
+		name, ok := p.plainString()
+		if !ok {
+			return false
+		}
+		p.i = skipSpace(b, p.i)
+		if p.i >= len(b) || b[p.i] != ':' {
+			return false
+		}
+		p.i = skipSpace(b, p.i+1)
+		if !member(name) {
+			return false
+		}
+		p.i = skipSpace(b, p.i)
+		switch {
+		case p.i >= len(b):
+			return false
+		case b[p.i] == '}':
+			p.i++
+			return true
+		case b[p.i] != ',':
+			return false
+		}
+		p.i = skipSpace(b, p.i+1)
+	}
+}
+
+// array reads [value,...], calling elem with p.i at each value.
+func (p *parser) array(elem func() bool) bool {
+	b := p.b
+	if p.i >= len(b) || b[p.i] != '[' {
+		return false
+	}
+	p.i = skipSpace(b, p.i+1)
+	if p.i < len(b) && b[p.i] == ']' {
+		p.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		p.i = skipSpace(b, p.i)
+		switch {
+		case p.i >= len(b):
+			return false
+		case b[p.i] == ']':
+			p.i++
+			return true
+		case b[p.i] != ',':
+			return false
+		}
+		p.i = skipSpace(b, p.i+1)
+	}
+}
