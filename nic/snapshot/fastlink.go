@@ -27,51 +27,70 @@ import (
 // (base64 to it). TestFastLinkAsEncodingJSON and FuzzFastLink hold it to
 // encoding/json's results.
 
-// fastLink decodes b, one link object, into a linkFile as encoding/json
-// would; ok is false when it declines (above).
-func fastLink(b []byte) (*linkFile, bool) {
+// fastLink decodes b, one link object as kernel.json holds it, into a
+// linkFile as encoding/json decodes the splitter's text of it, and returns
+// its counters as the splitter cuts them (splitLink); ok is false when it
+// declines (above), or when the counters are not in the form
+// counterObject checks.
+func fastLink(b []byte) (lf *linkFile, stats []counterText, ok bool) {
 	plan := linkPlan()
 	if plan == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	p := parser{b: b}
 	ls := reflect.New(linkStateType).Elem()
 	p.i = skipSpace(b, 0)
-	seen, ok := p.members(plan, ls)
-	if !ok || skipSpace(b, p.i) != len(b) {
-		return nil, false
+	var seen uint64
+	if !p.object(func(name []byte) bool {
+		if string(name) == "stats" {
+			// The counters stay text, checked here, as the splitter
+			// checks and keeps them (counters.go).
+			end, checked := counterObject(b, p.i, nil)
+			if !checked || stats != nil {
+				return false
+			}
+			stats = []counterText{{b[p.i:end], true}}
+			p.i = end
+			return true
+		}
+		return p.member(plan, ls, name, &seen)
+	}) || skipSpace(b, p.i) != len(b) {
+		return nil, nil, false
 	}
-	lf := &linkFile{}
+	lf = &linkFile{}
 	if seen != 0 { // encoding/json allocates the embedded struct for its first member
 		lf.LinkState = ls.Addr().Interface().(*LinkState)
 	}
-	return lf, true
+	return lf, stats, true
 }
 
-// members decodes the object at p.i into v, a struct planned by sp, and
-// says which fields it set. A member twice declines: encoding/json
+// members decodes the object at p.i into v, a struct planned by sp.
+func (p *parser) members(sp *structPlan, v reflect.Value) bool {
+	var seen uint64
+	return p.object(func(name []byte) bool { return p.member(sp, v, name, &seen) })
+}
+
+// member decodes the value at p.i into v's field called name; seen has a
+// bit for each field set before. A member twice declines: encoding/json
 // decodes it again into what the first made.
-func (p *parser) members(sp *structPlan, v reflect.Value) (seen uint64, ok bool) {
-	ok = p.object(func(name []byte) bool {
-		for i := range sp.fields {
-			f := &sp.fields[i]
-			if f.name == string(name) {
-				if seen&(1<<i) != 0 {
-					return false
-				}
-				seen |= 1 << i
-				return f.dec(p, v.Field(f.index))
+func (p *parser) member(sp *structPlan, v reflect.Value, name []byte, seen *uint64) bool {
+	for i := range sp.fields {
+		f := &sp.fields[i]
+		if f.name == string(name) {
+			if *seen&(1<<i) != 0 {
+				return false
 			}
+			*seen |= 1 << i
+			return f.dec(p, v.Field(f.index))
 		}
-		return false
-	})
-	return seen, ok
+	}
+	return false
 }
 
 var linkStateType = reflect.TypeFor[LinkState]()
 
 // linkPlan is LinkState's plan without "stats": linkFile's own Stats
-// shadows it, and the splitter has cut the member out of the text.
+// shadows it, and fastLink keeps the counters as text.
 var linkPlan = sync.OnceValue(func() *structPlan {
 	var pl planner
 	sp := pl.structOf(linkStateType)
@@ -202,10 +221,7 @@ func (pl *planner) of(t reflect.Type) decodeFunc {
 		if sp == nil {
 			return nil
 		}
-		return func(p *parser, v reflect.Value) bool {
-			_, ok := p.members(sp, v)
-			return ok
-		}
+		return func(p *parser, v reflect.Value) bool { return p.members(sp, v) }
 	}
 	pl.unsupported = true
 	return nil

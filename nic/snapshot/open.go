@@ -281,8 +281,7 @@ func decodeLinks(path string, b []byte, kf *kernelFile) (map[string][]counterTex
 		return nil, false
 	}
 	// The links are cut into a few runs (four per processor, so that a
-	// slow one is not left alone at the end); each run's links are split
-	// into one text, one after the other, and each decoded from its part.
+	// slow one is not left alone at the end), each decoded in turn.
 	runs := min(len(spans), 4*runtime.GOMAXPROCS(0))
 	type link struct {
 		lf    *linkFile
@@ -298,21 +297,22 @@ func decodeLinks(path string, b []byte, kf *kernelFile) (map[string][]counterTex
 			return
 		}
 		lo, hi := r*len(spans)/runs, (r+1)*len(spans)/runs
-		text := make([]byte, 0, (spans[hi-1].end-spans[lo].start)/4)
+		var text []byte
 		for i := lo; i < hi; i++ {
-			start := len(text)
+			sp := spans[i]
 			var ok bool
-			if text, links[i].stats, ok = splitLink(b, spans[i], text); !ok {
+			if plainName([]byte(sp.name)) {
+				if links[i].lf, links[i].stats, ok = fastLink(b[sp.start:sp.end]); ok {
+					continue
+				}
+			}
+			// What fastLink declines: the link's text, compact and
+			// without its counters, decoded by encoding/json.
+			if text, links[i].stats, ok = splitLink(b, sp, text[:0]); !ok {
 				failed.Store(true)
 				return
 			}
-			// The link's text, compact and without its counters: fastLink
-			// decodes it when it is plain, encoding/json otherwise.
-			lt := text[start:]
-			if links[i].lf, ok = fastLink(lt); ok {
-				continue
-			}
-			dec := json.NewDecoder(bytes.NewReader(lt))
+			dec := json.NewDecoder(bytes.NewReader(text))
 			dec.DisallowUnknownFields()
 			if dec.Decode(&links[i].lf) != nil || dec.More() {
 				failed.Store(true)
