@@ -49,7 +49,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	}
 	type section struct {
 		header      string
-		changes     []policy.Change
+		changes     []*policy.Change // into plan.Changes: a 64-port plan has ~1500
 		unsupported []policy.Unsupported
 		errors      []policy.PlanError
 		refused     []policy.PlanError
@@ -89,7 +89,8 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			slavesOf[dp.Port.Netdev] = append(slavesOf[dp.Port.Netdev], m.Netdev)
 		}
 	}
-	for _, c := range plan.Changes {
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
 		s := get(c.Port)
 		s.changes = append(s.changes, c)
 	}
@@ -377,8 +378,8 @@ func portHeader(p *port.Port) string {
 // mergeSlaveChanges makes one line of the changes of one setting on the
 // slaves of a RoCE LAG (one journal step writes them all: host.Steps);
 // any other change is a line of its own. Lines keep the plan's order.
-func mergeSlaveChanges(cs []policy.Change) [][]policy.Change {
-	var lines [][]policy.Change
+func mergeSlaveChanges(cs []*policy.Change) [][]*policy.Change {
+	lines := make([][]*policy.Change, 0, len(cs))
 	at := map[string]int{}
 	for i, c := range cs {
 		// A line starts as the change where it is, not a copy; capped at
@@ -412,7 +413,7 @@ func slaveKey(netdevs []string, name string) string {
 // renderChangeLine prints one change, or one setting's change on several
 // slaves: "~ {a,b}.qos.pfc = [] -> [3]", with each slave's before-value
 // when they differ ("a: [4], b: [] -> [3]").
-func renderChangeLine(w io.Writer, l []policy.Change) {
+func renderChangeLine(w io.Writer, l []*policy.Change) {
 	c := l[0]
 	key := c.Key
 	sameBefore, allAbsent := true, true
@@ -443,7 +444,7 @@ func renderChangeLine(w io.Writer, l []policy.Change) {
 	}
 	for i, x := range l {
 		// Each note once, in the order the slaves give them.
-		if x.Note != "" && !slices.ContainsFunc(l[:i], func(y policy.Change) bool { return y.Note == x.Note }) {
+		if x.Note != "" && !slices.ContainsFunc(l[:i], func(y *policy.Change) bool { return y.Note == x.Note }) {
 			writeStrings(w, "        note: ", x.Note, "\n")
 		}
 	}
@@ -456,7 +457,7 @@ func writeStrings(w io.Writer, ss ...string) {
 	}
 }
 
-func displayBefore(c policy.Change) string {
+func displayBefore(c *policy.Change) string {
 	if c.Absent {
 		return "(none)"
 	}

@@ -71,11 +71,11 @@ func TestAuditLAGShowsOneLinePerSettingForBothSlaves(t *testing.T) {
 func TestSlaveChangeLines(t *testing.T) {
 	s0 := &port.Port{Netdev: "ens1f0np0", Master: "bond0"}
 	s1 := &port.Port{Netdev: "ens1f1np1", Master: "bond0"}
-	ch := func(p *port.Port, name, before, after string, absent bool) policy.Change {
-		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Value: after, Port: p}, Before: before, Absent: absent}
+	ch := func(p *port.Port, name, before, after string, absent bool) *policy.Change {
+		return &policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Value: after, Port: p}, Before: before, Absent: absent}
 	}
 	var b strings.Builder
-	for _, l := range mergeSlaveChanges([]policy.Change{
+	for _, l := range mergeSlaveChanges([]*policy.Change{
 		ch(s0, "qos.pfc", "[4]", "[3]", false), ch(s1, "qos.pfc", "[]", "[3]", false),
 		ch(s1, "qos.trust", "pcp", "dscp", false),
 		ch(s0, "roce.x", "", "1", true), ch(s1, "roce.x", "", "1", true),

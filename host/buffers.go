@@ -584,14 +584,16 @@ func mayInlineL2(hcaType string) bool {
 // toggles, channel resets, changes that cannot be undone.
 func Disruptions(plan *policy.Plan) map[string][]string {
 	out := map[string][]string{}
-	seen := map[string]bool{}
+	type said struct{ netdev, what string }
+	seen := map[said]bool{}
 	add := func(nd, what string) {
-		if !seen[nd+what] {
-			seen[nd+what] = true
+		if !seen[said{nd, what}] {
+			seen[said{nd, what}] = true
 			out[nd] = append(out[nd], what)
 		}
 	}
-	for _, c := range plan.Changes {
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
 		if c.Port == nil {
 			continue
 		}
