@@ -167,15 +167,11 @@ func newAuditCmd(env *Env) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			h, done, err := env.Host(cmd.Context())
+			pl, done, err := env.openAndPlan(cmd.Context(), profile, false)
 			if err != nil {
 				return env.jsonOnError(output, err)
 			}
 			defer done()
-			pl, err := env.makePlan(profile, h, false)
-			if err != nil {
-				return env.jsonOnError(output, err)
-			}
 			if msg := pl.NoPortsMessage(); require && msg != "" {
 				return env.jsonOnError(output, errors.New(msg))
 			}

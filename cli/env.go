@@ -151,8 +151,12 @@ func (env *Env) LoadProfile(path string) (*policy.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.printWarnings(p)
+	return p, nil
+}
+
+func (env *Env) printWarnings(p *policy.Profile) {
 	for _, w := range p.Warnings {
 		fmt.Fprintln(env.Stderr, w.String())
 	}
-	return p, nil
 }

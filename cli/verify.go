@@ -68,15 +68,12 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 				fmt.Fprintln(env.Stderr, err)
 				return silent(ExitError)
 			}
-			h, done, err := env.Host(cmd.Context())
+			pl, done, err := env.openAndPlan(cmd.Context(), profile, loopback || peer != "" || listen != "")
 			if err != nil {
 				return fail(err)
 			}
 			defer done()
-			pl, err := env.makePlan(profile, h, loopback || peer != "" || listen != "")
-			if err != nil {
-				return fail(err)
-			}
+			h := pl.Host
 			if duration > 0 {
 				pl.Profile.Verify.Duration = duration
 			}
