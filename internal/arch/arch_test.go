@@ -138,7 +138,7 @@ func TestPackageBoundaries(t *testing.T) {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if !own(dep) || under(dep, pkg) || under(dep, "internal/parallel") {
+			if !own(dep) || under(dep, pkg) || under(dep, "internal/parallel") || under(dep, "internal/thp") {
 				continue
 			}
 			ok := false
@@ -158,6 +158,15 @@ func TestPackageBoundaries(t *testing.T) {
 	for _, dep := range pkgs[mod+"/internal/parallel"].Deps {
 		if d, ok := pkgs[dep]; ok && !d.Standard {
 			t.Errorf("internal/parallel depends on %s: it may import only the standard library", dep)
+		}
+	}
+	// internal/thp too: the standard library and x/sys.
+	if _, ok := pkgs[mod+"/internal/thp"]; !ok {
+		t.Error("go list does not see internal/thp")
+	}
+	for _, dep := range pkgs[mod+"/internal/thp"].Deps {
+		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
+			t.Errorf("internal/thp depends on %s: it may import only the standard library and x/sys", dep)
 		}
 	}
 	// apply runs verify's checks (read-back, guard) in its lifecycle;
