@@ -167,6 +167,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 60s ./policy/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeGetReply -fuzztime 30s ./nic/dcb/
 	$(GO) test -run '^$$' -fuzz FuzzFastLink -fuzztime 30s ./nic/snapshot/
+	$(GO) test -run '^$$' -fuzz FuzzFastTop -fuzztime 30s ./nic/snapshot/
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./policy/ ./apply/ ./verify/ ./nic/dcb/

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -87,24 +88,69 @@ func (p *parser) member(sp *structPlan, v reflect.Value, name []byte, seen *uint
 	return false
 }
 
+// fastTop decodes the top level of kernel.json as splitLinks leaves it
+// ("links" an empty object) into kf, as encoding/json does, and reports
+// whether it did: it declines what fastLink declines, and then leaves kf
+// as it was for encoding/json.
+func fastTop(b []byte, kf *kernelFile) bool {
+	plan := topPlan()
+	if plan == nil {
+		return false
+	}
+	p := parser{b: b}
+	// A copy to decode into: a half-decoded KernelState would be
+	// decoded into again, and merged, by encoding/json.
+	ks := reflect.New(kernelStateType).Elem()
+	var seen uint64
+	links := false
+	p.i = skipSpace(b, 0)
+	if !p.object(func(name []byte) bool {
+		if string(name) == "links" {
+			if links || !p.literal("{}") {
+				return false
+			}
+			links = true
+			return true
+		}
+		return p.member(plan, ks, name, &seen)
+	}) || skipSpace(b, p.i) != len(b) {
+		return false
+	}
+	*kf.KernelState = ks.Interface().(KernelState)
+	if links { // kernelFile's own Links: encoding/json makes the map
+		kf.Links = map[string]*linkFile{}
+	}
+	return true
+}
+
+var kernelStateType = reflect.TypeFor[KernelState]()
+
+// topPlan is KernelState's plan without "links", which kernelFile's own
+// Links shadows.
+var topPlan = sync.OnceValue(func() *structPlan { return planWithout(kernelStateType, "links") })
+
 var linkStateType = reflect.TypeFor[LinkState]()
 
 // linkPlan is LinkState's plan without "stats": linkFile's own Stats
 // shadows it, and fastLink keeps the counters as text.
-var linkPlan = sync.OnceValue(func() *structPlan {
+var linkPlan = sync.OnceValue(func() *structPlan { return planWithout(linkStateType, "stats") })
+
+// planWithout is the plan of the struct t without the field of the given
+// JSON name; nil when a type in it is one the plans cannot decode.
+func planWithout(t reflect.Type, name string) *structPlan {
 	var pl planner
-	sp := pl.structOf(linkStateType)
+	sp := pl.structOf(t)
 	if sp == nil || pl.unsupported {
 		return nil
 	}
 	fields := sp.fields[:0:0]
 	for _, f := range sp.fields {
-		if f.name != "stats" {
+		if f.name != name {
 			fields = append(fields, f)
 		}
 	}
 	return &structPlan{fields: fields}
-})
+}
 
 // decodeFunc decodes the value at p.i into v and leaves p.i after it.
 type decodeFunc func(p *parser, v reflect.Value) bool
@@ -216,6 +262,10 @@ func (pl *planner) of(t reflect.Type) decodeFunc {
 			}
 			return ok
 		}
+	case reflect.Interface:
+		if t.NumMethod() == 0 {
+			return decodeAny
+		}
 	case reflect.Struct:
 		sp := pl.structOf(t)
 		if sp == nil {
@@ -276,6 +326,35 @@ func decodeBool(p *parser, v reflect.Value) bool {
 		v.SetBool(false)
 	default:
 		return false
+	}
+	return true
+}
+
+// decodeAny decodes into an empty interface what encoding/json decodes
+// there as a bool, a string or a float64 (strconv.ParseFloat of the
+// number's text, as it does); objects, arrays and null decline.
+func decodeAny(p *parser, v reflect.Value) bool {
+	switch {
+	case p.literal("true"):
+		v.Set(reflect.ValueOf(true))
+	case p.literal("false"):
+		v.Set(reflect.ValueOf(false))
+	case p.i < len(p.b) && p.b[p.i] == '"':
+		s, ok := p.plainString()
+		if !ok {
+			return false
+		}
+		v.Set(reflect.ValueOf(string(s)))
+	default:
+		start := p.i
+		if _, _, ok := p.integer(); !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
+		if err != nil {
+			return false
+		}
+		v.Set(reflect.ValueOf(f))
 	}
 	return true
 }

@@ -46,6 +46,9 @@ func TestFastLinkHasAPlan(t *testing.T) {
 	if linkPlan() == nil {
 		t.Fatal("no plan for LinkState: a type in it is one fastLink cannot decode, and every link goes to encoding/json")
 	}
+	if topPlan() == nil {
+		t.Fatal("no plan for KernelState: kernel.json's top level goes to encoding/json")
+	}
 }
 
 // Every link of every fixture host (the 64-port bench host is the
@@ -65,6 +68,9 @@ func TestFastLinkOnFixtureHosts(t *testing.T) {
 			if _, _, ok := fastLink(text); !ok {
 				t.Errorf("%s: fastLink declined a captured link:\n%s", f, text)
 			}
+		}
+		if top, _, _ := splitLinks(b); !fastTop(top, &kernelFile{KernelState: &KernelState{}}) {
+			t.Errorf("%s: fastTop declined the captured top level:\n%s", f, top)
 		}
 		sameAsSerial(t, b)
 	}
@@ -151,5 +157,56 @@ func FuzzFastLink(f *testing.F) {
 	f.Add([]byte(`{"link":{"index":4,"mtu":9000,"operstate":"up","admin_up":true},"stats":{"a":1}}`))
 	f.Fuzz(func(t *testing.T, link []byte) {
 		sameAsSerial(t, inFile(link))
+	})
+}
+
+// The top level (all of kernel.json but the links) through fastTop: what
+// it takes and what it declines read as the serial read reads them.
+func TestFastTop(t *testing.T) {
+	param := func(typ, value string) string {
+		return `{"pci/0000:01:00.0":[{"name":"p","generic":false,"type":"` + typ + `","values":[{"cmode":1,"value":` + value + `}]}]}`
+	}
+	rdma := `{"links":[{"device":"mlx5_0","dev_index":1,"port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"p0"}]}`
+	for _, c := range []struct {
+		top  string
+		fast bool
+	}{
+		{`"devlink":` + param("bool", "true"), true},
+		{`"devlink":` + param("u32", "4294967295"), true},
+		{`"devlink":` + param("u8", "-1"), true}, // a float64 to encoding/json too; Validate refuses it
+		{`"devlink":` + param("string", `"eth"`), true},
+		{`"devlink":{},"errors":{"devlink":"EOPNOTSUPP"},"not_captured":[],"rdma":` + rdma, true},
+		{`"devlink":` + param("u32", "1.5"), false},
+		{`"devlink":` + param("u32", "1e3"), false},
+		{`"devlink":` + param("u32", "null"), false},
+		{`"devlink":` + param("u32", "{}"), false},
+		{`"devlink":` + param("u32", "[1]"), false},
+		{`"devlink":` + param("string", `"\u0065th"`), false},
+		{`"devlink":{},"devlink":{}`, false},
+		{`"Devlink":{}`, false},
+		{`"rdma":null`, false},
+		{`"unknown":1`, false},
+	} {
+		file := []byte(`{"links":{"p0":{"link":{"index":4,"mtu":1500,"operstate":"up","admin_up":true}}},` + c.top + `}`)
+		top, _, ok := splitLinks(file)
+		if !ok {
+			t.Fatalf("splitLinks: %s", file)
+		}
+		ks := KernelState{}
+		if got := fastTop(top, &kernelFile{KernelState: &ks}); got != c.fast {
+			t.Errorf("fastTop %v on %s, want %v", got, top, c.fast)
+		}
+		sameAsSerial(t, file)
+	}
+}
+
+// FuzzFastTop: a kernel.json whose top level, beside one link, is the
+// input reads the same through fastTop as through encoding/json alone.
+func FuzzFastTop(f *testing.F) {
+	f.Add([]byte(`"devlink":{"pci/0000:01:00.0":[{"name":"p","generic":true,"type":"bool","values":[{"cmode":1,"value":true}]}]}`))
+	f.Add([]byte(`"devlink":{"pci/0000:01:00.0":[{"name":"p","generic":false,"type":"u32","values":[{"cmode":0,"value":7}]}]},"errors":{"devlink":"EPERM"}`))
+	f.Add([]byte(`"not_captured":["devlink"],"rdma":{"links":[{"device":"mlx5_0","dev_index":1,"port":1,"state":"ACTIVE","physical_state":"LINK_UP"}]}`))
+	f.Fuzz(func(t *testing.T, top []byte) {
+		sameAsSerial(t, append(append([]byte(`{"links":{"p0":{}},`), top...), '}'))
 	})
 }

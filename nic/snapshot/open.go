@@ -298,7 +298,7 @@ func decodeLinks(path string, b []byte, kf *kernelFile) (map[string][]counterTex
 	var failed atomic.Bool
 	parallel.Each(runs+1, func(r int) {
 		if r == runs {
-			if decodeJSON(path, top, kf) != nil {
+			if !fastTop(top, kf) && decodeJSON(path, top, kf) != nil {
 				failed.Store(true)
 			}
 			return
