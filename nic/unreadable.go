@@ -36,6 +36,14 @@ func NewUnreadable(list []string, parse func(string) (syscall.Errno, error)) *Un
 	return &Unreadable{list: list, parse: parse}
 }
 
+// Load parses the list now, where a caller has time to spare (it is
+// otherwise parsed at the first lookup, while readers wait for it).
+func (u *Unreadable) Load() {
+	if u != nil {
+		u.once.Do(u.load)
+	}
+}
+
 func (u *Unreadable) load() {
 	u.byPath = make(map[string]syscall.Errno, len(u.list))
 	u.bases = make(map[string]bool, len(u.list))
