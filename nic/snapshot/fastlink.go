@@ -403,7 +403,11 @@ func (p *parser) literal(s string) bool {
 		return false
 	}
 	p.i += len(s)
-	return p.delimited()
+	if !p.delimited() { // "truefalse": no literal, and nothing read
+		p.i -= len(s)
+		return false
+	}
+	return true
 }
 
 // delimited says whether what was just read ends there, as a JSON value

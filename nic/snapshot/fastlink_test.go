@@ -1,9 +1,12 @@
 package snapshot
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -103,6 +106,8 @@ func TestFastLinkDeclines(t *testing.T) {
 		`{"dcb":{"ets":{"willing":true}}}`,                // a bool for a number
 		`{"pause":{"rx":1}}`,                              // a number for a bool
 		`{"pause":{"rx":truex}}`,                          // not a literal
+		`{"pause":{"rx":truefalse}}`,                      // nor this, though it starts one
+		`{"pause":{"rx":true0}}`,                          // nor this
 		`{"unknown":1}`,                                   // not a field
 		`{"Stats":{"rx_bytes":1}}`,                        // the counters, named otherwise
 		`{"stats":{"rx_bytes":1},"stats":{"tx_bytes":2}}`, // twice: they merge
@@ -176,6 +181,9 @@ func TestFastTop(t *testing.T) {
 		{`"devlink":` + param("u8", "-1"), true}, // a float64 to encoding/json too; Validate refuses it
 		{`"devlink":` + param("string", `"eth"`), true},
 		{`"devlink":{},"errors":{"devlink":"EOPNOTSUPP"},"not_captured":[],"rdma":` + rdma, true},
+		{`"devlink":` + param("u32", "true0"), false}, // no literal, and no number after it
+		{`"devlink":` + param("string", `true"eth"`), false},
+		{`"devlink":` + param("u8", "true-1"), false},
 		{`"devlink":` + param("u32", "1.5"), false},
 		{`"devlink":` + param("u32", "1e3"), false},
 		{`"devlink":` + param("u32", "null"), false},
@@ -209,4 +217,55 @@ func FuzzFastTop(f *testing.F) {
 	f.Fuzz(func(t *testing.T, top []byte) {
 		sameAsSerial(t, append(append([]byte(`{"links":{"p0":{}},`), top...), '}'))
 	})
+}
+
+// White space between two scalars keeps them two: the splitter that
+// compacts a link's text for encoding/json used to join "10 24" into 1024,
+// and the serial read took what encoding/json refuses on the file itself.
+func TestWhiteSpaceKeepsScalarsApart(t *testing.T) {
+	for _, link := range []string{
+		`{"rings":{"rx":10 24}}`,
+		`{"dcb":{"ets":{"prio_tc":[0,1 2,3,4,5,6,7]}}}`,
+		`{"pause":{"rx":true false}}`,
+		`{"driver":{"driver":"mlx5" "x"}}`,
+		`{"stats":{"rx_bytes":1 2}}`,
+	} {
+		file := inFile([]byte(link))
+		if json.Valid(file) {
+			t.Fatalf("%s is valid JSON: the case tests nothing", file)
+		}
+		for _, byLink := range []bool{true, false} {
+			if _, _, err := parseKernel("kernel.json", file, byLink); err == nil {
+				t.Errorf("%s read (byLink %v)", file, byLink)
+			}
+		}
+		sameAsSerial(t, file)
+	}
+	// And white space that separates nothing still goes.
+	sameAsSerial(t, inFile([]byte(`{"rings": { "rx" : 1024 , "tx" : 512 } , "dcb" : { "ets" : { "prio_tc" : [ 0 , 1 , 2 , 3 , 4 , 5 , 6 , 7 ] } } }`)))
+}
+
+// A directory without snapshot.json is no snapshot, and Open reads none
+// of what else it holds (a wrong --snapshot may name a directory of big
+// files): its allocations stay far below the 64 MiB kernel.json here.
+func TestOpenReadsNothingWithoutMeta(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, KernelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil { // sparse
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Open(dir)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrNotSnapshot) {
+		t.Fatalf("got %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("Open allocated %d bytes for a directory without %s", n, MetaFile)
+	}
 }

@@ -175,7 +175,13 @@ func (s *splitter) value(i int, emit bool) (int, bool) {
 			if depth == 0 { // callers skip white space before a value
 				return 0, false
 			}
-			j++
+			// Dropped, except between two scalars ("10 24"), which it
+			// keeps apart: joined, they would read as one value.
+			k := skipSpace(b, j)
+			if emit && len(s.out) > 0 && k < len(b) && !special(s.out[len(s.out)-1]) && !isStructural(s.out[len(s.out)-1]) && !special(b[k]) && !isStructural(b[k]) {
+				s.out = append(s.out, ' ')
+			}
+			j = k
 		case '{', '[':
 			depth++
 			if emit {
@@ -220,6 +226,10 @@ func special(c byte) bool {
 }
 
 // isDelim says whether c ends a scalar outside any container.
+// isStructural says whether c is a comma or colon: a scalar's neighbour
+// that needs no white space to end it.
+func isStructural(c byte) bool { return c == ',' || c == ':' }
+
 func isDelim(c byte) bool {
 	switch c {
 	case ',', '}', ']', ' ', '\t', '\r', '\n':
