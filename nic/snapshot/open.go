@@ -66,7 +66,13 @@ func Open(dir string) (*Snapshot, error) {
 	}
 	// kernel.json and the pack are read and decoded while snapshot.json
 	// is; what is wrong with snapshot.json is still reported first, and
-	// a directory without one is no snapshot, whatever else it holds.
+	// a directory without one is no snapshot, whatever else it holds:
+	// one that has none is not read at all (a wrong --snapshot may name
+	// a directory of big files).
+	metaPath := filepath.Join(dir, MetaFile)
+	if _, err := os.Lstat(metaPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("snapshot: %s has no %s: %w", dir, MetaFile, ErrNotSnapshot)
+	}
 	type kernel struct {
 		ks    *KernelState
 		stats map[string]rawCounters
@@ -86,7 +92,6 @@ func Open(dir string) (*Snapshot, error) {
 		t, err := readPack(dir)
 		pc <- pack{t, err}
 	}()
-	metaPath := filepath.Join(dir, MetaFile)
 	var meta Meta
 	mb, err := readRegular(metaPath)
 	switch {
