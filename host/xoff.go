@@ -273,9 +273,9 @@ func (pl *planning) insertAround(arounds []around) {
 		for _, i := range pl.at[a.netdev] {
 			if cs[i].Key == a.key {
 				places = append(places, place{i, a})
+				n += len(a.pre) + len(a.post) // per place: the moves below count on it
 			}
 		}
-		n += len(a.pre) + len(a.post)
 	}
 	slices.SortFunc(places, func(x, y place) int { return x.at - y.at })
 	// In place, from the back: each change moves right by what goes in
