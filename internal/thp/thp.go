@@ -12,6 +12,7 @@
 package thp
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,8 +30,8 @@ const PageSize = 2 << 20
 // Where the kernel refuses the advice, the pages are plain ones.
 func Slice[T any](n int) []T {
 	size := int(unsafe.Sizeof(*new(T)))
-	if size == 0 || n*size < PageSize/2 {
-		return make([]T, 0, n)
+	if size == 0 || n > (math.MaxInt-3*PageSize)/size || n*size < PageSize/2 {
+		return make([]T, 0, n) // and a size past memory is make's to refuse
 	}
 	window := (n*size + PageSize - 1) &^ (PageSize - 1)
 	s := make([]T, (window+PageSize)/size+2)

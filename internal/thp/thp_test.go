@@ -83,3 +83,15 @@ func TestSliceIsEligibleForHugePages(t *testing.T) {
 	}
 	t.Errorf("no THPeligible line for %#x in /proc/self/smaps", addr)
 }
+
+// A size past memory is refused as make refuses it, not by a slice
+// expression that overflowed on the way.
+func TestSliceTooLarge(t *testing.T) {
+	defer func() {
+		r := recover()
+		if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "makeslice") {
+			t.Errorf("got %v, want make's error", r)
+		}
+	}()
+	_ = Slice[uint64](1<<61 + 1<<19)
+}
