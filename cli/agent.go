@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // AgentBinary is the daemon's program (cmd/rocectl-agent, cli/agentcmd).
@@ -32,19 +34,29 @@ rocectl, then on PATH. See ` + AgentBinary + ` --help for its flags.`,
 			if err != nil {
 				return err
 			}
-			return env.Exec(path, append([]string{path}, args...), os.Environ())
+			// A stop that came before the exec is not lost to it.
+			if err := context.Cause(cmd.Context()); err != nil {
+				return err
+			}
+			if err := env.Exec(path, append([]string{path}, args...), os.Environ()); err != nil {
+				return fmt.Errorf("running %s: %w", path, err)
+			}
+			return nil
 		},
 	}
 }
 
-// agentPath finds the daemon's binary: beside this one (the package and
-// the Ansible role install both into one directory), else on PATH.
+// agentPath finds the daemon's binary: beside this one, as this one's
+// name with "-agent" (the Ansible role installs <rocectl_binary_path>-agent)
+// or as rocectl-agent (the package, make build), else on PATH. A file
+// there that this user cannot run is passed over.
 func agentPath() (string, error) {
 	exe, err := os.Executable()
 	if err == nil {
-		p := filepath.Join(filepath.Dir(exe), AgentBinary)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
+		for _, p := range []string{exe + "-agent", filepath.Join(filepath.Dir(exe), AgentBinary)} {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && unix.Access(p, unix.X_OK) == nil {
+				return p, nil
+			}
 		}
 	}
 	p, err := exec.LookPath(AgentBinary)

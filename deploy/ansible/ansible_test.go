@@ -454,6 +454,36 @@ func TestRunInstallsValidatedProfileIdempotently(t *testing.T) {
 	}
 }
 
+// A rocectl the role did not install (a package, a hand install) from
+// before the daemon had its own binary: the role stops before the agent's
+// unit would fail to start, and goes on once rocectl-agent is there.
+func TestInstalledRocectlWithoutItsDaemon(t *testing.T) {
+	fx := newFixture(t, "cx6dx-ofed-lossless")
+	fx.vars["rocectl_binary_src"] = ""
+	fx.vars["rocectl_apply"] = false
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(rocectlBin, fx.bin)
+	p := fx.run(t)
+	if p.ok || !strings.Contains(p.out, fx.bin+"-agent is missing") {
+		t.Fatalf("the role went on without %s-agent:\n%s", fx.bin, p.out)
+	}
+	p.expect(t, "Require an installed rocectl-agent when the role installs none and runs the agent", "fatal")
+	copyFile(rocectlBin+"-agent", fx.bin+"-agent")
+	if p = fx.run(t); !p.ok {
+		t.Fatalf("with rocectl-agent installed:\n%s", p.out)
+	}
+	p.expect(t, "Require an installed rocectl-agent when the role installs none and runs the agent", "ok")
+}
+
 func TestBadProfileNeverLands(t *testing.T) {
 	fx := newFixture(t, "cx6dx-ofed-lossless")
 	if err := os.MkdirAll(fx.config, 0o755); err != nil {
