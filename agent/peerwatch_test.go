@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -80,19 +81,7 @@ func TestPeerWatchOverVeth(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener heard nothing in 10s")
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(w)
-	want := `
-# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.
-# TYPE rocectl_peer_consistent gauge
-rocectl_peer_consistent{device="host0"} 0
-# HELP rocectl_peer_pfc_enabled_bitmap The PFC enable bitmap the switch announces (bit p = priority p).
-# TYPE rocectl_peer_pfc_enabled_bitmap gauge
-rocectl_peer_pfc_enabled_bitmap{device="host0"} 16
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
-		t.Error(err)
-	}
+	wantPeerMismatchMetrics(t, w, "host0")
 	rep, err := peer.ReadState(dir)
 	if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Verdict != peer.Mismatch {
 		t.Errorf("state file: %+v, %v", rep, err)
@@ -120,19 +109,7 @@ func TestPeerWatchPollsDriver(t *testing.T) {
 	if !w.usesDriver("p0") {
 		t.Fatal("the port's LLDP frames would still be recorded")
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(w)
-	want := `
-# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.
-# TYPE rocectl_peer_consistent gauge
-rocectl_peer_consistent{device="p0"} 0
-# HELP rocectl_peer_pfc_enabled_bitmap The PFC enable bitmap the switch announces (bit p = priority p).
-# TYPE rocectl_peer_pfc_enabled_bitmap gauge
-rocectl_peer_pfc_enabled_bitmap{device="p0"} 16
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
-		t.Error(err)
-	}
+	wantPeerMismatchMetrics(t, w, "p0")
 	rep, err := peer.ReadState(dir)
 	if err != nil || rep == nil || len(rep.Ports) != 1 || rep.Ports[0].Source != peer.SourceDCBNL || rep.Ports[0].Verdict != peer.Mismatch {
 		t.Fatalf("state file %+v, %v", rep, err)
@@ -142,5 +119,24 @@ rocectl_peer_pfc_enabled_bitmap{device="p0"} 16
 	rep, _ = peer.ReadState(dir)
 	if w.usesDriver("p0") || rep.Ports[0].Verdict != peer.Unknown || !strings.Contains(rep.Ports[0].Reason, "has heard none yet") {
 		t.Errorf("after the partner went: %+v", rep.Ports[0])
+	}
+}
+
+// wantPeerMismatchMetrics checks what w exports for device after a
+// mismatch with a switch that enables PFC on priority 4 only.
+func wantPeerMismatchMetrics(t *testing.T, w *peerWatch, device string) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w)
+	want := fmt.Sprintf(`
+# HELP rocectl_peer_consistent 1 when the switch's DCBX (heard in LLDP, or reported by the driver through dcbnl) agrees with the profile, 0 on a mismatch; absent until it was known.
+# TYPE rocectl_peer_consistent gauge
+rocectl_peer_consistent{device=%[1]q} 0
+# HELP rocectl_peer_pfc_enabled_bitmap The PFC enable bitmap the switch announces (bit p = priority p).
+# TYPE rocectl_peer_pfc_enabled_bitmap gauge
+rocectl_peer_pfc_enabled_bitmap{device=%[1]q} 16
+`, device)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
+		t.Error(err)
 	}
 }
