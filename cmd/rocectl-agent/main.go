@@ -4,24 +4,13 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/rocectl/rocectl/cli"
 	"github.com/rocectl/rocectl/cli/agentcmd"
 )
 
 func main() {
-	// SIGINT and SIGTERM cancel the context with the signal as its cause:
-	// an apply in progress rolls back, and the daemon stops.
-	ctx, stop := cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := cli.NewEnv(os.Stdout, os.Stderr)
-	err := agentcmd.NewRootCommand(env).ExecuteContext(ctx)
-	stop()
-	if msg := cli.ErrorMessage(err); msg != "" {
-		fmt.Fprintln(os.Stderr, agentcmd.Name+":", msg)
-	}
-	os.Exit(cli.ExitCode(err))
+	// A daemon keeps the runtime's collector (Env.TuneGC).
+	os.Exit(cli.Main(agentcmd.NewRootCommand, false))
 }
