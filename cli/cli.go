@@ -133,7 +133,7 @@ func newValidateCmd(env *Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
 			for _, path := range args {
-				p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile})
+				p, err := policy.Load(path, env.ProfileOptions())
 				if err != nil {
 					bad++
 					fmt.Fprintln(env.Stderr, err)

@@ -145,9 +145,15 @@ func (env *Env) Host(ctx context.Context) (*host.Host, func(), error) {
 // Store is the state dir as --state-dir and --keep-journals name it.
 func (env *Env) Store() apply.Store { return apply.Store{Dir: env.StateDir, Keep: env.KeepJournals} }
 
+// ProfileOptions are the options of every profile load: the global
+// --allow-insecure-profile.
+func (env *Env) ProfileOptions() policy.LoadOptions {
+	return policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile}
+}
+
 // LoadProfile loads and validates a profile, printing its warnings.
 func (env *Env) LoadProfile(path string) (*policy.Profile, error) {
-	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile})
+	p, err := policy.Load(path, env.ProfileOptions())
 	if err != nil {
 		return nil, err
 	}

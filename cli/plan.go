@@ -41,7 +41,7 @@ func (env *Env) openAndPlan(ctx context.Context, profilePath string, withGID boo
 	}
 	lc := make(chan loaded, 1)
 	go func() {
-		p, err := policy.Load(profilePath, policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile})
+		p, err := policy.Load(profilePath, env.ProfileOptions())
 		lc <- loaded{p, err}
 	}()
 	h, done, err := env.Host(ctx)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rocectl/rocectl/agent"
 	"github.com/rocectl/rocectl/cli"
-	"github.com/rocectl/rocectl/policy"
 )
 
 // Name is the daemon's binary; `rocectl agent` runs it (cli.AgentBinary).
@@ -58,7 +57,7 @@ Under systemd it reports READY=1, STATUS= and watchdog pings.
 			}
 			defer done()
 			cfg.Enforce = mode == "enforce"
-			cfg.LoadOptions = policy.LoadOptions{AllowInsecure: env.AllowInsecureProfile}
+			cfg.LoadOptions = env.ProfileOptions()
 			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
 			cfg.Store, cfg.Log = env.Store(), env.Log
 			cfg.Version = cli.Version
