@@ -9,24 +9,26 @@ import (
 	"sync"
 )
 
-// A link's state, decoded without encoding/json when its text is in the
-// plain form capture writes. encoding/json scans every value twice and
-// sets each through reflection with a check per kind: ~50 µs per link on
-// the bench machine, 3.3 ms of CPU for a 64-port kernel.json, the largest
-// part of a snapshot audit. fastLink reads the same text in one pass with
-// a decoding plan per type, made once, and is about ten times faster.
+// A link's state, and kernel.json's top level, decoded without
+// encoding/json when their text is in the plain form capture writes.
+// encoding/json scans every value twice and sets each through reflection
+// with a check per kind: ~50 µs per link on the bench machine, 3.3 ms of
+// CPU for a 64-port kernel.json, the largest part of a snapshot audit.
+// fastLink and fastTop read the same text in one pass with a decoding plan
+// per type, made once: about four times faster per link.
 //
-// encoding/json stays the reference. fastLink takes only text whose
-// meaning leaves no choice, and reports ok false for anything else, which
-// the caller then decodes with encoding/json as before, its errors
-// included: a member name that is not exactly a field's tag (encoding/json
-// matches case-insensitively), a repeated member (it merges), null (it
-// leaves a value as it was), a string with an escape or a byte that is not
+// encoding/json stays the reference. They take only text whose meaning
+// leaves no choice, and report ok false for anything else, which the
+// caller then decodes with encoding/json as before, its errors included:
+// a member name that is not exactly a field's tag (encoding/json matches
+// case-insensitively), a repeated member (it merges), null (it leaves a
+// value as it was), a string with an escape or a byte that is not
 // printable ASCII (it unescapes and replaces invalid UTF-8), a number with
 // a fraction, exponent or leading zero or out of the field's range, an
 // array of another length than a Go array (it pads or drops), a []byte
-// (base64 to it). TestFastLinkAsEncodingJSON and FuzzFastLink hold it to
-// encoding/json's results.
+// (base64 to it). fastlink_test.go holds Open's reads through them to the
+// serial read, which is encoding/json's (sameAsSerial, FuzzFastLink,
+// FuzzFastTop).
 
 // fastLink decodes b, one link object as kernel.json holds it, into a
 // linkFile as encoding/json decodes the splitter's text of it, and returns
@@ -38,24 +40,19 @@ func fastLink(b []byte) (lf *linkFile, stats []counterText, ok bool) {
 	if plan == nil {
 		return nil, nil, false
 	}
-	p := parser{b: b}
 	ls := reflect.New(linkStateType).Elem()
-	p.i = skipSpace(b, 0)
-	var seen uint64
-	if !p.object(func(name []byte) bool {
-		if string(name) == "stats" {
-			// The counters stay text, checked here, as the splitter
-			// checks and keeps them (counters.go).
-			end, checked := counterObject(b, p.i, nil)
-			if !checked || stats != nil {
-				return false
-			}
-			stats = []counterText{{b[p.i:end], true}}
-			p.i = end
-			return true
+	seen, ok := document(b, plan, ls, "stats", func(p *parser) bool {
+		// The counters stay text, checked here, as the splitter checks
+		// and keeps them (counters.go).
+		end, checked := counterObject(b, p.i, nil)
+		if !checked || stats != nil {
+			return false
 		}
-		return p.member(plan, ls, name, &seen)
-	}) || skipSpace(b, p.i) != len(b) {
+		stats = []counterText{{b[p.i:end], true}}
+		p.i = end
+		return true
+	})
+	if !ok {
 		return nil, nil, false
 	}
 	lf = &linkFile{}
@@ -63,6 +60,21 @@ func fastLink(b []byte) (lf *linkFile, stats []counterText, ok bool) {
 		lf.LinkState = ls.Addr().Interface().(*LinkState)
 	}
 	return lf, stats, true
+}
+
+// document decodes b, one object and nothing after it, into v by sp; the
+// member called own, which the plan leaves to v's container (linkFile's
+// Stats, kernelFile's Links), goes to ownValue instead. It returns the bits
+// of the fields it set (member).
+func document(b []byte, sp *structPlan, v reflect.Value, own string, ownValue func(p *parser) bool) (seen uint64, ok bool) {
+	p := parser{b: b, i: skipSpace(b, 0)}
+	ok = p.object(func(name []byte) bool {
+		if string(name) == own {
+			return ownValue(&p)
+		}
+		return p.member(sp, v, name, &seen)
+	})
+	return seen, ok && skipSpace(b, p.i) == len(b)
 }
 
 // members decodes the object at p.i into v, a struct planned by sp.
@@ -97,23 +109,17 @@ func fastTop(b []byte, kf *kernelFile) bool {
 	if plan == nil {
 		return false
 	}
-	p := parser{b: b}
 	// A copy to decode into: a half-decoded KernelState would be
 	// decoded into again, and merged, by encoding/json.
 	ks := reflect.New(kernelStateType).Elem()
-	var seen uint64
 	links := false
-	p.i = skipSpace(b, 0)
-	if !p.object(func(name []byte) bool {
-		if string(name) == "links" {
-			if links || !p.literal("{}") {
-				return false
-			}
-			links = true
-			return true
+	if _, ok := document(b, plan, ks, "links", func(p *parser) bool {
+		if links || !p.literal("{}") {
+			return false
 		}
-		return p.member(plan, ks, name, &seen)
-	}) || skipSpace(b, p.i) != len(b) {
+		links = true
+		return true
+	}); !ok {
 		return false
 	}
 	*kf.KernelState = ks.Interface().(KernelState)
