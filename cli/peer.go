@@ -1,21 +1,15 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/lldp"
-	"github.com/rocectl/rocectl/nic"
-	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/peer"
 )
 
@@ -87,14 +81,14 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 			driverWhy := make([]string, len(ports))
 			for i, pt := range ports {
 				r := &rep.Ports[i]
-				*r = peer.Result{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: firmwareLLDP(h.K, pt.netdev, pt.driver)}
+				*r = peer.Result{Netdev: pt.netdev, Driver: pt.driver, FirmwareLLDP: peer.FirmwareLLDP(h.K, pt.netdev, pt.driver)}
 				// The driver's view first: it answers at once, and where
 				// the firmware takes the frames it is the only one.
 				if st, err := h.K.DCB(pt.netdev); err == nil {
 					_, driverWhy[i] = peer.JudgeDriver(r, st, e)
 				}
 			}
-			listenPeers(cmd.Context(), h.K, rep.Ports, driverWhy, e, time.Now().Add(wait), wait)
+			peer.Listen(cmd.Context(), h.K, rep.Ports, driverWhy, e, time.Now().Add(wait), wait)
 			rep.CheckedAt = time.Now().UTC()
 			if err := peer.WriteState(env.StateDir, rep); err != nil {
 				env.Log.Debug("peer result not stored for audit", "err", err)
@@ -115,114 +109,6 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 	cmd.Flags().StringArrayVar(&netdevs, "netdev", nil, "check this netdev instead of the profile's matched ports (repeatable)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
-}
-
-// listenPeers listens on every port without a verdict yet (the driver
-// gave none) at once, until each has heard a valid frame or the deadline
-// passes, and fills in the verdicts. driverWhy[i] is why port i's driver
-// gave none, if it has peer ops.
-func listenPeers(ctx context.Context, k nic.Kernel, ports []peer.Result, driverWhy []string, e lldp.Expect, deadline time.Time, wait time.Duration) {
-	var wg sync.WaitGroup
-	for i := range ports {
-		r := &ports[i]
-		if r.Verdict != "" {
-			continue
-		}
-		why := driverWhy[i]
-		l, err := lldp.Listen(r.Netdev)
-		if err != nil {
-			r.Verdict, r.Reason = peer.Error, err.Error()
-			if why != "" {
-				r.Reason += "; " + why
-			}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer l.Close()
-			stop := context.AfterFunc(ctx, func() { l.Close() })
-			defer stop()
-			var bad []error
-			for {
-				rec, err := l.Read(deadline)
-				switch {
-				case err != nil:
-					r.Verdict, r.Reason = peer.Unknown, silentReason(k, r, why, bad, wait)
-					if !errors.Is(err, os.ErrDeadlineExceeded) {
-						r.Reason = err.Error()
-						if ctx.Err() != nil {
-							r.Reason = "interrupted: " + ctx.Err().Error()
-						}
-					}
-					return
-				case rec.Err != nil:
-					bad = append(bad, rec.Err)
-				default:
-					peer.Judge(r, rec, e)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// silentReason words the likely reason a port heard no usable frame;
-// driverWhy is why its driver reported no peer either, if it has peer ops.
-func silentReason(k nic.Kernel, r *peer.Result, driverWhy string, bad []error, wait time.Duration) string {
-	switch {
-	case len(bad) > 0:
-		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v", len(bad), bad[len(bad)-1])
-	case driverWhy != "" && r.FirmwareLLDP != "":
-		return fmt.Sprintf("no LLDP frame in %s and %s; %s", wait, driverWhy, r.FirmwareLLDP)
-	case driverWhy != "":
-		return fmt.Sprintf("no LLDP frame in %s and %s", wait, driverWhy)
-	case r.FirmwareLLDP != "":
-		return r.FirmwareLLDP
-	}
-	if li, err := k.Link(r.Netdev); err == nil && li.OperState != "up" && li.OperState != "unknown" {
-		return fmt.Sprintf("no LLDP frame in %s: the link is %s", wait, li.OperState)
-	}
-	return fmt.Sprintf("no LLDP frame in %s: LLDP is off on the switch port, its transmit interval is longer than --wait, or something on the way consumes it", wait)
-}
-
-// firmwareLLDP says when the NIC's firmware runs its own LLDP agent and
-// takes the switch's frames before the host sees them: mlx5 in firmware
-// DCBX mode (dcbnl DCBX mode without DCB_CAP_DCBX_HOST, audit's qos.dcbx
-// "firmware"), ice with the private flag fw-lldp-agent on, i40e with
-// disable-fw-lldp off; for any other driver, a DCBX mode with
-// DCB_CAP_DCBX_LLD_MANAGED says the firmware runs DCBX, which may take the
-// frames. "" when not, or when it cannot be told.
-func firmwareLLDP(k nic.Kernel, netdev, driver string) string {
-	switch driver {
-	case "mlx5_core":
-		st, err := k.DCB(netdev)
-		if err == nil && st.DCBX != nil && *st.DCBX&dcb.DCBXHost == 0 {
-			return "mlx5 in firmware DCBX mode (qos.dcbx = firmware): the NIC's LLDP agent consumes the switch's LLDP and the host never sees it, and mlx5 reports no peer through dcbnl; read the peer with mlnx_qos or set qos.dcbx = \"host\""
-		}
-	case "ice", "i40e":
-		flags, err := k.PrivFlags(netdev)
-		if err != nil {
-			return ""
-		}
-		if on, ok := flags["fw-lldp-agent"]; ok && on {
-			return "ice firmware LLDP agent is on (ethtool private flag fw-lldp-agent): the firmware consumes the switch's LLDP; ethtool --set-priv-flags " + netdev + " fw-lldp-agent off lets the host hear it"
-		}
-		if off, ok := flags["disable-fw-lldp"]; ok && !off {
-			return "i40e firmware LLDP agent is on (ethtool private flag disable-fw-lldp off): the firmware consumes the switch's LLDP; ethtool --set-priv-flags " + netdev + " disable-fw-lldp on lets the host hear it"
-		}
-	default:
-		st, err := k.DCB(netdev)
-		if err == nil && st.DCBX != nil && *st.DCBX&dcb.DCBXLLDManaged != 0 {
-			name := driver
-			if name == "" {
-				name = "the NIC"
-			}
-			return name + "'s firmware runs DCBX (DCBX mode LLD_MANAGED): its LLDP agent may take the switch's frames before the host sees them"
-		}
-	}
-	return ""
 }
 
 // peerExit: 2 when any port mismatches, else 1 when any could not be

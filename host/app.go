@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"github.com/rocectl/rocectl/driver/known"
 	"maps"
 	"slices"
 
@@ -82,13 +83,10 @@ func dscpEntries(apps []dcb.App) []dcb.App {
 }
 
 // deleteFirst says whether a DSCP is remapped by deleting its old entry
-// before adding the new one. bnxt's APP delete is keyed by the DSCP alone
-// in hardware (bnxt_dcbnl_ieee_delapp → bnxt_hwrm_queue_dscp2pri_cfg with
-// mask 0), so deleting the old entry after adding the new one would wipe
-// the mapping just installed while dcbnl's table still showed it. mlx5 and
-// generic drivers add first: mlx5 replaces a DSCP's entry in place, and a
-// moment with no DSCP entry at all would flip it to PCP trust.
-func deleteFirst(p *port.Port) bool { return p.Driver == "bnxt_en" }
+// before adding the new one (driver.Driver.DeleteAppFirst: bnxt). mlx5
+// and generic drivers add first: mlx5 replaces a DSCP's entry in place,
+// and a moment with no DSCP entry at all would flip it to PCP trust.
+func deleteFirst(p *port.Port) bool { return known.For(p.Driver).DeleteAppFirst() }
 
 // syncDSCP makes the DSCPs of domain map as target says (a DSCP missing from
 // target gets no entry), in the order the driver needs (deleteFirst).

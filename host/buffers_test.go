@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/driver/mlx5"
 	"github.com/rocectl/rocectl/internal/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -108,7 +109,7 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 				// The buffer write is what switches mlx5 to manual mode
 				// for good: its note stays on it when it moves before
 				// PFC, not on the change that took its place.
-				if irr := strings.Contains(c.Note, irreversibleBuffer); irr != (c.Kind == policy.KindPrioBuffer) {
+				if irr := strings.Contains(c.Note, mlx5.IrreversibleBufferNote); irr != (c.Kind == policy.KindPrioBuffer) {
 					t.Errorf("%s: note %q: the irreversible note belongs on the buffer change", c.Key, c.Note)
 				}
 			}

@@ -2,54 +2,12 @@ package host
 
 import (
 	"slices"
-	"strings"
 
-	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/driver/known"
+	"github.com/rocectl/rocectl/driver/mlx5"
 	"github.com/rocectl/rocectl/policy"
 )
-
-// companion is a setting a driver changes by itself as a side effect of a
-// write: the plan carries it as a change of its own, so that its
-// before-value is journalled and rollback puts it back, and the operator
-// sees it before applying.
-type companion struct {
-	kind  policy.Kind
-	name  string // the setting's name, as policy names it
-	arg   string // the setting's kind-specific argument, as policy.Setting.Arg
-	value string // what the setting must hold (what the driver leaves it at)
-	note  string // why, citing the driver function
-}
-
-// pfcCompanions: mlx5_set_port_pfc (mlx5/core/port.c) writes the PFCC
-// register from a zeroed buffer with pptx_mask_n = 0, so setting PFC turns
-// rx and tx global pause off; compare mlx5_set_port_stall_watermark, which
-// sets the mask bits and keeps them. Rolling PFC back therefore leaves a
-// host that had global pause on with no flow control at all, unless the
-// pause setting is journalled and restored after PFC.
-func pfcCompanions(r *portReader, _ policy.Change) []companion {
-	if !strings.HasPrefix(r.driver, "mlx5") {
-		return nil
-	}
-	return []companion{{kind: policy.KindGlobalPause, name: "qos.global_pause", value: "off",
-		note: "mlx5 turns global pause off whenever it sets PFC (mlx5_set_port_pfc); journalled so that rollback restores it"}}
-}
-
-// cnpPrioCompanions: upstream mlx5's np_cnp_prio_mode (hw/mlx5/cong.c,
-// MLX5_IB_DBG_CC_NP_CNP_PRIO_MODE) decides where CNPs go: in mode 1 the
-// CNP priority follows the data packet's, and np_cnp_prio is ignored, so
-// an np_cnp_prio that reads "in sync" would not keep CNPs off the PFC
-// priority. A managed CNP priority brings mode 0 with it. DOCA-OFED's
-// sysfs has no such mode.
-func cnpPrioCompanions(r *portReader, c policy.Setting) []companion {
-	if c.Arg != "np/cnp_802p_prio" {
-		return nil
-	}
-	if e, err := r.ecnOf(); err != nil || e.Kind != nic.ECNUpstreamMlx5 {
-		return nil
-	}
-	return []companion{{kind: policy.KindECNParam, name: "ecn.np.cnp_prio_mode", arg: "np/cnp_prio_mode", value: "0",
-		note: "upstream mlx5 ignores np_cnp_prio in mode 1 (CNPs follow the data priority; hw/mlx5/cong.c): mode 0 makes the CNP priority the one set here"}}
-}
 
 // Plan compares the host with d (policy.Diff) and adds the companions of
 // the planned changes: settings the driver will change by itself, which
@@ -95,7 +53,7 @@ type planning struct {
 }
 
 type mlx5Read struct {
-	p  mlx5Port
+	p  mlx5.Port
 	ok bool
 }
 
@@ -141,15 +99,10 @@ func (pl *planning) first(netdev string, is func(policy.Change) bool) int {
 	return -1
 }
 
-// orderForDriver adds the writes a driver needs before a change, or
-// refuses the change when the profile does not give what they need.
-//
-// bnxt_en takes PFC only after ETS has been set since the driver loaded:
-// bnxt_hwrm_queue_pfc_cfg returns -EINVAL while bp->ieee_ets is NULL, and
-// only bnxt_dcbnl_ieee_setets sets it (getets does not, whatever it
-// reports). So a PFC change on bnxt goes with an ETS write in the same
-// apply: the profile's own ETS change, or its ETS settings written again
-// when they are already in sync; with no [qos.ets] the change is refused.
+// orderForDriver checks and orders the writes each port's driver checks
+// against each other (the mlx5 buffers: buffers.go), and adds the writes
+// a driver needs before a change, or refuses the change when the profile
+// does not give what they need (driver.Driver.PFCNeedsETS: bnxt_en).
 func (pl *planning) orderForDriver() {
 	plan := pl.plan
 	// The ETS rewrites go in once every port has been planned: each
@@ -158,10 +111,12 @@ func (pl *planning) orderForDriver() {
 	var rewrites []policy.Change
 	for _, dp := range pl.d.Ports {
 		p := dp.Port
-		if strings.HasPrefix(p.Driver, "mlx5") {
+		drv := known.For(p.Driver)
+		if drv.Caps().BufferChecks {
 			pl.planMLX5Buffers(&p, dp.Settings)
 		}
-		if p.Driver != "bnxt_en" {
+		note, refusal := drv.PFCNeedsETS()
+		if note == "" {
 			continue
 		}
 		pfc, ets := -1, false
@@ -180,14 +135,12 @@ func (pl *planning) orderForDriver() {
 		for _, s := range dp.Settings {
 			switch s.Kind {
 			case policy.KindETSPrioTC, policy.KindETSTSA, policy.KindETSBandwidth:
-				rewrites = append(rewrites, policy.Change{Setting: s, Before: s.Value,
-					Note: "written again: bnxt_en takes PFC only after ETS is set (bnxt_hwrm_queue_pfc_cfg)"})
+				rewrites = append(rewrites, policy.Change{Setting: s, Before: s.Value, Note: note})
 			}
 		}
 		if len(rewrites) == n {
 			c := plan.Changes[pfc]
-			plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port,
-				Error: "bnxt_en takes PFC only after ETS has been set (bnxt_hwrm_queue_pfc_cfg returns EINVAL without it): add [qos.ets] to the profile"})
+			plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: refusal})
 		}
 	}
 	if len(rewrites) > 0 {
@@ -201,12 +154,15 @@ func (h *Host) companionChanges(plan *policy.Plan, planned map[string]bool) []po
 	readers := h.readers()
 	var added []policy.Change
 	for _, c := range plan.Changes {
-		k, err := kindOf(c.Kind)
-		if err != nil || k.companions == nil || c.Port == nil {
+		if c.Port == nil {
+			continue
+		}
+		cps := known.For(c.Port.Driver).Companions(c)
+		if len(cps) == 0 {
 			continue
 		}
 		r := readers.of(c.Port)
-		for _, cp := range k.companions(r, c) {
+		for _, cp := range cps {
 			if ch, ok := companionChange(r, c.Setting, cp, "companion of ", planned); ok {
 				added = append(added, ch)
 			}
@@ -216,7 +172,7 @@ func (h *Host) companionChanges(plan *policy.Plan, planned map[string]bool) []po
 }
 
 // impliedChanges are the settings that managing a setting implies on this
-// driver (cnpPrioCompanions), to put in the plan whenever the profile
+// driver (driver.Driver.Implied), to put in the plan whenever the profile
 // manages it, changed or not: the implied setting is what makes the
 // managed one mean what it says.
 func (h *Host) impliedChanges(d *policy.Desired, planned map[string]bool) []policy.Change {
@@ -224,12 +180,11 @@ func (h *Host) impliedChanges(d *policy.Desired, planned map[string]bool) []poli
 	var added []policy.Change
 	for _, dp := range d.Ports {
 		for _, s := range dp.Settings {
-			k, err := kindOf(s.Kind)
-			if err != nil || k.implied == nil || s.Port == nil {
+			if s.Port == nil {
 				continue
 			}
 			r := readers.of(s.Port)
-			for _, cp := range k.implied(r, s) {
+			for _, cp := range known.For(s.Port.Driver).Implied(s, r.facts()) {
 				if ch, ok := companionChange(r, s, cp, "implied by ", planned); ok {
 					added = append(added, ch)
 				}
@@ -255,18 +210,18 @@ func plannedKeys(plan *policy.Plan) map[string]bool {
 // read (nothing to journal or restore; the plan reports the setting's own
 // read errors if the profile asks for it), or when it already holds the
 // value (the driver changes nothing). planned records what is added.
-func companionChange(r *portReader, cause policy.Setting, cp companion, from string, planned map[string]bool) (policy.Change, bool) {
-	s := policy.Setting{Key: cause.Scope + "." + cp.name, Scope: cause.Scope, Name: cp.name,
-		Kind: cp.kind, Arg: cp.arg, Value: cp.value, From: from + cause.Name, Port: cause.Port}
+func companionChange(r *portReader, cause policy.Setting, cp driver.Companion, from string, planned map[string]bool) (policy.Change, bool) {
+	s := policy.Setting{Key: cause.Scope + "." + cp.Name, Scope: cause.Scope, Name: cp.Name,
+		Kind: cp.Kind, Arg: cp.Arg, Value: cp.Value, From: from + cause.Name, Port: cause.Port}
 	if planned[s.Key] {
 		return policy.Change{}, false
 	}
 	before, present, err := r.read(s, nil)
-	if err != nil || (present && before == cp.value) {
+	if err != nil || (present && before == cp.Value) {
 		return policy.Change{}, false
 	}
 	planned[s.Key] = true
-	return policy.Change{Setting: s, Before: before, Absent: !present, Note: cp.note}, true
+	return policy.Change{Setting: s, Before: before, Absent: !present, Note: cp.Note}, true
 }
 
 // insertInOrder puts each change of add among its port's changes in cs,

@@ -1,8 +1,9 @@
 package host
 
 import (
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/driver/known"
 	"slices"
-	"strings"
 
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
@@ -11,24 +12,8 @@ import (
 
 // The DCBX mode decides who owns a port's PFC, ETS and APP table: the host
 // (what rocectl writes stays) or a DCBX agent that may overwrite it. What
-// "firmware" means differs by driver, so the planner says it per driver:
-//
-//   - mlx5: outside host mode the firmware runs DCBX with willing set
-//     (mlx5e_dcbnl_set_dcbx_mode sets willing_admin for every non-host
-//     mode), so a switch advertising its own PFC/ETS/APP later overwrites
-//     what the host wrote. The writes themselves succeed.
-//   - bnxt_en: setdcbx only stores the mode in dcbx_cap
-//     (bnxt_dcbnl_setdcbx); clearing HOST hands nothing to a firmware
-//     agent, it only makes the IEEE set ops refuse. A port whose firmware
-//     does run the DCBX agent reports LLD_MANAGED, and then setdcbx
-//     refuses every change ("All firmware DCBX settings are set in NVRAM").
-
-// bnxtFirmwareDCBXNote is what "firmware" DCBX is on bnxt_en.
-const bnxtFirmwareDCBXNote = "bnxt_en's 'firmware' DCBX only clears the host flag in dcbx_cap (bnxt_dcbnl_setdcbx); no firmware agent takes over"
-
-// bnxtLLDManagedRefusal is why a DCBX change on a bnxt port whose firmware
-// agent manages DCBX cannot be made.
-const bnxtLLDManagedRefusal = "bnxt_dcbnl_setdcbx refuses any change while the firmware agent manages DCBX (dcbx_cap has LLD_MANAGED; the agent's settings live in the NIC's NVRAM)"
+// "firmware" means differs by driver, so the planner asks the port's
+// driver (driver.Driver.PlanDCBX, WillingDCBX).
 
 // isDCBXNegotiated says whether a setting of kind k is one a DCBX peer can
 // overwrite in willing mode (its registry entry's dcbxNegotiated).
@@ -72,20 +57,21 @@ func (pl *planning) planDCBX() {
 	}
 	for _, nd := range order {
 		p := ports[nd]
-		switch {
-		case strings.HasPrefix(p.port.Driver, "mlx5"):
-			pl.h.warnMLX5WillingDCBX(pl.plan, p)
-			pl.noteMLX5DCBXUndo(p)
-		case p.port.Driver == "bnxt_en" && p.dcbx != nil:
-			pl.planBnxtDCBX(p)
+		drv := known.For(p.port.Driver)
+		if msg := drv.WillingDCBX(p.negotiated); msg != "" {
+			pl.h.warnWillingDCBX(pl.plan, p, msg)
+		}
+		if p.dcbx != nil {
+			pl.planPortDCBX(p, drv)
 		}
 	}
 }
 
-// warnMLX5WillingDCBX: a profile that manages PFC/ETS/APP on an mlx5 port
-// that stays in firmware DCBX, or that asks for firmware DCBX, gets a
-// warning: the firmware is willing, and the switch has the last word.
-func (h *Host) warnMLX5WillingDCBX(plan *policy.Plan, p *dcbxPort) {
+// warnWillingDCBX: a profile that manages PFC/ETS/APP on a port whose
+// driver's firmware is willing (msg), and that stays in firmware DCBX or
+// that asks for firmware DCBX, gets a warning: the switch has the last
+// word.
+func (h *Host) warnWillingDCBX(plan *policy.Plan, p *dcbxPort, msg string) {
 	if len(p.negotiated) == 0 {
 		return
 	}
@@ -98,33 +84,13 @@ func (h *Host) warnMLX5WillingDCBX(plan *policy.Plan, p *dcbxPort) {
 			return // unreadable (the plan says so where it matters), or host mode
 		}
 	}
-	plan.Warnings = append(plan.Warnings, policy.Warning{Key: p.port.Netdev + ".qos.dcbx", Port: p.port,
-		Message: "DCBX is left to the mlx5 firmware, which is willing (mlx5e_dcbnl_set_dcbx_mode sets willing_admin outside host mode): the switch can later overwrite " +
-			strings.Join(p.negotiated, ", ") + `; set qos.dcbx = "host" to keep them`})
+	plan.Warnings = append(plan.Warnings, policy.Warning{Key: p.port.Netdev + ".qos.dcbx", Port: p.port, Message: msg})
 }
 
-// noteMLX5DCBXUndo notes on a change of an mlx5 port to host DCBX what its
-// rollback cannot undo: mlx5e_dcbnl_set_dcbx_mode sets the firmware's
-// willing bit whenever it leaves host mode, and no dcbnl read shows the
-// bit, so a firmware configured not willing comes back willing.
-func (pl *planning) noteMLX5DCBXUndo(p *dcbxPort) {
-	if p.dcbx == nil || p.dcbx.Value != "host" {
-		return
-	}
-	for _, i := range pl.at[p.dcbx.Port.Netdev] {
-		if c := &pl.plan.Changes[i]; c.Key == p.dcbx.Key {
-			c.Note = joinNote(c.Note, mlx5WillingUndoNote)
-		}
-	}
-}
-
-// mlx5WillingUndoNote is the note on an mlx5 change to host DCBX.
-const mlx5WillingUndoNote = "irreversible in part: a rollback to firmware DCBX also makes the firmware willing (mlx5e_dcbnl_set_dcbx_mode sets willing_admin outside host mode), whatever it was; no dcbnl read shows the bit"
-
-// planBnxtDCBX: "firmware" on bnxt_en is said for what it is, and a DCBX
-// change on a port whose firmware agent manages DCBX is refused.
-func (pl *planning) planBnxtDCBX(p *dcbxPort) {
-	h, plan := pl.h, pl.plan
+// planPortDCBX adds what the port's driver says of its qos.dcbx: a
+// refusal or a note on its change, or a warning when it is in sync.
+func (pl *planning) planPortDCBX(p *dcbxPort, drv driver.Driver) {
+	plan := pl.plan
 	// The change of a setting is on the setting's port.
 	change := -1
 	for _, i := range pl.at[p.dcbx.Port.Netdev] {
@@ -132,25 +98,21 @@ func (pl *planning) planBnxtDCBX(p *dcbxPort) {
 			change = i
 		}
 	}
-	if change < 0 && p.dcbx.Value != "firmware" {
-		return
-	}
-	st, err := h.newPortReader(p.port, "").dcbPart("dcbx")
-	if err != nil || st.DCBX == nil {
-		return // the plan reports the setting's own read error
-	}
-	if *st.DCBX&dcb.DCBXLLDManaged != 0 {
-		if change >= 0 {
-			c := plan.Changes[change]
-			plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: bnxtLLDManagedRefusal})
+	reported := func() (uint8, bool) {
+		st, err := pl.h.newPortReader(p.port, "").dcbPart("dcbx")
+		if err != nil || st.DCBX == nil {
+			return 0, false // the plan reports the setting's own read error
 		}
-		return // in sync: here a firmware agent does manage DCBX
+		return *st.DCBX, true
 	}
+	dp := drv.PlanDCBX(p.dcbx.Value, change >= 0, reported)
 	switch {
-	case p.dcbx.Value != "firmware":
-	case change >= 0:
-		plan.Changes[change].Note = bnxtFirmwareDCBXNote
-	default:
-		plan.Warnings = append(plan.Warnings, policy.Warning{Key: p.dcbx.Key, Port: p.port, Message: bnxtFirmwareDCBXNote})
+	case dp.Refuse != "" && change >= 0:
+		c := plan.Changes[change]
+		plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: dp.Refuse})
+	case dp.Note != "" && change >= 0:
+		plan.Changes[change].Note = joinNote(plan.Changes[change].Note, dp.Note)
+	case dp.Warning != "":
+		plan.Warnings = append(plan.Warnings, policy.Warning{Key: p.dcbx.Key, Port: p.port, Message: dp.Warning})
 	}
 }

@@ -3,6 +3,8 @@ package host
 import (
 	"errors"
 	"fmt"
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/driver/known"
 	"os"
 	"sort"
 	"strconv"
@@ -45,6 +47,8 @@ type portReader struct {
 	ncclVars   []nccl.Var
 	ncclAbsent bool
 	ncclErr    error
+
+	drvFacts driver.Facts // facts' answer, made once
 }
 
 // ncclConf reads and parses the reader's NCCL config file, once.
@@ -76,6 +80,31 @@ func (r *portReader) ecnOf() (*nic.ECN, error) {
 		}
 	}
 	return r.ecn, r.ecnErr
+}
+
+// facts is what the port's driver layer may ask of this reader: read on
+// first use, through the reader's own cache.
+func (r *portReader) facts() driver.Facts {
+	if r.drvFacts.ECN == nil {
+		r.drvFacts.ECN = r.ecnFlavour
+	}
+	return r.drvFacts
+}
+
+// ecnFlavour says through which interface the port's ECN knobs are
+// reached, for the driver layer.
+func (r *portReader) ecnFlavour() driver.ECNFlavour {
+	e, err := r.ecnOf()
+	if err != nil {
+		return driver.ECNUnknown
+	}
+	switch e.Kind {
+	case nic.ECNOFED:
+		return driver.ECNOFED
+	case nic.ECNUpstreamMlx5:
+		return driver.ECNUpstream
+	}
+	return driver.ECNUnknown
 }
 
 // close releases what the reader holds open.
@@ -363,29 +392,11 @@ func readETS(r *portReader, s policy.Setting, notes map[string]string) (string, 
 	if st.ETS == nil {
 		return "", false, nic.Unsupportedf("driver %s does not expose ETS", orUnknown(r.driver))
 	}
-	if notes != nil && bnxtHidesETS(r.driver, st) { // nil: a read-back, which keeps no notes
-		notes[s.Key] = bnxtHiddenNote
+	if hidden := known.For(r.driver).HiddenDCB(st); notes != nil && hidden != "" { // nil: a read-back, which keeps no notes
+		notes[s.Key] = hidden
 	}
 	return formatETS(st.ETS, s.Kind), true, nil
 }
-
-// bnxtHidesETS says whether st is what bnxt reports in host DCBX mode
-// before anything set ETS since the driver loaded: bnxt_dcbnl_ieee_getets
-// returns at once when bp->ieee_ets is NULL and dcbx_cap has HOST, leaving
-// dcbnl's zeroed struct (every priority on TC 0, strict, no bandwidth)
-// with ets_cap only; bnxt_dcbnl_ieee_getpfc does the same for PFC, which
-// cannot have been set without ETS (bnxt_hwrm_queue_pfc_cfg needs
-// bp->ieee_ets). What the firmware does is not readable then.
-func bnxtHidesETS(driver string, st *dcb.State) bool {
-	if driver != "bnxt_en" || st.DCBX == nil || *st.DCBX&dcb.DCBXHost == 0 || st.ETS == nil {
-		return false
-	}
-	e := st.ETS
-	return e.PrioTC == [dcb.NumTCs]uint8{} && e.TCTSA == [dcb.NumTCs]uint8{} && e.TCTxBW == [dcb.NumTCs]uint8{}
-}
-
-// bnxtHiddenNote is the note on an ETS or PFC value bnxt hides.
-const bnxtHiddenNote = "bnxt reports this placeholder in host DCBX mode until ETS is set through dcbnl (bnxt_dcbnl_ieee_getets/getpfc): the firmware's own ETS and PFC are not readable, and a rollback writes the placeholder (every priority on TC 0, strict, PFC off), not them"
 
 // pfcState is the port's ieee_pfc, or why there is none.
 func (r *portReader) pfcState() (*dcb.PFC, error) {
@@ -405,8 +416,10 @@ func readPFC(r *portReader, s policy.Setting, notes map[string]string) (string, 
 		return "", false, err
 	}
 	if notes != nil { // nil: a read-back, which keeps no notes
-		if st, err := r.dcbPart("ets"); err == nil && bnxtHidesETS(r.driver, st) {
-			notes[s.Key] = bnxtHiddenNote
+		if st, err := r.dcbPart("ets"); err == nil {
+			if hidden := known.For(r.driver).HiddenDCB(st); hidden != "" {
+				notes[s.Key] = hidden
+			}
 		}
 	}
 	return policy.FormatPrioBitmap(pfc.Enable), true, nil
@@ -427,7 +440,7 @@ func readCableLength(r *portReader, _ policy.Setting, _ map[string]string) (stri
 		return "", false, &nic.NotCapturedError{Op: "driver", Name: r.port.Netdev}
 	case r.driver == "":
 		return "", false, fmt.Errorf("the driver of %s is unknown (no ethtool driver info, no device link), so whether the PFC delay field is a cable length on it (mlx5) is too", r.port.Netdev)
-	case !strings.HasPrefix(r.driver, "mlx5"):
+	case !known.For(r.driver).Caps().CableLength:
 		return "", false, nic.Unsupportedf("cable length is mlx5's use of the PFC delay field; driver %s has no equivalent", r.driver)
 	}
 	return strconv.Itoa(int(pfc.Delay)), true, nil

@@ -21,13 +21,6 @@ type kind struct {
 	read func(r *portReader, s policy.Setting, notes map[string]string) (v string, present bool, err error)
 	// obj is the kernel object a write goes through.
 	obj *object
-	// companions lists the settings the driver changes by itself when a
-	// setting of this kind is written (companions.go).
-	companions func(r *portReader, c policy.Change) []companion
-	// implied lists the settings that must hold a value for a managed
-	// setting of this kind to mean what it says on this driver, changed
-	// or not (companions.go).
-	implied func(r *portReader, s policy.Setting) []companion
 	// where says where on the host's topology the setting lives
 	// (place.go): the netdev, every physical port (each slave of a
 	// bond), the RDMA device port, or the host.
@@ -123,13 +116,13 @@ func registry() map[policy.Kind]kind {
 		policy.KindETSPrioTC:       {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
 		policy.KindETSTSA:          {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
 		policy.KindETSBandwidth:    {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
-		policy.KindPFC:             {read: readPFC, obj: objPFC, companions: pfcCompanions, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindPFC:             {read: readPFC, obj: objPFC, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
 		policy.KindCableLength:     {read: readCableLength, obj: objPFC, where: onPhysical, pfOnly: true},
 		policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer, where: onPhysical, pfOnly: true},
 		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer, where: onPhysical, pfOnly: true},
 		policy.KindStormPrevention: {read: readStorm, obj: objStorm, where: onPhysical, pfOnly: true},
 		policy.KindECNEnable:       {read: readECN, obj: objECNEnable, where: onPhysical, files: ecnFiles},
-		policy.KindECNParam:        {read: readECN, obj: objECNParam, implied: cnpPrioCompanions, where: onPhysical, files: ecnFiles},
+		policy.KindECNParam:        {read: readECN, obj: objECNParam, where: onPhysical, files: ecnFiles},
 		policy.KindRoCEMode:        {read: readRoCEMode, obj: objRoCEMode, where: onRDMAPort, files: rdmaCMFiles},
 		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS, where: onRDMAPort, files: rdmaCMFiles},
 		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl, where: onRDMAPort, files: rdmaDeviceFiles},

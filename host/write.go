@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rocectl/rocectl/driver/known"
 	"os"
 	"slices"
 	"strconv"
@@ -435,22 +436,14 @@ func writePause(w *stepWriter) error {
 func writeDCBX(w *stepWriter) error {
 	_, v := w.only()
 	nd := w.port.Netdev
+	// Read only when the driver's mode depends on it.
 	reported := func() uint8 {
 		if st, err := w.h.K.DCB(nd); err == nil && st.DCBX != nil {
 			return *st.DCBX
 		}
 		return 0
 	}
-	mode := uint8(0)
-	switch {
-	case v == "host" && w.port.Driver == "bnxt_en":
-		mode = dcb.DCBXHost | dcb.DCBXVerIEEE // bnxt: a host mode is IEEE only
-	case v == "host":
-		mode = dcb.DCBXHost | dcb.DCBXVerIEEE | reported()&(dcb.DCBXVerCEE|dcb.DCBXVerIEEE)
-	case w.port.Driver == "bnxt_en":
-		mode = reported() &^ dcb.DCBXHost
-	}
-	return w.h.K.SetDCBX(nd, mode)
+	return w.h.K.SetDCBX(nd, known.For(w.port.Driver).DCBXMode(v == "host", reported))
 }
 
 func writeStorm(w *stepWriter) error {
@@ -603,7 +596,7 @@ func writePFC(w *stepWriter) error {
 		}
 		p.Delay = uint16(n)
 	}
-	if p.Enable != st.PFC.Enable && strings.HasPrefix(w.port.Driver, "mlx5") {
+	if p.Enable != st.PFC.Enable && known.For(w.port.Driver).Caps().PFCTogglesLink {
 		// mlx5e_dcbnl_ieee_setpfc toggles the link before anything it
 		// may fail on after: the thresholds it computes are those of a
 		// link without speed.

@@ -3,9 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
+	"github.com/rocectl/rocectl/driver/known"
+	"github.com/rocectl/rocectl/driver/mlx5"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rocectl/rocectl/nic"
@@ -13,53 +14,9 @@ import (
 	"github.com/rocectl/rocectl/port"
 )
 
-// mlx5's receive buffer thresholds and the MTU (mlx5/core/en/port_buffer.c,
-// en_dcbnl.c, en_main.c):
-//
-//   - mlx5e_port_manual_buffer_config computes xoff (calculate_xoff) from
-//     the netdev's MTU, link speed and cable length of the moment, and
-//     programs every lossless buffer's xoff/xon thresholds from it
-//     (update_xoff_threshold, port_set_buffer). Only a buffer write
-//     (mlx5e_dcbnl_setbuffer) or, in manual buffer mode, a PFC write
-//     (mlx5e_dcbnl_ieee_setpfc) calls it.
-//   - Setting the MTU (mlx5e_set_dev_port_mtu) and the carrier coming up at
-//     another speed (mlx5e_update_carrier) do not. Mainline recomputed the
-//     thresholds there for a few weeks ("net/mlx5e: Update and set
-//     Xon/Xoff upon MTU set", ceddedc969f0; "... upon port speed set",
-//     d24341740fe4) and reverted both (6f5dacf88a32, 3fbfe251cc9f: they
-//     broke the buffer-to-pool mapping of multi-host NICs); DOCA-OFED
-//     25.10 has neither. So after an MTU change a lossless buffer keeps the
-//     xoff of the old MTU: with a bigger MTU it can overflow before pause
-//     is sent, dropping packets of the lossless class.
-//   - setpfc calls mlx5e_port_manual_buffer_config in manual mode whatever
-//     changed, and that recomputes every threshold when the xoff it
-//     computes differs from the last one (priv->dcbx.xoff): a PFC write of
-//     the port's own pfc_en and cable length (no link toggle, no cable
-//     change) is the least disruptive way to make the driver recompute.
-//     An unchanged buffer write would not do (setbuffer returns before
-//     computing anything), nor would a cable length moved and moved back
-//     be any better (two computations, one of them for the wrong cable).
-//
-// And a PFC change computes them for the wrong speed: mlx5e_dcbnl_ieee_setpfc
-// toggles the link first, and calculate_xoff, finding no operational speed
-// while it trains, takes 40 Gb/s (planToggleRecomputes).
-//
-// So on an mlx5 port in manual buffer mode an MTU change brings two
-// journalled recomputes with it: one written after the MTU (unless the
-// plan writes the port's PFC, cable length or buffers after it anyway,
-// which computes with the final MTU), and one written before it, whose
-// undo comes after rollback has restored the MTU and everything else, and
-// so computes exactly what the port had. rocectl cannot read manual mode
-// (priv->dcbx.manual_buffer, or the firmware's buffer ownership in PFCC on
-// newer kernels, reaches no dcbnl attribute): a port is taken to be in it
-// when the profile manages its buffers, which puts it there for good. A
-// profile that manages only the cable length says nothing about the mode
-// (the cable length note in buffers.go), and a port a factory recipe
-// leaves in automatic mode gets no extra step; on a port in automatic mode
-// the recompute would be a PFC write that changes nothing.
-
-// xoffRecomputeNote says why, in the plan.
-const xoffRecomputeNote = "mlx5 computes the lossless buffers' xoff/xon thresholds for the MTU of the last buffer or PFC write and an MTU change does not recompute them (mainline's recompute was reverted: 6f5dacf88a32, 3fbfe251cc9f), so a bigger MTU could overflow a buffer before pause is sent; a PFC write of the port's own values (no link toggle) makes the driver recompute them (mlx5e_port_manual_buffer_config)"
+// The recomputes an MTU change or a PFC link toggle needs on an mlx5
+// port in manual buffer mode (why: driver/mlx5/xoff.go), placed in the
+// plan and written.
 
 // planXoffRecompute adds the recomputes an MTU change needs on the mlx5
 // ports in manual buffer mode that it reaches (the port itself, or each
@@ -84,7 +41,7 @@ func (pl *planning) planXoffRecompute() {
 		var pre, post []policy.Change
 		var ports []string
 		for _, p := range buffersReachedByMTU(dp, plan.Changes[mtuAt].Port) {
-			if !strings.HasPrefix(p.Driver, "mlx5") || !managesMLX5Buffers(dp.Settings, p.Netdev) {
+			if !known.For(p.Driver).Caps().BufferChecks || !managesMLX5Buffers(dp.Settings, p.Netdev) {
 				continue
 			}
 			before, after, ok := pl.xoffRecomputes(p, plan.Changes[mtuAt], newMTU)
@@ -108,9 +65,6 @@ func (pl *planning) planXoffRecompute() {
 	pl.planToggleRecomputes()
 }
 
-// toggleRecomputeNote says why, in the plan.
-const toggleRecomputeNote = "mlx5e_dcbnl_ieee_setpfc takes the link down and up when the PFC priorities change (mlx5_toggle_port_link) and then computes the lossless buffers' xoff/xon thresholds while the link trains, without its speed: calculate_xoff takes 40 Gb/s when mlx5e_port_linkspeed finds no operational protocol, too little headroom for a faster link, and nothing recomputes them when the link comes up; a PFC write of the port's own values, once ethtool reports the link's speed again, recomputes them at it"
-
 // afterLinkToggle is the Arg of a recompute that follows a link toggle:
 // its write waits for the link's speed first. The journal keeps it, so a
 // rollback from disk waits too.
@@ -127,7 +81,7 @@ func (pl *planning) planToggleRecomputes() {
 	var arounds []around
 	for _, dp := range pl.d.Ports {
 		for _, p := range buffersReachedByMTU(dp, &dp.Port) {
-			if strings.HasPrefix(p.Driver, "mlx5") && managesMLX5Buffers(dp.Settings, p.Netdev) {
+			if known.For(p.Driver).Caps().BufferChecks && managesMLX5Buffers(dp.Settings, p.Netdev) {
 				arounds = append(arounds, pl.toggleRecomputes(p.Netdev)...)
 			}
 		}
@@ -155,14 +109,14 @@ func (pl *planning) toggleRecomputes(netdev string) []around {
 		return nil
 	}
 	if li.OperState != "up" {
-		plan.Changes[ci].Note = joinNote(c.Note, "the link is "+li.OperState+": mlx5 computes the buffer thresholds for 40 Gb/s without a link speed, and nothing recomputes them when the link comes up; once it is up, write the port's PFC again (any PFC write recomputes them)")
+		plan.Changes[ci].Note = joinNote(c.Note, mlx5.LinkNotUpNote(li.OperState))
 		return nil
 	}
 	cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
 	if !ok {
 		return nil
 	}
-	mtu := cur.mtu // the MTU the recomputes see: MTU changes come first (mtuFirst)
+	mtu := cur.MTU // the MTU the recomputes see: MTU changes come first (mtuFirst)
 	for _, nd := range []string{p.Netdev, p.Master} {
 		if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
 			if v, err := strconv.Atoi(plan.Changes[i].Value); err == nil {
@@ -181,8 +135,8 @@ func (pl *planning) toggleRecomputes(netdev string) []around {
 		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
 			Kind: policy.KindXoffRecompute, Arg: afterLinkToggle, Value: v, From: "qos.pfc", Port: p}, Before: v, Note: note}
 	}
-	pre := mk("qos.pfc_xoff_recompute_on_rollback", toggleRecomputeNote+"; written before the PFC change, where it changes nothing, so that rollback recomputes them once it has put the PFC back")
-	post := mk("qos.pfc_xoff_recompute", toggleRecomputeNote+"; here after the port's PFC and buffer writes")
+	pre := mk("qos.pfc_xoff_recompute_on_rollback", mlx5.ToggleRecomputeNote+"; written before the PFC change, where it changes nothing, so that rollback recomputes them once it has put the PFC back")
+	post := mk("qos.pfc_xoff_recompute", mlx5.ToggleRecomputeNote+"; here after the port's PFC and buffer writes")
 	if plan.Changes[last].Key == c.Key {
 		return []around{{netdev: p.Netdev, key: c.Key, pre: []policy.Change{pre}, post: []policy.Change{post}}}
 	}
@@ -336,22 +290,22 @@ func isBufferKind(k policy.Kind) bool {
 func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
 	plan := pl.plan
 	cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
-	if !ok || cur.mtu == newMTU {
+	if !ok || cur.MTU == newMTU {
 		return policy.Change{}, nil, false
 	}
 	follows, buffersChange := false, false
 	final := cur
-	final.mtu = newMTU
+	final.MTU = newMTU
 	for _, i := range pl.at[p.Netdev] {
 		c := plan.Changes[i]
 		switch c.Kind {
 		case policy.KindPFC:
 			follows = true
-			final.pfc, _ = policy.ParsePrioBitmap(c.Value)
-			final.lossless = losslessBy(final.pfc, final.prio2buf)
+			final.PFC, _ = policy.ParsePrioBitmap(c.Value)
+			final.Lossless = mlx5.LosslessBy(final.PFC, final.Prio2Buf)
 		case policy.KindCableLength:
 			follows = true
-			final.cable, _ = strconv.Atoi(c.Value)
+			final.Cable, _ = strconv.Atoi(c.Value)
 		case policy.KindPrioBuffer, policy.KindBufferSize:
 			follows, buffersChange = true, true
 		}
@@ -360,10 +314,8 @@ func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) 
 	// MTU included. Without, the recompute at the new MTU checks today's
 	// buffers.
 	if !buffersChange {
-		if sf := final.check(""); sf != nil {
-			plan.Refused = append(plan.Refused, policy.PlanError{Key: mtu.Key, Want: mtu.Value, Port: mtu.Port,
-				Error: fmt.Sprintf("%sbuffer %d is lossless with %d bytes; at MTU %d mlx5 needs at least %d (%s), and the recompute the MTU change needs would fail: raise buffers.buffer_size with the MTU",
-					slaveOf(p, mtu), sf.buf, sf.size, newMTU, final.need(), final.minimumText())})
+		if why := mlx5.MTUProblem(final); why != "" {
+			plan.Refused = append(plan.Refused, policy.PlanError{Key: mtu.Key, Want: mtu.Value, Port: mtu.Port, Error: slaveOf(p, mtu) + why})
 			return policy.Change{}, nil, false
 		}
 	}
@@ -372,9 +324,9 @@ func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) 
 		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
 			Kind: policy.KindXoffRecompute, Value: v, From: "link.mtu", Port: p}, Before: v, Note: note}
 	}
-	before = mk("link.xoff_recompute_on_rollback", cur.mtu, xoffRecomputeNote+fmt.Sprintf("; written before the MTU change, where it changes nothing, so that rollback recomputes them for MTU %d once it has restored the MTU", cur.mtu))
+	before = mk("link.xoff_recompute_on_rollback", cur.MTU, mlx5.XoffRecomputeNote+fmt.Sprintf("; written before the MTU change, where it changes nothing, so that rollback recomputes them for MTU %d once it has restored the MTU", cur.MTU))
 	if !follows {
-		a := mk("link.xoff_recompute", newMTU, xoffRecomputeNote+fmt.Sprintf("; here for MTU %d, after the MTU change", newMTU))
+		a := mk("link.xoff_recompute", newMTU, mlx5.XoffRecomputeNote+fmt.Sprintf("; here for MTU %d, after the MTU change", newMTU))
 		after = &a
 	}
 	return before, after, true

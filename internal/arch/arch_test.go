@@ -121,15 +121,23 @@ func TestPackageBoundaries(t *testing.T) {
 	// this module (the standard library and third-party modules are not
 	// checked here): the layers never import upwards.
 	allowed := map[string][]string{
-		"host":   {"policy", "nic", "nccl", "port"},
-		"nccl":   {"policy", "nic", "port"},
-		"verify": {"policy", "nic", "port"},
-		"apply":  {"host", "verify", "policy", "nccl", "nic", "port"},
-		"report": {"policy", "port"},
-		"peer":   {"apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
-		"policy": {"port"},
-		"nic":    {"port"},
-		"port":   {},
+		"host": {"policy", "nic", "nccl", "port", "driver"},
+		// The driver layer reads no host: policy's kinds, the port, and
+		// dcbnl's value types (nic/dcb), never the rest of nic.
+		"driver":         {"policy", "port", "nic/dcb"},
+		"driver/mlx5":    {"driver", "policy", "port", "nic/dcb"},
+		"driver/bnxt":    {"driver", "policy", "port", "nic/dcb"},
+		"driver/ice":     {"driver", "policy", "port", "nic/dcb"},
+		"driver/generic": {"driver", "policy", "port", "nic/dcb"},
+		"driver/known":   {"driver", "policy", "port", "nic/dcb"},
+		"nccl":           {"policy", "nic", "port"},
+		"verify":         {"policy", "nic", "port"},
+		"apply":          {"host", "verify", "policy", "nccl", "nic", "port", "driver"},
+		"report":         {"policy", "port"},
+		"peer":           {"apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp", "driver"},
+		"policy":         {"port"},
+		"nic":            {"port"},
+		"port":           {},
 	}
 	for pkg, may := range allowed {
 		p, ok := pkgs[mod+"/"+pkg]

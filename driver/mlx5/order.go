@@ -1,0 +1,80 @@
+package mlx5
+
+import (
+	"fmt"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// Refusal is a plan's buffer writes refused on one port: why, and the
+// kinds of change to hang it on, the first the plan has.
+type Refusal struct {
+	Why string
+	On  []policy.Kind
+}
+
+// CellProblem refuses sizes that are not whole 128-byte cells: the
+// driver programs size / 128 (port_set_buffer), so such a size would read
+// back smaller and fail the apply's read-back.
+func CellProblem(sizes [8]uint32) *Refusal {
+	for b, sz := range sizes {
+		if sz%Cell != 0 {
+			return &Refusal{On: []policy.Kind{policy.KindBufferSize},
+				Why: fmt.Sprintf("buffer %d: %d bytes is not a whole number of mlx5's %d-byte cells (port_set_buffer programs size/%d): use %d or %d",
+					b, sz, Cell, Cell, sz/Cell*Cell, (sz/Cell+1)*Cell)}
+		}
+	}
+	return nil
+}
+
+// Order decides the order of a port's writes ws (in plan order) from
+// cur: as planned, or with the buffer write moved before the PFC write
+// (buffersFirst), whichever passes the driver's checks at every write of
+// the apply and of its rollback from any point; a refusal when the state
+// the writes leave fails them whatever the order, or no order passes.
+// mapChanges says whether the priority-to-buffer map changes.
+func Order(cur Port, ws []Write, mapChanges bool) (buffersFirst bool, refused *Refusal) {
+	end := cur
+	for _, w := range ws {
+		w.Apply(&end)
+	}
+	if sf := end.Check(""); sf != nil {
+		why := fmt.Sprintf("buffer %d would be lossless with %d bytes; mlx5 needs at least %d (%s)", sf.Buf, sf.Size, end.Need(), end.MinimumText())
+		switch {
+		case LosslessBy(end.PFC, end.Prio2Buf)[sf.Buf]:
+		case mapChanges:
+			why += "; global pause is on, and mlx5 makes every buffer a priority maps to lossless when the map changes (fill_pfc_en): turn global pause off (qos.global_pause = false, written before the buffers) or size every buffer in use for it"
+		default:
+			why += "; global pause is on, under which a map write makes every buffer a priority maps to lossless (fill_pfc_en), and which buffers are lossless now cannot be read (PBMC's lossy bits), so it is taken as lossless"
+		}
+		return false, &Refusal{Why: why, On: []policy.Kind{policy.KindBufferSize, policy.KindPrioBuffer, policy.KindPFC, policy.KindCableLength}}
+	}
+	sf := RunWrites(cur, ws)
+	if sf == nil {
+		return false, nil
+	}
+	alt := BuffersBeforePFC(ws)
+	if alt == nil {
+		return false, &Refusal{Why: sf.String() + Advice(sf), On: []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize, policy.KindPFC, policy.KindCableLength}}
+	}
+	altSF := RunWrites(cur, alt)
+	if altSF == nil {
+		return true, nil
+	}
+	return false, &Refusal{On: []policy.Kind{policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize},
+		Why: "no order of the PFC and buffer writes passes mlx5's buffer checks: PFC first, " + sf.String() + "; buffers first, " + altSF.String() + "; change PFC and buffers in two applies"}
+}
+
+// The notes the planner puts on an mlx5 port's buffer-related changes.
+const (
+	// CableOnlyInManualNote: mlx5e_dcbnl_initialize's cable length is
+	// used by the manual buffer configuration alone.
+	CableOnlyInManualNote = "mlx5 uses the cable length only in manual buffer mode: without [buffers] it changes nothing unless an earlier buffer write set that mode"
+	// MaxMTUUnknownNote: Need with max_mtu not captured.
+	MaxMTUUnknownNote = "mlx5 needs xoff + max(max_mtu, 9216) + 128 bytes in a lossless buffer and this port's max_mtu is unknown (not captured): checked with 9216, the driver may need more"
+	// PauseUnreadNote: fill_pfc_en under a global pause that could not
+	// be read.
+	PauseUnreadNote = "global pause could not be read: if it is on when the map is written, mlx5 makes every buffer a priority maps to lossless (fill_pfc_en), which this plan has not checked"
+	// BuffersFirstNote is on the buffer changes Order moved ahead of PFC.
+	BuffersFirstNote = "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back"
+)
