@@ -15,7 +15,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/rocectl/rocectl/internal/parallel"
+	"github.com/rocectl/rocectl/internal/lib/parallel"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/testbin"
+	"github.com/rocectl/rocectl/internal/testkit/testbin"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
 const mod = "github.com/rocectl/rocectl"
@@ -138,7 +138,7 @@ func TestPackageBoundaries(t *testing.T) {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if !own(dep) || under(dep, pkg) || under(dep, "internal/parallel") || under(dep, "internal/thp") {
+			if !own(dep) || under(dep, pkg) || under(dep, "internal/lib/parallel") || under(dep, "internal/lib/thp") {
 				continue
 			}
 			ok := false
@@ -150,23 +150,23 @@ func TestPackageBoundaries(t *testing.T) {
 			}
 		}
 	}
-	// internal/parallel, which every layer may use, is a leaf: the
+	// internal/lib/parallel, which every layer may use, is a leaf: the
 	// standard library only.
-	if _, ok := pkgs[mod+"/internal/parallel"]; !ok {
-		t.Error("go list does not see internal/parallel")
+	if _, ok := pkgs[mod+"/internal/lib/parallel"]; !ok {
+		t.Error("go list does not see internal/lib/parallel")
 	}
-	for _, dep := range pkgs[mod+"/internal/parallel"].Deps {
+	for _, dep := range pkgs[mod+"/internal/lib/parallel"].Deps {
 		if d, ok := pkgs[dep]; ok && !d.Standard {
-			t.Errorf("internal/parallel depends on %s: it may import only the standard library", dep)
+			t.Errorf("internal/lib/parallel depends on %s: it may import only the standard library", dep)
 		}
 	}
-	// internal/thp too: the standard library and x/sys.
-	if _, ok := pkgs[mod+"/internal/thp"]; !ok {
-		t.Error("go list does not see internal/thp")
+	// internal/lib/thp too: the standard library and x/sys.
+	if _, ok := pkgs[mod+"/internal/lib/thp"]; !ok {
+		t.Error("go list does not see internal/lib/thp")
 	}
-	for _, dep := range pkgs[mod+"/internal/thp"].Deps {
+	for _, dep := range pkgs[mod+"/internal/lib/thp"].Deps {
 		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
-			t.Errorf("internal/thp depends on %s: it may import only the standard library and x/sys", dep)
+			t.Errorf("internal/lib/thp depends on %s: it may import only the standard library and x/sys", dep)
 		}
 	}
 	// apply runs verify's checks (read-back, guard) in its lifecycle;
@@ -210,10 +210,11 @@ func TestShippedBinaryHasNoTestHooks(t *testing.T) {
 }
 
 // testSupport reports whether an own package exists for tests only: the
-// simulated kernel (nic/nictest), fixture hosts, namespaces, built test
-// binaries, and any package named like them.
+// simulated kernel (nic/nictest), every test kit under internal/testkit
+// (fixture hosts, namespaces, built test binaries, ...), and any package
+// named like them.
 func testSupport(path string) bool {
-	for _, p := range []string{"nic/nictest", "internal/fixturehost", "internal/netnstest", "internal/testbin"} {
+	for _, p := range []string{"nic/nictest", "internal/testkit"} {
 		if under(path, p) {
 			return true
 		}
@@ -267,7 +268,7 @@ func TestRocectlDoesNotLinkTheDaemon(t *testing.T) {
 }
 
 // Only test files, other test support and programs that are not shipped
-// (the fixture generators under internal/cmd, benchmark drivers) import
+// (the generators under internal/tools, benchmark drivers) import
 // nic/nictest or any other test support: a library that did would be one
 // import away from putting the simulator into the binary.
 func TestOnlyTestsImportTestSupport(t *testing.T) {
@@ -277,7 +278,7 @@ func TestOnlyTestsImportTestSupport(t *testing.T) {
 	}
 	for path, p := range pkgs {
 		program := p.Name == "main" && path != mod+"/cmd/rocectl" && path != mod+"/cmd/rocectl-agent"
-		if !own(path) || testSupport(path) || program || under(path, "internal/cmd") {
+		if !own(path) || testSupport(path) || program || under(path, "internal/tools") {
 			continue
 		}
 		// Imports lists what the package's non-test files import;

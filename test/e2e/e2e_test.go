@@ -22,9 +22,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/netnstest"
-	"github.com/rocectl/rocectl/internal/testbin"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/testbin"
 )
 
 var bin string

@@ -33,9 +33,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/median"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/hosts"
+	"github.com/rocectl/rocectl/internal/testkit/median"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 

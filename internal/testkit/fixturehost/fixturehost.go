@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/dirtree"
+	"github.com/rocectl/rocectl/internal/testkit/dirtree"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
@@ -20,7 +20,7 @@ import (
 // RepoRoot is the directory holding rocectl's go.mod.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Dir is the path of a committed fixture host.

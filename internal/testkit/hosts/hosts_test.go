@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -25,8 +25,8 @@ import (
 var update = flag.Bool("update", false, "regenerate testdata/hosts")
 
 const (
-	capturesDir = "../../../../testdata/captures"
-	hostsDir    = "../../../../testdata/hosts"
+	capturesDir = "../../../testdata/captures"
+	hostsDir    = "../../../testdata/hosts"
 )
 
 // TestGolden regenerates every host into a temporary directory and checks

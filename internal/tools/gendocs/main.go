@@ -4,7 +4,7 @@
 // completions. It is a program of its own so that cobra/doc and go-md2man
 // are not linked into rocectl.
 //
-//	go run ./internal/cmd/gendocs -out DIR -version V
+//	go run ./internal/tools/gendocs -out DIR -version V
 //
 // The pages' date comes from SOURCE_DATE_EPOCH when set (reproducible
 // builds).

@@ -1,11 +1,11 @@
 // Command mkhosts regenerates rocectl's fixture hosts (testdata/hosts) from
 // the real captures in testdata/captures:
 //
-//	go run ./internal/cmd/mkhosts -o testdata/hosts
+//	go run ./internal/tools/mkhosts -o testdata/hosts
 //
 // Each host is a snapshot directory (docs/snapshot-format.md) with a
 // README.md naming the source of every value. The hosts are defined in
-// internal/cmd/mkhosts/hosts (Specs); the golden test there checks that
+// internal/testkit/hosts (Specs); the golden test there checks that
 // the committed hosts match what this command writes.
 package main
 
@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
+	"github.com/rocectl/rocectl/internal/testkit/hosts"
 )
 
 func main() {

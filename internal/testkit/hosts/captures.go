@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rocectl/rocectl/internal/ttar"
+	"github.com/rocectl/rocectl/internal/testkit/ttar"
 	"github.com/rocectl/rocectl/nic/dump"
 )
 

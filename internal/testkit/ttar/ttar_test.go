@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-const captures = "../../testdata/captures"
+const captures = "../../../testdata/captures"
 
 // TestParseMlx5Capture checks values and escaping against the real procfs
 // archive (counted with grep on the archive itself).
