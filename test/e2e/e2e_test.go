@@ -1,8 +1,3 @@
-// Package e2e runs the built rocectl binary against a fixture host root
-// inside a network namespace the test creates, with veth links named like
-// the fixture's netdevs: real rtnetlink, ethtool and dcbnl calls on links
-// the test owns, sysfs/configfs writes into a temporary copy of a captured
-// host. The host's own network is never touched.
 package e2e
 
 import (

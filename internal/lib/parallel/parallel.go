@@ -1,5 +1,3 @@
-// Package parallel runs independent pieces of one pass over a host (a
-// discovery, an observation) a few at a time.
 package parallel
 
 import (

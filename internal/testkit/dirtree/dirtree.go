@@ -1,6 +1,3 @@
-// Package dirtree reads a directory tree into a map, so that tests can
-// compare two trees byte for byte. It imports nothing of the module, so
-// every package's tests can use it.
 package dirtree
 
 import (

@@ -1,7 +1,3 @@
-// Package fdtest counts a test process's open descriptors, for tests that
-// check a pass closes what it opens: a process that holds more descriptors
-// than its table has room for waits for an RCU grace period each time the
-// kernel grows it (nic.Dir.Close).
 package fdtest
 
 import (

@@ -1,6 +1,3 @@
-// Package fixturehost gives tests a writable copy of a captured host from
-// testdata/hosts: its file tree in a temporary directory (symlinks kept) and
-// a simulated kernel loaded from its kernel.json.
 package fixturehost
 
 import (

@@ -1,8 +1,3 @@
-// Package leaktest fails a test binary when a goroutine running this
-// module's code outlives its tests. rocectl's rule is that whatever starts
-// a goroutine joins it before it returns (apply.Run, the agent's loop, a
-// verbs run, the netlink event reader); one that is left running is how a
-// test comes to fail later, in another test, or only on a busy machine.
 package leaktest
 
 import (

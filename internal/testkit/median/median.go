@@ -1,5 +1,3 @@
-// Package median is the one median the benchmarks report beside their
-// targets.
 package median
 
 import "slices"

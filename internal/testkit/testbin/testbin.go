@@ -1,5 +1,3 @@
-// Package testbin builds the rocectl binaries once for a test package that
-// drives the real CLI (end-to-end tests, systemd units, the Ansible role).
 package testbin
 
 import (

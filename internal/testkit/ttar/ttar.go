@@ -1,18 +1,3 @@
-// Package ttar reads the plain-text archives ("ttar") that prometheus/procfs
-// and node_exporter use for their sysfs fixture trees, so that rocectl's
-// fixture hosts can be built from those real captures.
-//
-// The format, as written by the ttar shell script (ideaship/ttar), is a
-// sequence of blocks separated by comment lines ("# ttar - - -"):
-//
-//	Directory: PATH        then  Mode: OCTAL
-//	Path: PATH             then  Lines: N, N content lines, Mode: OCTAL
-//	Path: PATH             then  SymlinkTo: TARGET
-//
-// Content lines are escaped: a NUL byte is written as NULLBYTE, a literal
-// "NULLBYTE" or "EOF" in the data gets a backslash in front, and a file whose
-// last line has no trailing newline ends that line with an unescaped EOF.
-// Lines starting with '#' between blocks are comments.
 package ttar
 
 import (
