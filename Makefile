@@ -88,7 +88,7 @@ deb:
 	rm -rf $(DEB_STAGE) && mkdir -p $(DEB_STAGE)/units $(DEB_STAGE)/examples
 	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -tags verbs -ldflags "$(DEB_LDFLAGS)" -o $(DEB_STAGE)/rocectl ./cmd/rocectl
 	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -tags verbs -ldflags "$(DEB_LDFLAGS)" -o $(DEB_STAGE)/rocectl-agent ./cmd/rocectl-agent
-	SOURCE_DATE_EPOCH=$(DEB_EPOCH) $(GO) run ./internal/cmd/gendocs -out $(DEB_STAGE) -version $(DEB_VERSION)
+	SOURCE_DATE_EPOCH=$(DEB_EPOCH) $(GO) run ./internal/tools/gendocs -out $(DEB_STAGE) -version $(DEB_VERSION)
 	@# The units name /usr/local/sbin/rocectl (a hand install); the package's is /usr/sbin.
 	for u in systemd/rocectl*.service systemd/rocectl*.timer; do \
 	  sed 's|/usr/local/sbin/rocectl|/usr/sbin/rocectl|g' $$u > $(DEB_STAGE)/units/$$(basename $$u); done

@@ -18,7 +18,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )

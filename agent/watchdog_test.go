@@ -14,9 +14,9 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/leaktest"
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/leaktest"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/hosts"
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"

@@ -37,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 CGO_ENABLED=0 go build -trimpath -o "$TMP/rocectl-agent" ./cmd/rocectl-agent
-go run ./internal/cmd/mkhosts -captures testdata/captures -ports 8 -o "$TMP/host"
+go run ./internal/tools/mkhosts -captures testdata/captures -ports 8 -o "$TMP/host"
 TCK=$(getconf CLK_TCK)
 
 # cputicks PID: utime+stime in clock ticks (fields 14 and 15 of

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
 // Defect 9: an expired, uncommitted confirm window whose watcher died was

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/lldp/lldptest"
 	"github.com/rocectl/rocectl/nic"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/median"
+	"github.com/rocectl/rocectl/internal/testkit/median"
 )
 
 var stormLab = flag.Bool("storm.lab", false, "run TestLabStormLatency (bench/storm-latency.sh with STORM_LAB=1)")

@@ -10,7 +10,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 )
 
-// Only the test build links this file (internal/testbin builds rocectl
+// Only the test build links this file (internal/testkit/testbin builds rocectl
 // with -tags rocectl_testhooks): the end-to-end tests slow each apply step
 // down to kill -9 rocectl or pull a link in the middle of an apply. The
 // shipped binary has no such hook.

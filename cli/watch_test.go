@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
 )

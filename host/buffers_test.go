@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/driver/mlx5"
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"

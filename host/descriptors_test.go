@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/fdtest"
+	"github.com/rocectl/rocectl/internal/testkit/fdtest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 )

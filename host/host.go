@@ -1,7 +1,3 @@
-// Package host maps every policy setting to the kernel: how each setting
-// kind is observed, written and undone on one port (registry.go), grouped
-// into the steps a transaction writes. It runs no transaction itself: that
-// is package apply's job (journal, lock, read-back, rollback).
 package host
 
 import (
@@ -15,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/rocectl/rocectl/internal/parallel"
+	"github.com/rocectl/rocectl/internal/lib/parallel"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"

@@ -3,9 +3,9 @@ package host
 import (
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/leaktest"
+	"github.com/rocectl/rocectl/internal/testkit/leaktest"
 )
 
 // TestMain fails the package when a goroutine running rocectl's code
-// outlives its tests (internal/leaktest).
+// outlives its tests (internal/testkit/leaktest).
 func TestMain(m *testing.M) { leaktest.Main(m) }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rocectl/rocectl/internal/parallel"
+	"github.com/rocectl/rocectl/internal/lib/parallel"
 	"github.com/rocectl/rocectl/port"
 )
 

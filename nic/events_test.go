@@ -13,7 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 )
 
 // eventWait bounds how long a test waits for an event the kernel must send.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/fdtest"
+	"github.com/rocectl/rocectl/internal/testkit/fdtest"
 )
 
 // A read stops after a read(2) that does not fill the buffer's free

@@ -14,7 +14,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 )
 
 func unhex(t testing.TB, s string) []byte {

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 )
 
 func testLogger(t testing.TB) *slog.Logger {

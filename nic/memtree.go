@@ -8,7 +8,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/rocectl/rocectl/internal/thp"
+	"github.com/rocectl/rocectl/internal/lib/thp"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,7 +60,7 @@ func NewMemTree(n int) *MemTree {
 	t.root.parent = t.root // ".." of the root is the root
 	t.open = []*memNode{t.root}
 	// A 64-port host's 11,000 entries are 1.2 MB of nodes: on huge
-	// pages (internal/thp), as the pack they come from.
+	// pages (internal/lib/thp), as the pack they come from.
 	t.chunks = [][]memNode{thp.Slice[memNode](max(n, 64))}
 	return t
 }

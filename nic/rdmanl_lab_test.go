@@ -21,7 +21,7 @@ import (
 
 	"github.com/vishvananda/netlink/nl"
 
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/test/lab/labenv"
 )

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/fdtest"
+	"github.com/rocectl/rocectl/internal/testkit/fdtest"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/port"

@@ -1,7 +1,3 @@
-// Package packaging holds the Debian package's definition (nfpm.yaml,
-// maintainer scripts, copyright) and its test: `make deb` builds a package
-// that lintian accepts, that carries what the operator needs, and that
-// installs, removes and purges cleanly in a throwaway root.
 package packaging
 
 import (
@@ -13,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
 func need(t *testing.T, cmds ...string) {

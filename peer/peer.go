@@ -13,13 +13,6 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// The switch-peer check: what the switch port announces in DCBX against
-// the profile, heard in LLDP or, where the NIC firmware runs DCBX and the
-// driver reports the peer, read through dcbnl (driver.go). `rocectl
-// peer` runs it once; the daemon keeps a passive listener and polls the
-// drivers (peerwatch.go). Both leave the last result in the state dir
-// (StateFile) for audit's "switch peer" section.
-
 // StateFile is the last peer result, in the state dir.
 const StateFile = "peer.json"
 

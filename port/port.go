@@ -1,8 +1,3 @@
-// Package port holds the one type that names a RoCE port: what nic's
-// discovery finds on a host and what policy matches profiles against and
-// resolves settings for. It is pure data with the standard library only,
-// so that policy and nic, which never import each other, share it instead
-// of each keeping its own copy and a converter between them.
 package port
 
 import (

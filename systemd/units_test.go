@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/testbin"
+	"github.com/rocectl/rocectl/internal/testkit/testbin"
 
 	"github.com/rocectl/rocectl/policy"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
 // fixtureStats is one port's `ethtool -S` of a fixture host (copied from

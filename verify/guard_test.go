@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic/nictest"
 )
 

@@ -1,6 +1,3 @@
-// Package verify checks that a host really is what the profile asked for:
-// read-back of every setting, real verbs traffic (loopback and two-host),
-// and the pause-storm guard that watches PFC counters after a change.
 package verify
 
 import (

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/median"
+	"github.com/rocectl/rocectl/internal/testkit/median"
 	"github.com/rocectl/rocectl/nic"
 )
 

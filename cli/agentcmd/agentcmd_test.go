@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/cli"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/leaktest"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/leaktest"
 )
 
 // TestMain fails the package when a goroutine of the daemon outlives its
-// tests (internal/leaktest).
+// tests (internal/testkit/leaktest).
 func TestMain(m *testing.M) { leaktest.Main(m) }
 
 func repo(p string) string { return filepath.Join(fixturehost.RepoRoot(), p) }

@@ -1,6 +1,3 @@
-// Command rocectl-agent is rocectl's daemon: it keeps the host on its
-// profile (cli/agentcmd, agent). systemd starts it (rocectl-agent.service);
-// `rocectl agent` runs it too. See README.md.
 package main
 
 import (

@@ -1,4 +1,3 @@
-// Command rocectl configures RoCE hosts for lossless RDMA. See README.md.
 package main
 
 import (

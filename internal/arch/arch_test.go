@@ -1,32 +1,32 @@
-// Package arch holds the test that keeps DESIGN.md §2's package boundaries:
-// policy and nic never import each other, only programs import cli or
-// agent (the daemon's command, cli/agentcmd, too), rocectl links no part of
-// the daemon, nothing imports cmd, the pure packages import only what the
-// table allows, and the shipped binary links no test support or test hook.
 package arch
 
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
-const mod = "github.com/rocectl/rocectl"
+const mod = Module
 
 type pkg struct {
-	Name       string
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Imports    []string
-	Deps       []string
-	Standard   bool
+	Name         string
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
+	Standard     bool
 }
 
 // list runs `go list -deps -json` over the module (or the given packages)
@@ -66,123 +66,221 @@ func under(path, pkg string) bool {
 	return path == mod+"/"+pkg || strings.HasPrefix(path, mod+"/"+pkg+"/")
 }
 
-func TestPackageBoundaries(t *testing.T) {
-	pkgs := list(t)
-	if len(pkgs) < 10 {
-		t.Fatalf("go list found only %d packages", len(pkgs))
+// TestTableIsLayered checks the table itself: every row it names exists,
+// no row may import one of its own layer or above (so no arrow points up
+// and there is no cycle), and no row's May breaks what its kind allows.
+func TestTableIsLayered(t *testing.T) {
+	rows := map[string]Row{}
+	for i, r := range Table {
+		if _, dup := rows[r.Pkg]; dup {
+			t.Errorf("row %s appears twice", r.Pkg)
+		}
+		rows[r.Pkg] = r
+		if i > 0 && r.Layer < Table[i-1].Layer {
+			t.Errorf("row %s (layer %d) follows layer %d: keep the table lowest layer first", r.Pkg, r.Layer, Table[i-1].Layer)
+		}
+		if r.Job == "" {
+			t.Errorf("row %s has no job", r.Pkg)
+		}
 	}
+	for _, r := range Table {
+		for _, m := range r.May {
+			to, ok := rows[m]
+			switch {
+			case !ok:
+				t.Errorf("row %s may import %s, which is no row of the table", r.Pkg, m)
+			case to.Layer >= r.Layer:
+				t.Errorf("row %s (layer %d) may import %s (layer %d): an arrow that does not point down", r.Pkg, r.Layer, m, to.Layer)
+			case !KindMayImport(r, to):
+				t.Errorf("row %s (%s) may import %s, a %s, which its kind may not import", r.Pkg, r.Kind, m, to.Kind)
+			case to.Kind == Lib:
+				t.Errorf("row %s lists %s: every row may import a lib; leave it out", r.Pkg, m)
+			}
+		}
+	}
+}
+
+// reach is the rows r may reach through May, itself excluded.
+func reach(r Row) map[string]bool {
+	rows := map[string]Row{}
+	for _, x := range Table {
+		rows[x.Pkg] = x
+	}
+	seen := map[string]bool{}
+	var walk func(Row)
+	walk = func(x Row) {
+		for _, m := range x.May {
+			if !seen[m] {
+				seen[m] = true
+				walk(rows[m])
+			}
+		}
+	}
+	walk(r)
+	return seen
+}
+
+// TestTableKeepsDesignRules pins DESIGN.md §2's fixed rules on the table,
+// so that no edit of a May list drops one: policy and nic never reach
+// each other, nothing imports cmd, only cli/agentcmd and programs reach
+// agent, only programs, cli/agentcmd and tools reach cli.
+func TestTableKeepsDesignRules(t *testing.T) {
+	for _, r := range Table {
+		to := reach(r)
+		switch {
+		case r.Pkg == "policy" && to["nic"], r.Pkg == "nic" && to["policy"]:
+			t.Errorf("%s reaches the other of policy and nic: they never import each other", r.Pkg)
+		}
+		if to["cmd"] {
+			t.Errorf("%s may import cmd: nothing imports cmd", r.Pkg)
+		}
+		if r.Kind != Program && r.Kind != Tool && r.Pkg != "cli/agentcmd" && r.Pkg != "agent" && to["agent"] {
+			t.Errorf("%s reaches agent: only cli/agentcmd and programs import the daemon", r.Pkg)
+		}
+		if r.Kind != Program && r.Kind != Tool && r.Pkg != "cli/agentcmd" && r.Pkg != "cli" && to["cli"] {
+			t.Errorf("%s reaches cli: only programs import the commands", r.Pkg)
+		}
+	}
+}
+
+// TestTableCoversEveryPackage: every package of the module belongs to a
+// row, every row to at least one package, and a package named like a fake
+// (…test) is a test kit or a test.
+func TestTableCoversEveryPackage(t *testing.T) {
+	pkgs := list(t)
+	used := map[string]bool{}
+	for path := range pkgs {
+		if !own(path) {
+			continue
+		}
+		r, ok := RowOf(path)
+		if !ok {
+			t.Errorf("%s is in no row of internal/arch's Table: add one (or put the package under a row's path)", path)
+			continue
+		}
+		used[r.Pkg] = true
+		if strings.HasSuffix(path, "test") && r.Kind != TestKit && r.Kind != Test {
+			t.Errorf("%s is named like test support but its row %s is a %s", path, r.Pkg, r.Kind)
+		}
+	}
+	for _, r := range Table {
+		if !used[r.Pkg] {
+			t.Errorf("go list sees no package of row %s", r.Pkg)
+		}
+	}
+}
+
+// TestImportsFollowTable checks every package's imports against the table:
+// its non-test files import only what its row allows (May, its own row,
+// libs, within what its kind may import), and its _test.go files import no
+// program and no tool.
+func TestImportsFollowTable(t *testing.T) {
+	pkgs := list(t)
+	checked := 0
 	for path, p := range pkgs {
 		if !own(path) {
 			continue
 		}
-		for _, dep := range p.Deps {
-			switch {
-			case under(path, "policy") && under(dep, "nic"):
-				t.Errorf("%s depends on %s: policy and nic never import each other", path, dep)
-			case under(path, "nic") && under(dep, "policy"):
-				t.Errorf("%s depends on %s: policy and nic never import each other", path, dep)
-			case under(dep, "cli") && !under(path, "cli") && p.Name != "main":
-				// Programs (cmd/rocectl, bench/cmd/applybench) may drive
-				// the commands; no library may, the daemon included.
-				t.Errorf("%s depends on %s: only programs import cli", path, dep)
-			case under(dep, "agent") && !under(path, "agent") && !under(path, "cli/agentcmd") && p.Name != "main":
-				// The daemon is started by its command (cli/agentcmd) or
-				// a program; cli itself never links it.
-				t.Errorf("%s depends on %s: only cli/agentcmd and programs import agent", path, dep)
-			case under(dep, "cmd"):
-				t.Errorf("%s depends on %s: nothing imports cmd", path, dep)
+		from, ok := RowOf(path)
+		if !ok {
+			continue // TestTableCoversEveryPackage says so
+		}
+		checked++
+		for _, imp := range p.Imports {
+			to, ok := RowOf(imp)
+			if !ok {
+				continue
+			}
+			if !Allows(from, to) || !KindMayImport(from, to) {
+				t.Errorf("%s imports %s: row %s (layer %d) may import only %v of this module (and libs); %s is row %s (%s, layer %d)",
+					path, imp, from.Pkg, from.Layer, from.May, imp, to.Pkg, to.Kind, to.Layer)
+			}
+		}
+		for _, imp := range append(append([]string{}, p.TestImports...), p.XTestImports...) {
+			if to, ok := RowOf(imp); ok && (to.Kind == Program || to.Kind == Tool) && to.Pkg != from.Pkg {
+				t.Errorf("%s's tests import %s, a %s: nothing imports programs or tools", path, imp, to.Kind)
 			}
 		}
 	}
-	// policy is pure: the standard library, go-toml and port (the Port
-	// type it shares with nic).
-	for _, dep := range pkgs[mod+"/policy"].Deps {
-		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "github.com/pelletier/go-toml/v2") && !under(dep, "port") {
-			t.Errorf("policy depends on %s: it may import only the standard library, go-toml and port", dep)
-		}
+	if checked < 20 {
+		t.Fatalf("checked only %d packages", checked)
 	}
-	// port is the leaf both policy and nic import: the standard library
-	// only, so that sharing it joins neither to anything.
-	if _, ok := pkgs[mod+"/port"]; !ok {
-		t.Errorf("go list does not see port")
-	}
-	for _, dep := range pkgs[mod+"/port"].Deps {
-		if d, ok := pkgs[dep]; ok && !d.Standard {
-			t.Errorf("port depends on %s: it may import only the standard library", dep)
-		}
-	}
-	// lldp decodes and listens: the standard library and x/sys only.
-	for _, dep := range pkgs[mod+"/lldp"].Deps {
-		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
-			t.Errorf("lldp depends on %s: it may import only the standard library and x/sys", dep)
-		}
-	}
-	// Each package below imports only what DESIGN.md §2's table allows of
-	// this module (the standard library and third-party modules are not
-	// checked here): the layers never import upwards.
-	allowed := map[string][]string{
-		"host": {"policy", "nic", "nccl", "port", "driver"},
-		// The driver layer reads no host: policy's kinds, the port, and
-		// dcbnl's value types (nic/dcb), never the rest of nic.
-		"driver":         {"policy", "port", "nic/dcb"},
-		"driver/mlx5":    {"driver", "policy", "port", "nic/dcb"},
-		"driver/bnxt":    {"driver", "policy", "port", "nic/dcb"},
-		"driver/ice":     {"driver", "policy", "port", "nic/dcb"},
-		"driver/generic": {"driver", "policy", "port", "nic/dcb"},
-		"driver/known":   {"driver", "policy", "port", "nic/dcb"},
-		"nccl":           {"policy", "nic", "port"},
-		"verify":         {"policy", "nic", "port"},
-		"apply":          {"host", "verify", "policy", "nccl", "nic", "port", "driver"},
-		"report":         {"policy", "port"},
-		"peer":           {"apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp", "driver"},
-		"policy":         {"port"},
-		"nic":            {"port"},
-		"port":           {},
-	}
-	for pkg, may := range allowed {
-		p, ok := pkgs[mod+"/"+pkg]
-		if !ok {
-			t.Errorf("go list does not see %s", pkg)
+}
+
+// TestOutsideDependencies: a row with Ext depends (directly or not) on no
+// package outside the module and the standard library but those.
+func TestOutsideDependencies(t *testing.T) {
+	pkgs := list(t)
+	for path, p := range pkgs {
+		r, ok := RowOf(path)
+		if !ok || r.Ext == nil {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if !own(dep) || under(dep, pkg) || under(dep, "internal/parallel") || under(dep, "internal/thp") {
+			d, ok := pkgs[dep]
+			if !ok || d.Standard || own(dep) {
 				continue
 			}
-			ok := false
-			for _, m := range may {
-				ok = ok || under(dep, m)
+			allowed := false
+			for _, e := range r.Ext {
+				allowed = allowed || strings.HasPrefix(dep, e)
 			}
-			if !ok {
-				t.Errorf("%s depends on %s: it may import only %v of this module", pkg, dep, may)
+			if !allowed {
+				t.Errorf("%s depends on %s: row %s may depend on the standard library and %v only", path, dep, r.Pkg, r.Ext)
 			}
 		}
 	}
-	// internal/parallel, which every layer may use, is a leaf: the
-	// standard library only.
-	if _, ok := pkgs[mod+"/internal/parallel"]; !ok {
-		t.Error("go list does not see internal/parallel")
-	}
-	for _, dep := range pkgs[mod+"/internal/parallel"].Deps {
-		if d, ok := pkgs[dep]; ok && !d.Standard {
-			t.Errorf("internal/parallel depends on %s: it may import only the standard library", dep)
+}
+
+// TestEveryPackageHasDocGo: DESIGN.md §2 says every package has a doc.go
+// saying what it is for (and, by its row, what it may import); the
+// package comment lives there and nowhere else.
+func TestEveryPackageHasDocGo(t *testing.T) {
+	for path, p := range list(t) {
+		if !own(path) {
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(p.Dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hasDoc := false
+		for _, f := range files {
+			af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case filepath.Base(f) == "doc.go":
+				hasDoc = af.Doc != nil
+			case af.Doc != nil && af.Name.Name == p.Name: // not an external test package's
+				t.Errorf("%s holds a package comment: it belongs in the package's doc.go", f)
+			}
+		}
+		if !hasDoc {
+			t.Errorf("%s has no doc.go with its package comment", path)
 		}
 	}
-	// internal/thp too: the standard library and x/sys.
-	if _, ok := pkgs[mod+"/internal/thp"]; !ok {
-		t.Error("go list does not see internal/thp")
-	}
-	for _, dep := range pkgs[mod+"/internal/thp"].Deps {
-		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
-			t.Errorf("internal/thp depends on %s: it may import only the standard library and x/sys", dep)
+}
+
+var update = flag.Bool("update", false, "rewrite docs/architecture.md from the table")
+
+// TestArchitectureDoc: docs/architecture.md is what the table generates.
+func TestArchitectureDoc(t *testing.T) {
+	file := filepath.Join(fixturehost.RepoRoot(), "docs", "architecture.md")
+	want := Markdown()
+	if *update {
+		if err := os.WriteFile(file, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		return
 	}
-	// apply runs verify's checks (read-back, guard) in its lifecycle;
-	// verify never depends on apply.
-	for _, dep := range pkgs[mod+"/verify"].Deps {
-		if under(dep, "apply") {
-			t.Errorf("verify depends on %s", dep)
-		}
+	have, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v: generate it with `go test ./internal/arch -update`", err)
+	}
+	if string(have) != want {
+		t.Errorf("docs/architecture.md differs from what internal/arch's Table generates: edit the table, not the file, and run `go test ./internal/arch -update`")
 	}
 }
 
@@ -217,14 +315,11 @@ func TestShippedBinaryHasNoTestHooks(t *testing.T) {
 	}
 }
 
-// testSupport reports whether an own package exists for tests only: the
-// simulated kernel (nic/nictest), fixture hosts, namespaces, built test
-// binaries, and any package named like them.
+// testSupport reports whether an own package exists for tests only: its
+// row in the table is a test kit or a test, or it is named like one.
 func testSupport(path string) bool {
-	for _, p := range []string{"nic/nictest", "internal/fixturehost", "internal/netnstest", "internal/testbin"} {
-		if under(path, p) {
-			return true
-		}
+	if r, ok := RowOf(path); ok && (r.Kind == TestKit || r.Kind == Test) {
+		return true
 	}
 	return own(path) && strings.HasSuffix(path, "test")
 }
@@ -235,6 +330,9 @@ func testSupport(path string) bool {
 // code has reason to link.
 func TestShippedBinaryLinksNoTestSupport(t *testing.T) {
 	for _, prog := range shipped {
+		if r, ok := RowOf(mod + strings.TrimPrefix(prog, ".")); !ok || !r.Shipped {
+			t.Errorf("%s is not in a shipped row of the table", prog)
+		}
 		for _, tags := range []string{"", "verbs"} {
 			deps := goList(t, "-tags", tags, prog)
 			if _, ok := deps[mod+strings.TrimPrefix(prog, ".")]; !ok || len(deps) < 10 {
@@ -269,30 +367,6 @@ func TestRocectlDoesNotLinkTheDaemon(t *testing.T) {
 			}
 			if wantLinked != (len(linked) > 0) {
 				t.Errorf("-tags %q: %s links %d of the daemon's packages %v, want them linked: %v", tags, prog, len(linked), linked, wantLinked)
-			}
-		}
-	}
-}
-
-// Only test files, other test support and programs that are not shipped
-// (the fixture generators under internal/cmd, benchmark drivers) import
-// nic/nictest or any other test support: a library that did would be one
-// import away from putting the simulator into the binary.
-func TestOnlyTestsImportTestSupport(t *testing.T) {
-	pkgs := list(t)
-	if _, ok := pkgs[mod+"/nic/nictest"]; !ok {
-		t.Fatal("go list does not see nic/nictest")
-	}
-	for path, p := range pkgs {
-		program := p.Name == "main" && path != mod+"/cmd/rocectl" && path != mod+"/cmd/rocectl-agent"
-		if !own(path) || testSupport(path) || program || under(path, "internal/cmd") {
-			continue
-		}
-		// Imports lists what the package's non-test files import;
-		// _test.go files are in TestImports and XTestImports.
-		for _, imp := range p.Imports {
-			if testSupport(imp) {
-				t.Errorf("%s imports %s outside its _test.go files", path, imp)
 			}
 		}
 	}

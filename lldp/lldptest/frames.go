@@ -1,5 +1,3 @@
-// Package lldptest is test support for code that reads LLDP: frames a
-// switch would send. The shipped binary does not link it (internal/arch).
 package lldptest
 
 import "github.com/rocectl/rocectl/lldp"

@@ -1,10 +1,3 @@
-// Package dcb speaks the kernel's DCB netlink protocol (dcbnl, RTM_GETDCB /
-// RTM_SETDCB on NETLINK_ROUTE) without shelling out to dcb or mlnx_qos.
-//
-// The wire format, the constants and the kernel's quirks are documented in
-// shared/reference/roce-host-interfaces.md §A1; the struct layouts here are the
-// uapi ones from include/uapi/linux/dcbnl.h (host-endian, packed as gcc lays
-// them out on x86_64 and arm64).
 package dcb
 
 // Transmission selection algorithms (IEEE_8021QAZ_TSA_*).

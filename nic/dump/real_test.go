@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 

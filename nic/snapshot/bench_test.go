@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
+	"github.com/rocectl/rocectl/internal/testkit/hosts"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 

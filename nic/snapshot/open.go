@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rocectl/rocectl/internal/parallel"
-	"github.com/rocectl/rocectl/internal/thp"
+	"github.com/rocectl/rocectl/internal/lib/parallel"
+	"github.com/rocectl/rocectl/internal/lib/thp"
 	"github.com/rocectl/rocectl/nic"
 )
 
@@ -218,7 +218,7 @@ func readRegular(p string) ([]byte, error) {
 	// Read into a buffer of the file's size (and a byte more, to see the
 	// end): io.ReadAll grows one from 512 bytes, copying a 64-port host's
 	// files (0.5 to 1 MB each) a dozen times over.
-	// A 64-port pack (1.2 MB) goes on huge pages (internal/thp): its
+	// A 64-port pack (1.2 MB) goes on huge pages (internal/lib/thp): its
 	// small pages' faults were most of the 2.3 ms its read took.
 	buf := thp.Slice[byte](int(st.Size) + 1)
 	for {

@@ -1,8 +1,3 @@
-// Package e2e runs the built rocectl binary against a fixture host root
-// inside a network namespace the test creates, with veth links named like
-// the fixture's netdevs: real rtnetlink, ethtool and dcbnl calls on links
-// the test owns, sysfs/configfs writes into a temporary copy of a captured
-// host. The host's own network is never touched.
 package e2e
 
 import (
@@ -22,9 +17,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/netnstest"
-	"github.com/rocectl/rocectl/internal/testbin"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/testbin"
 )
 
 var bin string

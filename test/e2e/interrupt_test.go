@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/netnstest"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 )
 
 // Reproducers for the issue "The state dir as a trust boundary", items 6

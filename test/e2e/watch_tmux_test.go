@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocectl/rocectl/internal/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
 // rocectl watch as a person uses it: in a real terminal (a tmux pane on

@@ -1,18 +1,3 @@
-// Command applybench times `rocectl apply` of the ConnectX recipe on an
-// N-port fixture host against bench/baseline-apply.sh, the same recipe as a
-// hand-written bash script, and times `rocectl audit --snapshot` on 8- and
-// 64-port hosts, packed (as capture writes them) and as trees, the tree
-// beside its floor: the same file system calls made by
-// bench/cmd/auditfloor and nothing else. bench/apply-vs-shell.sh builds
-// and runs it (as root).
-//
-// The host: a fixture root written by mkhosts (WriteCX6DxFactoryN) and veth
-// pairs named like its netdevs in a network namespace this program creates
-// (so MTU changes go to a real kernel; DCB, pause and tunables are
-// unsupported on veth for both sides alike). Before every run the root is a
-// fresh copy, the state dir empty and every MTU 1500. Runs alternate
-// rocectl/baseline so that drift in machine load hits both. After each run
-// the MTUs are checked, and the file tree each side leaves must be the same.
 package main
 
 import (
@@ -33,9 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rocectl/rocectl/apply"
-	"github.com/rocectl/rocectl/internal/cmd/mkhosts/hosts"
-	"github.com/rocectl/rocectl/internal/fixturehost"
-	"github.com/rocectl/rocectl/internal/median"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/internal/testkit/hosts"
+	"github.com/rocectl/rocectl/internal/testkit/median"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 

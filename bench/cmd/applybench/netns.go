@@ -10,7 +10,7 @@ import (
 )
 
 // netNS is a throw-away, unnamed network namespace (the logic of
-// internal/netnstest without a testing.TB). Nothing names it under
+// internal/testkit/netnstest without a testing.TB). Nothing names it under
 // /var/run/netns: it lives while h is open or a process runs inside, so it
 // and its veths vanish with this program even when it is killed.
 type netNS struct {
