@@ -1,0 +1,209 @@
+package mlx5
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
+)
+
+// The minimum a lossless buffer needs (calculate_xoff + max_mtu + one
+// cell), worked by hand from port_buffer.c's formula: at 100 Gb/s, 7 m,
+// MTU 9000 and max_mtu 9978, xoff = (301 + 15) × 100 + 24480 = 56080.
+func TestNeedFollowsCalculateXoff(t *testing.T) {
+	for _, tc := range []struct {
+		p    Port
+		want int
+	}{
+		{Port{Speed: 100000, MTU: 9000, Cable: 7, MaxMTU: 9978}, 56080 + 9978 + 128},
+		// Below 40 Gb/s (or unknown) the driver takes 40 Gb/s.
+		{Port{Speed: 25000, MTU: 1500, Cable: 7, MaxMTU: 9978}, 316*40 + 4080 + 9978 + 128},
+		{Port{Speed: 0, MTU: 1500, Cable: 7, MaxMTU: 9978}, 316*40 + 4080 + 9978 + 128},
+		// max_mtu unknown or small: MINIMUM_MAX_MTU.
+		{Port{Speed: 100000, MTU: 9000, Cable: 7}, 56080 + 9216 + 128},
+		{Port{Speed: 100000, MTU: 9000, Cable: 7, MaxMTU: 1500}, 56080 + 9216 + 128},
+		// 30 m of cable: 2.16 × 30 = 64.8, truncated as the driver does.
+		{Port{Speed: 100000, MTU: 9000, Cable: 30, MaxMTU: 9978}, (301+64)*100 + 24480 + 9978 + 128},
+	} {
+		if got := tc.p.Need(); got != tc.want {
+			t.Errorf("%+v: Need %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}
+
+func lossless(bufs ...int) [8]bool {
+	var out [8]bool
+	for _, b := range bufs {
+		out[b] = true
+	}
+	return out
+}
+
+// mlx5_set_port_pfc writes PFCC with global pause off: a PFC change
+// leaves the port without global pause, and the new pfc_en's buffers
+// lossless.
+func TestSetPFCTurnsGlobalPauseOff(t *testing.T) {
+	p := Port{Pause: true, PauseKnown: true, Prio2Buf: [8]uint8{0, 0, 0, 1}, Sizes: [8]uint32{200000, 200000},
+		Cable: 7, MTU: 1500, Speed: 100000, MaxMTU: 9978}
+	if sf := p.SetPFC(1<<3, 7); sf != nil {
+		t.Fatalf("unexpected shortfall %v", sf)
+	}
+	if p.Pause || !p.PauseKnown || p.PFC != 1<<3 || p.Lossless != lossless(1) {
+		t.Errorf("after SetPFC: %+v", p)
+	}
+	// The same write again changes nothing and still checks.
+	p.Sizes[1] = 100
+	if sf := p.SetPFC(1<<3, 7); sf == nil || sf.Buf != 1 {
+		t.Errorf("a PFC write in manual mode checks the buffers: got %v", sf)
+	}
+}
+
+// fill_pfc_en: a map write under global pause makes every buffer a
+// priority maps to lossless, checked against the sizes before the write.
+func TestSetBufferUnderGlobalPauseMakesEveryUsedBufferLossless(t *testing.T) {
+	p := Port{Pause: true, PauseKnown: true, Sizes: [8]uint32{100000, 0}, Cable: 7, MTU: 1500, Speed: 100000, MaxMTU: 9978}
+	sf := p.SetBuffer([8]uint8{0, 0, 0, 1}, [8]uint32{100000, 100000})
+	if sf == nil || sf.Buf != 1 || sf.Size != 0 || !strings.Contains(sf.Why, "fill_pfc_en") {
+		t.Fatalf("map into an empty buffer under global pause: got %v", sf)
+	}
+	// Without global pause only PFC's buffers are lossless: PFC off, none.
+	q := Port{Sizes: [8]uint32{100000, 0}, Cable: 7, MTU: 1500, Speed: 100000, MaxMTU: 9978}
+	if sf := q.SetBuffer([8]uint8{0, 0, 0, 1}, [8]uint32{100000, 100000}); sf != nil {
+		t.Errorf("no PFC, no global pause: %v", sf)
+	}
+	// An unchanged write does nothing (mlx5e_dcbnl_setbuffer returns).
+	r := Port{PFC: 1 << 3, Prio2Buf: [8]uint8{0, 0, 0, 1}, Lossless: lossless(1), Cable: 7, MTU: 1500, Speed: 100000}
+	if sf := r.SetBuffer(r.Prio2Buf, r.Sizes); sf != nil {
+		t.Errorf("unchanged buffer write checked: %v", sf)
+	}
+}
+
+// Order finds the one order of PFC and buffer writes that passes the
+// driver's checks, applied and rolled back, or refuses with both reasons.
+func TestOrderMovesBuffersBeforePFCOrRefuses(t *testing.T) {
+	cur := Port{PauseKnown: true, Sizes: [8]uint32{262016}, Cable: 7, MTU: 1500, Speed: 100000, MaxMTU: 9978}
+	final := cur
+	final.PFC = 1 << 3
+	final.Prio2Buf = [8]uint8{0, 0, 0, 1}
+	final.Sizes = [8]uint32{64512, 196608}
+	ws := []Write{PFCWrite(cur, final), BufferWrite(cur, final)}
+	first, ref := Order(cur, ws, true)
+	if ref != nil || !first {
+		t.Fatalf("PFC on buffer 0 then resize: want buffers first, got %v %v", first, ref)
+	}
+	// Buffers first is needed, and passes, only in that direction: with
+	// the writes already in that order nothing moves.
+	if first, ref := Order(cur, []Write{BufferWrite(cur, final), PFCWrite(cur, final)}, true); first || ref != nil {
+		t.Errorf("already buffers first: %v %v", first, ref)
+	}
+	// A final buffer too small is refused whatever the order, on the
+	// size change first.
+	small := final
+	small.Sizes = [8]uint32{64512, 4096}
+	_, ref = Order(cur, []Write{PFCWrite(cur, small), BufferWrite(cur, small)}, true)
+	if ref == nil || ref.On[0] != policy.KindBufferSize || !strings.Contains(ref.Why, "buffer 1 would be lossless with 4096 bytes") {
+		t.Errorf("too small a lossless buffer: %+v", ref)
+	}
+}
+
+func TestCellProblemNamesTheNearestWholeCells(t *testing.T) {
+	if r := CellProblem([8]uint32{64512, 196608}); r != nil {
+		t.Errorf("whole cells refused: %v", r.Why)
+	}
+	r := CellProblem([8]uint32{64512, 196700})
+	if r == nil || !strings.Contains(r.Why, "use 196608 or 196736") {
+		t.Errorf("196700 bytes: %+v", r)
+	}
+}
+
+func TestCompanionsAndImplied(t *testing.T) {
+	d := Driver{}
+	pfc := policy.Change{Setting: policy.Setting{Kind: policy.KindPFC}}
+	if cs := d.Companions(pfc); len(cs) != 1 || cs[0].Kind != policy.KindGlobalPause || cs[0].Value != "off" {
+		t.Errorf("PFC's companions: %+v", cs)
+	}
+	if cs := d.Companions(policy.Change{Setting: policy.Setting{Kind: policy.KindETSTSA}}); cs != nil {
+		t.Errorf("ETS has no companion on mlx5: %+v", cs)
+	}
+	cnp := policy.Setting{Kind: policy.KindECNParam, Arg: "np/cnp_802p_prio"}
+	upstream := driver.Facts{ECN: func() driver.ECNFlavour { return driver.ECNUpstream }}
+	ofed := driver.Facts{ECN: func() driver.ECNFlavour { return driver.ECNOFED }}
+	if cs := d.Implied(cnp, upstream); len(cs) != 1 || cs[0].Arg != "np/cnp_prio_mode" || cs[0].Value != "0" {
+		t.Errorf("upstream CNP priority implies mode 0: %+v", cs)
+	}
+	if cs := d.Implied(cnp, ofed); cs != nil {
+		t.Errorf("OFED sysfs has no CNP priority mode: %+v", cs)
+	}
+	if cs := d.Implied(cnp, driver.Facts{}); cs != nil {
+		t.Errorf("ECN interface unknown: %+v", cs)
+	}
+}
+
+func TestRefuseETSOnlyWhenZeroTCsReadBackAsShare(t *testing.T) {
+	d := Driver{}
+	strict := [8]string{"ets", "ets", "strict", "strict", "strict", "strict", "strict", "strict"}
+	if why := d.RefuseETS(&policy.ETS{TCTSA: strict, TCBandwidth: [8]int{100, 0}}); why == "" {
+		t.Error("0 % beside a single 100 % TC must be refused")
+	}
+	if why := d.RefuseETS(&policy.ETS{TCTSA: strict, TCBandwidth: [8]int{50, 50}}); why != "" {
+		t.Errorf("shares refused: %s", why)
+	}
+	three := strict
+	three[2] = "ets"
+	if why := d.RefuseETS(&policy.ETS{TCTSA: three, TCBandwidth: [8]int{60, 40, 0}}); why != "" {
+		t.Errorf("0 %% beside TCs below 100 %% reads back as 0: %s", why)
+	}
+}
+
+func TestDisruptions(t *testing.T) {
+	d := Driver{}
+	at := func(k policy.Kind, hca, note string) []string {
+		return d.Disruptions(&policy.Change{Setting: policy.Setting{Kind: k, Port: &port.Port{HCAType: hca}}, Note: note})
+	}
+	if ds := at(policy.KindPFC, "MT4125", ""); len(ds) != 1 || !strings.HasPrefix(ds[0], "link toggle") {
+		t.Errorf("PFC: %v", ds)
+	}
+	if ds := at(policy.KindTrust, "MT4117", ""); len(ds) != 1 || !strings.Contains(ds[0], "inline L2") {
+		t.Errorf("trust on a ConnectX-4 Lx: %v", ds)
+	}
+	if ds := at(policy.KindTrust, "MT4125", ""); ds != nil {
+		t.Errorf("trust on a ConnectX-6 Dx: %v", ds)
+	}
+	if ds := at(policy.KindDCBX, "MT4125", WillingUndoNote); len(ds) != 1 || !strings.Contains(ds[0], "willing") {
+		t.Errorf("host DCBX: %v", ds)
+	}
+}
+
+func TestDCBX(t *testing.T) {
+	d := Driver{}
+	reported := func() uint8 { return dcb.DCBXVerCEE | dcb.DCBXVerIEEE }
+	if m := d.DCBXMode(true, reported); m != dcb.DCBXHost|dcb.DCBXVerCEE|dcb.DCBXVerIEEE {
+		t.Errorf("host mode keeps the reported versions: %#x", m)
+	}
+	if m := d.DCBXMode(false, reported); m != 0 {
+		t.Errorf("firmware mode is 0: %#x", m)
+	}
+	if p := d.PlanDCBX("host", true, nil); p.Note != WillingUndoNote {
+		t.Errorf("to host: %+v", p)
+	}
+	if p := d.PlanDCBX("host", false, nil); p != (driver.DCBXPlan{}) {
+		t.Errorf("in sync: %+v", p)
+	}
+	if w := d.WillingDCBX([]string{"qos.pfc"}); !strings.Contains(w, "qos.pfc") {
+		t.Errorf("willing warning: %s", w)
+	}
+	fw := uint8(dcb.DCBXVerIEEE)
+	if msg := d.FirmwareLLDP(driver.LLDPFacts{DCBX: func() *uint8 { return &fw }}); !strings.Contains(msg, "firmware DCBX") {
+		t.Errorf("firmware DCBX takes LLDP: %q", msg)
+	}
+	host := uint8(dcb.DCBXHost | dcb.DCBXVerIEEE)
+	if msg := d.FirmwareLLDP(driver.LLDPFacts{DCBX: func() *uint8 { return &host }}); msg != "" {
+		t.Errorf("host DCBX: %q", msg)
+	}
+	if c := d.Caps(); !c.BufferChecks || !c.CableLength || !c.PFCTogglesLink || c.LosslessQueues {
+		t.Errorf("caps: %+v", c)
+	}
+}
