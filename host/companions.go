@@ -225,7 +225,7 @@ func companionChange(r *portReader, cause policy.Setting, cp driver.Companion, f
 }
 
 // insertInOrder puts each change of add among its port's changes in cs,
-// in apply order (by kind): a companion is written before the change that
+// in write order (Kind.WriteOrder): a companion is written before the change that
 // causes it, and so restored after that change is undone. A change goes
 // into the first run of its netdev's changes (before the first of a later
 // kind, else after the run), or after everything when its netdev has none,
@@ -266,7 +266,7 @@ func insertInOrder(cs []policy.Change, add []policy.Change) []policy.Change {
 				fresh = append(fresh, nd)
 			}
 		}
-		at := slices.IndexFunc(run, func(x policy.Change) bool { return x.Kind > c.Kind })
+		at := slices.IndexFunc(run, func(x policy.Change) bool { return x.Kind.WriteOrder() > c.Kind.WriteOrder() })
 		if at < 0 {
 			at = len(run)
 		}

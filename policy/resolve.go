@@ -258,10 +258,10 @@ func portTemplate(p *Profile) []templateSetting {
 	for _, dp := range p.Devlink {
 		b.add(nd, "devlink."+dp.Name, KindDevlink, dp.Name, fmt.Sprint(dp.Value), "devlink."+dp.Name)
 	}
-	// Apply order: by kind, then name.
+	// Write order: by kind (Kind.WriteOrder), then name.
 	sort.SliceStable(b.out, func(i, j int) bool {
 		if b.out[i].Kind != b.out[j].Kind {
-			return b.out[i].Kind < b.out[j].Kind
+			return b.out[i].Kind.WriteOrder() < b.out[j].Kind.WriteOrder()
 		}
 		return b.out[i].Name < b.out[j].Name
 	})

@@ -11,11 +11,9 @@ import (
 )
 
 // Kind says what a Setting is, and so which backend reads and writes it.
-// The order of the constants is the apply order for mlx5 hosts (reference
-// §G): MTU first, global pause off before PFC, trust and the DSCP map before
-// PFC, buffers after PFC, then storm prevention, ECN, RoCE defaults, devlink
-// and finally the NCCL file. KindXoffRecompute and KindLosslessRemap come after them all but
-// are no profile settings: the planner adds them and places them itself.
+// The constants' values are only identities (journals name kinds by
+// KindName, never by number); the order in which a plan writes them is
+// each kind's WriteOrder, in kindTable below.
 type Kind int
 
 const (
@@ -53,25 +51,70 @@ const (
 	KindLosslessRemap
 )
 
-var kindNames = [...]string{
-	"mtu", "rx_ring", "tx_ring", "private_flag", "global_pause", "dcbx", "trust", "dscp_map",
-	"ets_priority_to_tc", "ets_tc_tsa", "ets_tc_bandwidth", "pfc", "cable_length", "priority_to_buffer",
-	"buffer_size", "pfc_storm_prevention", "ecn_enable", "ecn_param", "roce_mode", "roce_tos",
-	"traffic_class", "devlink", "nccl", "xoff_recompute", "lossless_remap",
+// kindTable is every kind's entry: the name journals, JSON and messages
+// use (it never changes once shipped), and its write order. A plan writes
+// a port's settings by WriteOrder, lowest first (reference §G), and a
+// rollback undoes them in reverse: MTU first, global pause off before PFC,
+// trust and the DSCP map before PFC, ETS before PFC (bnxt takes PFC only
+// after ETS), buffers after PFC, then storm prevention, ECN, RoCE
+// defaults, devlink and finally the NCCL file. The planner's driver
+// actions (an identical PFC write that recomputes mlx5's thresholds or
+// remaps bnxt's lossless queues) come after every setting; the planner
+// places them itself. The orders leave room: a new kind takes a free
+// number between its neighbours, and no other kind's order moves.
+var kindTable = [...]struct {
+	name  string
+	order int
+}{
+	KindMTU:             {"mtu", 100},
+	KindRxRing:          {"rx_ring", 200},
+	KindTxRing:          {"tx_ring", 210},
+	KindPrivFlag:        {"private_flag", 300},
+	KindGlobalPause:     {"global_pause", 400}, // off before PFC: 802.3x pause and PFC exclude each other
+	KindDCBX:            {"dcbx", 500},         // host mode before the IEEE objects it unlocks (bnxt)
+	KindTrust:           {"trust", 600},
+	KindDSCPMap:         {"dscp_map", 610},
+	KindETSPrioTC:       {"ets_priority_to_tc", 700}, // ETS before PFC (bnxt_hwrm_queue_pfc_cfg)
+	KindETSTSA:          {"ets_tc_tsa", 710},
+	KindETSBandwidth:    {"ets_tc_bandwidth", 720},
+	KindPFC:             {"pfc", 800},
+	KindCableLength:     {"cable_length", 810},
+	KindPrioBuffer:      {"priority_to_buffer", 900}, // after PFC unless the mlx5 checks need them first
+	KindBufferSize:      {"buffer_size", 910},
+	KindStormPrevention: {"pfc_storm_prevention", 1000},
+	KindECNEnable:       {"ecn_enable", 1100},
+	KindECNParam:        {"ecn_param", 1110},
+	KindRoCEMode:        {"roce_mode", 1200},
+	KindRoCETOS:         {"roce_tos", 1210},
+	KindTrafficClass:    {"traffic_class", 1220},
+	KindDevlink:         {"devlink", 1300},
+	KindNCCL:            {"nccl", 1400},
+	KindXoffRecompute:   {"xoff_recompute", 1500},
+	KindLosslessRemap:   {"lossless_remap", 1510},
 }
 
-// Kinds lists every Kind in apply order.
+// Kinds lists every Kind in write order.
 func Kinds() []Kind {
-	out := make([]Kind, len(kindNames))
+	out := make([]Kind, len(kindTable))
 	for i := range out {
 		out[i] = Kind(i)
 	}
+	slices.SortStableFunc(out, func(a, b Kind) int { return a.WriteOrder() - b.WriteOrder() })
 	return out
 }
 
+// WriteOrder is where a plan writes settings of kind k among a port's
+// (kindTable): lower first.
+func (k Kind) WriteOrder() int {
+	if k >= 0 && int(k) < len(kindTable) {
+		return kindTable[k].order
+	}
+	return 1 << 30
+}
+
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
+	if k >= 0 && int(k) < len(kindTable) {
+		return kindTable[k].name
 	}
 	return "kind" + strconv.Itoa(int(k))
 }
