@@ -81,7 +81,8 @@ func newRig(t *testing.T, fixture, profile string) *rig {
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile %s matches no port of %s", profile, fixture)
 	}
-	return &rig{root: root, sim: sim, h: h, d: d, plan: h.Plan(d),
+	d, pl := planOf(h, d)
+	return &rig{root: root, sim: sim, h: h, d: d, plan: pl,
 		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
 }
 
@@ -353,7 +354,7 @@ func TestStepsGroupObjectsWrittenTogether(t *testing.T) {
 	// mlx5's buffer thresholds that rollback needs goes first (xoff.go).
 	// The buffers go before PFC: written after it, mlx5 would check the
 	// new map (priority 3 into buffer 1) against buffer 1's size before
-	// the write, 0 (host/buffers.go). The PFC change toggles the link and
+	// the write, 0 (plan/mlx5buffers.go). The PFC change toggles the link and
 	// mlx5 computes the thresholds while it trains: they are recomputed
 	// once it has its speed again, after the port's last buffer or PFC
 	// write, and again after the rollback has put PFC back (xoff.go,
@@ -400,7 +401,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 	}
 	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
-	plan := h.Plan(d)
+	d, plan := planOf(h, d)
 	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 )
@@ -24,7 +25,7 @@ import (
 
 // driverRig is a fixture host prepared by prep (run on the simulator
 // before planning) and a profile given as text, planned as the product
-// plans (host.Plan: companions and driver ordering included).
+// plans (plan.Build: companions and driver ordering included).
 func driverRig(t *testing.T, fixture, profile string, prep func(*nictest.Sim)) *rig {
 	t.Helper()
 	root, sim := fixturehost.Copy(t, fixture)
@@ -45,7 +46,8 @@ func driverRig(t *testing.T, fixture, profile string, prep func(*nictest.Sim)) *
 	if len(d.Ports) == 0 {
 		t.Fatalf("profile matches no port of %s", fixture)
 	}
-	return &rig{root: root, sim: sim, h: h, d: d, plan: h.Plan(d), opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
+	d, pl := planOf(h, d)
+	return &rig{root: root, sim: sim, h: h, d: d, plan: pl, opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
 }
 
 // applyAndRollBack applies the rig's plan, then rolls it back, and returns
@@ -226,7 +228,7 @@ func TestCNPPriorityBringsPrioModeZeroOnUpstreamMLX5(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.plan = r.h.Plan(r.d)
+	r.d, r.plan = planOf(r.h, r.d)
 	var modes []string
 	for _, c := range r.plan.Changes {
 		if strings.HasSuffix(c.Key, ".ecn.np.cnp_prio_mode") {
@@ -283,7 +285,7 @@ func TestBnxtHostModeHidesETSUntilSet(t *testing.T) {
 	if noted == 0 {
 		t.Fatalf("the plan changes neither ETS nor PFC: %+v", r.plan.Changes)
 	}
-	if d := host.Disruptions(r.plan)[nd]; !strings.Contains(strings.Join(d, "\n"), "irreversible: bnxt's firmware ETS and PFC are not readable") {
+	if d := plan.Disruptions(r.plan)[nd]; !strings.Contains(strings.Join(d, "\n"), "irreversible: bnxt's firmware ETS and PFC are not readable") {
 		t.Errorf("disruptions of %s: %q", nd, d)
 	}
 }
@@ -306,7 +308,7 @@ func TestMLX5RollbackToFirmwareDCBXLeavesItWilling(t *testing.T) {
 	if !strings.Contains(note, "makes the firmware willing") {
 		t.Errorf("note on %s.qos.dcbx: %q", nd, note)
 	}
-	if d := host.Disruptions(r.plan)[nd]; !strings.Contains(strings.Join(d, "\n"), "irreversible: a rollback leaves the mlx5 firmware DCBX willing") {
+	if d := plan.Disruptions(r.plan)[nd]; !strings.Contains(strings.Join(d, "\n"), "irreversible: a rollback leaves the mlx5 firmware DCBX willing") {
 		t.Errorf("disruptions of %s: %q", nd, d)
 	}
 	r.applyAndRollBack(t)
@@ -377,16 +379,16 @@ func TestDisruptionsOfTrustAndETSFollowTheNIC(t *testing.T) {
 	const trust = "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\ndcbx = \"host\"\ntrust = \"dscp\"\n"
 	const reset = "channel reset on NICs that inline L2 headers"
 	cx4 := driverRig(t, "cx4lx-sriov", trust, nil)
-	if d := strings.Join(host.Disruptions(cx4.plan)["enp7s0f0np0"], "\n"); !strings.Contains(d, reset) {
+	if d := strings.Join(plan.Disruptions(cx4.plan)["enp7s0f0np0"], "\n"); !strings.Contains(d, reset) {
 		t.Errorf("ConnectX-4 Lx trust change: disruptions %q, want the channel reset", d)
 	}
 	cx6 := driverRig(t, "cx6dx-ofed-factory", trust, nil)
-	if d := strings.Join(host.Disruptions(cx6.plan)["ens1f0np0"], "\n"); strings.Contains(d, reset) {
+	if d := strings.Join(plan.Disruptions(cx6.plan)["ens1f0np0"], "\n"); strings.Contains(d, reset) {
 		t.Errorf("ConnectX-6 Dx trust change: disruptions %q, want no inline channel reset", d)
 	}
 	bnxt := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[qos]\ndcbx = \"host\"\n"+
 		"[qos.ets]\npriority_to_tc = [0, 0, 0, 1, 0, 0, 0, 0]\ntc_tsa = [\"ets\", \"ets\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\", \"strict\"]\ntc_bandwidth = [50, 50, 0, 0, 0, 0, 0, 0]\n", nil)
-	if d := strings.Join(host.Disruptions(bnxt.plan)["enp202s0f1np1"], "\n"); !strings.Contains(d, "bnxt_setup_mq_tc") {
+	if d := strings.Join(plan.Disruptions(bnxt.plan)["enp202s0f1np1"], "\n"); !strings.Contains(d, "bnxt_setup_mq_tc") {
 		t.Errorf("bnxt ETS change: disruptions %q, want the NIC reopened", d)
 	}
 }
@@ -475,7 +477,7 @@ func TestBnxtETSChangeRemapsLosslessQueues(t *testing.T) {
 	if remap == nil || remap.Key != nd+".qos.pfc_lossless_remap" || remap.Value != "[3]" || !strings.Contains(remap.Note, "bnxt_queue_remap") {
 		t.Fatalf("plan has no lossless remap after the ETS change: %+v", remap)
 	}
-	if d := strings.Join(host.Disruptions(r.plan)[nd], "\n"); !strings.Contains(d, "bnxt_queue_remap") {
+	if d := strings.Join(plan.Disruptions(r.plan)[nd], "\n"); !strings.Contains(d, "bnxt_queue_remap") {
 		t.Errorf("disruptions of %s: %q, want the remap's channel reset", nd, d)
 	}
 	r.losslessThroughApplyAndRollback(t, nd)
@@ -606,8 +608,7 @@ func TestBnxtBondSlavesGetTheLosslessLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, []port.Port{bond})
-	plan := h.Plan(d)
+	_, plan := planOf(h, policy.Resolve(p, []port.Port{bond}))
 	var refused []string
 	for _, e := range plan.Refused {
 		if strings.Contains(e.Error, "bnxt_en has 1 lossless queue") {

@@ -7,6 +7,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -20,8 +21,9 @@ type Prepared struct {
 	Plan      *policy.Plan
 }
 
-// Prepare discovers the host's ports, resolves the profile on them, reads
-// every desired setting and diffs. withGID asks for each port's RoCE v2
+// Prepare discovers the host's ports, resolves the profile on them, places
+// the settings on the host's topology, reads every desired setting and
+// plans (plan.Build). withGID asks for each port's RoCE v2
 // GID index even when the profile itself does not need it (verbs traffic
 // asked for on the command line).
 func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
@@ -33,7 +35,8 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 	}
 	d := policy.Resolve(p, h.Ports(inv, p.NeedsGID() || withGID))
 	nccl.Resolve(d)
-	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: h.Plan(d)}
+	d = host.Place(d)
+	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, h.Observe(d), h.ForPlan())}
 }
 
 // NoPortsMessage explains an empty match, or "" when ports matched.

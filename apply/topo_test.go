@@ -70,7 +70,8 @@ func topoRigWith(t *testing.T, fixture, profile string, setup func(*nictest.Sim)
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
-	return &rig{root: root, sim: sim, h: h, d: d, plan: h.Plan(d),
+	d, pl := planOf(h, d)
+	return &rig{root: root, sim: sim, h: h, d: d, plan: pl,
 		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
 }
 
@@ -149,8 +150,7 @@ func TestLAGSlavesThatDifferAreReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := policy.Resolve(p, h.Ports(h.Discover(), false))
-	plan := h.Plan(d)
+	_, plan := planOf(h, policy.Resolve(p, h.Ports(h.Discover(), false)))
 	var pfc []policy.Change // the companion global pause change comes with it
 	for _, c := range plan.Changes {
 		if c.Kind == policy.KindPFC {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
@@ -71,21 +72,20 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	// has over a thousand lines.
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	plan := pl.Plan
-	if msg := pl.NoPortsMessage(); msg != "" && len(plan.Changes) == 0 {
+	if msg := pl.NoPortsMessage(); msg != "" && len(pl.Plan.Changes) == 0 {
 		fmt.Fprintln(w, msg)
 		return
 	}
 	type section struct {
 		header      string
-		changes     []*policy.Change // into plan.Changes: a 64-port plan has ~1500
+		changes     []*policy.Change // into pl.Plan.Changes: a 64-port plan has ~1500
 		unsupported []policy.Unsupported
 		errors      []policy.PlanError
 		refused     []policy.PlanError
 		unknown     []policy.Unknown
 		warnings    []policy.Warning
 	}
-	disruptions := host.Disruptions(plan)
+	disruptions := plan.Disruptions(pl.Plan)
 	var order []string
 	sections := map[string]*section{}
 	get := func(p *port.Port) *section {
@@ -118,28 +118,28 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			slavesOf[dp.Port.Netdev] = append(slavesOf[dp.Port.Netdev], m.Netdev)
 		}
 	}
-	for i := range plan.Changes {
-		c := &plan.Changes[i]
+	for i := range pl.Plan.Changes {
+		c := &pl.Plan.Changes[i]
 		s := get(c.Port)
 		s.changes = append(s.changes, c)
 	}
-	for _, u := range plan.Unsupported {
+	for _, u := range pl.Plan.Unsupported {
 		s := get(u.Port)
 		s.unsupported = append(s.unsupported, u)
 	}
-	for _, e := range plan.Errors {
+	for _, e := range pl.Plan.Errors {
 		s := get(e.Port)
 		s.errors = append(s.errors, e)
 	}
-	for _, e := range plan.Refused {
+	for _, e := range pl.Plan.Refused {
 		s := get(e.Port)
 		s.refused = append(s.refused, e)
 	}
-	for _, u := range plan.Unknown {
+	for _, u := range pl.Plan.Unknown {
 		s := get(u.Port)
 		s.unknown = append(s.unknown, u)
 	}
-	for _, wn := range plan.Warnings {
+	for _, wn := range pl.Plan.Warnings {
 		s := get(wn.Port)
 		s.warnings = append(s.warnings, wn)
 	}
@@ -184,23 +184,23 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		}
 		fmt.Fprintln(w)
 	}
-	if !plan.Changed() {
+	if !pl.Plan.Changed() {
 		fmt.Fprintf(w, "No changes. Host matches profile.")
-		if n := len(plan.Unknown); n > 0 {
+		if n := len(pl.Plan.Unknown); n > 0 {
 			// Exit 0 must not hide what could not be compared.
-			fmt.Fprintf(w, " But %d setting(s) are unknown (not captured or not readable%s), listed above with why.", n, inferredCount(plan.Unknown))
+			fmt.Fprintf(w, " But %d setting(s) are unknown (not captured or not readable%s), listed above with why.", n, inferredCount(pl.Plan.Unknown))
 		}
-		if n := len(plan.Unsupported); n > 0 {
+		if n := len(pl.Plan.Unsupported); n > 0 {
 			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)
 		}
 		fmt.Fprintln(w)
 		return
 	}
-	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable", len(plan.Changes), verb, plan.InSync, len(plan.Unsupported), len(plan.Errors))
-	if n := len(plan.Unknown); n > 0 {
-		fmt.Fprintf(w, ", %d unknown (not in the snapshot%s)", n, inferredCount(plan.Unknown))
+	fmt.Fprintf(w, "Plan: %d to %s, %d in sync, %d unsupported, %d unreadable", len(pl.Plan.Changes), verb, pl.Plan.InSync, len(pl.Plan.Unsupported), len(pl.Plan.Errors))
+	if n := len(pl.Plan.Unknown); n > 0 {
+		fmt.Fprintf(w, ", %d unknown (not in the snapshot%s)", n, inferredCount(pl.Plan.Unknown))
 	}
-	if n := len(plan.Refused); n > 0 {
+	if n := len(pl.Plan.Refused); n > 0 {
 		fmt.Fprintf(w, ", %d refused (nothing will be applied)", n)
 	}
 	fmt.Fprintln(w, ".")
@@ -301,7 +301,7 @@ func newReport(pl *apply.Prepared) *Report {
 	}
 	r.Refused = append(r.Refused, pl.Plan.Refused...)
 	r.Unknown = append(r.Unknown, pl.Plan.Unknown...)
-	if d := host.Disruptions(pl.Plan); len(d) > 0 {
+	if d := plan.Disruptions(pl.Plan); len(d) > 0 {
 		r.Disruptions = d
 	}
 	for _, w := range pl.Profile.Warnings {

@@ -2,9 +2,10 @@ package host
 
 import (
 	"fmt"
-	"github.com/rocectl/rocectl/driver/known"
 	"maps"
 	"slices"
+
+	"github.com/rocectl/rocectl/driver/known"
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"

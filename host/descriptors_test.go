@@ -8,6 +8,7 @@ import (
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/testkit/fdtest"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -33,14 +34,14 @@ func TestPlanLeavesNoDescriptorOpen(t *testing.T) {
 		h := &host.Host{FS: s.FS(), K: s.Kernel(), NotCaptured: s.Meta.NotCaptured}
 		sys := h.FS.Root() + "/sys"
 		before := fdtest.Under(t, sys)
-		d := policy.Resolve(p, h.Ports(h.Discover(), false))
+		d := host.Place(policy.Resolve(p, h.Ports(h.Discover(), false)))
 		o := h.Observe(d)
 		for k := range o.Values {
 			if strings.Contains(k, ".ecn.") {
 				ecnRead++
 			}
 		}
-		h.Plan(d)
+		plan.Build(d, o, h.ForPlan())
 		if n := fdtest.Under(t, sys); n != before {
 			t.Errorf("%s: %d descriptors open below sys after planning, %d before", filepath.Base(dir), n, before)
 		}

@@ -110,16 +110,17 @@ func (h *Host) Ports(inv *nic.Inventory, withGID bool) []port.Port {
 	return out
 }
 
-// Observe reads the host's current value of every desired setting. It
-// first places d's settings where they live on this host's topology
-// (Place), so every comparison sees a bond's slaves and skips what a VF
-// cannot take. Ports are then read concurrently, a few at a time
+// Observe reads the host's current value of every desired setting and
+// changes nothing it is given. d should be placed (Place), so that what
+// is read is what the caller compares: a bond's slaves, nothing a VF
+// cannot take; an unplaced d is read as placed, keyed by where each
+// setting lives. Ports are read concurrently, a few at a time
 // (GOMAXPROCS): each port's reads are independent (a bond's slaves stay
 // in their bond's port), and on a 64-port host the audit's time is mostly
 // these reads. The kernel interfaces serialise what must be serialised
 // (one netlink request at a time per socket).
 func (h *Host) Observe(d *policy.Desired) *policy.Observed {
-	Place(d)
+	d = Place(d) // a copy, unless the caller placed it (and must, to compare)
 	parts := make([]*policy.Observed, len(d.Ports))
 	parallel.Each(len(d.Ports), func(i int) { parts[i] = h.observe(nil, d.Ports[i].Settings) })
 	ncclFile := ""

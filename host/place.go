@@ -37,8 +37,17 @@ const (
 //     ("set on <pf>"), and the rest too unless the profile's [match] roles
 //     name "vf" explicitly.
 //
-// It is idempotent: Observe calls it, and a placed Desired is left as it is.
-func Place(d *policy.Desired) {
+// It returns the placed settings and leaves d as it was; placing a placed
+// Desired returns it as it is.
+func Place(d *policy.Desired) *policy.Desired {
+	if d.Placed {
+		return d
+	}
+	placed := *d
+	d = &placed
+	d.Placed = true
+	d.Ports = slices.Clone(d.Ports)
+	d.Unresolved = slices.Clip(d.Unresolved) // appending copies it
 	targetsVFs := d.Profile != nil && slices.Contains(d.Profile.Match.Roles, port.RoleVF)
 	for i := range d.Ports {
 		dp := &d.Ports[i]
@@ -64,6 +73,7 @@ func Place(d *policy.Desired) {
 			dp.Settings = keep
 		}
 	}
+	return d
 }
 
 // fanOut replaces the bond's per-physical-port settings by one per slave.

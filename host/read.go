@@ -3,13 +3,14 @@ package host
 import (
 	"errors"
 	"fmt"
-	"github.com/rocectl/rocectl/driver"
-	"github.com/rocectl/rocectl/driver/known"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/driver/known"
 
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
@@ -258,7 +259,7 @@ func readPause(r *portReader, _ policy.Setting, _ map[string]string) (string, bo
 	if err != nil {
 		return "", false, r.unsupportedAs(err, "global pause (ethtool -A)")
 	}
-	return formatPause(p), true, nil
+	return policy.FormatPause(policy.Pause{Rx: p.Rx, Tx: p.Tx}), true, nil
 }
 
 func readStorm(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
@@ -303,16 +304,6 @@ func readTrafficClass(r *portReader, _ policy.Setting, _ map[string]string) (str
 		return "", false, err
 	}
 	return strconv.Itoa(tc), true, nil
-}
-
-func formatPause(p nic.Pause) string {
-	switch {
-	case p.Rx && p.Tx:
-		return "on"
-	case !p.Rx && !p.Tx:
-		return "off"
-	}
-	return fmt.Sprintf("rx %s, tx %s", policy.FormatBool(p.Rx), policy.FormatBool(p.Tx))
 }
 
 // roceModeName maps configfs's strings to the profile's "v1"/"v2".

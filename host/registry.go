@@ -36,9 +36,6 @@ type kind struct {
 	// read through netlink or ioctls, whose snapshot data says by itself
 	// what was not captured (nic.ErrNotCaptured).
 	files func(p *port.Port) []string
-	// dcbxNegotiated: a DCBX peer in willing mode can overwrite a setting
-	// of this kind (PFC, ETS, the APP table), dcbx.go.
-	dcbxNegotiated bool
 }
 
 // object is one kernel object that settings are written through. Settings
@@ -111,12 +108,12 @@ func registry() map[policy.Kind]kind {
 		policy.KindPrivFlag:        {read: readPrivFlag, obj: objPrivFlag, where: onPhysical},
 		policy.KindGlobalPause:     {read: readPause, obj: objPause, where: onPhysical, pfOnly: true},
 		policy.KindDCBX:            {read: readDCBX, obj: objDCBX, where: onPhysical, pfOnly: true},
-		policy.KindTrust:           {read: readTrust, obj: objApp, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
-		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
-		policy.KindETSPrioTC:       {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
-		policy.KindETSTSA:          {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
-		policy.KindETSBandwidth:    {read: readETS, obj: objETS, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
-		policy.KindPFC:             {read: readPFC, obj: objPFC, where: onPhysical, pfOnly: true, dcbxNegotiated: true},
+		policy.KindTrust:           {read: readTrust, obj: objApp, where: onPhysical, pfOnly: true},
+		policy.KindDSCPMap:         {read: readDSCPMap, obj: objApp, where: onPhysical, pfOnly: true},
+		policy.KindETSPrioTC:       {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
+		policy.KindETSTSA:          {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
+		policy.KindETSBandwidth:    {read: readETS, obj: objETS, where: onPhysical, pfOnly: true},
+		policy.KindPFC:             {read: readPFC, obj: objPFC, where: onPhysical, pfOnly: true},
 		policy.KindCableLength:     {read: readCableLength, obj: objPFC, where: onPhysical, pfOnly: true},
 		policy.KindPrioBuffer:      {read: readPrioBuffer, obj: objBuffer, where: onPhysical, pfOnly: true},
 		policy.KindBufferSize:      {read: readBufferSize, obj: objBuffer, where: onPhysical, pfOnly: true},

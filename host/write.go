@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rocectl/rocectl/driver/known"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rocectl/rocectl/driver/known"
 
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
@@ -415,7 +416,7 @@ func writePrivFlag(w *stepWriter) error {
 // on, rx and tx are what the port advertises: off advertises no pause.
 func writePause(w *stepWriter) error {
 	_, v := w.only()
-	p, err := parsePause(v)
+	p, err := pauseOf(v)
 	if err != nil {
 		return err
 	}
@@ -508,20 +509,10 @@ func clearTrafficClass(w *stepWriter, _ policy.Change) error {
 	return nic.ClearTrafficClass(w.h.FS, w.port.RDMADevice, w.port.PortNum)
 }
 
-func parsePause(v string) (nic.Pause, error) {
-	switch v {
-	case "on":
-		return nic.Pause{Rx: true, Tx: true}, nil
-	case "off":
-		return nic.Pause{}, nil
-	}
-	var p nic.Pause
-	if _, err := fmt.Sscanf(v, "rx %s tx %s", new(string), new(string)); err == nil {
-		p.Rx = strings.Contains(v, "rx on")
-		p.Tx = strings.Contains(v, "tx on")
-		return p, nil
-	}
-	return p, fmt.Errorf("%q is not a pause setting", v)
+// pauseOf is a global_pause value as ethtool takes it.
+func pauseOf(v string) (nic.Pause, error) {
+	p, err := policy.ParsePause(v)
+	return nic.Pause{Rx: p.Rx, Tx: p.Tx}, err
 }
 
 // writeETS does GET → modify → SET of ieee_ets. Non-ETS classes get 0

@@ -26,6 +26,10 @@ type Desired struct {
 	Unknown []Unknown
 	// Unmatched names the RoCE ports the profile's [match] left out.
 	Unmatched []port.Port
+	// Placed says the settings are where they live on the host's
+	// topology (host.Place: a bond's on its slaves, none a VF cannot
+	// take): what observing and planning need.
+	Placed bool
 }
 
 // DesiredPort is one matched port and its settings in apply order.

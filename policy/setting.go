@@ -42,11 +42,11 @@ const (
 	KindNCCL
 	// KindXoffRecompute is a driver action, not a setting: an identical
 	// PFC write that makes mlx5 recompute its receive buffers' xoff/xon
-	// thresholds for the port's MTU (host/xoff.go). Its value is that MTU.
+	// thresholds for the port's MTU (plan/xoff.go). Its value is that MTU.
 	KindXoffRecompute
 	// KindLosslessRemap is a driver action too: an identical PFC write
 	// that makes bnxt_en move the PFC priorities' traffic classes onto its
-	// lossless queues for the ETS in force (host/bnxt.go). Its value is
+	// lossless queues for the ETS in force (plan/lossless.go). Its value is
 	// those priorities.
 	KindLosslessRemap
 )
@@ -65,32 +65,35 @@ const (
 var kindTable = [...]struct {
 	name  string
 	order int
+	// negotiated: a DCBX peer in willing mode can overwrite a setting of
+	// this kind (PFC, ETS, the APP table).
+	negotiated bool
 }{
-	KindMTU:             {"mtu", 100},
-	KindRxRing:          {"rx_ring", 200},
-	KindTxRing:          {"tx_ring", 210},
-	KindPrivFlag:        {"private_flag", 300},
-	KindGlobalPause:     {"global_pause", 400}, // off before PFC: 802.3x pause and PFC exclude each other
-	KindDCBX:            {"dcbx", 500},         // host mode before the IEEE objects it unlocks (bnxt)
-	KindTrust:           {"trust", 600},
-	KindDSCPMap:         {"dscp_map", 610},
-	KindETSPrioTC:       {"ets_priority_to_tc", 700}, // ETS before PFC (bnxt_hwrm_queue_pfc_cfg)
-	KindETSTSA:          {"ets_tc_tsa", 710},
-	KindETSBandwidth:    {"ets_tc_bandwidth", 720},
-	KindPFC:             {"pfc", 800},
-	KindCableLength:     {"cable_length", 810},
-	KindPrioBuffer:      {"priority_to_buffer", 900}, // after PFC unless the mlx5 checks need them first
-	KindBufferSize:      {"buffer_size", 910},
-	KindStormPrevention: {"pfc_storm_prevention", 1000},
-	KindECNEnable:       {"ecn_enable", 1100},
-	KindECNParam:        {"ecn_param", 1110},
-	KindRoCEMode:        {"roce_mode", 1200},
-	KindRoCETOS:         {"roce_tos", 1210},
-	KindTrafficClass:    {"traffic_class", 1220},
-	KindDevlink:         {"devlink", 1300},
-	KindNCCL:            {"nccl", 1400},
-	KindXoffRecompute:   {"xoff_recompute", 1500},
-	KindLosslessRemap:   {"lossless_remap", 1510},
+	KindMTU:             {"mtu", 100, false},
+	KindRxRing:          {"rx_ring", 200, false},
+	KindTxRing:          {"tx_ring", 210, false},
+	KindPrivFlag:        {"private_flag", 300, false},
+	KindGlobalPause:     {"global_pause", 400, false}, // off before PFC: 802.3x pause and PFC exclude each other
+	KindDCBX:            {"dcbx", 500, false},         // host mode before the IEEE objects it unlocks (bnxt)
+	KindTrust:           {"trust", 600, true},
+	KindDSCPMap:         {"dscp_map", 610, true},
+	KindETSPrioTC:       {"ets_priority_to_tc", 700, true}, // ETS before PFC (bnxt_hwrm_queue_pfc_cfg)
+	KindETSTSA:          {"ets_tc_tsa", 710, true},
+	KindETSBandwidth:    {"ets_tc_bandwidth", 720, true},
+	KindPFC:             {"pfc", 800, true},
+	KindCableLength:     {"cable_length", 810, false},
+	KindPrioBuffer:      {"priority_to_buffer", 900, false}, // after PFC unless the mlx5 checks need them first
+	KindBufferSize:      {"buffer_size", 910, false},
+	KindStormPrevention: {"pfc_storm_prevention", 1000, false},
+	KindECNEnable:       {"ecn_enable", 1100, false},
+	KindECNParam:        {"ecn_param", 1110, false},
+	KindRoCEMode:        {"roce_mode", 1200, false},
+	KindRoCETOS:         {"roce_tos", 1210, false},
+	KindTrafficClass:    {"traffic_class", 1220, false},
+	KindDevlink:         {"devlink", 1300, false},
+	KindNCCL:            {"nccl", 1400, false},
+	KindXoffRecompute:   {"xoff_recompute", 1500, false},
+	KindLosslessRemap:   {"lossless_remap", 1510, false},
 }
 
 // Kinds lists every Kind in write order.
@@ -110,6 +113,12 @@ func (k Kind) WriteOrder() int {
 		return kindTable[k].order
 	}
 	return 1 << 30
+}
+
+// DCBXNegotiated says whether a DCBX peer in willing mode can overwrite a
+// setting of kind k.
+func (k Kind) DCBXNegotiated() bool {
+	return k >= 0 && int(k) < len(kindTable) && kindTable[k].negotiated
 }
 
 func (k Kind) String() string {
@@ -155,6 +164,42 @@ func ParseBool(s string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%q is not on/off", s)
+}
+
+// Pause is a global_pause value: 802.3x pause in each direction.
+type Pause struct{ Rx, Tx bool }
+
+// On says whether pause is on in either direction.
+func (p Pause) On() bool { return p.Rx || p.Tx }
+
+// FormatPause is "on", "off", or "rx on, tx off" when the directions
+// differ.
+func FormatPause(p Pause) string {
+	switch {
+	case p.Rx && p.Tx:
+		return "on"
+	case !p.Rx && !p.Tx:
+		return "off"
+	}
+	return fmt.Sprintf("rx %s, tx %s", FormatBool(p.Rx), FormatBool(p.Tx))
+}
+
+// ParsePause reads FormatPause's output.
+func ParsePause(v string) (Pause, error) {
+	switch v {
+	case "on":
+		return Pause{Rx: true, Tx: true}, nil
+	case "off":
+		return Pause{}, nil
+	}
+	var rx, tx string
+	if _, err := fmt.Sscanf(v, "rx %s tx %s", &rx, &tx); err == nil {
+		rx = strings.TrimSuffix(rx, ",")
+		if (rx == "on" || rx == "off") && (tx == "on" || tx == "off") {
+			return Pause{Rx: rx == "on", Tx: tx == "on"}, nil
+		}
+	}
+	return Pause{}, fmt.Errorf("%q is not a pause setting", v)
 }
 
 // FormatPrioBitmap prints a priority bitmap as "[3]" or "[3,4]" or "[]".

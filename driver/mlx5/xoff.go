@@ -70,3 +70,8 @@ func MTUProblem(final Port) string {
 	return fmt.Sprintf("buffer %d is lossless with %d bytes; at MTU %d mlx5 needs at least %d (%s), and the recompute the MTU change needs would fail: raise buffers.buffer_size with the MTU",
 		sf.Buf, sf.Size, final.MTU, final.Need(), final.MinimumText())
 }
+
+// AfterLinkToggleArg is the Arg of a recompute that follows a link
+// toggle: its write waits for the link's speed first. The journal keeps
+// it, so a rollback from disk waits too.
+const AfterLinkToggleArg = "after_link_toggle"

@@ -72,7 +72,7 @@ var Table = []Row{
 	{Pkg: "nic", Layer: 1, Kind: Product, May: []string{"port", "nic/dcb"},
 		Job: "kernel interfaces (rtnetlink, dcbnl, ethtool, devlink, sysfs/configfs/debugfs), discovery, snapshots, text-dump parsers"},
 
-	// 2: what reads both.
+	// 2-3: what reads both; the driver layer and the plan built on it.
 	{Pkg: "nccl", Layer: 2, Kind: Product, May: []string{"policy", "nic", "port"},
 		Job: "NCCL's config file and the NCCL variables a host's ports imply; PCIe topology hints"},
 	{Pkg: "verify", Layer: 2, Kind: Product, May: []string{"policy", "nic", "port"},
@@ -83,48 +83,51 @@ var Table = []Row{
 	{Pkg: "driver", Layer: 2, Kind: Product, May: []string{"policy", "port", "nic/dcb"},
 		Job: "what a NIC driver adds to a plain write (companions, refusals, order, disruptions, capabilities, buffer models): one interface, a package per driver (mlx5, bnxt, ice, generic), picked by driver/known"},
 
-	// 3-5: the host, transactions, the switch peer.
-	{Pkg: "host", Layer: 3, Kind: Product, May: []string{"policy", "nic", "nic/dcb", "nccl", "port", "driver"},
+	{Pkg: "plan", Layer: 3, Kind: Product, May: []string{"policy", "port", "driver", "nic/dcb"},
+		Job: "the plan, built in one place: diff, companions, driver passes (buffer checks, ETS before PFC, lossless queues, DCBX, recomputes), disruptions; reads the host through an interface"},
+
+	// 4-6: the host, transactions, the switch peer.
+	{Pkg: "host", Layer: 4, Kind: Product, May: []string{"policy", "nic", "nic/dcb", "nccl", "port", "driver", "plan"},
 		Job: "the registry: per setting kind, how it is observed and written through the kernel; the plan's passes, which ask the port's driver"},
-	{Pkg: "apply", Layer: 4, Kind: Product, May: []string{"host", "verify", "policy", "nccl", "nic", "nic/dcb", "port"},
+	{Pkg: "apply", Layer: 5, Kind: Product, May: []string{"plan", "host", "verify", "policy", "nccl", "nic", "nic/dcb", "port"},
 		Job: "transactions: write → read-back → soak → confirm → rollback, the journal, lock and recovery"},
-	{Pkg: "peer", Layer: 5, Kind: Product, May: []string{"driver", "nic/dcb", "apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
+	{Pkg: "peer", Layer: 6, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
 		Job: "the switch-peer check: what the switch announces in DCBX against the profile, and its state file"},
 
-	// 6-9: the daemon, the commands, the programs.
-	{Pkg: "agent", Layer: 6, Kind: Product, May: []string{"driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
+	// 7-10: the daemon, the commands, the programs.
+	{Pkg: "agent", Layer: 7, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
 		Job: "the daemon: drift loop, counter sampling, metrics, sd_notify/watchdog, LLDP listener"},
-	{Pkg: "cli", Layer: 7, Kind: Product, May: []string{"driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
+	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
 		Job: "the cobra commands: flags in, rendering out; no work of its own (rocectl does not link the daemon)"},
-	{Pkg: "cli/agentcmd", Layer: 8, Kind: Product, May: []string{"cli", "agent"},
+	{Pkg: "cli/agentcmd", Layer: 9, Kind: Product, May: []string{"cli", "agent"},
 		Job: "rocectl-agent's command: the daemon's flags → agent.Run"},
-	{Pkg: "cmd", Layer: 9, Kind: Program, Shipped: true, May: []string{"cli", "cli/agentcmd"},
+	{Pkg: "cmd", Layer: 10, Kind: Program, Shipped: true, May: []string{"cli", "cli/agentcmd"},
 		Job: "the two shipped programs, rocectl and rocectl-agent: signals, exit codes; no logic"},
 
-	// 10-11: test kits, above everything they fake, imported by tests only.
-	{Pkg: "nic/nictest", Layer: 10, Kind: TestKit, May: []string{"nic", "nic/dcb"},
+	// 11-12: test kits, above everything they fake, imported by tests only.
+	{Pkg: "nic/nictest", Layer: 11, Kind: TestKit, May: []string{"nic", "nic/dcb"},
 		Job: "the simulated kernel and driver models (mlx5, bnxt), each behaviour citing its driver function"},
-	{Pkg: "lldp/lldptest", Layer: 10, Kind: TestKit, May: []string{"lldp"},
+	{Pkg: "lldp/lldptest", Layer: 11, Kind: TestKit, May: []string{"lldp"},
 		Job: "LLDP/DCBX test frames"},
-	{Pkg: "internal/testkit", Layer: 11, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest"},
+	{Pkg: "internal/testkit", Layer: 12, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest"},
 		Job: "test kits: fixture hosts and their generator, network namespaces, built binaries, leak checks, dirtree, ttar, median"},
 
-	// 12: programs nothing imports.
-	{Pkg: "internal/tools", Layer: 12, Kind: Tool, May: []string{"cli", "cli/agentcmd", "internal/testkit"},
+	// 13: programs nothing imports.
+	{Pkg: "internal/tools", Layer: 13, Kind: Tool, May: []string{"cli", "cli/agentcmd", "internal/testkit"},
 		Job: "generators: gendocs (man pages, completions), mkhosts (testdata/hosts)"},
-	{Pkg: "bench", Layer: 12, Kind: Program, May: []string{"apply", "cli", "nic", "internal/testkit"},
+	{Pkg: "bench", Layer: 13, Kind: Program, May: []string{"apply", "cli", "nic", "internal/testkit"},
 		Job: "benchmark drivers (not shipped): apply against the bash script, the audit floor"},
 
-	// 13: tests.
-	{Pkg: "internal/arch", Layer: 13, Kind: Test,
+	// 14: tests.
+	{Pkg: "internal/arch", Layer: 14, Kind: Test,
 		Job: "this table, the tests that enforce it, and docs/architecture.md generated from it"},
-	{Pkg: "test", Layer: 13, Kind: Test,
+	{Pkg: "test", Layer: 14, Kind: Test,
 		Job: "end-to-end tests of the built binaries and the Soft-RoCE VM lab"},
-	{Pkg: "systemd", Layer: 13, Kind: Test,
+	{Pkg: "systemd", Layer: 14, Kind: Test,
 		Job: "the unit files and their tests"},
-	{Pkg: "packaging", Layer: 13, Kind: Test,
+	{Pkg: "packaging", Layer: 14, Kind: Test,
 		Job: "the Debian package definition and its tests"},
-	{Pkg: "deploy", Layer: 13, Kind: Test,
+	{Pkg: "deploy", Layer: 14, Kind: Test,
 		Job: "the Ansible role and its tests"},
 }
 

@@ -525,7 +525,7 @@ func timed(name string, args ...string) (time.Duration, string, error) {
 }
 
 // printDisruptions prints what the plan says applying the recipe disturbs
-// on the ConnectX host itself (host.Disruptions, in rocectl audit's JSON
+// on the ConnectX host itself (plan.Disruptions, in rocectl audit's JSON
 // over the fixture root): the veths the timed runs write have no DCB, so
 // their plans announce only the MTU's channel reset. Each line once, with
 // the number of ports it is on.

@@ -1,4 +1,4 @@
-package host
+package plan
 
 import (
 	"github.com/rocectl/rocectl/driver/known"
@@ -20,7 +20,7 @@ func (pl *planning) refuseZeroBandwidthETS() {
 			continue
 		}
 		if why := known.For(c.Port.Driver).RefuseETS(ets); why != "" {
-			pl.plan.Refused = append(pl.plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})
+			pl.refuse(c, why)
 		}
 	}
 }

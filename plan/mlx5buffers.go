@@ -1,9 +1,8 @@
-package host
+package plan
 
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/driver/mlx5"
@@ -24,31 +23,31 @@ func (pl *planning) mlx5State(netdev string, speedMbps int) (mlx5.Port, bool) {
 	if r, ok := pl.mlx5[netdev]; ok {
 		return r.p, r.ok
 	}
-	p, ok := pl.h.readMLX5State(netdev, speedMbps)
+	p, ok := readMLX5State(pl.h, netdev, speedMbps)
 	pl.mlx5[netdev] = mlx5Read{p, ok}
 	return p, ok
 }
 
 // readMLX5State reads what mlx5State returns.
-func (h *Host) readMLX5State(netdev string, speedMbps int) (p mlx5.Port, ok bool) {
-	st, err := h.K.DCB(netdev)
+func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool) {
+	st, err := h.DCB(netdev)
 	if err != nil || st.PFC == nil || st.Buffer == nil {
 		return p, false
 	}
-	li, err := h.K.Link(netdev)
+	li, err := h.Link(netdev)
 	if err != nil {
 		return p, false
 	}
 	p = mlx5.Port{PFC: st.PFC.Enable, Prio2Buf: st.Buffer.PrioBuffer, Sizes: st.Buffer.Size,
 		Cable: int(st.PFC.Delay), MTU: li.MTU, MaxMTU: li.MaxMTU, Speed: speedMbps}
 	if p.Speed <= 0 {
-		p.Speed = h.linkSpeed(netdev)
+		p.Speed = h.Speed(netdev)
 	}
 	if p.Cable == 0 {
 		p.Cable = mlx5.DefaultCable
 	}
-	if pa, err := h.K.Pause(netdev); err == nil {
-		p.Pause, p.PauseKnown = pa.Rx || pa.Tx, true
+	if on, err := h.GlobalPause(netdev); err == nil {
+		p.Pause, p.PauseKnown = on, true
 	}
 	p.AssumeLossless() // the lossy bits cannot be read
 	return p, true
@@ -163,8 +162,8 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		v := plan.Changes[i].Value
 		switch k {
 		case policy.KindGlobalPause:
-			if pa, err := parsePause(v); err == nil {
-				final.Pause, final.PauseKnown = pa.Rx || pa.Tx, true
+			if pa, err := policy.ParsePause(v); err == nil {
+				final.Pause, final.PauseKnown = pa.On(), true
 			}
 		case policy.KindPFC:
 			final.PFC, _ = policy.ParsePrioBitmap(v)
@@ -190,7 +189,7 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		for _, k := range r.On {
 			if i, ok := idx[k]; ok {
 				c := plan.Changes[i]
-				plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: r.Why})
+				pl.refuse(c, r.Why)
 				return
 			}
 		}
@@ -278,51 +277,4 @@ func moveBuffersFirst(plan *policy.Plan, at []int) {
 	for k := range moved {
 		plan.Changes[at[lo+k]] = moved[k]
 	}
-}
-
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
-}
-
-// Disruptions says, per port, what applying the plan will disturb: link
-// toggles, channel resets, changes that cannot be undone.
-func Disruptions(plan *policy.Plan) map[string][]string {
-	out := map[string][]string{}
-	type said struct{ netdev, what string }
-	seen := map[said]bool{}
-	add := func(nd, what string) {
-		if !seen[said{nd, what}] {
-			seen[said{nd, what}] = true
-			out[nd] = append(out[nd], what)
-		}
-	}
-	for i := range plan.Changes {
-		c := &plan.Changes[i]
-		if c.Port == nil {
-			continue
-		}
-		nd := c.Port.Netdev
-		switch {
-		case c.Kind == policy.KindMTU && len(c.Port.Slaves()) > 0:
-			// A bond has no queues: it sets the MTU of every slave
-			// (bond_change_mtu), and their queues are re-created.
-			for _, m := range c.Port.Slaves() {
-				add(m.Netdev, "channel reset: an MTU change re-creates the NIC's queues (set through "+nd+")")
-			}
-		case c.Kind == policy.KindMTU:
-			add(nd, "channel reset: an MTU change re-creates the NIC's queues")
-		default:
-			ds := known.For(c.Port.Driver).Disruptions(c)
-			for _, d := range ds {
-				add(nd, d)
-			}
-			if len(ds) == 0 && strings.Contains(c.Note, "devlink dev reload") {
-				add(nd, "needs a devlink reload to take effect")
-			}
-		}
-	}
-	return out
 }

@@ -1,18 +1,20 @@
-package host
+package plan_test
 
 import (
 	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/internal/testkit/hosts"
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
 )
 
-// BenchmarkPlanAfterObserve measures what Plan does once Observe has read
+// BenchmarkPlanAfterObserve measures what Build does once Observe has read
 // the host: the diff, companions, driver ordering, DCBX and xoff planning
 // on the n-port ConnectX-6 Dx factory snapshot that cli's
 // BenchmarkAuditPipeline reads, with the full fat-tree profile. That part
@@ -29,20 +31,21 @@ func BenchmarkPlanAfterObserve(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h := &Host{FS: s.FS(), K: s.Kernel(), NotCaptured: s.Meta.NotCaptured}
+			h := &host.Host{FS: s.FS(), K: s.Kernel(), NotCaptured: s.Meta.NotCaptured}
 			p, err := policy.Load(filepath.Join(fixturehost.RepoRoot(), "profiles", "fat-tree-32gpu-100g.toml"), policy.LoadOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			d := policy.Resolve(p, h.Ports(h.Discover(), p.NeedsGID()))
 			nccl.Resolve(d)
+			d = host.Place(d)
 			o := h.Observe(d)
 			if len(d.Ports) != ports {
 				b.Fatalf("matched %d ports", len(d.Ports))
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if plan := h.planObserved(d, o); !plan.Changed() {
+				if pl := plan.Build(d, o, h.ForPlan()); !pl.Changed() {
 					b.Fatal("no changes")
 				}
 			}

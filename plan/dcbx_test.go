@@ -1,4 +1,4 @@
-package host_test
+package plan_test
 
 import (
 	"context"
@@ -35,7 +35,8 @@ func planOn(t *testing.T, root string, sim *nictest.Sim, profile string) (*host.
 	if len(d.Ports) == 0 {
 		t.Fatal("the profile matches no port")
 	}
-	return h, d, h.Plan(d)
+	d = host.Place(d)
+	return h, d, buildPlan(h, d)
 }
 
 // warningsByKey returns the plan's warnings, message by key.

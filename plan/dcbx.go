@@ -1,10 +1,10 @@
-package host
+package plan
 
 import (
-	"github.com/rocectl/rocectl/driver"
-	"github.com/rocectl/rocectl/driver/known"
 	"slices"
 
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
@@ -14,13 +14,6 @@ import (
 // (what rocectl writes stays) or a DCBX agent that may overwrite it. What
 // "firmware" means differs by driver, so the planner asks the port's
 // driver (driver.Driver.PlanDCBX, WillingDCBX).
-
-// isDCBXNegotiated says whether a setting of kind k is one a DCBX peer can
-// overwrite in willing mode (its registry entry's dcbxNegotiated).
-func isDCBXNegotiated(k policy.Kind) bool {
-	e, err := kindOf(k)
-	return err == nil && e.dcbxNegotiated
-}
 
 // dcbxPort is what one physical port's desired settings say about DCBX.
 type dcbxPort struct {
@@ -39,7 +32,7 @@ func (pl *planning) planDCBX() {
 	ports := map[string]*dcbxPort{}
 	for _, dp := range pl.d.Ports {
 		for i, s := range dp.Settings {
-			if s.Port == nil || (s.Kind != policy.KindDCBX && !isDCBXNegotiated(s.Kind)) {
+			if s.Port == nil || (s.Kind != policy.KindDCBX && !s.Kind.DCBXNegotiated()) {
 				continue
 			}
 			p := ports[s.Port.Netdev]
@@ -59,7 +52,7 @@ func (pl *planning) planDCBX() {
 		p := ports[nd]
 		drv := known.For(p.port.Driver)
 		if msg := drv.WillingDCBX(p.negotiated); msg != "" {
-			pl.h.warnWillingDCBX(pl.plan, p, msg)
+			pl.warnWillingDCBX(p, msg)
 		}
 		if p.dcbx != nil {
 			pl.planPortDCBX(p, drv)
@@ -71,7 +64,8 @@ func (pl *planning) planDCBX() {
 // driver's firmware is willing (msg), and that stays in firmware DCBX or
 // that asks for firmware DCBX, gets a warning: the switch has the last
 // word.
-func (h *Host) warnWillingDCBX(plan *policy.Plan, p *dcbxPort, msg string) {
+func (pl *planning) warnWillingDCBX(p *dcbxPort, msg string) {
+	plan := pl.plan
 	if len(p.negotiated) == 0 {
 		return
 	}
@@ -79,8 +73,7 @@ func (h *Host) warnWillingDCBX(plan *policy.Plan, p *dcbxPort, msg string) {
 	case p.dcbx != nil && p.dcbx.Value == "host":
 		return // the plan switches it to host mode, or it is there
 	case p.dcbx == nil:
-		st, err := h.newPortReader(p.port, "").dcbPart("dcbx")
-		if err != nil || st.DCBX == nil || *st.DCBX&dcb.DCBXHost != 0 {
+		if mode, ok := pl.h.DCBX(p.port); !ok || mode&dcb.DCBXHost != 0 {
 			return // unreadable (the plan says so where it matters), or host mode
 		}
 	}
@@ -98,18 +91,13 @@ func (pl *planning) planPortDCBX(p *dcbxPort, drv driver.Driver) {
 			change = i
 		}
 	}
-	reported := func() (uint8, bool) {
-		st, err := pl.h.newPortReader(p.port, "").dcbPart("dcbx")
-		if err != nil || st.DCBX == nil {
-			return 0, false // the plan reports the setting's own read error
-		}
-		return *st.DCBX, true
-	}
+	// Unreadable: the plan reports the setting's own read error.
+	reported := func() (uint8, bool) { return pl.h.DCBX(p.port) }
 	dp := drv.PlanDCBX(p.dcbx.Value, change >= 0, reported)
 	switch {
 	case dp.Refuse != "" && change >= 0:
 		c := plan.Changes[change]
-		plan.Refused = append(plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: dp.Refuse})
+		pl.refuse(c, dp.Refuse)
 	case dp.Note != "" && change >= 0:
 		plan.Changes[change].Note = joinNote(plan.Changes[change].Note, dp.Note)
 	case dp.Warning != "":

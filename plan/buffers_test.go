@@ -1,4 +1,4 @@
-package host
+package plan_test
 
 import (
 	"os"
@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/driver/mlx5"
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
-	"github.com/rocectl/rocectl/port"
 )
 
 var lagSlaves = []string{"ens1f0np0", "ens1f1np1"}
@@ -34,12 +35,12 @@ func lagPlan(t *testing.T, profile string, prep func(*nictest.Sim)) *policy.Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	d := policy.Resolve(p, h.Ports(h.Discover(), false))
 	if len(d.Ports) != 1 || len(d.Ports[0].Port.Slaves()) != 2 {
 		t.Fatalf("profile matches %+v, want the bond with its two slaves", d.Ports)
 	}
-	return h.Plan(d)
+	return buildPlan(h, d)
 }
 
 // A lossless buffer the driver would refuse is refused on each slave:
@@ -49,7 +50,7 @@ func lagPlan(t *testing.T, profile string, prep func(*nictest.Sim)) *policy.Plan
 // 9000 the bond gives them in the same apply (12640 + 24480 + 10106 =
 // 47226).
 func TestLAGBufferRefusedOnEachSlave(t *testing.T) {
-	plan := lagPlan(t, `[match]
+	pl := lagPlan(t, `[match]
 drivers = ["mlx5_core"]
 [link]
 mtu = 9000
@@ -61,7 +62,7 @@ priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]
 buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]
 `, nil)
 	var refused []string
-	for _, r := range plan.Refused {
+	for _, r := range pl.Refused {
 		refused = append(refused, r.Key)
 		if !strings.Contains(r.Error, "mlx5 needs at least 47226") || !strings.Contains(r.Error, "at 25 Gb/s, MTU 9000") {
 			t.Errorf("%s: %s, want the minimum at the slave's 25 Gb/s and MTU 9000 (47226)", r.Key, r.Error)
@@ -79,7 +80,7 @@ buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]
 // before PFC on both. Disruptions name the slaves, the bond's MTU change
 // too (the bond has no queues; it sets its slaves' MTU).
 func TestLAGBuffersWrittenFirstOnEachSlave(t *testing.T) {
-	plan := lagPlan(t, `[match]
+	pl := lagPlan(t, `[match]
 drivers = ["mlx5_core"]
 [link]
 mtu = 9000
@@ -95,12 +96,12 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 			}
 		}
 	})
-	if len(plan.Refused) != 0 {
-		t.Fatalf("refused: %+v", plan.Refused)
+	if len(pl.Refused) != 0 {
+		t.Fatalf("refused: %+v", pl.Refused)
 	}
 	for _, nd := range lagSlaves {
 		var order []string
-		for _, c := range plan.Changes {
+		for _, c := range pl.Changes {
 			if c.Port != nil && c.Port.Netdev == nd && (c.Kind == policy.KindPFC || c.Kind == policy.KindPrioBuffer) {
 				order = append(order, c.Name)
 				if c.Kind == policy.KindPrioBuffer && !strings.Contains(c.Note, "written before PFC") {
@@ -119,7 +120,7 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 		}
 	}
 
-	dis := Disruptions(plan)
+	dis := plan.Disruptions(pl)
 	if _, ok := dis["bond0"]; ok {
 		t.Errorf("disruptions on bond0 %q, want them on its slaves", dis["bond0"])
 	}
@@ -139,7 +140,7 @@ priority_to_buffer = [0, 0, 0, 1, 1, 0, 0, 0]
 // the bond's MTU change and the one for the new MTU after it, written as
 // an identical PFC write of the slave's own.
 func TestLAGMTUChangeRecomputesEachSlave(t *testing.T) {
-	plan := lagPlan(t, `[match]
+	pl := lagPlan(t, `[match]
 drivers = ["mlx5_core"]
 [link]
 mtu = 9000
@@ -156,11 +157,11 @@ buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
 			}
 		}
 	})
-	if len(plan.Refused) != 0 {
-		t.Fatalf("refused: %+v", plan.Refused)
+	if len(pl.Refused) != 0 {
+		t.Fatalf("refused: %+v", pl.Refused)
 	}
 	var got []string
-	for _, c := range plan.Changes {
+	for _, c := range pl.Changes {
 		got = append(got, c.Key+" = "+c.Before+" -> "+c.Value)
 		if c.Kind == policy.KindXoffRecompute && !strings.Contains(c.Note, "3fbfe251cc9f") {
 			t.Errorf("%s: note %q", c.Key, c.Note)
@@ -174,9 +175,9 @@ buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
 		"ens1f1np1.link.xoff_recompute = 9000 -> 9000",
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("plan\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("pl\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	steps, err := Steps(plan)
+	steps, err := host.Steps(pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,42 +185,6 @@ buffer_size = [16384, 200064, 0, 0, 0, 0, 0, 0]
 		if st.AlwaysUndo() != (st.Changes[0].Kind == policy.KindXoffRecompute) {
 			t.Errorf("step %s/%s: AlwaysUndo %v", st.Scope, st.Group, st.AlwaysUndo())
 		}
-	}
-}
-
-// mtuFirst puts an MTU change that something placed after a port's PFC
-// or buffer change back before it, so the driver computes the thresholds
-// with the final MTU; other ports' changes keep their place.
-func TestMTUFirstMovesMTUBeforeBufferChanges(t *testing.T) {
-	pt := &port.Port{Netdev: "ens1f0np0", Driver: "mlx5_core"}
-	other := &port.Port{Netdev: "ens1f1np1", Driver: "mlx5_core"}
-	mk := func(p *port.Port, k policy.Kind, name string) policy.Change {
-		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Kind: k, Port: p}}
-	}
-	plan := &policy.Plan{Changes: []policy.Change{
-		mk(other, policy.KindPFC, "qos.pfc"),
-		mk(pt, policy.KindGlobalPause, "qos.global_pause"),
-		mk(pt, policy.KindPrioBuffer, "buffers.priority_to_buffer"),
-		mk(pt, policy.KindPFC, "qos.pfc"),
-		mk(pt, policy.KindMTU, "link.mtu"),
-	}}
-	pl := &planning{plan: plan, at: indexChanges(plan.Changes)}
-	if at := pl.mtuFirst(4, []string{"ens1f0np0"}); at != 2 {
-		t.Errorf("MTU at %d, want 2", at)
-	}
-	var got []string
-	for _, c := range plan.Changes {
-		got = append(got, c.Key)
-	}
-	want := []string{"ens1f1np1.qos.pfc", "ens1f0np0.qos.global_pause", "ens1f0np0.link.mtu", "ens1f0np0.buffers.priority_to_buffer", "ens1f0np0.qos.pfc"}
-	if !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
-	}
-	if !strings.Contains(plan.Changes[2].Note, "MTU of the moment") {
-		t.Errorf("moved MTU change's note %q", plan.Changes[2].Note)
-	}
-	if !slices.Equal(pl.at["ens1f0np0"], []int{1, 2, 3, 4}) || !slices.Equal(pl.at["ens1f1np1"], []int{0}) {
-		t.Errorf("index after the move %v", pl.at)
 	}
 }
 
@@ -238,8 +203,8 @@ func planWithState(t *testing.T, fixture, profile string, edit func(*snapshot.Ke
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Host{FS: nic.NewFS(root, false), K: nictest.NewSim(st)}
-	return h.Plan(policy.Resolve(p, h.Ports(h.Discover(), false)))
+	h := &host.Host{FS: nic.NewFS(root, false), K: nictest.NewSim(st)}
+	return buildPlan(h, policy.Resolve(p, h.Ports(h.Discover(), false)))
 }
 
 // mlx5 sizes a lossless buffer for max(netdev->max_mtu, 9216). A port
@@ -255,11 +220,11 @@ func TestMLX5MinimumWithMaxMTUUnknown(t *testing.T) {
 		}
 	}
 	// MTU 9000, 7 m, 100 Gb/s: 31600 + 24480 + 9216 + 128 = 65424.
-	plan := planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n", unknown)
-	if len(plan.Refused) != 2 {
-		t.Fatalf("refused %+v, want both ports' buffer sizes", plan.Refused)
+	pl := planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n", unknown)
+	if len(pl.Refused) != 2 {
+		t.Fatalf("refused %+v, want both ports' buffer sizes", pl.Refused)
 	}
-	for _, e := range plan.Refused {
+	for _, e := range pl.Refused {
 		for _, want := range []string{"needs at least 65424", "max_mtu unknown: 9216 taken, the driver may need more"} {
 			if !strings.Contains(e.Error, want) {
 				t.Errorf("%s: %s, want %q", e.Key, e.Error, want)
@@ -267,12 +232,12 @@ func TestMLX5MinimumWithMaxMTUUnknown(t *testing.T) {
 		}
 	}
 	// 65536 passes 9216; with the fixture's max_mtu (9978) it would not.
-	plan = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", unknown)
-	if len(plan.Refused) != 0 {
-		t.Fatalf("refused: %+v", plan.Refused)
+	pl = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", unknown)
+	if len(pl.Refused) != 0 {
+		t.Fatalf("refused: %+v", pl.Refused)
 	}
 	noted := 0
-	for _, c := range plan.Changes {
+	for _, c := range pl.Changes {
 		if strings.Contains(c.Note, "max_mtu is unknown (not captured): checked with 9216, the driver may need more") {
 			noted++
 		}
@@ -280,9 +245,9 @@ func TestMLX5MinimumWithMaxMTUUnknown(t *testing.T) {
 	if noted != 2 {
 		t.Errorf("%d changes note the unknown max_mtu, want one per port", noted)
 	}
-	plan = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", func(*snapshot.KernelState) {})
-	if len(plan.Refused) != 2 || !strings.Contains(plan.Refused[0].Error, "needs at least 66186") {
-		t.Errorf("with max_mtu 9978 known: refused %+v, want the 66186 minimum", plan.Refused)
+	pl = planWithState(t, "cx6dx-ofed-factory", profile+"buffer_size = [131072, 65536, 0, 0, 0, 0, 0, 0]\n", func(*snapshot.KernelState) {})
+	if len(pl.Refused) != 2 || !strings.Contains(pl.Refused[0].Error, "needs at least 66186") {
+		t.Errorf("with max_mtu 9978 known: refused %+v, want the 66186 minimum", pl.Refused)
 	}
 }
 
@@ -302,16 +267,16 @@ func TestPlanReadsBuffersAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Host{FS: nic.NewFS(root, false), K: sim}
-	plan := func(size1 uint32) *policy.Plan {
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	pl := func(size1 uint32) *policy.Plan {
 		for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
 			if err := sim.ManualLossless(nd, 131072, size1); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return h.Plan(policy.Resolve(p, h.Ports(h.Discover(), false)))
+		return buildPlan(h, policy.Resolve(p, h.Ports(h.Discover(), false)))
 	}
-	refused := plan(49152).Refused
+	refused := pl(49152).Refused
 	if len(refused) != 2 {
 		t.Fatalf("refused %+v, want both ports' MTU changes", refused)
 	}
@@ -320,7 +285,7 @@ func TestPlanReadsBuffersAgain(t *testing.T) {
 			t.Errorf("%s: %s", r.Key, r.Error)
 		}
 	}
-	if refused := plan(70016).Refused; len(refused) != 0 {
+	if refused := pl(70016).Refused; len(refused) != 0 {
 		t.Errorf("with 70016 bytes: refused %+v", refused)
 	}
 }
