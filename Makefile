@@ -165,6 +165,7 @@ race:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime 60s ./policy/
+	$(GO) test -run '^$$' -fuzz FuzzCodecs -fuzztime 30s ./policy/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeGetReply -fuzztime 30s ./nic/dcb/
 	$(GO) test -run '^$$' -fuzz FuzzFastLink -fuzztime 30s ./nic/snapshot/
 	$(GO) test -run '^$$' -fuzz FuzzFastTop -fuzztime 30s ./nic/snapshot/

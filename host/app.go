@@ -28,13 +28,13 @@ import (
 func writeApp(w *stepWriter) error {
 	h, nd := w.h, w.port.Netdev
 	if c, ok := w.change(policy.KindDSCPMap); ok {
-		domain, err := policy.ParseDSCPMap(c.Value) // the DSCPs the profile maps
+		domain, err := policy.DSCPMapCodec.Parse(c.Value) // the DSCPs the profile maps
 		if err != nil {
 			return w.fail(c, err)
 		}
 		target := domain
 		if w.undo {
-			if target, err = policy.ParseDSCPMap(c.Before); err != nil {
+			if target, err = policy.DSCPMapCodec.Parse(c.Before); err != nil {
 				return w.fail(c, err)
 			}
 			if c.Absent {

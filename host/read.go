@@ -216,10 +216,14 @@ func readMTU(r *portReader, s policy.Setting, _ map[string]string) (string, bool
 	if err != nil {
 		return "", false, err
 	}
-	if want, _ := strconv.Atoi(s.Value); li.MaxMTU > 0 && want > li.MaxMTU {
+	want, err := policy.IntCodec.Parse(s.Value)
+	if err != nil {
+		return "", false, err
+	}
+	if li.MaxMTU > 0 && want > li.MaxMTU {
 		return "", false, nic.Unsupportedf("MTU %d is above the NIC's maximum %d", want, li.MaxMTU)
 	}
-	return strconv.Itoa(li.MTU), true, nil
+	return policy.IntCodec.Format(li.MTU), true, nil
 }
 
 func readRing(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
@@ -231,10 +235,14 @@ func readRing(r *portReader, s policy.Setting, _ map[string]string) (string, boo
 	if s.Kind == policy.KindTxRing {
 		cur, max = rg.Tx, rg.TxMax
 	}
-	if want, _ := strconv.Atoi(s.Value); max > 0 && uint32(want) > max {
+	want, err := policy.IntCodec.Parse(s.Value)
+	if err != nil {
+		return "", false, err
+	}
+	if max > 0 && uint32(want) > max {
 		return "", false, nic.Unsupportedf("ring size %d is above the NIC's maximum %d", want, max)
 	}
-	return strconv.Itoa(int(cur)), true, nil
+	return policy.IntCodec.Format(int(cur)), true, nil
 }
 
 func readPrivFlag(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
@@ -466,7 +474,7 @@ func readBufferSize(r *portReader, s policy.Setting, _ map[string]string) (strin
 	if err != nil {
 		return "", false, err
 	}
-	if want, err := policy.ParseSizes8(s.Value); err == nil && b.TotalSize > 0 {
+	if want, err := policy.Sizes8Codec.Parse(s.Value); err == nil && b.TotalSize > 0 {
 		var sum policy.Size
 		for _, x := range want {
 			sum += x
@@ -540,14 +548,16 @@ func readECN(r *portReader, s policy.Setting, _ map[string]string) (string, bool
 	if err != nil {
 		return "", false, err
 	}
-	dir, rest, _ := strings.Cut(s.Arg, "/")
-	if s.Kind == policy.KindECNEnable {
-		prio, _ := strconv.Atoi(rest)
-		on, err := e.Enabled(dir, prio)
-		return policy.FormatBool(on), err == nil, err
+	arg, err := policy.ParseECNArg(s.Kind, s.Arg)
+	if err != nil {
+		return "", false, err
 	}
-	v, err := e.Param(dir, rest, policy.ECNUpstreamName(rest))
-	return strconv.FormatInt(v, 10), err == nil, err
+	if s.Kind == policy.KindECNEnable {
+		on, err := e.Enabled(arg.Dir, arg.Prio)
+		return policy.BoolCodec.Format(on), err == nil, err
+	}
+	v, err := e.Param(arg.Dir, arg.Param, policy.ECNUpstreamName(arg.Param))
+	return policy.Int64Codec.Format(v), err == nil, err
 }
 
 func (h *Host) devlinkHandle(p *port.Port) (string, error) {

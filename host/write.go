@@ -384,7 +384,7 @@ func displayValue(v string, absent bool) string {
 
 func writeMTU(w *stepWriter) error {
 	_, v := w.only()
-	n, err := strconv.Atoi(v)
+	n, err := policy.IntCodec.Parse(v)
 	if err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func writeMTU(w *stepWriter) error {
 
 func writePrivFlag(w *stepWriter) error {
 	c, v := w.only()
-	b, err := policy.ParseBool(v)
+	b, err := policy.BoolCodec.Parse(v)
 	if err != nil {
 		return err
 	}
@@ -449,7 +449,7 @@ func writeDCBX(w *stepWriter) error {
 
 func writeStorm(w *stepWriter) error {
 	_, v := w.only()
-	ms, err := policy.ParseStorm(v)
+	ms, err := policy.StormCodec.Parse(v)
 	if err != nil {
 		return err
 	}
@@ -462,20 +462,22 @@ func writeECN(w *stepWriter) error {
 	if err != nil {
 		return err
 	}
-	dir, rest, _ := strings.Cut(c.Arg, "/")
-	if c.Kind == policy.KindECNEnable {
-		prio, _ := strconv.Atoi(rest)
-		on, err := policy.ParseBool(v)
-		if err != nil {
-			return err
-		}
-		return e.SetEnabled(dir, prio, on)
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	arg, err := policy.ParseECNArg(c.Kind, c.Arg)
 	if err != nil {
 		return err
 	}
-	return e.SetParam(dir, rest, policy.ECNUpstreamName(rest), n)
+	if c.Kind == policy.KindECNEnable {
+		on, err := policy.BoolCodec.Parse(v)
+		if err != nil {
+			return err
+		}
+		return e.SetEnabled(arg.Dir, arg.Prio, on)
+	}
+	n, err := policy.Int64Codec.Parse(v)
+	if err != nil {
+		return err
+	}
+	return e.SetParam(arg.Dir, arg.Param, policy.ECNUpstreamName(arg.Param), n)
 }
 
 func writeRoCEMode(w *stepWriter) error {
@@ -489,7 +491,7 @@ func writeRoCEMode(w *stepWriter) error {
 
 func writeRoCETOS(w *stepWriter) error {
 	_, v := w.only()
-	n, err := strconv.Atoi(v)
+	n, err := policy.IntCodec.Parse(v)
 	if err != nil {
 		return err
 	}
@@ -498,7 +500,7 @@ func writeRoCETOS(w *stepWriter) error {
 
 func writeTrafficClass(w *stepWriter) error {
 	_, v := w.only()
-	n, err := strconv.Atoi(v)
+	n, err := policy.IntCodec.Parse(v)
 	if err != nil {
 		return err
 	}
@@ -511,7 +513,7 @@ func clearTrafficClass(w *stepWriter, _ policy.Change) error {
 
 // pauseOf is a global_pause value as ethtool takes it.
 func pauseOf(v string) (nic.Pause, error) {
-	p, err := policy.ParsePause(v)
+	p, err := policy.PauseCodec.Parse(v)
 	return nic.Pause{Rx: p.Rx, Tx: p.Tx}, err
 }
 
@@ -528,7 +530,7 @@ func writeETS(w *stepWriter) error {
 	}
 	e := *st.ETS
 	if c, ok := w.change(policy.KindETSPrioTC); ok {
-		v, err := policy.ParseInts8(w.value(c))
+		v, err := policy.Ints8Codec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -537,7 +539,7 @@ func writeETS(w *stepWriter) error {
 		}
 	}
 	if c, ok := w.change(policy.KindETSTSA); ok {
-		v, err := policy.ParseStrings8(w.value(c))
+		v, err := policy.Strings8Codec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -546,7 +548,7 @@ func writeETS(w *stepWriter) error {
 		}
 	}
 	if c, ok := w.change(policy.KindETSBandwidth); ok {
-		v, err := policy.ParseInts8(w.value(c))
+		v, err := policy.Ints8Codec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -574,14 +576,14 @@ func writePFC(w *stepWriter) error {
 	}
 	p := *st.PFC
 	if c, ok := w.change(policy.KindPFC); ok {
-		b, err := policy.ParsePrioBitmap(w.value(c))
+		b, err := policy.PrioCodec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
 		p.Enable = b
 	}
 	if c, ok := w.change(policy.KindCableLength); ok {
-		n, err := strconv.Atoi(w.value(c))
+		n, err := policy.IntCodec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -606,7 +608,7 @@ func writeBuffer(w *stepWriter) error {
 	}
 	b := *st.Buffer
 	if c, ok := w.change(policy.KindPrioBuffer); ok {
-		v, err := policy.ParseInts8(w.value(c))
+		v, err := policy.Ints8Codec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -615,7 +617,7 @@ func writeBuffer(w *stepWriter) error {
 		}
 	}
 	if c, ok := w.change(policy.KindBufferSize); ok {
-		v, err := policy.ParseSizes8(w.value(c))
+		v, err := policy.Sizes8Codec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}
@@ -632,7 +634,7 @@ func writeRings(w *stepWriter) error {
 		return err
 	}
 	for _, c := range w.st.Changes {
-		n, err := strconv.Atoi(w.value(c))
+		n, err := policy.IntCodec.Parse(w.value(c))
 		if err != nil {
 			return err
 		}

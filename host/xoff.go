@@ -75,13 +75,18 @@ func (h *Host) takeOwed(netdev string) bool {
 	return t
 }
 
-// linkSpeed is the netdev's speed in Mb/s, 0 when unknown.
+// linkSpeed is the netdev's speed in Mb/s, 0 when unknown: the file is
+// missing, or holds what is no speed (-1 on a link that is down, or not
+// a number at all).
 func (h *Host) linkSpeed(netdev string) int {
 	v, err := h.FS.ReadTrimmed("/sys/class/net/" + netdev + "/speed")
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.Atoi(v)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0
+	}
 	return n
 }
 

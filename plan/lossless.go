@@ -52,13 +52,20 @@ func (pl *planning) planBnxtPort(ss []policy.Setting, netdev string) (policy.Cha
 		pl.refuse(c, why)
 	}
 	if anyETS >= 0 {
-		if why := bnxt.ETSProblem(profileETS(ss, netdev), st.ETS.ETSCap); why != "" {
+		ets, err := profileETS(ss, netdev)
+		if err != nil {
+			pl.undecodable(plan.Changes[anyETS], err)
+			return policy.Change{}, false
+		}
+		if why := bnxt.ETSProblem(ets, st.ETS.ETSCap); why != "" {
 			refuse(anyETS, why)
 			return policy.Change{}, false
 		}
 	}
-	prioTC, pfcEn, ok := finalBnxtPFC(ss, netdev, st)
-	if !ok {
+	prioTC, pfcEn, err := finalBnxtPFC(ss, netdev, st)
+	if err != nil {
+		at := max(pfcAt, anyETS)
+		pl.undecodable(plan.Changes[at], err)
 		return policy.Change{}, false
 	}
 	at := pfcAt // the write the driver would refuse
@@ -85,35 +92,38 @@ func (pl *planning) planBnxtPort(ss []policy.Setting, netdev string) (policy.Cha
 		Before: v, Note: bnxt.RemapNote}, true
 }
 
-// profileETS is the ETS the profile's settings (ss) ask of netdev; a
-// value that does not parse is left out (the plan reports it).
-func profileETS(ss []policy.Setting, netdev string) bnxt.ETS {
+// profileETS is the ETS the profile's settings (ss) ask of netdev.
+func profileETS(ss []policy.Setting, netdev string) (bnxt.ETS, error) {
 	var ets bnxt.ETS
 	for _, s := range ss {
 		if s.Port == nil || s.Port.Netdev != netdev {
 			continue
 		}
 		switch s.Kind {
-		case policy.KindETSPrioTC:
-			if v, err := policy.ParseInts8(s.Value); err == nil {
+		case policy.KindETSPrioTC, policy.KindETSBandwidth:
+			v, err := policy.Ints8Codec.Parse(s.Value)
+			if err != nil {
+				return ets, err
+			}
+			if s.Kind == policy.KindETSPrioTC {
 				ets.PrioTC = &v
-			}
-		case policy.KindETSTSA:
-			if v, err := policy.ParseStrings8(s.Value); err == nil {
-				ets.TSA = &v
-			}
-		case policy.KindETSBandwidth:
-			if v, err := policy.ParseInts8(s.Value); err == nil {
+			} else {
 				ets.BW = &v
 			}
+		case policy.KindETSTSA:
+			v, err := policy.Strings8Codec.Parse(s.Value)
+			if err != nil {
+				return ets, err
+			}
+			ets.TSA = &v
 		}
 	}
-	return ets
+	return ets, nil
 }
 
 // finalBnxtPFC is the priority-to-TC map and PFC priorities that netdev
 // holds once the profile's settings (ss) are written over st.
-func finalBnxtPFC(ss []policy.Setting, netdev string, st *dcb.State) (prioTC [dcb.NumTCs]uint8, pfcEn uint8, ok bool) {
+func finalBnxtPFC(ss []policy.Setting, netdev string, st *dcb.State) (prioTC [dcb.NumTCs]uint8, pfcEn uint8, err error) {
 	prioTC, pfcEn = st.ETS.PrioTC, st.PFC.Enable
 	for _, s := range ss {
 		if s.Port == nil || s.Port.Netdev != netdev {
@@ -121,20 +131,20 @@ func finalBnxtPFC(ss []policy.Setting, netdev string, st *dcb.State) (prioTC [dc
 		}
 		switch s.Kind {
 		case policy.KindETSPrioTC:
-			v, err := policy.ParseInts8(s.Value)
+			v, err := policy.Ints8Codec.Parse(s.Value)
 			if err != nil {
-				return prioTC, pfcEn, false
+				return prioTC, pfcEn, err
 			}
 			for i := range v {
 				prioTC[i] = uint8(v[i])
 			}
 		case policy.KindPFC:
-			b, err := policy.ParsePrioBitmap(s.Value)
+			b, err := policy.PrioCodec.Parse(s.Value)
 			if err != nil {
-				return prioTC, pfcEn, false
+				return prioTC, pfcEn, err
 			}
 			pfcEn = b
 		}
 	}
-	return prioTC, pfcEn, true
+	return prioTC, pfcEn, nil
 }

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"slices"
-	"strconv"
 
 	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/driver/mlx5"
@@ -158,31 +157,10 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		return
 	}
 	final := cur
-	for k, i := range idx {
-		v := plan.Changes[i].Value
-		switch k {
-		case policy.KindGlobalPause:
-			if pa, err := policy.ParsePause(v); err == nil {
-				final.Pause, final.PauseKnown = pa.On(), true
-			}
-		case policy.KindPFC:
-			final.PFC, _ = policy.ParsePrioBitmap(v)
-		case policy.KindCableLength:
-			final.Cable, _ = strconv.Atoi(v)
-		case policy.KindMTU:
-			final.MTU, _ = strconv.Atoi(v)
-		case policy.KindPrioBuffer:
-			if ints, err := policy.ParseInts8(v); err == nil {
-				for j, x := range ints {
-					final.Prio2Buf[j] = uint8(x)
-				}
-			}
-		case policy.KindBufferSize:
-			if sizes, err := policy.ParseSizes8(v); err == nil {
-				for j, x := range sizes {
-					final.Sizes[j] = uint32(x)
-				}
-			}
+	for _, i := range idx {
+		if err := setMLX5(&final, plan.Changes[i]); err != nil {
+			pl.undecodable(plan.Changes[i], err)
+			return
 		}
 	}
 	refuse := func(r *mlx5.Refusal) {

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/driver/mlx5"
@@ -31,8 +30,9 @@ func (pl *planning) planXoffRecompute() {
 		if mtuAt < 0 {
 			continue
 		}
-		newMTU, err := strconv.Atoi(plan.Changes[mtuAt].Value)
+		newMTU, err := policy.IntCodec.Parse(plan.Changes[mtuAt].Value)
 		if err != nil {
+			pl.undecodable(plan.Changes[mtuAt], err)
 			continue
 		}
 		var pre, post []policy.Change
@@ -62,9 +62,8 @@ func (pl *planning) planXoffRecompute() {
 }
 
 // afterLinkToggle is the Arg of a recompute that follows a link toggle:
-// its write waits for the link's speed first. The journal keeps it, so a
-// rollback from disk waits too.
-const afterLinkToggle = "after_link_toggle"
+// its write waits for the link's speed first (mlx5.AfterLinkToggleArg).
+const afterLinkToggle = mlx5.AfterLinkToggleArg
 
 // planToggleRecomputes adds, on each mlx5 port in manual buffer mode whose
 // link is up at plan time and whose PFC priorities change (a slave of a
@@ -114,9 +113,12 @@ func (pl *planning) toggleRecomputes(netdev string) []around {
 	mtu := cur.MTU // the MTU the recomputes see: MTU changes come first (mtuFirst)
 	for _, nd := range []string{p.Netdev, p.Master} {
 		if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
-			if v, err := strconv.Atoi(plan.Changes[i].Value); err == nil {
-				mtu = v
+			v, err := policy.IntCodec.Parse(plan.Changes[i].Value)
+			if err != nil {
+				pl.undecodable(plan.Changes[i], err)
+				return nil
 			}
+			mtu = v
 		}
 	}
 	last := -1 // the port's last PFC, buffer or cable change
@@ -126,7 +128,7 @@ func (pl *planning) toggleRecomputes(netdev string) []around {
 		}
 	}
 	mk := func(name, note string) policy.Change {
-		v := strconv.Itoa(mtu)
+		v := policy.IntCodec.Format(mtu)
 		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
 			Kind: policy.KindXoffRecompute, Arg: afterLinkToggle, Value: v, From: "qos.pfc", Port: p}, Before: v, Note: note}
 	}
@@ -185,13 +187,15 @@ func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) 
 	for _, i := range pl.at[p.Netdev] {
 		c := plan.Changes[i]
 		switch c.Kind {
-		case policy.KindPFC:
+		case policy.KindPFC, policy.KindCableLength:
 			follows = true
-			final.PFC, _ = policy.ParsePrioBitmap(c.Value)
-			final.Lossless = mlx5.LosslessBy(final.PFC, final.Prio2Buf)
-		case policy.KindCableLength:
-			follows = true
-			final.Cable, _ = strconv.Atoi(c.Value)
+			if err := setMLX5(&final, c); err != nil {
+				pl.undecodable(c, err)
+				return policy.Change{}, nil, false
+			}
+			if c.Kind == policy.KindPFC {
+				final.Lossless = mlx5.LosslessBy(final.PFC, final.Prio2Buf)
+			}
 		case policy.KindPrioBuffer, policy.KindBufferSize:
 			follows, buffersChange = true, true
 		}
@@ -206,7 +210,7 @@ func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) 
 		}
 	}
 	mk := func(name string, mtu int, note string) policy.Change {
-		v := strconv.Itoa(mtu)
+		v := policy.IntCodec.Format(mtu)
 		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name,
 			Kind: policy.KindXoffRecompute, Value: v, From: "link.mtu", Port: p}, Before: v, Note: note}
 	}
