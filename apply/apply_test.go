@@ -302,7 +302,7 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 		}
 		// Write steps 0..k-1 the way Run does, then "die": no rollback.
 		for i := 0; i < k; i++ {
-			if err := r.h.WriteStep(context.Background(), r.d, txn.J.Steps[i], false); err != nil {
+			if err := r.h.WriteStep(context.Background(), &host.Owed{}, r.d, txn.J.Steps[i], false); err != nil {
 				t.Fatal(err)
 			}
 		}

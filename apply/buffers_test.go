@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -642,10 +643,11 @@ func TestRecomputeWaitEndsWithTheApplyContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	owed := &host.Owed{} // one transaction's: the PFC change's toggle is owed its recompute
 	for _, st := range txn.J.Steps {
 		c := st.Changes[0]
 		if c.Key != "ens1f0np0.qos.pfc_xoff_recompute" {
-			if err := r.h.WriteStep(context.Background(), r.d, st, false); err != nil {
+			if err := r.h.WriteStep(context.Background(), owed, r.d, st, false); err != nil {
 				t.Fatalf("%s: %v", c.Key, err)
 			}
 			continue
@@ -653,7 +655,7 @@ func TestRecomputeWaitEndsWithTheApplyContext(t *testing.T) {
 		// The link the PFC change toggled does not come back.
 		r.sim.SetOperState("ens1f0np0", "down")
 		ops := len(r.sim.Ops())
-		err := r.h.WriteStep(ctx, r.d, st, false)
+		err := r.h.WriteStep(ctx, owed, r.d, st, false)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("recompute with the apply's context ended: %v, want context.Canceled", err)
 		}

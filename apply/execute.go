@@ -28,6 +28,11 @@ type Options struct {
 	// delays (kill -9 at any point) and failures.
 	BeforeStep func(i int, st host.Step) error
 	Command    string // who holds the lock, for messages
+	// Owed is what this process's writes owe mlx5's buffer thresholds
+	// (host.Owed): Begin makes one for the apply, and its rollback uses
+	// the same; nil for a rollback from a journal on disk, whose
+	// process wrote nothing before it (Rollback then makes its own).
+	Owed *host.Owed
 }
 
 func (o Options) retries() (int, time.Duration) {
@@ -67,6 +72,9 @@ func Begin(h *host.Host, d *policy.Desired, plan *policy.Plan, profileHash strin
 	if err := opts.Store.Save(j); err != nil {
 		opts.Store.discard(j.ID)
 		return nil, fmt.Errorf("writing the journal before apply (nothing was changed): %w", err)
+	}
+	if opts.Owed == nil {
+		opts.Owed = &host.Owed{} // this apply's, shared with its rollback
 	}
 	return &Txn{h: h, d: d, opts: opts, J: j}, nil
 }
@@ -179,14 +187,14 @@ func (t *Txn) Run(ctx context.Context) error {
 // agree, so a step is never left half done on a bond.
 func (t *Txn) writeStep(ctx context.Context, st host.Step) error {
 	if len(st.Slaves) == 0 {
-		if err := t.h.WriteStep(ctx, t.d, st, false); err != nil {
+		if err := t.h.WriteStep(ctx, t.opts.Owed, t.d, st, false); err != nil {
 			return err
 		}
 		return verifyStep(ctx, t.h, st, false, t.opts)
 	}
 	parts := st.Parts()
 	for _, p := range parts {
-		if err := t.h.WriteStep(ctx, t.d, p, false); err != nil {
+		if err := t.h.WriteStep(ctx, t.opts.Owed, t.d, p, false); err != nil {
 			return undoSlaves(t.h, st, p.Scope, err, t.opts)
 		}
 	}
@@ -210,7 +218,7 @@ func undoSlaves(h *host.Host, st host.Step, failed string, err error, opts Optio
 			e.Unchanged = append(e.Unchanged, p.Scope)
 			continue
 		}
-		uerr := h.WriteStep(context.Background(), nil, p, true)
+		uerr := h.WriteStep(context.Background(), opts.Owed, nil, p, true)
 		if uerr == nil {
 			uerr = verifyStep(context.Background(), h, p, true, opts)
 		}
@@ -324,6 +332,12 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 	// far a killed apply got, and steps still at their before-values are
 	// skipped below.
 	j.Restored, j.Unchanged, j.Failures, j.Skipped = nil, nil, nil, nil
+	if opts.Owed == nil {
+		// A rollback from disk: its process wrote nothing before, and
+		// what its own writes leave owed (a PFC write that toggles the
+		// link) its recomputes make up.
+		opts.Owed = &host.Owed{}
+	}
 	var errs []error
 	// A LAG step is undone slave by slave, each slave on its own: one
 	// that is gone or refuses does not keep the others from being put
@@ -336,11 +350,11 @@ func Rollback(h *host.Host, j *Journal, opts Options) error {
 		// a device that refused it. A driver action has no value of
 		// its own to find restored: it is written when it has
 		// something to act on (host.UndoNeeded).
-		if !h.UndoNeeded(st) {
+		if !h.UndoNeeded(opts.Owed, st) {
 			j.Unchanged = append(j.Unchanged, stepKeys(st)...)
 			continue
 		}
-		err := h.WriteStep(context.Background(), nil, st, true)
+		err := h.WriteStep(context.Background(), opts.Owed, nil, st, true)
 		// A driver action is not read back on undo: its read-back checks
 		// the state it acted in (the MTU of a recompute), and a rollback
 		// reaches it in whatever state the apply stopped at. The

@@ -34,11 +34,6 @@ type Host struct {
 	// port's thirty-odd ECN reads and writes.
 	mu  sync.Mutex
 	ecn map[string]ecnProbe
-	// owed lists the netdevs whose buffer thresholds a write of this
-	// process has left computed for another state (an MTU change, a PFC
-	// change that toggled an mlx5 link) and that no recompute has redone
-	// since (writeIdenticalPFC).
-	owed map[string]bool
 }
 
 type ecnProbe struct {

@@ -200,12 +200,12 @@ func (st Step) AlwaysUndo() bool {
 // (writeIdenticalPFC writes nothing otherwise); bnxt's remap always does.
 // A step that needs nothing is left alone and reported unchanged, never
 // restored.
-func (h *Host) UndoNeeded(st Step) bool {
+func (h *Host) UndoNeeded(owed *Owed, st Step) bool {
 	if !st.AlwaysUndo() {
 		return h.CheckStep(st, true) != nil
 	}
 	c := st.Changes[0]
-	return c.Kind != policy.KindXoffRecompute || c.Port == nil || h.owes(c.Port.Netdev)
+	return c.Kind != policy.KindXoffRecompute || c.Port == nil || owed.has(c.Port.Netdev)
 }
 
 // CaptureUndo records, before the first write, what the step needs for a
@@ -234,6 +234,7 @@ func (h *Host) CaptureUndo(d *policy.Desired, st *Step) error {
 type stepWriter struct {
 	ctx  context.Context // ends what the write waits for (a link's speed)
 	h    *Host
+	owed *Owed // what the transaction's writes owe the buffer thresholds
 	d    *policy.Desired
 	st   Step
 	undo bool
@@ -284,11 +285,11 @@ func (w *stepWriter) fail(c policy.Change, err error) error {
 // the first slave that fails, undoing puts back every slave it can. What
 // to do about the slaves a failed forward write left changed is the
 // transaction's business (package apply writes the parts itself).
-func (h *Host) WriteStep(ctx context.Context, d *policy.Desired, st Step, undo bool) error {
+func (h *Host) WriteStep(ctx context.Context, owed *Owed, d *policy.Desired, st Step, undo bool) error {
 	if len(st.Slaves) > 0 {
 		var errs []error
 		for _, p := range st.Parts() {
-			if err := h.WriteStep(ctx, d, p, undo); err != nil {
+			if err := h.WriteStep(ctx, owed, d, p, undo); err != nil {
 				if !undo {
 					return err
 				}
@@ -302,7 +303,7 @@ func (h *Host) WriteStep(ctx context.Context, d *policy.Desired, st Step, undo b
 	if err != nil {
 		return err
 	}
-	w := &stepWriter{ctx: ctx, h: h, d: d, st: st, undo: undo, port: c0.Port}
+	w := &stepWriter{ctx: ctx, h: h, owed: owed, d: d, st: st, undo: undo, port: c0.Port}
 	switch {
 	case undo && k.obj.undo != nil:
 		return w.fail(c0, k.obj.undo(w))
@@ -393,9 +394,9 @@ func writeMTU(w *stepWriter) error {
 	}
 	// mlx5 keeps the buffer thresholds of the old MTU (xoff.go), on the
 	// port or on each slave of a bond, whose MTU bond_change_mtu sets.
-	w.h.oweRecompute(w.port.Netdev)
+	w.owed.add(w.port.Netdev)
 	for _, sl := range w.port.Slaves() {
-		w.h.oweRecompute(sl.Netdev)
+		w.owed.add(sl.Netdev)
 	}
 	return nil
 }
@@ -593,7 +594,7 @@ func writePFC(w *stepWriter) error {
 		// mlx5e_dcbnl_ieee_setpfc toggles the link before anything it
 		// may fail on after: the thresholds it computes are those of a
 		// link without speed.
-		w.h.oweRecompute(w.port.Netdev)
+		w.owed.add(w.port.Netdev)
 	}
 	return w.h.K.SetPFC(w.port.Netdev, p)
 }

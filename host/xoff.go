@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rocectl/rocectl/driver/mlx5"
@@ -47,31 +48,53 @@ func (h *Host) waitSpeed(ctx context.Context, netdev string) error {
 	}
 }
 
-// oweRecompute records that a write left netdev's buffer thresholds
-// computed for another state.
-func (h *Host) oweRecompute(netdev string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.owed == nil {
-		h.owed = map[string]bool{}
+// Owed is what one transaction's writes owe mlx5's buffer thresholds:
+// the netdevs whose thresholds a write left computed for another state
+// (an MTU change, a PFC change that toggled the link) and that no
+// recompute has redone since (writeIdenticalPFC). An apply and the
+// rollback of it in the same process share one, so that the rollback
+// recomputes what the apply's writes changed and nothing else; a
+// rollback from a journal on disk starts with none owed. The zero value
+// owes nothing; a nil *Owed owes nothing and records nothing (a single
+// write outside any transaction).
+type Owed struct {
+	mu      sync.Mutex
+	netdevs map[string]bool
+}
+
+// add records that a write left netdev's thresholds owed a recompute.
+func (o *Owed) add(netdev string) {
+	if o == nil {
+		return
 	}
-	h.owed[netdev] = true
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.netdevs == nil {
+		o.netdevs = map[string]bool{}
+	}
+	o.netdevs[netdev] = true
 }
 
-// owes says whether netdev's thresholds are owed a recompute.
-func (h *Host) owes(netdev string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.owed[netdev]
+// has says whether netdev's thresholds are owed a recompute.
+func (o *Owed) has(netdev string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.netdevs[netdev]
 }
 
-// takeOwed says whether netdev's thresholds are owed a recompute, and
+// take says whether netdev's thresholds are owed a recompute, and
 // forgets it: the caller makes it.
-func (h *Host) takeOwed(netdev string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t := h.owed[netdev]
-	delete(h.owed, netdev)
+func (o *Owed) take(netdev string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.netdevs[netdev]
+	delete(o.netdevs, netdev)
 	return t
 }
 
@@ -110,7 +133,7 @@ func writeIdenticalPFC(w *stepWriter) error {
 	if c.Kind != policy.KindXoffRecompute {
 		return writeSamePFC(w.h, nd)
 	}
-	if !w.h.takeOwed(nd) {
+	if !w.owed.take(nd) {
 		return nil // nothing of this process changed what the thresholds depend on
 	}
 	if c.Arg != afterLinkToggle {

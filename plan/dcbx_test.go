@@ -113,7 +113,7 @@ func TestPlanSaysWhatBnxtFirmwareDCBXIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range steps {
-		if err := h.WriteStep(context.Background(), d, st, false); err != nil {
+		if err := h.WriteStep(context.Background(), &host.Owed{}, d, st, false); err != nil {
 			t.Fatal(err)
 		}
 	}
