@@ -148,7 +148,7 @@ test-unit:
 	@# Every benchmark once, so that one which no longer runs fails here and
 	@# not in the next `make bench`; the storm benchmark (20 storms of up to
 	@# 0.4 s each) is left to make bench.
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./apply/ ./policy/ ./nic/... ./verify/ ./internal/... ./host/ ./nccl/ ./lldp/... ./report/ ./agent/
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./apply/ ./policy/ ./nic/... ./verify/ ./internal/... ./host/ ./plan/ ./nccl/ ./lldp/... ./report/ ./agent/
 	$(GO) test -count=1 -run '^$$' -bench 'AuditPipeline|PolicyPipeline' -benchtime 1x ./cli/
 	@# The live apply benchmark once too (root: it makes its own namespace and
 	@# veths): it also checks that rocectl and the bash baseline leave the same

@@ -29,11 +29,11 @@ func Build(d *policy.Desired, o *policy.Observed, h Host) *policy.Plan {
 	pl := &planning{h: h, d: d, plan: policy.Diff(d, o), mlx5: map[string]mlx5Read{}}
 	pl.at = indexChanges(pl.plan.Changes)
 	pl.addCompanions()
-	pl.orderForDriver()
-	pl.refuseZeroBandwidthETS()
-	pl.planBnxtLossless()
-	pl.planDCBX()
-	pl.planXoffRecompute()
+	pl.driverOrder()
+	pl.refuseETS()
+	pl.losslessQueues()
+	pl.dcbx()
+	pl.recomputes()
 	return pl.plan
 }
 
@@ -65,11 +65,11 @@ type mlx5Read struct {
 	ok bool
 }
 
-// orderForDriver checks and orders the writes each port's driver checks
-// against each other (the mlx5 buffers: buffers.go), and adds the writes
+// driverOrder checks and orders the writes each port's driver checks
+// against each other (the mlx5 buffers: mlx5buffers.go), and adds the writes
 // a driver needs before a change, or refuses the change when the profile
 // does not give what they need (driver.Driver.PFCNeedsETS: bnxt_en).
-func (pl *planning) orderForDriver() {
+func (pl *planning) driverOrder() {
 	plan := pl.plan
 	// The ETS rewrites go in once every port has been planned: each
 	// lands among its own port's changes, which no other port's planning

@@ -22,12 +22,12 @@ type dcbxPort struct {
 	negotiated []string        // the managed PFC/ETS/APP setting names
 }
 
-// planDCBX adds what the ports' DCBX mode means for the plan: a warning on
+// dcbx adds what the ports' DCBX mode means for the plan: a warning on
 // an mlx5 port left in (or put into) firmware DCBX while the profile
 // manages PFC/ETS/APP; on bnxt_en, what its "firmware" mode really is, and
 // a refusal of any DCBX change while its firmware agent manages DCBX.
 // d must be placed (Observe has run): a bond's settings are its slaves'.
-func (pl *planning) planDCBX() {
+func (pl *planning) dcbx() {
 	var order []string
 	ports := map[string]*dcbxPort{}
 	for _, dp := range pl.d.Ports {

@@ -5,11 +5,11 @@ import (
 	"github.com/rocectl/rocectl/policy"
 )
 
-// refuseZeroBandwidthETS refuses, at plan time, an ETS the port's driver
+// refuseETS refuses, at plan time, an ETS the port's driver
 // would not take as written (driver.Driver.RefuseETS: bnxt rejects a
 // starved TC, mlx5 reads a 0 % TC back as its share), on each of the
 // port's ETS changes.
-func (pl *planning) refuseZeroBandwidthETS() {
+func (pl *planning) refuseETS() {
 	ets := pl.d.Profile.QoS.ETS
 	if ets == nil {
 		return

@@ -12,11 +12,11 @@ import (
 // unpaused, adds the remap an ETS change needs, and rollback undoes a
 // port's ETS before its PFC writes (UndoOrder).
 
-// planBnxtLossless refuses what bnxt's ETS or PFC write would refuse or
+// losslessQueues refuses what bnxt's ETS or PFC write would refuse or
 // leave unpaused, and adds the remap an ETS change needs, on every bnxt
 // port: a port of its own, or each slave of a bond (Place has put the
 // bond's settings on them).
-func (pl *planning) planBnxtLossless() {
+func (pl *planning) losslessQueues() {
 	var remaps []policy.Change
 	for _, dp := range pl.d.Ports {
 		for _, p := range buffersReachedByMTU(dp, &dp.Port) {
@@ -31,7 +31,7 @@ func (pl *planning) planBnxtLossless() {
 	pl.insert(remaps)
 }
 
-// planBnxtPort is planBnxtLossless for one bnxt netdev, whose settings are
+// planBnxtPort is losslessQueues for one bnxt netdev, whose settings are
 // among ss; it returns the remap to add, if any.
 func (pl *planning) planBnxtPort(ss []policy.Setting, netdev string) (policy.Change, bool) {
 	plan := pl.plan

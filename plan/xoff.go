@@ -14,12 +14,12 @@ import (
 // port in manual buffer mode (why: driver/mlx5/xoff.go), placed in the
 // plan and written.
 
-// planXoffRecompute adds the recomputes an MTU change needs on the mlx5
+// recomputes adds the recomputes an MTU change needs on the mlx5
 // ports in manual buffer mode that it reaches (the port itself, or each
 // slave of a bond, whose MTU bond_change_mtu sets), writes the MTU before
 // their buffer, PFC and cable length changes, and refuses an MTU at which
 // a lossless buffer would be too small for the driver.
-func (pl *planning) planXoffRecompute() {
+func (pl *planning) recomputes() {
 	plan := pl.plan
 	// The recomputes go around their MTU change, put in when every port
 	// has been seen: the plan is rebuilt once, not once per port (on 64
@@ -70,7 +70,7 @@ const afterLinkToggle = mlx5.AfterLinkToggleArg
 // RoCE LAG included), a recompute after the port's last PFC, buffer or
 // cable write and one before its PFC change, whose undo comes after
 // rollback has put the PFC back (toggling the link again). Both wait for
-// the link's speed before they write. Called by planXoffRecompute, last,
+// the link's speed before they write. Called by recomputes, last,
 // with the index up to date.
 func (pl *planning) planToggleRecomputes() {
 	var arounds []around
