@@ -116,21 +116,7 @@ func kindPositions(plan *policy.Plan, at []int) map[policy.Kind]int {
 // the bond over it, whose MTU change is the netdev's.
 func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desired []policy.Setting) {
 	plan := pl.plan
-	// The changes the port's buffers depend on, in plan order: its own,
-	// and its bond's MTU change.
-	at := pl.at[netdev]
-	if bond != "" {
-		var mtu []int
-		for _, i := range pl.at[bond] {
-			if plan.Changes[i].Kind == policy.KindMTU {
-				mtu = append(mtu, i)
-			}
-		}
-		if len(mtu) > 0 {
-			at = append(slices.Clone(at), mtu...)
-			slices.Sort(at)
-		}
-	}
+	at := pl.bufferDependencies(netdev, bond)
 	idx := kindPositions(plan, at)
 	_, pfcChange := idx[policy.KindPFC]
 	_, cableChange := idx[policy.KindCableLength]
@@ -139,10 +125,9 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 	if !pfcChange && !cableChange && !p2bChange && !sizeChange {
 		return
 	}
-	managesBuffers := false
-	for _, s := range desired {
-		managesBuffers = managesBuffers || s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize
-	}
+	managesBuffers := slices.ContainsFunc(desired, func(s policy.Setting) bool {
+		return s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize
+	})
 	if cableChange && !managesBuffers {
 		i := idx[policy.KindCableLength]
 		plan.Changes[i].Note = joinNote(plan.Changes[i].Note, mlx5.CableOnlyInManualNote)
@@ -163,25 +148,17 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 			return
 		}
 	}
-	refuse := func(r *mlx5.Refusal) {
-		for _, k := range r.On {
-			if i, ok := idx[k]; ok {
-				c := plan.Changes[i]
-				pl.refuse(c, r.Why)
-				return
-			}
-		}
-	}
+	refused := (*mlx5.Refusal)(nil)
 	if sizeChange {
-		if r := mlx5.CellProblem(final.Sizes); r != nil {
-			refuse(r)
-			return
-		}
+		refused = mlx5.CellProblem(final.Sizes)
 	}
 	ws := mlx5Writes(plan, at, cur, final)
-	buffersFirst, refused := mlx5.Order(cur, ws, p2bChange)
+	buffersFirst := false
+	if refused == nil {
+		buffersFirst, refused = mlx5.Order(cur, ws, p2bChange)
+	}
 	if refused != nil {
-		refuse(refused)
+		pl.refuseFirstOf(idx, refused)
 		return
 	}
 	if buffersFirst {
@@ -190,21 +167,64 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		// notes below go on the changes, not on the places they left.
 		idx = kindPositions(plan, at)
 	}
+	pauseWritten := slices.ContainsFunc(ws, func(w mlx5.Write) bool { return w.Obj == "pause" })
+	pl.noteBufferChange(idx, cur, p2bChange && !pauseWritten)
+}
+
+// bufferDependencies are the positions of the changes netdev's buffers
+// depend on, in plan order: its own, and the MTU change of its bond, if
+// it is a slave of one (bond_change_mtu sets every slave's).
+func (pl *planning) bufferDependencies(netdev, bond string) []int {
+	at := pl.at[netdev]
+	if bond == "" {
+		return at
+	}
+	var mtu []int
+	for _, i := range pl.at[bond] {
+		if pl.plan.Changes[i].Kind == policy.KindMTU {
+			mtu = append(mtu, i)
+		}
+	}
+	if len(mtu) == 0 {
+		return at
+	}
+	at = append(slices.Clone(at), mtu...)
+	slices.Sort(at)
+	return at
+}
+
+// refuseFirstOf refuses r on the first change of r.On's kinds the port
+// has (idx: its changes' positions by kind).
+func (pl *planning) refuseFirstOf(idx map[policy.Kind]int, r *mlx5.Refusal) {
+	for _, k := range r.On {
+		if i, ok := idx[k]; ok {
+			pl.refuse(pl.plan.Changes[i], r.Why)
+			return
+		}
+	}
+}
+
+// noteBufferChange puts what the operator must know of a port's buffer
+// plan on its first buffer (else PFC, else cable) change: that manual
+// buffer mode is for good, what was assumed of the port's max_mtu, and,
+// with pauseUnread, that global pause could not be read for a map change.
+func (pl *planning) noteBufferChange(idx map[policy.Kind]int, cur mlx5.Port, pauseUnread bool) {
 	for _, k := range []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize, policy.KindPFC, policy.KindCableLength} {
 		i, ok := idx[k]
 		if !ok {
 			continue
 		}
+		c := &pl.plan.Changes[i]
 		if k == policy.KindPrioBuffer || k == policy.KindBufferSize {
-			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, mlx5.IrreversibleBufferNote)
+			c.Note = joinNote(c.Note, mlx5.IrreversibleBufferNote)
 		}
 		if cur.MaxMTU <= 0 {
-			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, mlx5.MaxMTUUnknownNote)
+			c.Note = joinNote(c.Note, mlx5.MaxMTUUnknownNote)
 		}
-		if !cur.PauseKnown && p2bChange && !slices.ContainsFunc(ws, func(w mlx5.Write) bool { return w.Obj == "pause" }) {
-			plan.Changes[i].Note = joinNote(plan.Changes[i].Note, mlx5.PauseUnreadNote)
+		if !cur.PauseKnown && pauseUnread {
+			c.Note = joinNote(c.Note, mlx5.PauseUnreadNote)
 		}
-		break
+		return
 	}
 }
 
