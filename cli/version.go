@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/spf13/cobra"
 )
 
@@ -26,27 +27,15 @@ var (
 	BuildDate = ""
 )
 
-// versionInfo is `rocectl version -o json`.
-type versionInfo struct {
-	SchemaVersion int    `json:"schema_version"`
-	Version       string `json:"version"`
-	Revision      string `json:"revision,omitempty"`
-	// Modified: built from a checkout with uncommitted changes.
-	Modified   bool   `json:"modified,omitempty"`
-	CommitTime string `json:"commit_time,omitempty"`
-	BuildDate  string `json:"build_date,omitempty"`
-	GoVersion  string `json:"go_version"`
-	Platform   string `json:"platform"`
-	// Verbs: built with cgo and -tags verbs, so verify --loopback and the
-	// two-host test can run verbs traffic.
-	Verbs bool `json:"verbs"`
-}
+// versionInfo is `rocectl version -o json`: doc.Version, with the text
+// renderings.
+type versionInfo doc.Version
 
 // newVersionInfo merges the link-time variables with the build info; bi
 // may be nil (no build info in the binary).
 func newVersionInfo(version, revision, buildDate string, bi *debug.BuildInfo) versionInfo {
 	v := versionInfo{
-		SchemaVersion: 1,
+		SchemaVersion: SchemaVersion,
 		Version:       version,
 		Revision:      revision,
 		BuildDate:     buildDate,
@@ -163,7 +152,7 @@ func newVersionCmd(env *Env) *cobra.Command {
 			}
 			v := currentVersionInfo()
 			if output == "json" {
-				return writeJSON(env.Stdout, v)
+				return writeJSON(env.Stdout, doc.Version(v))
 			}
 			v.writeText(env.Stdout)
 			return nil

@@ -111,6 +111,17 @@ func TestPackageBoundaries(t *testing.T) {
 			t.Errorf("port depends on %s: it may import only the standard library", dep)
 		}
 	}
+	// doc holds the JSON documents' types: the standard library only, so
+	// that writer (cli) and reader (report) share it without sharing
+	// anything else.
+	if _, ok := pkgs[mod+"/doc"]; !ok {
+		t.Errorf("go list does not see doc")
+	}
+	for _, dep := range pkgs[mod+"/doc"].Deps {
+		if d, ok := pkgs[dep]; ok && !d.Standard {
+			t.Errorf("doc depends on %s: it may import only the standard library", dep)
+		}
+	}
 	// lldp decodes and listens: the standard library and x/sys only.
 	for _, dep := range pkgs[mod+"/lldp"].Deps {
 		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
@@ -125,11 +136,14 @@ func TestPackageBoundaries(t *testing.T) {
 		"nccl":   {"policy", "nic", "port"},
 		"verify": {"policy", "nic", "port"},
 		"apply":  {"host", "verify", "policy", "nccl", "nic", "port"},
-		"report": {"policy", "port"},
+		"report": {"policy", "port", "doc"},
 		"peer":   {"apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
 		"policy": {"port"},
 		"nic":    {"port"},
 		"port":   {},
+		// doc, the JSON documents, is a leaf like port: cli writes
+		// through it, report reads through it, anyone else may use it.
+		"doc": {},
 	}
 	for pkg, may := range allowed {
 		p, ok := pkgs[mod+"/"+pkg]
