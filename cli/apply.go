@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/verify"
 )
 
 type applyFlags struct {
@@ -170,7 +172,7 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 // renderResult prints what apply.Run did. A failed or rolled-back apply is
 // reported in full here (done, with its exit code); a committed or
 // confirm-pending one leaves the JSON document to the caller.
-func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm time.Duration) (code int, done bool) {
+func (env *Env) renderResult(rep *doc.Plan, res *apply.Result, text bool, confirm time.Duration) (code int, done bool) {
 	rep.JournalID = res.JournalID
 	switch res.Outcome {
 	case apply.Failed:
@@ -187,7 +189,7 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 		return ExitError, true
 	case apply.RolledBack:
 		rep.Applied = true
-		rep.setSoak(res)
+		setSoak(rep, res)
 		if text && res.Soak != nil {
 			env.renderSoak(res)
 		}
@@ -209,7 +211,7 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 		return ExitRolledBack, true
 	}
 	rep.Applied = true
-	rep.setSoak(res)
+	setSoak(rep, res)
 	if text && res.Soak != nil {
 		env.renderSoak(res)
 	}
@@ -225,10 +227,41 @@ func (env *Env) renderResult(rep *Report, res *apply.Result, text bool, confirm 
 
 // setSoak puts the soak's report in the JSON document; what the soak saw
 // replaces the plan's guess at which ports it cannot watch.
-func (rep *Report) setSoak(res *apply.Result) {
+func setSoak(rep *doc.Plan, res *apply.Result) {
 	if res.Soak != nil {
-		rep.Guard, rep.NotWatched = res.Soak, res.Soak.NotWatched
+		rep.Guard, rep.NotWatched = guardDoc(res.Soak), res.Soak.NotWatched
 	}
+}
+
+// guardDoc is the soak's report as the plan document carries it.
+func guardDoc(g *verify.GuardReport) *doc.Guard {
+	d := &doc.Guard{Polls: g.Polls, WorstOccupied: g.WorstOccupied, WorstWhere: g.WorstWhere, Discards: g.Discards,
+		ReadErrors: g.ReadErrors, NotWatched: g.NotWatched}
+	if g.Ports != nil {
+		d.Ports = make(map[string]*doc.GuardPort, len(g.Ports))
+		for name, p := range g.Ports {
+			if p == nil {
+				d.Ports[name] = nil
+				continue
+			}
+			d.Ports[name] = &doc.GuardPort{Watched: p.Watched, WorstOccupancy: p.WorstOccupancy, WorstWhere: p.WorstWhere,
+				Counters: pauseCounterDocs(p.Counters)}
+		}
+	}
+	return d
+}
+
+// pauseCounterDocs converts verify's pause counters; nil stays nil.
+func pauseCounterDocs(cs []verify.PauseCounter) []doc.PauseCounter {
+	if cs == nil {
+		return nil
+	}
+	out := make([]doc.PauseCounter, len(cs))
+	for i, c := range cs {
+		out[i] = doc.PauseCounter{Priority: c.Priority, Direction: c.Direction, Frames: c.Frames, FramesName: c.FramesName,
+			DurationUs: c.DurationUs, DurationName: c.DurationName, HasDuration: c.HasDuration}
+	}
+	return out
 }
 
 // renderSoak prints a passed soak. A port the guard could not watch is

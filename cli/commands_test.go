@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -64,9 +65,9 @@ func TestNCCLEnvFormatsAndWrite(t *testing.T) {
 		t.Errorf("shell output:\n%s", out)
 	}
 	_, out, _ = run(t, nil, "nccl-env", "-o", "json", "-p", repo("profiles/base.toml"), "--snapshot", snap)
-	var doc NCCLEnvDoc
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Variables["NCCL_IB_TC"] != "106" || !doc.Complete ||
-		doc.GIDIndex == nil || doc.GIDIndex.Mode != "dynamic" || doc.SchemaVersion != 1 {
+	var nd doc.NCCLEnv
+	if err := json.Unmarshal([]byte(out), &nd); err != nil || nd.Variables["NCCL_IB_TC"] != "106" || !nd.Complete ||
+		nd.GIDIndex == nil || nd.GIDIndex.Mode != "dynamic" || nd.SchemaVersion != 1 {
 		t.Errorf("json output %q: %v", out, err)
 	}
 
@@ -97,8 +98,8 @@ func TestNCCLEnvFormatsAndWrite(t *testing.T) {
 		t.Errorf("pre-2.21: a file was written: %v", err)
 	}
 	code, out, _ = run(t, nil, "--root", root, "nccl-env", "-o", "json", "-p", legacy)
-	doc = NCCLEnvDoc{}
-	if err := json.Unmarshal([]byte(out), &doc); code != ExitError || err != nil || doc.Complete || len(doc.Variables) != 0 || len(doc.Errors) != 1 || doc.GIDIndex.Mode != "refused" {
+	nd = doc.NCCLEnv{}
+	if err := json.Unmarshal([]byte(out), &nd); code != ExitError || err != nil || nd.Complete || len(nd.Variables) != 0 || len(nd.Errors) != 1 || nd.GIDIndex.Mode != "refused" {
 		t.Errorf("pre-2.21 json: exit %d %v\n%s", code, err, out)
 	}
 }
@@ -116,13 +117,13 @@ func TestNCCLEnvOnShippedHosts(t *testing.T) {
 		for _, p := range profiles {
 			t.Run(filepath.Base(h)+"/"+filepath.Base(p), func(t *testing.T) {
 				code, out, errs := run(t, nil, "nccl-env", "-o", "json", "-p", p, "--snapshot", h)
-				var doc NCCLEnvDoc
-				if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitOK || !doc.Complete || len(doc.Errors) != 0 {
+				var nd doc.NCCLEnv
+				if err := json.Unmarshal([]byte(out), &nd); err != nil || code != ExitOK || !nd.Complete || len(nd.Errors) != 0 {
 					t.Fatalf("exit %d %v\n%s%s", code, err, out, errs)
 				}
-				if doc.Message != "" {
-					if len(doc.Variables) != 0 {
-						t.Errorf("variables without a matched port: %v", doc.Variables)
+				if nd.Message != "" {
+					if len(nd.Variables) != 0 {
+						t.Errorf("variables without a matched port: %v", nd.Variables)
 					}
 					if code, _, _ := run(t, nil, "nccl-env", "--require-match", "-p", p, "--snapshot", h); code != ExitError {
 						t.Errorf("--require-match without a matched port: exit %d", code)
@@ -133,8 +134,8 @@ func TestNCCLEnvOnShippedHosts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := len(prof.NCCL.Vars) > 0; want != (len(doc.Variables) > 0) || len(doc.Order) != len(doc.Variables) {
-					t.Errorf("variables %v, order %v", doc.Variables, doc.Order)
+				if want := len(prof.NCCL.Vars) > 0; want != (len(nd.Variables) > 0) || len(nd.Order) != len(nd.Variables) {
+					t.Errorf("variables %v, order %v", nd.Variables, nd.Order)
 				}
 			})
 		}
@@ -160,8 +161,8 @@ func TestTopoCommand(t *testing.T) {
 
 func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
 	code, out, _ := run(t, nil, "audit", "-o", "json", "-p", "/nonexistent.toml", "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
-	var doc Report
-	if code != ExitError || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "no such file") {
+	var nd doc.Plan
+	if code != ExitError || json.Unmarshal([]byte(out), &nd) != nil || len(nd.Errors) != 1 || !strings.Contains(nd.Errors[0], "no such file") {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	// A profile for mlx5 on a Broadcom host: nothing to do, unless the

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocectl/rocectl/doc"
 )
 
 // A plan's warnings (mlx5 left in willing firmware DCBX while the profile
@@ -26,7 +28,7 @@ func TestAuditShowsPlanWarnings(t *testing.T) {
 		t.Errorf("text plan lacks %q:\n%s", want, out)
 	}
 	code, out, errs = run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", snap)
-	var rep Report
+	var rep doc.Plan
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
 		t.Fatalf("exit %d, %v\n%s%s", code, err, out, errs)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 )
 
@@ -42,7 +43,7 @@ func TestAuditReportsAnExpiredConfirmWindow(t *testing.T) {
 		t.Fatalf("audit: exit %d\n%s%s", code, out, errs)
 	}
 	code, out, _ = run(t, sim, append(g, "audit", "-o", "json", "-p", prof)...)
-	var rep Report
+	var rep doc.Plan
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK {
 		t.Fatalf("audit -o json: exit %d, %v\n%s", code, err, out)
 	}

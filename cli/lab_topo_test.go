@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/test/lab/labenv"
@@ -236,7 +237,7 @@ func TestLabSRIOVRepresentorIsAVFOfItsUplink(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := run(t, nil, "--state-dir", t.TempDir(), "audit", "-o", "json", "-p", prof)
-	var r Report
+	var r doc.Plan
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("audit exit %d: %v\n%s\n%s", code, err, out, errOut)
 	}

@@ -7,32 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 )
-
-// NCCLEnvDoc is the JSON document of nccl-env. Variables is empty unless
-// every variable was derived: a partial list is never a result.
-type NCCLEnvDoc struct {
-	SchemaVersion int               `json:"schema_version"`
-	Profile       string            `json:"profile"`
-	ProfileHash   string            `json:"profile_hash"`
-	Complete      bool              `json:"complete"`
-	Variables     map[string]string `json:"variables"`
-	// Order is the variables' names in the order they are printed and
-	// written.
-	Order []string `json:"order"`
-	// GIDIndex says how IB_GID_INDEX = "auto" was decided; absent when
-	// the profile does not ask for it.
-	GIDIndex *nccl.GIDChoice `json:"gid_index,omitempty"`
-	Errors   []string        `json:"errors"`
-	// Diagnostics: the profile's problems, structured.
-	Diagnostics []Diagnostic `json:"diagnostics"`
-	Message     string       `json:"message,omitempty"`
-	Written     string       `json:"written,omitempty"`
-}
 
 func newNCCLEnvCmd(env *Env) *cobra.Command {
 	var profile, format, write string
@@ -57,19 +37,19 @@ printed on stdout or written, and the exit status is 1.`,
 			if write != "" && env.Snapshot != "" {
 				return fmt.Errorf("--write with --snapshot: a snapshot is read-only")
 			}
-			doc := &NCCLEnvDoc{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
+			nd := &doc.NCCLEnv{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}, Diagnostics: []doc.Diagnostic{}}
 			p, err := env.LoadProfile(profile)
 			if err != nil {
 				if format != "json" {
 					return err
 				}
-				doc.Errors = append(doc.Errors, err.Error())
-				doc.Diagnostics = errorDiagnostics(err)
+				nd.Errors = append(nd.Errors, err.Error())
+				nd.Diagnostics = errorDiagnostics(err)
 				fmt.Fprintln(env.Stderr, err)
-				return env.finishNCCLEnv(format, doc)
+				return env.finishNCCLEnv(format, nd)
 			}
-			doc.Profile, doc.ProfileHash = p.Name, p.Hash
-			doc.Diagnostics = diagnosticsOf(p.Warnings)
+			nd.Profile, nd.ProfileHash = p.Name, p.Hash
+			nd.Diagnostics = diagnosticsOf(p.Warnings)
 			h, done, err := env.Host(cmd.Context())
 			if err != nil {
 				return err
@@ -85,30 +65,30 @@ printed on stdout or written, and the exit status is 1.`,
 			if len(ports) == 0 {
 				// Not this profile's host: nothing to derive, as audit and
 				// apply have nothing to do.
-				doc.Message = (&apply.Prepared{Inventory: inv, Desired: &policy.Desired{}}).NoPortsMessage()
+				nd.Message = (&apply.Prepared{Inventory: inv, Desired: &policy.Desired{}}).NoPortsMessage()
 				if require {
-					doc.Errors = append(doc.Errors, doc.Message)
+					nd.Errors = append(nd.Errors, nd.Message)
 				} else {
-					doc.Complete = true
+					nd.Complete = true
 				}
-				return env.finishNCCLEnv(format, doc)
+				return env.finishNCCLEnv(format, nd)
 			}
 			d := nccl.Derive(p, ports)
-			doc.GIDIndex = d.GID
+			nd.GIDIndex = gidChoiceDoc(d.GID)
 			// A refused or unknown choice is reported with the errors below.
 			if d.GID != nil && d.GID.Mode != nccl.GIDRefused && d.GID.Mode != nccl.GIDUnknown && format != "json" {
 				fmt.Fprintf(env.Stderr, "NCCL_IB_GID_INDEX: %s\n", d.GID)
 			}
 			for _, u := range d.Unresolved {
-				doc.Errors = append(doc.Errors, fmt.Sprintf("%s: cannot derive: %s", strings.TrimPrefix(u.Key, "host.nccl."), u.Reason))
+				nd.Errors = append(nd.Errors, fmt.Sprintf("%s: cannot derive: %s", strings.TrimPrefix(u.Key, "host.nccl."), u.Reason))
 			}
-			if len(doc.Errors) > 0 {
-				return env.finishNCCLEnv(format, doc)
+			if len(nd.Errors) > 0 {
+				return env.finishNCCLEnv(format, nd)
 			}
-			doc.Complete = true
+			nd.Complete = true
 			for _, v := range d.Vars {
-				doc.Variables[v.Name] = v.Value
-				doc.Order = append(doc.Order, v.Name)
+				nd.Variables[v.Name] = v.Value
+				nd.Order = append(nd.Order, v.Name)
 			}
 			if write != "" {
 				err := nccl.UpdateConf(h.FS, write, nil, func(existing []byte) ([]byte, error) {
@@ -121,10 +101,10 @@ printed on stdout or written, and the exit status is 1.`,
 				if err != nil {
 					return err
 				}
-				doc.Written = write
+				nd.Written = write
 				fmt.Fprintf(env.Stderr, "wrote %d variable(s) to %s\n", len(d.Vars), write)
 			}
-			return env.finishNCCLEnv(format, doc)
+			return env.finishNCCLEnv(format, nd)
 		},
 	}
 	cmd.Flags().StringVarP(&profile, "profile", "p", "", "profile file (required)")
@@ -139,31 +119,31 @@ printed on stdout or written, and the exit status is 1.`,
 // finishNCCLEnv prints the document: in JSON whole, in text the variables
 // only when they are complete (the errors, or the no-ports message, on
 // stderr), and exits 1 when it is not complete.
-func (env *Env) finishNCCLEnv(format string, doc *NCCLEnvDoc) error {
+func (env *Env) finishNCCLEnv(format string, nd *doc.NCCLEnv) error {
 	switch format {
 	case "json":
-		if err := writeJSON(env.Stdout, doc); err != nil {
+		if err := writeJSON(env.Stdout, nd); err != nil {
 			return err
 		}
 	default:
-		if doc.Message != "" {
-			fmt.Fprintln(env.Stderr, doc.Message)
+		if nd.Message != "" {
+			fmt.Fprintln(env.Stderr, nd.Message)
 		}
-		for _, e := range doc.Errors {
+		for _, e := range nd.Errors {
 			fmt.Fprintln(env.Stderr, e)
 		}
-		if !doc.Complete {
+		if !nd.Complete {
 			fmt.Fprintln(env.Stderr, "nothing printed or written: the NCCL variables would be incomplete")
 		}
-		for _, name := range doc.Order {
+		for _, name := range nd.Order {
 			if format == "shell" {
-				fmt.Fprintf(env.Stdout, "export %s=%s\n", name, shellQuote(doc.Variables[name]))
+				fmt.Fprintf(env.Stdout, "export %s=%s\n", name, shellQuote(nd.Variables[name]))
 			} else {
-				fmt.Fprintf(env.Stdout, "%s=%s\n", name, doc.Variables[name])
+				fmt.Fprintf(env.Stdout, "%s=%s\n", name, nd.Variables[name])
 			}
 		}
 	}
-	if !doc.Complete {
+	if !nd.Complete {
 		return silent(ExitError)
 	}
 	return nil
@@ -177,13 +157,6 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// TopoDoc is the JSON document of topo.
-type TopoDoc struct {
-	SchemaVersion int `json:"schema_version"`
-	*nccl.Topology
-	Errors []string `json:"errors"`
 }
 
 func newTopoCmd(env *Env) *cobra.Command {
@@ -202,12 +175,12 @@ func newTopoCmd(env *Env) *cobra.Command {
 			}
 			t, err := nccl.ReadTopology(fs)
 			if output == "json" {
-				doc := TopoDoc{SchemaVersion: SchemaVersion, Topology: nonNullTopology(t), Errors: []string{}}
+				td := doc.Topo{SchemaVersion: SchemaVersion, Topology: topologyDoc(nonNullTopology(t)), Errors: []string{}}
 				if err != nil {
-					doc.Topology = nil // no half-read topology
-					doc.Errors = append(doc.Errors, err.Error())
+					td.Topology = nil // no half-read topology
+					td.Errors = append(td.Errors, err.Error())
 				}
-				if werr := writeJSON(env.Stdout, doc); werr != nil {
+				if werr := writeJSON(env.Stdout, td); werr != nil {
 					return werr
 				}
 				if err != nil {
@@ -249,4 +222,23 @@ func nonNullTopology(t *nccl.Topology) *nccl.Topology {
 		c.Affinity = []nccl.Affinity{}
 	}
 	return &c
+}
+
+// gidChoiceDoc is nccl's GID index decision as nccl-env's document
+// carries it; nil stays nil.
+func gidChoiceDoc(c *nccl.GIDChoice) *doc.GIDChoice {
+	if c == nil {
+		return nil
+	}
+	return &doc.GIDChoice{Mode: c.Mode, Index: c.Index, Reason: c.Reason}
+}
+
+// topologyDoc is the topology as topo's document carries it, each list
+// encoded as nccl and nic encode it; nil stays nil.
+func topologyDoc(t *nccl.Topology) *doc.Topology {
+	if t == nil {
+		return nil
+	}
+	return &doc.Topology{GPUs: mustJSON(t.GPUs), NICs: mustJSON(t.NICs), Pairs: mustJSON(t.Pairs),
+		Degraded: mustJSON(t.Degraded), Affinity: mustJSON(t.Affinity), HCAOrder: t.HCAOrder}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/peer"
 )
 
@@ -94,7 +95,7 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 				env.Log.Debug("peer result not stored for audit", "err", err)
 			}
 			if output == "json" {
-				if err := writeJSON(env.Stdout, rep); err != nil {
+				if err := writeJSON(env.Stdout, peerDoc(rep)); err != nil {
 					return err
 				}
 			} else {
@@ -183,4 +184,31 @@ func (env *Env) renderPeerSection(w io.Writer) {
 			fmt.Fprintf(w, "    %s\n", r.Reason)
 		}
 	}
+}
+
+// peerDoc is the peer report as its JSON document (doc.Peer) carries it:
+// the frame and the driver's peer encoded as lldp and peer encode them.
+func peerDoc(rep *peer.Report) *doc.Peer {
+	d := &doc.Peer{SchemaVersion: rep.SchemaVersion, Profile: rep.Profile, Host: rep.Host, CheckedAt: rep.CheckedAt}
+	if rep.Ports != nil {
+		d.Ports = make([]doc.PeerResult, len(rep.Ports))
+	}
+	for i, r := range rep.Ports {
+		p := doc.PeerResult{Netdev: r.Netdev, Driver: r.Driver, Verdict: r.Verdict, Reason: r.Reason, FirmwareLLDP: r.FirmwareLLDP,
+			Source: r.Source, HeardAt: r.HeardAt, DCBX: r.DCBX, Unchecked: r.Unchecked}
+		if r.Mismatches != nil {
+			p.Mismatches = make([]doc.PeerMismatch, len(r.Mismatches))
+			for j, m := range r.Mismatches {
+				p.Mismatches[j] = doc.PeerMismatch{Key: m.Key, Switch: m.Switch, Profile: m.Profile}
+			}
+		}
+		if r.Frame != nil {
+			p.Frame = mustJSON(r.Frame)
+		}
+		if r.DriverPeer != nil {
+			p.DriverPeer = mustJSON(r.DriverPeer)
+		}
+		d.Ports[i] = p
+	}
+	return d
 }

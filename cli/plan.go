@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
@@ -221,86 +222,35 @@ func inferredCount(us []policy.Unknown) string {
 	return fmt.Sprintf("; %d of them inferred", n)
 }
 
-// Report is the JSON document of audit and apply: the contract Ansible's
-// changed_when / failed_when read.
-type Report struct {
-	// SchemaVersion: see SchemaVersion; docs/schema/report.json.
-	SchemaVersion int `json:"schema_version"`
-	// The profile's name and the hash of its files as loaded.
-	Profile     string               `json:"profile"`
-	ProfileHash string               `json:"profile_hash,omitempty"`
-	Changed     bool                 `json:"changed"`
-	Changes     []ReportChange       `json:"changes"`
-	Unsupported []policy.Unsupported `json:"unsupported"`
-	Errors      []string             `json:"errors"`
-	Refused     []policy.PlanError   `json:"refused,omitempty"`
-	// Unknown lists the settings whose value the source does not hold
-	// (a snapshot imported from text dumps): neither in sync nor drift.
-	Unknown []policy.Unknown `json:"unknown"`
-	// Disruptions lists, per netdev, what applying the plan disturbs
-	// (link toggles, channel resets, changes that cannot be undone).
-	Disruptions map[string][]string `json:"disruptions,omitempty"`
-	InSync      int                 `json:"in_sync"`
-	Ports       []port.Port         `json:"ports"`
-	Applied     bool                `json:"applied,omitempty"`
-	RolledBack  bool                `json:"rolled_back"`
-	Restored    []string            `json:"restored,omitempty"`
-	Unchanged   []string            `json:"unchanged,omitempty"`
-	JournalID   string              `json:"journal_id,omitempty"`
-	Confirm     string              `json:"confirm_deadline,omitempty"`
-	Message     string              `json:"message,omitempty"`
-	Warnings    []string            `json:"warnings,omitempty"`
-	// Diagnostics: the profile's problems, structured (its warnings when
-	// it loaded; every diagnostic when it was refused), next to the
-	// rendered Errors and Warnings.
-	Diagnostics []Diagnostic `json:"diagnostics"`
-	// NotWatched: the ports the pause-storm guard cannot watch ("no
-	// pause counters on veth0"), from the plan, then from the soak.
-	NotWatched []string `json:"not_watched,omitempty"`
-	// Guard is the soak's report when it passed: per-port pause counters
-	// (global pause included), worst occupancy, discards.
-	Guard *verify.GuardReport `json:"guard,omitempty"`
-	// Host and GeneratedAt name the document in a fleet view (rocectl
-	// report): the hostname (a snapshot's recorded one) and when it was
-	// made, RFC 3339 UTC.
-	Host        string `json:"host"`
-	GeneratedAt string `json:"generated_at"`
-}
-
-// ReportChange is one change in JSON.
-type ReportChange struct {
-	Key    string `json:"key"`
-	Scope  string `json:"scope"`
-	Netdev string `json:"netdev,omitempty"`
-	Before string `json:"before"`
-	After  string `json:"after"`
-	Absent bool   `json:"before_absent,omitempty"`
-	Note   string `json:"note,omitempty"`
-}
-
-func newReport(pl *apply.Prepared) *Report {
-	r := &Report{SchemaVersion: SchemaVersion, Changes: []ReportChange{}, Unsupported: []policy.Unsupported{}, Errors: []string{}, Unknown: []policy.Unknown{},
-		Diagnostics: []Diagnostic{}, Ports: []port.Port{}}
+// newReport is the JSON document of audit and apply (doc.Plan): the
+// contract Ansible's changed_when / failed_when read.
+func newReport(pl *apply.Prepared) *doc.Plan {
+	r := &doc.Plan{SchemaVersion: SchemaVersion, Changes: []doc.Change{}, Unsupported: []doc.Unsupported{}, Errors: []string{}, Unknown: []doc.Unknown{},
+		Diagnostics: []doc.Diagnostic{}, Ports: portsJSON(nil)}
 	if pl == nil {
 		return r
 	}
 	r.Profile, r.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 	r.Changed = pl.Plan.Changed()
 	r.InSync = pl.Plan.InSync
-	r.Ports = append(r.Ports, pl.Inventory.Ports...)
+	r.Ports = portsJSON(pl.Inventory.Ports)
 	for _, c := range pl.Plan.Changes {
-		rc := ReportChange{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent, Note: c.Note}
+		rc := doc.Change{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent, Note: c.Note}
 		if c.Port != nil {
 			rc.Netdev = c.Port.Netdev
 		}
 		r.Changes = append(r.Changes, rc)
 	}
-	r.Unsupported = append(r.Unsupported, pl.Plan.Unsupported...)
+	for _, u := range pl.Plan.Unsupported {
+		r.Unsupported = append(r.Unsupported, doc.Unsupported{Key: u.Key, Scope: u.Scope, Reason: u.Reason})
+	}
 	for _, e := range pl.Plan.Errors {
 		r.Errors = append(r.Errors, e.Key+": "+e.Error)
 	}
-	r.Refused = append(r.Refused, pl.Plan.Refused...)
-	r.Unknown = append(r.Unknown, pl.Plan.Unknown...)
+	for _, e := range pl.Plan.Refused {
+		r.Refused = append(r.Refused, doc.Refused{Key: e.Key, Error: e.Error})
+	}
+	r.Unknown = unknownDocs(r.Unknown, pl.Plan.Unknown)
 	if d := plan.Disruptions(pl.Plan); len(d) > 0 {
 		r.Disruptions = d
 	}
@@ -324,10 +274,34 @@ func showWant(v string) string {
 	return v
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+func writeJSON(w io.Writer, v any) error { return doc.Encode(w, v) }
+
+// portsJSON is the port inventory as a plan document carries it: an
+// array, never null.
+func portsJSON(ps []port.Port) json.RawMessage {
+	if ps == nil {
+		ps = []port.Port{}
+	}
+	return mustJSON(ps)
+}
+
+// mustJSON encodes a value of this module's own plain types (strings,
+// numbers, slices, structs of them), which always encodes, for a
+// json.RawMessage field of a document.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// unknownDocs appends policy's unknown settings as a document lists them.
+func unknownDocs(out []doc.Unknown, us []policy.Unknown) []doc.Unknown {
+	for _, u := range us {
+		out = append(out, doc.Unknown{Key: u.Key, Scope: u.Scope, Reason: u.Reason, Want: u.Want, Inferred: u.Inferred, Note: u.Note})
+	}
+	return out
 }
 
 // renderUnsupported lists unsupported settings, one line per reason: a

@@ -29,3 +29,15 @@ func TestAuditNamesHostAndReportReadsIt(t *testing.T) {
 		t.Errorf("-o yaml: exit %d %s", code, errs)
 	}
 }
+
+// report -o json is a document like the others: schema_version, and
+// valid under docs/schema/fleet.json.
+func TestReportJSONSchema(t *testing.T) {
+	code, out, errs := run(t, nil, "report", "--expect", "rack-b-04", "-o", "json", repo("report/testdata/corpus"))
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if m := validDoc(t, compileSchema(t, "fleet"), out); m["schema_version"] != float64(SchemaVersion) {
+		t.Errorf("schema_version %v", m["schema_version"])
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/verify"
@@ -115,8 +116,8 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 	// the pause deltas of the end's port (verify's TestTwoHostRecordsPauseDeltas
 	// records them from real counter samples).
 	t.Run("verify/two-host", func(t *testing.T) {
-		d := VerifyDoc{SchemaVersion: SchemaVersion, Profile: "connectx-lossless", OK: true, Mismatches: []verify.Mismatch{}, Unknown: []policy.Unknown{},
-			Errors: []string{}, Diagnostics: []Diagnostic{}, Traffic: []*verify.LoopbackResult{{
+		d := verifyResult{Profile: "connectx-lossless", OK: true, Mismatches: []verify.Mismatch{}, Unknown: []policy.Unknown{},
+			Errors: []string{}, Diagnostics: []doc.Diagnostic{}, Traffic: []*verify.LoopbackResult{{
 				Device: "mlx5_0", Port: 1, GIDIndex: 3, GID: "::ffff:192.168.77.1", PeerGID: "::ffff:192.168.77.2", PathMTU: 4096,
 				TrafficClass: 106, WriteGbps: 92.5, WriteMsgs: 1000, WriteBytes: 65536000, LatP50: 4100, LatP99: 9800, SendMsgs: 1000,
 				CounterDeltas: map[string]int64{"np_cnp_sent": 12},
@@ -127,7 +128,7 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 				},
 				PauseWindow: 3 * time.Second}}}
 		var buf bytes.Buffer
-		if err := writeJSON(&buf, d); err != nil {
+		if err := writeJSON(&buf, d.document()); err != nil {
 			t.Fatal(err)
 		}
 		validDoc(t, verifyS, buf.String())
@@ -184,12 +185,12 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 func TestJSONDiagnosticsAreStructured(t *testing.T) {
 	bad := badProfile(t)
 	code, out, errs := run(t, nil, "audit", "-o", "json", "-p", bad, "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
-	var rep Report
+	var rep doc.Plan
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitError {
 		t.Fatalf("exit %d %v\n%s%s", code, err, out, errs)
 	}
 	// Sorted by file, then position.
-	want := []Diagnostic{
+	want := []doc.Diagnostic{
 		{File: bad, Line: 3, Column: 16, Key: "ecn.cnp_priority", Message: "CNP priority 3 is also a PFC data priority", Allowed: "a priority not in qos.pfc_priorities [3]", Severity: "error"},
 		{File: filepath.Join(filepath.Dir(bad), "base.toml"), Line: 2, Column: 22, Key: "qos.pfc_priorities[1]", Message: "9 is out of range", Allowed: "0..7", Severity: "error"},
 	}
@@ -209,7 +210,7 @@ func TestJSONDiagnosticsAreStructured(t *testing.T) {
 	warn := filepath.Join(t.TempDir(), "warn.toml")
 	os.WriteFile(warn, []byte("[qos]\ntrust = \"dscp\"\npfc_priorities = [3]\n[roce]\ndefault_tos = 0\n"), 0o600)
 	_, out, _ = run(t, nil, "audit", "-o", "json", "-p", warn, "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
-	rep = Report{}
+	rep = doc.Plan{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Diagnostics) == 0 {
 		t.Fatalf("%v\n%s", err, out)
 	}

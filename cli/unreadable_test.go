@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
@@ -186,9 +187,9 @@ func TestVerifyDoesNotCountUnknownAsHolding(t *testing.T) {
 		t.Errorf("verify: exit %d\n%s%s\nwant exit 1 and the unknown setting named, no success line", code, out, errs)
 	}
 	code, out, _ = run(t, nil, "verify", "-o", "json", "-p", prof, "--snapshot", dir)
-	var doc VerifyDoc
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != ExitError || doc.OK || len(doc.Unknown) != 1 || doc.Unknown[0].Key != "ens1f0np0.qos.global_pause" {
-		t.Errorf("verify -o json: exit %d, %v: ok %v, unknown %+v", code, err, doc.OK, doc.Unknown)
+	vd, err := doc.DecodeVerify([]byte(out))
+	if err != nil || code != ExitError || vd.OK || len(vd.Unknown) != 1 || vd.Unknown[0].Key != "ens1f0np0.qos.global_pause" {
+		t.Errorf("verify -o json: exit %d, %v: %+v", code, err, vd)
 	}
 	validDoc(t, compileSchema(t, "verify"), out)
 }

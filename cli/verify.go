@@ -9,26 +9,63 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
-// VerifyDoc is the JSON document of verify.
-type VerifyDoc struct {
-	SchemaVersion int               `json:"schema_version"`
-	Profile       string            `json:"profile"`
-	ProfileHash   string            `json:"profile_hash,omitempty"`
-	OK            bool              `json:"ok"`
-	Mismatches    []verify.Mismatch `json:"mismatches"`
+// verifyResult is what verify found, in the types the text output uses;
+// its JSON document is doc.Verify (document).
+type verifyResult struct {
+	Profile, ProfileHash string
+	OK                   bool
+	Mismatches           []verify.Mismatch
 	// Unknown are the settings whose value could not be known (a snapshot
 	// that did not capture them, a GID table that could not be read):
-	// not checked, so not "holding" either; ok is false with any.
-	Unknown     []policy.Unknown         `json:"unknown"`
-	Traffic     []*verify.LoopbackResult `json:"traffic,omitempty"`
-	Errors      []string                 `json:"errors"`
-	Diagnostics []Diagnostic             `json:"diagnostics"`
+	// not checked, so not "holding" either; OK is false with any.
+	Unknown     []policy.Unknown
+	Traffic     []*verify.LoopbackResult
+	Errors      []string
+	Diagnostics []doc.Diagnostic
+}
+
+// document is verify's JSON document.
+func (d *verifyResult) document() *doc.Verify {
+	v := &doc.Verify{SchemaVersion: SchemaVersion, Profile: d.Profile, ProfileHash: d.ProfileHash, OK: d.OK,
+		Mismatches: make([]doc.Mismatch, 0, len(d.Mismatches)), Unknown: unknownDocs([]doc.Unknown{}, d.Unknown),
+		Errors: d.Errors, Diagnostics: d.Diagnostics}
+	for _, m := range d.Mismatches {
+		v.Mismatches = append(v.Mismatches, doc.Mismatch{Key: m.Key, Want: m.Want, Have: m.Have, Reason: m.Reason})
+	}
+	for _, t := range d.Traffic {
+		v.Traffic = append(v.Traffic, trafficDoc(t))
+	}
+	return v
+}
+
+// trafficDoc is one verbs test run as verify's document carries it.
+func trafficDoc(t *verify.LoopbackResult) *doc.Traffic {
+	if t == nil {
+		return nil
+	}
+	d := &doc.Traffic{Device: t.Device, Port: t.Port, GIDIndex: t.GIDIndex, GID: t.GID, PeerGID: t.PeerGID, PathMTU: t.PathMTU,
+		TrafficClass: t.TrafficClass, WriteGbps: t.WriteGbps, WriteMsgs: t.WriteMsgs, WriteBytes: t.WriteBytes,
+		LatP50: t.LatP50, LatP99: t.LatP99, SendMsgs: t.SendMsgs, CounterDeltas: t.CounterDeltas, PauseWindow: t.PauseWindow}
+	if t.PauseDeltas != nil {
+		d.PauseDeltas = make([]doc.PauseDelta, len(t.PauseDeltas))
+		for i, p := range t.PauseDeltas {
+			d.PauseDeltas[i] = doc.PauseDelta{Netdev: p.Netdev, PauseCounter: pauseCounterDocs([]verify.PauseCounter{p.PauseCounter})[0]}
+		}
+	}
+	if t.Errors != nil {
+		d.Errors = make([]doc.CompletionError, len(t.Errors))
+		for i, e := range t.Errors {
+			d.Errors[i] = doc.CompletionError{Op: e.Op, Status: int(e.Status), VendorErr: e.VendorErr, QPN: e.QPN, WRID: e.WRID}
+		}
+	}
+	return d
 }
 
 func newVerifyCmd(env *Env) *cobra.Command {
@@ -54,7 +91,7 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 			if err != nil {
 				return err
 			}
-			d := VerifyDoc{SchemaVersion: SchemaVersion, Mismatches: []verify.Mismatch{}, Unknown: []policy.Unknown{}, Errors: []string{}, Diagnostics: []Diagnostic{}}
+			d := verifyResult{Mismatches: []verify.Mismatch{}, Unknown: []policy.Unknown{}, Errors: []string{}, Diagnostics: []doc.Diagnostic{}}
 			// An early failure is still one document in JSON.
 			fail := func(err error) error {
 				if output != "json" {
@@ -62,7 +99,7 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 				}
 				d.Errors = append(d.Errors, err.Error())
 				d.Diagnostics = errorDiagnostics(err)
-				if werr := writeJSON(env.Stdout, d); werr != nil {
+				if werr := writeJSON(env.Stdout, d.document()); werr != nil {
 					return werr
 				}
 				fmt.Fprintln(env.Stderr, err)
@@ -110,7 +147,7 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 			}
 			d.OK = len(d.Mismatches) == 0 && len(d.Unknown) == 0 && len(d.Errors) == 0
 			if output == "json" {
-				if err := writeJSON(env.Stdout, d); err != nil {
+				if err := writeJSON(env.Stdout, d.document()); err != nil {
 					return err
 				}
 			} else {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rocectl/rocectl/doc"
 )
 
 // Version, Revision and BuildDate are set at build time by the Makefile
@@ -26,27 +28,15 @@ var (
 	BuildDate = ""
 )
 
-// versionInfo is `rocectl version -o json`.
-type versionInfo struct {
-	SchemaVersion int    `json:"schema_version"`
-	Version       string `json:"version"`
-	Revision      string `json:"revision,omitempty"`
-	// Modified: built from a checkout with uncommitted changes.
-	Modified   bool   `json:"modified,omitempty"`
-	CommitTime string `json:"commit_time,omitempty"`
-	BuildDate  string `json:"build_date,omitempty"`
-	GoVersion  string `json:"go_version"`
-	Platform   string `json:"platform"`
-	// Verbs: built with cgo and -tags verbs, so verify --loopback and the
-	// two-host test can run verbs traffic.
-	Verbs bool `json:"verbs"`
-}
+// versionInfo is `rocectl version -o json`: doc.Version, with the text
+// renderings.
+type versionInfo doc.Version
 
 // newVersionInfo merges the link-time variables with the build info; bi
 // may be nil (no build info in the binary).
 func newVersionInfo(version, revision, buildDate string, bi *debug.BuildInfo) versionInfo {
 	v := versionInfo{
-		SchemaVersion: 1,
+		SchemaVersion: SchemaVersion,
 		Version:       version,
 		Revision:      revision,
 		BuildDate:     buildDate,
@@ -163,7 +153,7 @@ func newVersionCmd(env *Env) *cobra.Command {
 			}
 			v := currentVersionInfo()
 			if output == "json" {
-				return writeJSON(env.Stdout, v)
+				return writeJSON(env.Stdout, doc.Version(v))
 			}
 			v.writeText(env.Stdout)
 			return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/port"
@@ -29,8 +30,6 @@ import (
 // this file turns two samples into rates (watchRates), lays them out
 // (watchLines) and drives a terminal (watchLoop, watchTTY). docs/watch.md
 // describes the view and the JSON document.
-
-const watchSchemaVersion = 1
 
 func newWatchCmd(env *Env) *cobra.Command {
 	var profile, output string
@@ -200,67 +199,14 @@ func (s *watchSampler) portSample(p port.Port, nicStats bool) portSample {
 }
 
 // watchReport is what one interval shows, and the -o json document (one
-// per interval; docs/watch.md). Rates are per second over the interval;
-// a value is absent (nil, "-" on screen) where the port has no such
-// counter or the previous sample lacked it.
-type watchReport struct {
-	SchemaVersion int         `json:"schema_version"`
-	Time          time.Time   `json:"time"`
-	IntervalS     float64     `json:"interval_s"`
-	Ports         []watchPort `json:"ports"`
-}
-
-type watchPort struct {
-	Netdev string `json:"netdev"`
-	// Bond is, on a slave's row, the bond it is under; Slaves, on a
-	// bond's row, the slaves whose rows follow it (a bond has no NIC
-	// counters: its row has the link and the RDMA counters only).
-	Bond        string          `json:"bond,omitempty"`
-	Slaves      []string        `json:"slaves,omitempty"`
-	RDMADevice  string          `json:"rdma_device,omitempty"`
-	Port        int             `json:"port,omitempty"`
-	Link        string          `json:"link"`
-	Error       string          `json:"error,omitempty"`
-	Priorities  []watchPrio     `json:"priorities"`
-	GlobalPause *watchPausePair `json:"global_pause,omitempty"`
-	// CNPSentPerS: CNPs the notification point sent; CNPHandledPerS:
-	// CNPs the reaction point received and slowed down for.
-	CNPSentPerS    *float64 `json:"cnp_sent_per_s,omitempty"`
-	CNPHandledPerS *float64 `json:"cnp_handled_per_s,omitempty"`
-	ECNMarkedPerS  *float64 `json:"ecn_marked_per_s,omitempty"`
-	RXDiscardsPerS *float64 `json:"rx_discards_per_s,omitempty"`
-	TXDiscardsPerS *float64 `json:"tx_discards_per_s,omitempty"`
-	// Storm*: the NIC's storm-prevention events, totals since the driver
-	// loaded, and how many happened in this interval.
-	StormWarningEvents *uint64 `json:"storm_warning_events,omitempty"`
-	StormErrorEvents   *uint64 `json:"storm_error_events,omitempty"`
-	StormEventsNew     *uint64 `json:"storm_events_new,omitempty"`
-}
-
-// watchPrio is one priority that has pause counters on the port.
-type watchPrio struct {
-	Priority             int         `json:"priority"`
-	RX                   *watchPause `json:"rx,omitempty"`
-	TX                   *watchPause `json:"tx,omitempty"`
-	RXDiscardsPerS       *float64    `json:"rx_discards_per_s,omitempty"`
-	RXBufferDiscardsPerS *float64    `json:"rx_buffer_discards_per_s,omitempty"`
-}
-
-type watchPausePair struct {
-	RX *watchPause `json:"rx,omitempty"`
-	TX *watchPause `json:"tx,omitempty"`
-}
-
-// watchPause is one direction of pause: rx is the link partner pausing
-// this port, tx this port pausing the partner.
-type watchPause struct {
-	// PausePct is the time paused as a percentage of the interval
-	// (duration counter delta / elapsed), absent where the driver counts
-	// frames only (ice, bnxt_en's 802.3x pause).
-	PausePct   *float64 `json:"pause_pct,omitempty"`
-	FramesPerS *float64 `json:"pause_frames_per_s,omitempty"`
-	Frames     uint64   `json:"pause_frames"` // the driver's total
-}
+// per interval; docs/watch.md): doc.Watch, and its parts below.
+type (
+	watchReport    = doc.Watch
+	watchPort      = doc.WatchPort
+	watchPrio      = doc.WatchPrio
+	watchPausePair = doc.WatchPausePair
+	watchPause     = doc.WatchPause
+)
 
 // counterDiff is cur-prev for a free-running 64-bit counter. A smaller
 // value is a reset (driver reload, firmware reset; these counters are 64
@@ -286,7 +232,7 @@ func perSecond(prev, cur *uint64, secs float64) *float64 {
 // matched by netdev; a port new in cur has totals but no rates yet.
 func watchRates(prev, cur *watchSample) *watchReport {
 	secs := cur.at.Sub(prev.at).Seconds()
-	rep := &watchReport{SchemaVersion: watchSchemaVersion, Time: cur.at, IntervalS: secs, Ports: []watchPort{}}
+	rep := &watchReport{SchemaVersion: SchemaVersion, Time: cur.at, IntervalS: secs, Ports: []watchPort{}}
 	before := map[string]*portSample{}
 	for i := range prev.ports {
 		before[prev.ports[i].port.Netdev] = &prev.ports[i]
@@ -486,7 +432,7 @@ func colHeads() []string {
 
 // name is the port's name on screen: a slave of a bond as the guard
 // names it, "bond0/ens1f0np0".
-func (p watchPort) name() string {
+func portName(p watchPort) string {
 	if p.Bond != "" {
 		return verify.SlavePort(p.Bond, p.Netdev)
 	}
@@ -495,9 +441,9 @@ func (p watchPort) name() string {
 
 func widePort(p watchPort) []string {
 	if p.Error != "" {
-		return []string{wideRow(p.name(), p.Link, p.Error)}
+		return []string{wideRow(portName(p), p.Link, p.Error)}
 	}
-	out := []string{wideRow(p.name(), p.Link, "port", "", "", "", "",
+	out := []string{wideRow(portName(p), p.Link, "port", "", "", "", "",
 		fmtRate(sumRates(p.RXDiscardsPerS, p.TXDiscardsPerS)),
 		fmtRate(p.CNPSentPerS), fmtRate(p.CNPHandledPerS), fmtRate(p.ECNMarkedPerS), fmtStorm(p))}
 	for _, pr := range p.Priorities {
@@ -513,9 +459,9 @@ func widePort(p watchPort) []string {
 
 func narrowPort(p watchPort) []string {
 	if p.Error != "" {
-		return []string{fmt.Sprintf("%s %s  %s", p.name(), p.Link, p.Error)}
+		return []string{fmt.Sprintf("%s %s  %s", portName(p), p.Link, p.Error)}
 	}
-	out := []string{fmt.Sprintf("%s %s  cnp tx %s/s rx %s/s  ecn %s/s  disc %s/s  storm %s", p.name(), p.Link,
+	out := []string{fmt.Sprintf("%s %s  cnp tx %s/s rx %s/s  ecn %s/s  disc %s/s  storm %s", portName(p), p.Link,
 		fmtRate(p.CNPSentPerS), fmtRate(p.CNPHandledPerS), fmtRate(p.ECNMarkedPerS),
 		fmtRate(sumRates(p.RXDiscardsPerS, p.TXDiscardsPerS)), fmtStorm(p))}
 	row := func(name string, rx, tx *watchPause, disc string) string {

@@ -37,7 +37,7 @@ func TestWatchLAGShowsSlaves(t *testing.T) {
 
 	var names []string
 	for _, p := range rep.Ports {
-		names = append(names, p.name())
+		names = append(names, portName(p))
 	}
 	if want := []string{"bond0", "bond0/ens1f0np0", "bond0/ens1f1np1"}; !slices.Equal(names, want) {
 		t.Fatalf("rows %q, want %q", names, want)

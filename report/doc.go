@@ -7,8 +7,9 @@
 // sweep's pair matrix); the Render* functions print it as text, Markdown,
 // one self-contained HTML file, or JSON for dashboards.
 //
-// The package reads documents, never a host: it imports policy only (for
-// the setting kinds' order), as DESIGN.md §2 says.
+// The package reads documents, never a host: it reads them through package
+// doc's types and Decode functions, the ones the commands write with, and
+// imports policy only for the setting kinds' order, as DESIGN.md §2 says.
 package report
 
 import (
@@ -22,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rocectl/rocectl/doc"
 )
 
 // Kind is what command wrote a document.
@@ -35,51 +38,23 @@ const (
 	KindSweep  Kind = "sweep" // one end of one pair test of a rack sweep
 )
 
-// Change is one entry of an audit/apply document's changes[].
-type Change struct {
-	Key    string `json:"key"`
-	Scope  string `json:"scope"`
-	Before string `json:"before"`
-	After  string `json:"after"`
-}
-
-// Unsupported is one entry of unsupported[].
-type Unsupported struct {
-	Key    string `json:"key"`
-	Scope  string `json:"scope"`
-	Reason string `json:"reason"`
-}
-
-// Mismatch is one entry of a verify (or peer) document's mismatches[].
-type Mismatch struct {
-	Key    string `json:"key"`
-	Want   string `json:"want"`
-	Have   string `json:"have"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// Traffic is the part of verify's traffic[] the fleet view shows.
-type Traffic struct {
-	WriteGbps     float64           `json:"write_gbps"`
-	LatP50        time.Duration     `json:"lat_p50"`
-	LatP99        time.Duration     `json:"lat_p99"`
-	CounterDeltas map[string]int64  `json:"counter_deltas,omitempty"`
-	Errors        []json.RawMessage `json:"errors,omitempty"`
-	// PauseDeltas and PauseWindow: how the end's pause counters moved
-	// during a two-host test, and over how long.
-	PauseDeltas []PauseDelta  `json:"pause_deltas,omitempty"`
-	PauseWindow time.Duration `json:"pause_window,omitempty"`
-}
-
-// PauseDelta is the part of one traffic[].pause_deltas entry the sweep
-// uses: the change of one priority's (or global) pause counters.
-type PauseDelta struct {
-	Priority    int    `json:"priority"`
-	Direction   string `json:"direction"`
-	Frames      uint64 `json:"frames"`
-	DurationUs  uint64 `json:"duration_us"`
-	HasDuration bool   `json:"has_duration"`
-}
+// The parts of the documents the fleet view reads are package doc's
+// types, the ones the commands write.
+type (
+	// Change is one entry of an audit/apply document's changes[].
+	Change = doc.Change
+	// Unsupported is one entry of unsupported[].
+	Unsupported = doc.Unsupported
+	// UnknownSetting is one entry of unknown[].
+	UnknownSetting = doc.Unknown
+	// Mismatch is one entry of a verify (or peer) document's mismatches[].
+	Mismatch = doc.Mismatch
+	// Traffic is one entry of verify's traffic[].
+	Traffic = doc.Traffic
+	// PauseDelta is one traffic[].pause_deltas entry: the change of one
+	// priority's (or global) pause counters.
+	PauseDelta = doc.PauseDelta
+)
 
 // SweepEnd is what the sweep playbook records about one end of one test.
 type SweepEnd struct {
@@ -110,7 +85,7 @@ type Doc struct {
 	Unsupported []Unsupported `json:"unsupported,omitempty"`
 	// Unknown are an audit's, apply's or verify's unknown[]: settings
 	// whose value the source did not hold (key, scope, why).
-	Unknown []Unsupported `json:"unknown,omitempty"`
+	Unknown []UnknownSetting `json:"unknown,omitempty"`
 	// Errors are the document's errors[]; "KEY: message" where a setting
 	// could not be read.
 	Errors     []string   `json:"errors,omitempty"`
@@ -124,48 +99,25 @@ type Doc struct {
 	Unknowns []string `json:"unknowns,omitempty"`
 }
 
-// raw is the union of the documents' JSON fields.
-type raw struct {
-	Command     string        `json:"command"`
-	Host        string        `json:"host"`
-	GeneratedAt string        `json:"generated_at"`
-	Profile     string        `json:"profile"`
-	Changed     *bool         `json:"changed"`
-	Applied     bool          `json:"applied"`
-	JournalID   string        `json:"journal_id"`
-	RolledBack  bool          `json:"rolled_back"`
-	InSync      *int          `json:"in_sync"`
-	Changes     []Change      `json:"changes"`
-	Unsupported []Unsupported `json:"unsupported"`
-	Unknown     []Unsupported `json:"unknown"`
-	Errors      []string      `json:"errors"`
-	Refused     []struct {
-		Key   string `json:"key"`
-		Error string `json:"error"`
-	} `json:"refused"`
-	OK         *bool           `json:"ok"`
-	Mismatches []Mismatch      `json:"mismatches"`
-	Traffic    []Traffic       `json:"traffic"`
-	Sweep      *SweepEnd       `json:"sweep"`
-	Verify     json.RawMessage `json:"verify"`
-	// Peer documents (rocectl peer -o json, the agent's peer.json): the
-	// switch's DCBX against the profile, one verdict per port.
-	CheckedAt string          `json:"checked_at"`
-	Ports     json.RawMessage `json:"ports"`
-}
-
-// peerPort is the part of one peer document's ports[] the fleet view uses
-// (docs/schema/peer.json).
-type peerPort struct {
-	Netdev     string `json:"netdev"`
-	Verdict    string `json:"verdict"` // consistent, mismatch, unknown, error
-	Reason     string `json:"reason"`
-	Source     string `json:"source"` // lldp, dcbnl
-	Mismatches []struct {
-		Key     string `json:"key"`
-		Switch  string `json:"switch"`
-		Profile string `json:"profile"`
-	} `json:"mismatches"`
+// probe is what tells the documents apart (detect), and the fields of a
+// sweep record; the documents themselves are read by package doc's
+// Decode functions.
+type probe struct {
+	Command     string          `json:"command"`
+	Host        string          `json:"host"`
+	GeneratedAt string          `json:"generated_at"`
+	Changed     *bool           `json:"changed"`
+	Applied     bool            `json:"applied"`
+	JournalID   string          `json:"journal_id"`
+	RolledBack  bool            `json:"rolled_back"`
+	InSync      *int            `json:"in_sync"`
+	Changes     []struct{}      `json:"changes"`
+	OK          *bool           `json:"ok"`
+	Mismatches  []struct{}      `json:"mismatches"`
+	Sweep       *SweepEnd       `json:"sweep"`
+	Verify      json.RawMessage `json:"verify"`
+	CheckedAt   string          `json:"checked_at"`
+	Ports       json.RawMessage `json:"ports"`
 }
 
 // ErrNotDocument marks a JSON file that is none of the documents report
@@ -237,7 +189,7 @@ func Parse(name string, data []byte) ([]Doc, error) {
 }
 
 func parseOne(name string, data []byte, kind Kind) (Doc, error) {
-	var r raw
+	var r probe
 	if err := json.Unmarshal(data, &r); err != nil {
 		return Doc{}, err
 	}
@@ -247,43 +199,57 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 			return Doc{}, ErrNotDocument
 		}
 	}
-	d := Doc{Kind: kind, Host: r.Host, Source: name, Profile: r.Profile, Applied: r.Applied,
-		RolledBack: r.RolledBack, Changes: r.Changes, Unsupported: r.Unsupported, Unknown: r.Unknown, Errors: r.Errors,
-		OK: r.OK, Mismatches: r.Mismatches, Traffic: r.Traffic, Sweep: r.Sweep}
-	if r.Changed != nil {
-		d.Changed = *r.Changed
-	}
-	for _, rf := range r.Refused {
-		d.Refused = append(d.Refused, Mismatch{Key: rf.Key, Reason: rf.Error})
-	}
-	if kind == KindPeer {
-		if err := d.addPeerPorts(r.Ports); err != nil {
+	d := Doc{Kind: kind, Host: r.Host, Source: name}
+	generatedAt := r.GeneratedAt
+	switch kind {
+	case KindAudit, KindApply:
+		p, err := doc.DecodePlan(data)
+		if err != nil {
 			return Doc{}, err
 		}
-		if r.GeneratedAt == "" {
-			r.GeneratedAt = r.CheckedAt
+		d.addPlan(p)
+	case KindVerify:
+		v, err := doc.DecodeVerify(data)
+		if err != nil {
+			return Doc{}, err
+		}
+		d.addVerify(v, r.OK)
+		d.Unknown = v.Unknown
+	case KindPeer:
+		p, err := doc.DecodePeer(data)
+		if err != nil {
+			return Doc{}, err
+		}
+		d.Profile = p.Profile
+		d.addPeerPorts(p.Ports)
+		if generatedAt == "" {
+			generatedAt = r.CheckedAt
+		}
+	case KindSweep:
+		// The verify document of this end, as the playbook recorded it
+		// (absent when the command timed out or printed no JSON).
+		d.Sweep = r.Sweep
+		if len(r.Verify) > 0 && string(r.Verify) != "null" {
+			var vr probe
+			if err := json.Unmarshal(r.Verify, &vr); err != nil {
+				return Doc{}, fmt.Errorf("verify: %w", err)
+			}
+			v, err := doc.DecodeVerify(r.Verify)
+			if err != nil {
+				return Doc{}, fmt.Errorf("verify: %w", err)
+			}
+			d.addVerify(v, vr.OK)
+		}
+		if d.Host == "" && r.Sweep != nil {
+			d.Host = r.Sweep.Host
 		}
 	}
-	if r.GeneratedAt != "" {
-		t, err := time.Parse(time.RFC3339, r.GeneratedAt)
+	if generatedAt != "" {
+		t, err := time.Parse(time.RFC3339, generatedAt)
 		if err != nil {
 			return Doc{}, fmt.Errorf("generated_at: %w", err)
 		}
 		d.GeneratedAt = t
-	}
-	if kind == KindSweep {
-		// The verify document of this end, as the playbook recorded it
-		// (absent when the command timed out or printed no JSON).
-		if len(r.Verify) > 0 && string(r.Verify) != "null" {
-			var v raw
-			if err := json.Unmarshal(r.Verify, &v); err != nil {
-				return Doc{}, fmt.Errorf("verify: %w", err)
-			}
-			d.OK, d.Mismatches, d.Traffic, d.Errors, d.Profile = v.OK, v.Mismatches, v.Traffic, v.Errors, v.Profile
-		}
-		if d.Host == "" {
-			d.Host = r.Sweep.Host
-		}
 	}
 	if d.Host == "" {
 		d.Host = hostFromFile(name)
@@ -291,9 +257,30 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 	return d, nil
 }
 
+// addPlan takes what the fleet view shows from an audit or apply document.
+func (d *Doc) addPlan(p *doc.Plan) {
+	d.Profile, d.Changed, d.Applied, d.RolledBack = p.Profile, p.Changed, p.Applied, p.RolledBack
+	d.Changes, d.Unsupported, d.Unknown, d.Errors = p.Changes, p.Unsupported, p.Unknown, p.Errors
+	for _, rf := range p.Refused {
+		d.Refused = append(d.Refused, Mismatch{Key: rf.Key, Reason: rf.Error})
+	}
+}
+
+// addVerify takes what the fleet view shows from a verify document; ok
+// is its "ok", nil where the document lacks one.
+func (d *Doc) addVerify(v *doc.Verify, ok *bool) {
+	d.OK, d.Mismatches, d.Errors, d.Profile = ok, v.Mismatches, v.Errors, v.Profile
+	d.Traffic = nil
+	for _, t := range v.Traffic {
+		if t != nil {
+			d.Traffic = append(d.Traffic, *t)
+		}
+	}
+}
+
 // detect tells the command from the document's shape (or its "command"
 // field, where a newer rocectl writes one).
-func detect(r *raw) Kind {
+func detect(r *probe) Kind {
 	switch Kind(r.Command) {
 	case KindAudit, KindApply, KindVerify, KindPeer:
 		return Kind(r.Command)
@@ -388,15 +375,8 @@ func Load(paths []string) ([]Doc, []Problem, error) {
 // mismatches (one per thing the switch and the profile disagree on, keyed
 // "<netdev>.peer.<what>") and errors; a port whose partner was not heard
 // is Unknowns, never "consistent".
-func (d *Doc) addPeerPorts(ports json.RawMessage) error {
-	if len(ports) == 0 || string(ports) == "null" {
-		return nil
-	}
-	var pp []peerPort
-	if err := json.Unmarshal(ports, &pp); err != nil {
-		return fmt.Errorf("ports: %w", err)
-	}
-	for _, p := range pp {
+func (d *Doc) addPeerPorts(ports []doc.PeerResult) {
+	for _, p := range ports {
 		switch p.Verdict {
 		case "mismatch":
 			for _, m := range p.Mismatches {
@@ -408,7 +388,6 @@ func (d *Doc) addPeerPorts(ports json.RawMessage) error {
 			d.Unknowns = append(d.Unknowns, p.Netdev+": "+p.Reason)
 		}
 	}
-	return nil
 }
 
 func peerSource(s string) string {

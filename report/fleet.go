@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -109,10 +110,14 @@ func classify(key, scope string) (grp, name string, ok bool) {
 	return "", "", false
 }
 
-// Fleet is the fleet view.
+// Fleet is the fleet view, and the document of `rocectl report -o json`
+// (docs/schema/fleet.json).
 type Fleet struct {
-	GeneratedAt time.Time `json:"generated_at"`
-	MaxAge      string    `json:"max_age,omitempty"`
+	// SchemaVersion is doc.SchemaVersion, as in every document rocectl
+	// prints.
+	SchemaVersion int       `json:"schema_version"`
+	GeneratedAt   time.Time `json:"generated_at"`
+	MaxAge        string    `json:"max_age,omitempty"`
 	// Groups are the setting groups seen in any document, in apply order:
 	// the columns of the host matrix.
 	Groups  []string    `json:"groups"`
@@ -190,7 +195,7 @@ var cellRank = map[State]int{NotSupported: 1, Unknown: 2, Drift: 3}
 
 // Build makes the fleet view of docs.
 func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
-	f := &Fleet{GeneratedAt: opt.Now.UTC(), Problems: problems, Missing: []string{}, Drift: []*DriftLine{}}
+	f := &Fleet{SchemaVersion: doc.SchemaVersion, GeneratedAt: opt.Now.UTC(), Problems: problems, Missing: []string{}, Drift: []*DriftLine{}}
 	if f.Problems == nil {
 		f.Problems = []Problem{}
 	}

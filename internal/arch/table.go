@@ -59,6 +59,8 @@ var Table = []Row{
 		Job: "the one Port type (an RDMA port, its netdev, bond, PF/VF role) that discovery produces and profiles match"},
 	{Pkg: "lldp", Layer: 0, Kind: Product, Ext: []string{"golang.org/x/sys/"},
 		Job: "LLDP/DCBX frame decoding and the passive listener for the switch-peer check"},
+	{Pkg: "doc", Layer: 0, Kind: Product, Ext: []string{},
+		Job: "every JSON document rocectl writes and reads (audit/apply, verify, peer, watch, nccl-env, topo, version), with schema_version: cli writes through it, report reads through it"},
 	{Pkg: "nic/dcb", Layer: 0, Kind: Product, Ext: []string{"golang.org/x/sys/", "github.com/vishvananda/"},
 		Job: "the dcbnl codec: DCB state (ETS, PFC, APP, buffers, DCBX) to and from netlink messages, byte for byte"},
 	{Pkg: "internal/lib/parallel", Layer: 0, Kind: Lib, Ext: []string{},
@@ -77,7 +79,7 @@ var Table = []Row{
 		Job: "NCCL's config file and the NCCL variables a host's ports imply; PCIe topology hints"},
 	{Pkg: "verify", Layer: 2, Kind: Product, May: []string{"policy", "nic", "port"},
 		Job: "read-back, verbs loopback and two-host traffic (cgo, -tags verbs), the pause-storm detector"},
-	{Pkg: "report", Layer: 2, Kind: Product, May: []string{"policy", "port"},
+	{Pkg: "report", Layer: 2, Kind: Product, May: []string{"doc", "policy", "port"},
 		Job: "the fleet view over many hosts' JSON documents"},
 
 	{Pkg: "driver", Layer: 2, Kind: Product, May: []string{"policy", "port", "nic/dcb"},
@@ -97,7 +99,7 @@ var Table = []Row{
 	// 7-10: the daemon, the commands, the programs.
 	{Pkg: "agent", Layer: 7, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
 		Job: "the daemon: drift loop, counter sampling, metrics, sd_notify/watchdog, LLDP listener"},
-	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
+	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"doc", "plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
 		Job: "the cobra commands: flags in, rendering out; no work of its own (rocectl does not link the daemon)"},
 	{Pkg: "cli/agentcmd", Layer: 9, Kind: Product, May: []string{"cli", "agent"},
 		Job: "rocectl-agent's command: the daemon's flags → agent.Run"},

@@ -1,0 +1,128 @@
+package doc
+
+import "encoding/json"
+
+// Plan is the JSON document of audit and apply (docs/schema/report.json):
+// the contract Ansible's changed_when / failed_when and `rocectl report`
+// read.
+type Plan struct {
+	SchemaVersion int `json:"schema_version"`
+	// The profile's name and the hash of its files as loaded.
+	Profile     string        `json:"profile"`
+	ProfileHash string        `json:"profile_hash,omitempty"`
+	Changed     bool          `json:"changed"`
+	Changes     []Change      `json:"changes"`
+	Unsupported []Unsupported `json:"unsupported"`
+	Errors      []string      `json:"errors"`
+	Refused     []Refused     `json:"refused,omitempty"`
+	// Unknown lists the settings whose value the source does not hold
+	// (a snapshot imported from text dumps): neither in sync nor drift.
+	Unknown []Unknown `json:"unknown"`
+	// Disruptions lists, per netdev, what applying the plan disturbs
+	// (link toggles, channel resets, changes that cannot be undone).
+	Disruptions map[string][]string `json:"disruptions,omitempty"`
+	InSync      int                 `json:"in_sync"`
+	// Ports is the port inventory, an array of the port package's Port
+	// (docs/schema/report.json, $defs/port), as the writer encoded it.
+	Ports      json.RawMessage `json:"ports"`
+	Applied    bool            `json:"applied,omitempty"`
+	RolledBack bool            `json:"rolled_back"`
+	Restored   []string        `json:"restored,omitempty"`
+	Unchanged  []string        `json:"unchanged,omitempty"`
+	JournalID  string          `json:"journal_id,omitempty"`
+	Confirm    string          `json:"confirm_deadline,omitempty"`
+	Message    string          `json:"message,omitempty"`
+	Warnings   []string        `json:"warnings,omitempty"`
+	// Diagnostics: the profile's problems, structured (its warnings when
+	// it loaded; every diagnostic when it was refused), next to the
+	// rendered Errors and Warnings.
+	Diagnostics []Diagnostic `json:"diagnostics"`
+	// NotWatched: the ports the pause-storm guard cannot watch ("no
+	// pause counters on veth0"), from the plan, then from the soak.
+	NotWatched []string `json:"not_watched,omitempty"`
+	// Guard is the soak's report when it passed: per-port pause counters
+	// (global pause included), worst occupancy, discards.
+	Guard *Guard `json:"guard,omitempty"`
+	// Host and GeneratedAt name the document in a fleet view (rocectl
+	// report): the hostname (a snapshot's recorded one) and when it was
+	// made, RFC 3339 UTC.
+	Host        string `json:"host"`
+	GeneratedAt string `json:"generated_at"`
+}
+
+// Change is one change of a plan.
+type Change struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Netdev string `json:"netdev,omitempty"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Absent bool   `json:"before_absent,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Unsupported is a setting the port cannot take, and why.
+type Unsupported struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+}
+
+// Unknown is a setting whose value the source does not hold: neither in
+// sync, nor drift.
+type Unknown struct {
+	Key    string `json:"key"`
+	Scope  string `json:"scope"`
+	Reason string `json:"reason"`
+	Want   string `json:"want"`
+	// Inferred is what the source's other data implies about the value,
+	// with where from; Note a weaker observation. Neither is a value.
+	Inferred string `json:"inferred,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Refused is a change the plan refuses to make, and why.
+type Refused struct {
+	Key   string `json:"key"`
+	Error string `json:"error"`
+}
+
+// Guard summarises a soak that ended without a storm.
+type Guard struct {
+	Polls         int               `json:"polls"`
+	WorstOccupied float64           `json:"worst_occupancy"`
+	WorstWhere    string            `json:"worst_where,omitempty"`
+	Discards      map[string]uint64 `json:"discards,omitempty"` // growth of the discard counters per port
+	ReadErrors    map[string]string `json:"read_errors,omitempty"`
+	// NotWatched says, per port the guard could not watch, why.
+	NotWatched []string `json:"not_watched,omitempty"`
+	// Ports is what the guard read on each port, global pause included.
+	Ports map[string]*GuardPort `json:"ports,omitempty"`
+}
+
+// GuardPort is one port's share of a soak.
+type GuardPort struct {
+	Watched        bool    `json:"watched"`
+	WorstOccupancy float64 `json:"worst_occupancy"`
+	WorstWhere     string  `json:"worst_where,omitempty"`
+	// Counters are the pause counters of the last sample.
+	Counters []PauseCounter `json:"counters,omitempty"`
+}
+
+// PauseCounter is one pause counter pair of a port, whatever the driver
+// calls it.
+type PauseCounter struct {
+	Priority  int    `json:"priority"` // 0-7, or -1 for global pause
+	Direction string `json:"direction"`
+	// Frames and FramesName: pause frames (XOFF frames on ice).
+	Frames     uint64 `json:"frames"`
+	FramesName string `json:"frames_counter,omitempty"`
+	// DurationUs and DurationName: time paused in µs, when the driver
+	// counts it (HasDuration).
+	DurationUs   uint64 `json:"duration_us,omitempty"`
+	DurationName string `json:"duration_counter,omitempty"`
+	HasDuration  bool   `json:"has_duration"`
+}
+
+// DecodePlan reads an audit or apply document.
+func DecodePlan(data []byte) (*Plan, error) { return decode[Plan](data) }
