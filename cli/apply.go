@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 type applyFlags struct {
@@ -84,7 +85,7 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	}
 	defer done()
 	store := env.Store()
-	var lock *apply.Lock
+	var lock *statedir.Lock
 	if !f.dryRun {
 		lock, err = store.Acquire("apply -p " + f.profile)
 		if err != nil {

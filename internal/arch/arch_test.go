@@ -1,8 +1,9 @@
 // Package arch holds the test that keeps DESIGN.md §2's package boundaries:
 // policy and nic never import each other, only programs import cli or
 // agent (the daemon's command, cli/agentcmd, too), rocectl links no part of
-// the daemon, nothing imports cmd, the pure packages import only what the
-// table allows, and the shipped binary links no test support or test hook.
+// the daemon, nothing imports cmd, the pure packages (statedir among them)
+// import only what the table allows, and the shipped binary links no test
+// support or test hook.
 package arch
 
 import (
@@ -117,19 +118,31 @@ func TestPackageBoundaries(t *testing.T) {
 			t.Errorf("lldp depends on %s: it may import only the standard library and x/sys", dep)
 		}
 	}
+	// statedir, the state dir as a trust boundary, keeps journals as bytes:
+	// the standard library and x/sys only, so that reaching the state dir
+	// (peer's state file, the lock) links neither apply nor host.
+	if _, ok := pkgs[mod+"/statedir"]; !ok {
+		t.Error("go list does not see statedir")
+	}
+	for _, dep := range pkgs[mod+"/statedir"].Deps {
+		if d, ok := pkgs[dep]; ok && !d.Standard && !strings.HasPrefix(dep, "golang.org/x/sys/") {
+			t.Errorf("statedir depends on %s: it may import only the standard library and x/sys", dep)
+		}
+	}
 	// Each package below imports only what DESIGN.md §2's table allows of
 	// this module (the standard library and third-party modules are not
 	// checked here): the layers never import upwards.
 	allowed := map[string][]string{
-		"host":   {"policy", "nic", "nccl", "port"},
-		"nccl":   {"policy", "nic", "port"},
-		"verify": {"policy", "nic", "port"},
-		"apply":  {"host", "verify", "policy", "nccl", "nic", "port"},
-		"report": {"policy", "port"},
-		"peer":   {"apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
-		"policy": {"port"},
-		"nic":    {"port"},
-		"port":   {},
+		"host":     {"policy", "nic", "nccl", "port"},
+		"nccl":     {"policy", "nic", "port"},
+		"verify":   {"policy", "nic", "port"},
+		"apply":    {"host", "verify", "policy", "nccl", "nic", "port", "statedir"},
+		"report":   {"policy", "port"},
+		"peer":     {"statedir", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
+		"statedir": {},
+		"policy":   {"port"},
+		"nic":      {"port"},
+		"port":     {},
 	}
 	for pkg, may := range allowed {
 		p, ok := pkgs[mod+"/"+pkg]
