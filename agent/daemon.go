@@ -24,6 +24,7 @@ import (
 	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
+	"github.com/rocectl/rocectl/statedir"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -231,7 +232,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	h, store := cfg.Host, cfg.Store
 	if !cfg.ReadOnly {
-		if err := withLock(store, "agent start", func() error { return l.recover(false) }); err != nil {
+		if err := withLock(store.Store, "agent start", func() error { return l.recover(false) }); err != nil {
 			l.log.Error("recovering earlier applies", "err", err)
 		}
 	}
@@ -537,7 +538,7 @@ func (l *loop) revertExpired() {
 			}
 			continue
 		}
-		err := withLock(l.cfg.Store, "agent confirm deadline", func() error {
+		err := withLock(l.cfg.Store.Store, "agent confirm deadline", func() error {
 			j, reverted, err := apply.RevertExpired(l.cfg.Host, l.cfg.Store, j.ID, time.Now())
 			if reverted {
 				l.log.Warn("reverted an unconfirmed apply", "journal", j.ID, "deadline", j.Deadline.Format(time.RFC3339), "restored", len(j.Restored), "unchanged", len(j.Unchanged))
@@ -545,13 +546,13 @@ func (l *loop) revertExpired() {
 			return err
 		})
 		// A held lock is another rocectl at work: the next second retries.
-		if err != nil && !errors.Is(err, apply.ErrLocked) {
+		if err != nil && !errors.Is(err, statedir.ErrLocked) {
 			l.log.Error("confirm deadline", "journal", j.ID, "err", err)
 		}
 	}
 }
 
-func withLock(store apply.Store, who string, fn func() error) error {
+func withLock(store statedir.Store, who string, fn func() error) error {
 	lock, err := store.Acquire(who)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // logBuffer collects the daemon's JSON log lines; safe to read while the
@@ -79,7 +80,7 @@ func TestAuditLogsDriftOnlyWhenItChanges(t *testing.T) {
 	defer cancel()
 	done := goRun(t, cancel, func() error {
 		return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: 5 * time.Millisecond,
-			Host: &host.Host{FS: s.FS(), K: s.Kernel()}, ReadOnly: true, Store: apply.Store{Dir: t.TempDir()}, Log: logs.logger()})
+			Host: &host.Host{FS: s.FS(), K: s.Kernel()}, ReadOnly: true, Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}}, Log: logs.logger()})
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for len(logs.records(t, "drift check")) < 5 {
@@ -113,7 +114,7 @@ func TestEnforceAppliesAndLogsOneLine(t *testing.T) {
 	}
 	var logs logBuffer
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-	store := apply.Store{Dir: t.TempDir()}
+	store := apply.Store{Store: statedir.Store{Dir: t.TempDir()}}
 	cfg := Config{Profile: prof, Enforce: true, Once: true, Host: h, Store: store, Log: logs.logger()}
 	if err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func TestMetricsServesPolledCounters(t *testing.T) {
 	done := goRun(t, cancel, func() error {
 		return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, MetricsAddr: "127.0.0.1:0",
 			CounterInterval: 5 * time.Millisecond, Version: "v9.9.9", Host: h, ReadOnly: true,
-			Store: apply.Store{Dir: t.TempDir()}, Log: slog.New(servingHandler{slog.NewTextHandler(io.Discard, nil), served})})
+			Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}}, Log: slog.New(servingHandler{slog.NewTextHandler(io.Discard, nil), served})})
 	})
 	var addr string
 	select {
@@ -287,7 +288,7 @@ func TestRequireMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Profile: profile("lossy-ecn-only.toml"), Once: true, Host: &host.Host{FS: s.FS(), K: s.Kernel()},
-		ReadOnly: true, Store: apply.Store{Dir: t.TempDir()}}
+		ReadOnly: true, Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}}}
 	if err := Run(context.Background(), cfg); err != nil {
 		t.Fatalf("without RequireMatch: %v", err)
 	}

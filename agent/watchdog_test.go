@@ -19,6 +19,7 @@ import (
 	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // notifier records what the daemon tells systemd.
@@ -109,7 +110,7 @@ func TestWatchdogStopsWhenACheckHangs(t *testing.T) {
 	defer cancel()
 	done := goRun(t, cancel, func() error {
 		return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: 20 * time.Millisecond,
-			Host: &host.Host{FS: s.FS(), K: k}, ReadOnly: true, Store: apply.Store{Dir: t.TempDir()},
+			Host: &host.Host{FS: s.FS(), K: k}, ReadOnly: true, Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}},
 			Notify: n.notify, Watchdog: wd})
 	})
 	// Run cannot end while the check hangs: a test that fails before
@@ -168,7 +169,7 @@ func TestWatchdogPingsDuringTheSoak(t *testing.T) {
 	n := newNotifier()
 	const wd = 200 * time.Millisecond
 	cfg := Config{Profile: prof, Enforce: true, Once: true, Host: &host.Host{FS: nic.NewFS(root, false), K: sim},
-		Store: apply.Store{Dir: t.TempDir()}, Log: logs.logger(), Notify: n.notify, Watchdog: wd}
+		Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}}, Log: logs.logger(), Notify: n.notify, Watchdog: wd}
 	if err := Run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestRunJoinsItsGoroutines(t *testing.T) {
 	done := goRun(t, cancel, func() error {
 		return ns.Do(func() error {
 			return Run(ctx, Config{Profile: profile("connectx-lossless.toml"), Interval: time.Hour, Host: h,
-				Store: apply.Store{Dir: t.TempDir()}, Log: logs.logger(), Notify: notify})
+				Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}}, Log: logs.logger(), Notify: notify})
 		})
 	})
 	select {

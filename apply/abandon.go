@@ -3,11 +3,10 @@ package apply
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // Abandoned is what Abandon found and did.
@@ -34,25 +33,13 @@ type Abandoned struct {
 // holds the lock. Use `rocectl rollback ID` to restore; abandon only
 // reports.
 func Abandon(h *host.Host, store Store, id string) (*Abandoned, error) {
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	if err := store.checkTree(); err != nil {
-		return nil, err
-	}
-	src := store.path(id)
-	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
-		src = store.donePath(id)
-	}
-	if _, err := os.Lstat(src); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no apply with ID %s in %s", id, store.journalDir())
-		}
+	src, err := store.Find(id)
+	if err != nil {
 		return nil, err
 	}
 	a := &Abandoned{ID: id}
 	a.Journal, a.ReadErr = store.loadFile(src, id)
-	if errors.Is(a.ReadErr, ErrUnsafe) {
+	if errors.Is(a.ReadErr, statedir.ErrUnsafe) {
 		// Another user's file: nothing in it is worth reporting, and it
 		// is not rocectl's to move.
 		return nil, a.ReadErr
@@ -83,20 +70,8 @@ func Abandon(h *host.Host, store Store, id string) (*Abandoned, error) {
 			}
 		}
 	}
-	if err := os.MkdirAll(store.abandonedDir(), 0o700); err != nil {
+	if a.MovedTo, err = store.SetAside(id, src); err != nil {
 		return nil, err
-	}
-	a.MovedTo = filepath.Join(store.abandonedDir(), id+".json")
-	if err := os.Rename(src, a.MovedTo); err != nil {
-		return nil, err
-	}
-	_ = os.Remove(store.reservePath(id))
-	// A copy in done/ (a journal reopened by a failed rollback) goes too,
-	// or Load would find it.
-	_ = os.Remove(store.donePath(id))
-	if d, err := os.Open(filepath.Dir(src)); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return a, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 func profilePath(name string) string {
@@ -83,7 +84,7 @@ func newRig(t *testing.T, fixture, profile string) *rig {
 	}
 	d, pl := planOf(h, d)
 	return &rig{root: root, sim: sim, h: h, d: d, plan: pl,
-		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
+		opts: Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1}}
 }
 
 func (r *rig) apply(t *testing.T) error {
@@ -319,25 +320,6 @@ func TestRecoveryFromJournalAfterCrash(t *testing.T) {
 	}
 }
 
-func TestLockNamesHolder(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
-	l, err := s.Acquire("apply -p a.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	_, err = s.Acquire("apply -p b.toml")
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "apply -p a.toml") || !strings.Contains(err.Error(), "pid ") {
-		t.Fatalf("second acquire: %v", err)
-	}
-	l.Release()
-	l2, err := s.Acquire("again")
-	if err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-	l2.Release()
-}
-
 func TestStepsGroupObjectsWrittenTogether(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
 	var groups []string
@@ -402,7 +384,7 @@ func TestApplyOnBnxtFixture(t *testing.T) {
 	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
 	d, plan := planOf(h, d)
-	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	txn, err := Begin(h, d, plan, "x", Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +418,7 @@ func TestBnxtRefusesPFCWithoutHostDCBX(t *testing.T) {
 	p, _ := policy.Load(prof, policy.LoadOptions{})
 	d := policy.Resolve(p, h.Ports(h.Discover(), true))
 	nccl.Resolve(d)
-	txn, err := Begin(h, d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	txn, err := Begin(h, d, policy.Diff(d, h.Observe(d)), "x", Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +535,7 @@ func TestDevlinkDriverinitNeedsReload(t *testing.T) {
 	if len(plan.Changes) != 2 || !strings.Contains(plan.Changes[0].Note, "devlink dev reload pci/0000:3b:00.0") {
 		t.Fatalf("plan: %+v", plan.Changes)
 	}
-	txn, _ := Begin(h, d, plan, "x", Options{Store: Store{Dir: t.TempDir()}, Retries: 1})
+	txn, _ := Begin(h, d, plan, "x", Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1})
 	if err := txn.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // benchHost is a writable host with the ConnectX recipe resolved for it:
@@ -77,7 +78,7 @@ func (bh *benchHost) plan(b *testing.B) *policy.Plan {
 // /marshal is the JSON alone, to split CPU from the file system's part.
 func BenchmarkJournalSave(b *testing.B) {
 	bh := newBenchHost(b, 2)
-	opts := Options{Store: Store{Dir: b.TempDir()}}
+	opts := Options{Store: Store{Store: statedir.Store{Dir: b.TempDir()}}}
 	txn, err := Begin(bh.h, bh.d, bh.plan(b), "bench", opts)
 	if err != nil {
 		b.Fatal(err)
@@ -123,7 +124,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 	for _, ports := range []int{2, 64} {
 		b.Run(fmt.Sprintf("ports=%d", ports), func(b *testing.B) {
 			bh := newBenchHost(b, ports)
-			opts := Options{Store: Store{Dir: b.TempDir()}, Retries: 5, Interval: time.Second}
+			opts := Options{Store: Store{Store: statedir.Store{Dir: b.TempDir()}}, Retries: 5, Interval: time.Second}
 			want := len(bh.plan(b).Changes)
 			var applyDur, journalDur time.Duration
 			toggles := 0
@@ -163,7 +164,7 @@ func BenchmarkApplyRecipe(b *testing.B) {
 				}
 				// Keep the state dir as small as between a host's applies
 				// (the rolled-back journal went to done/).
-				if err := os.Remove(opts.Store.donePath(txn.J.ID)); err != nil {
+				if err := os.Remove(opts.Store.DonePath(txn.J.ID)); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -192,7 +193,7 @@ func (bh *benchHost) linkToggles() map[string]int {
 // parses all of them; layout=done is the Store now.
 func BenchmarkStoreOpen(b *testing.B) {
 	bh := newBenchHost(b, 8)
-	txn, err := Begin(bh.h, bh.d, bh.plan(b), "bench", Options{Store: Store{Dir: b.TempDir()}})
+	txn, err := Begin(bh.h, bh.d, bh.plan(b), "bench", Options{Store: Store{Store: statedir.Store{Dir: b.TempDir()}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -200,10 +201,10 @@ func BenchmarkStoreOpen(b *testing.B) {
 	const finished = 200
 	for _, layout := range []string{"flat", "done"} {
 		b.Run("layout="+layout, func(b *testing.B) {
-			s := Store{Dir: b.TempDir()}
-			dir := s.journalDir()
+			s := Store{Store: statedir.Store{Dir: b.TempDir()}}
+			dir := s.JournalDir()
 			if layout == "done" {
-				dir = s.doneDir()
+				dir = s.DoneDir()
 			}
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				b.Fatal(err)

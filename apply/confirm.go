@@ -98,7 +98,7 @@ func WaitConfirm(ctx context.Context, pr *Prepared, id string, opts WaitOptions)
 // revertPending rolls back a confirm-pending apply now (a storm during its
 // window), unless it was settled meanwhile.
 func revertPending(ctx context.Context, h *host.Host, store Store, id string, storm *verify.Storm) (*WaitResult, error) {
-	lock, err := AcquireWaiting(ctx, store, "apply (storm in confirm window)")
+	lock, err := store.AcquireWaiting(ctx, "apply (storm in confirm window)")
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // Tests of what real drivers do beyond obeying the request: each one runs
@@ -47,7 +48,7 @@ func driverRig(t *testing.T, fixture, profile string, prep func(*nictest.Sim)) *
 		t.Fatalf("profile matches no port of %s", fixture)
 	}
 	d, pl := planOf(h, d)
-	return &rig{root: root, sim: sim, h: h, d: d, plan: pl, opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
+	return &rig{root: root, sim: sim, h: h, d: d, plan: pl, opts: Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1}}
 }
 
 // applyAndRollBack applies the rig's plan, then rolls it back, and returns

@@ -70,7 +70,7 @@ func Begin(h *host.Host, d *policy.Desired, plan *policy.Plan, profileHash strin
 		}
 	}
 	if err := opts.Store.Save(j); err != nil {
-		opts.Store.discard(j.ID)
+		opts.Store.Discard(j.ID)
 		return nil, fmt.Errorf("writing the journal before apply (nothing was changed): %w", err)
 	}
 	if opts.Owed == nil {

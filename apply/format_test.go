@@ -16,6 +16,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 const goldenV1 = "testdata/journal-v1-connectx-lossless.json"
@@ -49,15 +50,15 @@ func TestGoldenV1JournalMigratesAndRollsBack(t *testing.T) {
 	// The golden journal was written for another copy of the fixture: the
 	// root is the one thing to point at this one (v1 has no checksum).
 	data = bytes.ReplaceAll(data, []byte(goldenRoot(t, data)), []byte(r.root))
-	s := Store{Dir: t.TempDir()}
+	s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	j, err := DecodeJournal(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(s.doneDir(), 0o700); err != nil {
+	if err := os.MkdirAll(s.DoneDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.donePath(j.ID), data, 0o600); err != nil {
+	if err := os.WriteFile(s.DonePath(j.ID), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	j, err = s.Load(j.ID)
@@ -80,7 +81,7 @@ func TestGoldenV1JournalMigratesAndRollsBack(t *testing.T) {
 	}
 	r.assertRestored(t, before, "after the v1 rollback")
 	// Saved back in the current format.
-	raw, err := os.ReadFile(s.donePath(j.ID))
+	raw, err := os.ReadFile(s.DonePath(j.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestDamagedJournalsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := os.ReadFile(r.opts.Store.path(txn.J.ID))
+	good, err := os.ReadFile(r.opts.Store.JournalPath(txn.J.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestDamagedJournalsAreRefused(t *testing.T) {
 				t.Fatalf("DecodeJournal = %v, %v; want %v", j, err, tc.want)
 			}
 			// Through the store: refused with the way out.
-			if err := os.WriteFile(r.opts.Store.path(txn.J.ID), tc.data, 0o600); err != nil {
+			if err := os.WriteFile(r.opts.Store.JournalPath(txn.J.ID), tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			_, err = Recover(r.h, r.opts.Store, false, time.Now())

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // Journal states.
@@ -71,47 +71,13 @@ func (j *Journal) Final() bool {
 	return j.State == StateCommitted || j.State == StateRolledBack
 }
 
-// Store keeps journals in a state directory (default /var/lib/rocectl):
-// journal/<id>.json while an apply is open (applying, applied,
-// confirm-pending, rollback-failed), journal/done/<id>.json once it is
-// final (committed, rolled back).
-//
-// Every apply, rollback and agent start looks for open journals; keeping
-// the finished ones apart means that look parses none of the host's
-// history, which would otherwise grow by one journal per apply (with 200
-// finished journals an 8-port apply took 320 ms instead of 15). Of the
-// finished journals the newest Keep stay, and the newest committed one
-// (what `rocectl rollback` undoes) always; older ones are deleted when a
-// journal is finished.
+// Store is the state dir's journals as Journals: statedir.Store keeps
+// their files (where they lie, durable writes, pruning) and lends this type
+// the lock, the state files and the trust checks; Store encodes and
+// decodes what they hold (codec.go).
 type Store struct {
-	Dir string
-	// Keep is how many finished journals to keep; 0 means DefaultKeep.
-	Keep int
+	statedir.Store
 }
-
-// DefaultKeep is how many finished journals a Store keeps by default: weeks
-// of history for a host applied daily, a few MB for eight ports.
-const DefaultKeep = 50
-
-func (s Store) journalDir() string { return filepath.Join(s.Dir, "journal") }
-
-func (s Store) doneDir() string { return filepath.Join(s.journalDir(), "done") }
-
-func (s Store) path(id string) string { return filepath.Join(s.journalDir(), id+".json") }
-
-func (s Store) donePath(id string) string { return filepath.Join(s.doneDir(), id+".json") }
-
-func (s Store) abandonedDir() string { return filepath.Join(s.journalDir(), "abandoned") }
-
-// reservePath is the room kept for a journal's final save (see Save).
-func (s Store) reservePath(id string) string {
-	return filepath.Join(s.journalDir(), "."+id+".reserve")
-}
-
-// WatcherLog is where the detached process that keeps an apply's confirm
-// deadline (when systemd cannot) writes its output; it goes when the
-// apply's journal is pruned.
-func (s Store) WatcherLog(id string) string { return filepath.Join(s.Dir, "confirm-"+id+".log") }
 
 // newID names a journal by its start time, the second and then the
 // microsecond within it (20261130T122955Z-481203), so that names sort by
@@ -122,27 +88,13 @@ func newID(now time.Time) string {
 	return fmt.Sprintf("%s-%06d", now.Format("20060102T150405Z"), now.Nanosecond()/1000)
 }
 
-// Save writes the journal atomically and durably: temp file, fsync, rename,
-// fsync of the directory. Only then may the host be touched.
-//
-// A final journal is then moved to done/ with one rename, which needs no
-// fsync: should the move be lost in a crash, the file left in journal/
-// holds the final state, and Open skips it and the next final Save moves
-// it. A journal that leaves the final states (a rollback of a committed
-// apply that fails) is written to journal/ again, and its done/ copy
-// removed; while both exist, the one in journal/ is the newer.
-//
-// The final save must not fail for want of space: the host would hold a
-// change the journal does not admit to. So every save of an open journal
-// also allocates room for the next one (journal/.ID.reserve, twice the
-// journal's size), and each save frees that room just before it writes.
-// A save that cannot reserve the room fails, which at Begin is before
-// anything on the host changed.
+// Save writes the journal atomically and durably (statedir's
+// WriteJournal: temp file, fsync, rename, fsync of the directory; room
+// reserved for the next save while the journal is open; a final one moved
+// to done/). Only then may the host be touched. A final save then prunes
+// the finished journals beyond Keep.
 func (s Store) Save(j *Journal) error {
-	if err := s.checkTree(); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.journalDir(), 0o700); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	j.Updated = time.Now().UTC()
@@ -150,23 +102,11 @@ func (s Store) Save(j *Journal) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(s.reservePath(j.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := writeFileDurable(s.path(j.ID), data, 0o600); err != nil {
+	if err := s.WriteJournal(j.ID, data, j.Final()); err != nil {
 		return err
 	}
 	if !j.Final() {
-		if err := os.Remove(s.donePath(j.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		if err := reserve(s.reservePath(j.ID), 2*int64(len(data))+16<<10); err != nil {
-			return fmt.Errorf("reserving room for the journal's next save: %w", err)
-		}
 		return nil
-	}
-	if err := s.moveDone(j.ID); err != nil {
-		return err
 	}
 	// Pruning is housekeeping: a journal it cannot delete now is
 	// deleted by a later final Save, and is no reason to fail this one.
@@ -174,192 +114,44 @@ func (s Store) Save(j *Journal) error {
 	return nil
 }
 
-// fallocate is syscall.Fallocate; tests replace it.
-var fallocate = syscall.Fallocate
-
-// reserve allocates size bytes of disk to path (fallocate, or zeros where
-// the filesystem has no fallocate), durably.
-func reserve(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	// tmpfs gives up with EINTR whenever a signal is pending
-	// (shmem_fallocate), and the Go runtime signals its threads to
-	// preempt them: a state dir on tmpfs failed applies that way. Calling
-	// again is safe: what is already allocated stays so.
-	for {
-		err = fallocate(int(f.Fd()), 0, 0, size)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if errors.Is(err, syscall.EOPNOTSUPP) {
-		_, err = f.Write(make([]byte, size))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
-}
-
-// discard removes a journal that never reached the host (Begin failed
-// after its first save, or before).
-func (s Store) discard(id string) {
-	_ = os.Remove(s.path(id))
-	_ = os.Remove(s.reservePath(id))
-}
-
-// moveDone moves a final journal from journal/ to done/. Another rocectl
-// may have moved it already (prune), which is as good.
-func (s Store) moveDone(id string) error {
-	if err := os.MkdirAll(s.doneDir(), 0o700); err != nil {
-		return err
-	}
-	err := os.Rename(s.path(id), s.donePath(id))
-	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat(s.donePath(id)); serr == nil {
-			return nil
-		}
-	}
-	return err
-}
-
-// prune moves final journals a crash left in journal/ to done/, then
-// deletes the oldest finished journals beyond Keep, sparing the newest
-// committed one. IDs begin with their start time, so names sort by age.
+// prune is statedir's Prune with what only a decoded journal tells: which
+// of journal/ are final, and which finished one is the last committed.
 func (s Store) prune() error {
-	open, err := s.readDir(s.journalDir())
-	if err != nil {
-		return err
+	final := func(id string) bool {
+		j, err := s.loadFile(s.JournalPath(id), id)
+		return err == nil && j.Final()
 	}
-	for _, id := range open {
-		if j, err := s.loadFile(s.path(id), id); err == nil && j.Final() {
-			_ = s.moveDone(id)
+	spare := func(done []string) (string, error) {
+		last, err := s.lastCommittedIn(done)
+		if err != nil || last == nil {
+			return "", err
 		}
+		return last.ID, nil
 	}
-	done, err := s.readDir(s.doneDir())
-	if err != nil {
-		return err
-	}
-	keep := s.Keep
-	if keep <= 0 {
-		keep = DefaultKeep
-	}
-	if len(done) <= keep {
-		return nil
-	}
-	last, err := s.lastCommittedIn(done)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, id := range done[:len(done)-keep] {
-		if last != nil && id == last.ID {
-			continue
-		}
-		for _, p := range []string{s.donePath(id), s.WatcherLog(id)} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// readDir returns the journal IDs in dir, sorted by name (oldest first).
-func (s Store) readDir(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range ents {
-		n := e.Name()
-		if !strings.HasSuffix(n, ".json") || strings.HasPrefix(n, ".") || e.IsDir() {
-			continue
-		}
-		if !e.Type().IsRegular() {
-			// A symlink or FIFO where a journal belongs is nobody's
-			// mistake: refuse rather than pass over it.
-			return nil, &UnsafePathError{Path: filepath.Join(dir, n), Want: uint32(os.Geteuid()), Why: "is not a regular file"}
-		}
-		ids = append(ids, strings.TrimSuffix(n, ".json"))
-	}
-	return ids, nil // ReadDir sorts by name
-}
-
-func writeFileDurable(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func checkID(id string) error {
-	if strings.ContainsAny(id, "/\\") || id == "" || strings.HasPrefix(id, ".") {
-		return fmt.Errorf("%q is not a journal ID", id)
-	}
-	return nil
+	return s.Prune(final, spare)
 }
 
 // Load reads one journal, open or finished.
 func (s Store) Load(id string) (*Journal, error) {
-	if err := checkID(id); err != nil {
+	if err := statedir.CheckID(id); err != nil {
 		return nil, err
 	}
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
 	// journal/ first: while a journal is in both, that copy is newer.
-	j, err := s.loadFile(s.path(id), id)
+	j, err := s.loadFile(s.JournalPath(id), id)
 	if errors.Is(err, os.ErrNotExist) {
-		j, err = s.loadFile(s.donePath(id), id)
+		j, err = s.loadFile(s.DonePath(id), id)
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no apply with ID %s in %s", id, s.journalDir())
+		return nil, s.NoJournal(id)
 	}
 	return j, err
 }
 
 func (s Store) loadFile(path, id string) (*Journal, error) {
-	data, err := readSafe(path)
+	data, err := statedir.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -391,14 +183,14 @@ func (e *JournalError) Unwrap() error { return e.Err }
 
 // List returns every journal, open and finished, oldest first.
 func (s Store) List() ([]*Journal, error) {
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	open, err := s.readDir(s.journalDir())
+	open, err := s.OpenIDs()
 	if err != nil {
 		return nil, err
 	}
-	done, err := s.readDir(s.doneDir())
+	done, err := s.DoneIDs()
 	if err != nil {
 		return nil, err
 	}
@@ -430,16 +222,16 @@ func sortByStart(js []*Journal) {
 // applies (crash) and open confirm windows. It reads journal/ only, where
 // there are none at all but while an apply runs.
 func (s Store) Open() ([]*Journal, error) {
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	ids, err := s.readDir(s.journalDir())
+	ids, err := s.OpenIDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []*Journal
 	for _, id := range ids {
-		j, err := s.loadFile(s.path(id), id)
+		j, err := s.loadFile(s.JournalPath(id), id)
 		if errors.Is(err, os.ErrNotExist) { // finished meanwhile
 			continue
 		}
@@ -456,10 +248,10 @@ func (s Store) Open() ([]*Journal, error) {
 
 // LastCommitted returns the newest committed journal, or nil.
 func (s Store) LastCommitted() (*Journal, error) {
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	done, err := s.readDir(s.doneDir())
+	done, err := s.DoneIDs()
 	if err != nil {
 		return nil, err
 	}
@@ -468,12 +260,12 @@ func (s Store) LastCommitted() (*Journal, error) {
 		return nil, err
 	}
 	// A final journal a crash left in journal/ may be newer.
-	open, err := s.readDir(s.journalDir())
+	open, err := s.OpenIDs()
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range open {
-		j, err := s.loadFile(s.path(id), id)
+		j, err := s.loadFile(s.JournalPath(id), id)
 		if err == nil && j.State == StateCommitted && (last == nil || newer(j, last)) {
 			last = j
 		}
@@ -492,7 +284,7 @@ func (s Store) lastCommittedIn(done []string) (*Journal, error) {
 		if last != nil && !strings.HasPrefix(id, secondOf(last.ID)) {
 			break
 		}
-		j, err := s.loadFile(s.donePath(id), id)
+		j, err := s.loadFile(s.DonePath(id), id)
 		if errors.Is(err, os.ErrNotExist) { // pruned meanwhile
 			continue
 		}

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // journalAt is a journal started at second sec of a fixed day, so that IDs
@@ -23,10 +23,11 @@ func journalAt(sec int, state string) *Journal {
 				Name: "link.mtu", Kind: policy.KindMTU, Value: "9000"}, Before: "1500"}}}}}
 }
 
-// files lists the journal files of dir (journal/ or journal/done/) by ID.
-func files(t *testing.T, dir string) []string {
+// files lists the journal files of journal/ (s.OpenIDs) or journal/done/
+// (s.DoneIDs) by ID.
+func files(t *testing.T, dir func() ([]string, error)) []string {
 	t.Helper()
-	ids, err := Store{}.readDir(dir)
+	ids, err := dir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +42,10 @@ func save(t *testing.T, s Store, j *Journal) {
 }
 
 func TestFinishedJournalsMoveToDone(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	j := journalAt(0, StateApplying)
 	save(t, s, j)
-	if got := files(t, s.journalDir()); !slices.Equal(got, []string{j.ID}) {
+	if got := files(t, s.OpenIDs); !slices.Equal(got, []string{j.ID}) {
 		t.Fatalf("open journals on disk %v, want [%s]", got, j.ID)
 	}
 	if open, err := s.Open(); err != nil || len(open) != 1 || open[0].ID != j.ID {
@@ -53,10 +54,10 @@ func TestFinishedJournalsMoveToDone(t *testing.T) {
 
 	j.State = StateCommitted
 	save(t, s, j)
-	if got := files(t, s.journalDir()); len(got) != 0 {
+	if got := files(t, s.OpenIDs); len(got) != 0 {
 		t.Errorf("journal/ still holds %v after commit", got)
 	}
-	if got := files(t, s.doneDir()); !slices.Equal(got, []string{j.ID}) {
+	if got := files(t, s.DoneIDs); !slices.Equal(got, []string{j.ID}) {
 		t.Errorf("journal/done/ holds %v, want [%s]", got, j.ID)
 	}
 	if open, err := s.Open(); err != nil || len(open) != 0 {
@@ -78,9 +79,9 @@ func TestFinishedJournalsMoveToDone(t *testing.T) {
 // Starting an apply must not read the host's history: a damaged finished
 // journal does not stop Open, only List (which reads everything) sees it.
 func TestOpenReadsNoFinishedJournal(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	save(t, s, journalAt(0, StateCommitted))
-	if err := os.WriteFile(filepath.Join(s.doneDir(), "20261130T115959Z-000000.json"), []byte("{not json"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(s.DoneDir(), "20261130T115959Z-000000.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if open, err := s.Open(); err != nil || len(open) != 0 {
@@ -92,7 +93,7 @@ func TestOpenReadsNoFinishedJournal(t *testing.T) {
 }
 
 func TestPruneKeepsNewestAndLastCommitted(t *testing.T) {
-	s := Store{Dir: t.TempDir(), Keep: 3}
+	s := Store{Store: statedir.Store{Dir: t.TempDir(), Keep: 3}}
 	// One commit, then five applies the guard rolled back; the first of
 	// these had a confirm watcher, whose log goes with its journal.
 	save(t, s, journalAt(0, StateCommitted))
@@ -106,7 +107,7 @@ func TestPruneKeepsNewestAndLastCommitted(t *testing.T) {
 		t.Errorf("the pruned apply's watcher log is still there (%v)", err)
 	}
 	want := []string{journalAt(0, "").ID, journalAt(3, "").ID, journalAt(4, "").ID, journalAt(5, "").ID}
-	if got := files(t, s.doneDir()); !slices.Equal(got, want) {
+	if got := files(t, s.DoneIDs); !slices.Equal(got, want) {
 		t.Fatalf("journal/done/ holds %v, want the commit and the newest three %v", got, want)
 	}
 	if last, err := s.LastCommitted(); err != nil || last == nil || last.ID != want[0] {
@@ -115,13 +116,13 @@ func TestPruneKeepsNewestAndLastCommitted(t *testing.T) {
 	// A newer commit frees the old one.
 	save(t, s, journalAt(6, StateCommitted))
 	want = []string{journalAt(4, "").ID, journalAt(5, "").ID, journalAt(6, "").ID}
-	if got := files(t, s.doneDir()); !slices.Equal(got, want) {
+	if got := files(t, s.DoneIDs); !slices.Equal(got, want) {
 		t.Fatalf("journal/done/ holds %v, want %v", got, want)
 	}
 	// Open journals are never pruned.
 	save(t, s, journalAt(7, StateConfirmPending))
 	save(t, s, journalAt(8, StateCommitted))
-	if got := files(t, s.journalDir()); !slices.Equal(got, []string{journalAt(7, "").ID}) {
+	if got := files(t, s.OpenIDs); !slices.Equal(got, []string{journalAt(7, "").ID}) {
 		t.Fatalf("journal/ holds %v, want the confirm-pending journal", got)
 	}
 }
@@ -129,12 +130,12 @@ func TestPruneKeepsNewestAndLastCommitted(t *testing.T) {
 // A rollback of a committed apply that fails reopens its journal: it must
 // show up as open again, and no stale committed copy may remain.
 func TestFinishedJournalReopensOnFailedRollback(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	j := journalAt(0, StateCommitted)
 	save(t, s, j)
 	j.State = StateRollbackFailed
 	save(t, s, j)
-	if got := files(t, s.doneDir()); len(got) != 0 {
+	if got := files(t, s.DoneIDs); len(got) != 0 {
 		t.Errorf("journal/done/ still holds %v", got)
 	}
 	open, err := s.Open()
@@ -150,10 +151,10 @@ func TestFinishedJournalReopensOnFailedRollback(t *testing.T) {
 // back in journal/. It is not open, it still counts as the last commit, and
 // the next finished journal tidies it away.
 func TestFinalJournalLeftInJournalDir(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	old := journalAt(0, StateCommitted)
 	save(t, s, old)
-	if err := os.Rename(s.donePath(old.ID), s.path(old.ID)); err != nil {
+	if err := os.Rename(s.DonePath(old.ID), s.JournalPath(old.ID)); err != nil {
 		t.Fatal(err)
 	}
 	if open, err := s.Open(); err != nil || len(open) != 0 {
@@ -163,10 +164,10 @@ func TestFinalJournalLeftInJournalDir(t *testing.T) {
 		t.Fatalf("LastCommitted() = %v, %v; want %s", last, err, old.ID)
 	}
 	save(t, s, journalAt(1, StateRolledBack))
-	if got := files(t, s.journalDir()); len(got) != 0 {
+	if got := files(t, s.OpenIDs); len(got) != 0 {
 		t.Errorf("journal/ still holds %v", got)
 	}
-	if got := files(t, s.doneDir()); len(got) != 2 {
+	if got := files(t, s.DoneIDs); len(got) != 2 {
 		t.Errorf("journal/done/ holds %v, want both journals", got)
 	}
 }
@@ -174,7 +175,7 @@ func TestFinalJournalLeftInJournalDir(t *testing.T) {
 // IDs carry the second only; within it the newest commit is found by its
 // start time, not by the random part of the ID.
 func TestLastCommittedWithinOneSecond(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	a, b := journalAt(0, StateCommitted), journalAt(0, StateCommitted)
 	a.ID, b.ID = a.ID[:17]+"ffffff", b.ID[:17]+"000000"
 	b.Started = a.Started.Add(time.Millisecond)
@@ -198,26 +199,5 @@ func TestJournalIDsSortByStart(t *testing.T) {
 	}
 	if got, want := newID(time.Date(2026, 11, 30, 12, 29, 55, 481_203_999, time.UTC)), "20261130T122955Z-481203"; got != want {
 		t.Errorf("newID = %s, want %s", got, want)
-	}
-}
-
-// An interrupted fallocate (tmpfs, with the runtime's preemption signals)
-// is tried again, not a failed apply.
-func TestReserveRetriesEINTR(t *testing.T) {
-	calls := 0
-	fallocate = func(fd int, mode uint32, off, size int64) error {
-		calls++
-		if calls < 3 {
-			return syscall.EINTR
-		}
-		return syscall.Fallocate(fd, mode, off, size)
-	}
-	t.Cleanup(func() { fallocate = syscall.Fallocate })
-	p := filepath.Join(t.TempDir(), ".x.reserve")
-	if err := reserve(p, 4096); err != nil || calls != 3 {
-		t.Fatalf("reserve: %v after %d calls, want success on the 3rd", err, calls)
-	}
-	if fi, err := os.Stat(p); err != nil || fi.Size() != 4096 {
-		t.Errorf("reserved file %v, %v; want 4096 bytes", fi, err)
 	}
 }

@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -99,22 +98,6 @@ func Expired(store Store, now time.Time) ([]*Journal, error) {
 		}
 	}
 	return out, nil
-}
-
-// AcquireWaiting takes the state lock, waiting while another rocectl holds
-// it: a deadline or a storm must act once the current change is done.
-func AcquireWaiting(ctx context.Context, store Store, who string) (*Lock, error) {
-	for {
-		lock, err := store.Acquire(who)
-		if !errors.Is(err, ErrLocked) {
-			return lock, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // ExpiredNotice words an expired, uncommitted confirm window for audit and

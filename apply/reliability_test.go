@@ -68,7 +68,7 @@ func TestFinalSaveHasRoomOnAFullStateFS(t *testing.T) {
 	if err != nil || j.State != StateCommitted {
 		t.Fatalf("journal %+v, %v; want committed", j, err)
 	}
-	if _, err := os.Stat(r.opts.Store.reservePath(j.ID)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.opts.Store.ReservePath(j.ID)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the reserve of a final journal is still there (%v)", err)
 	}
 }
@@ -83,7 +83,7 @@ func TestFinalSaveFailureSaysWhatTheHostHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(r.opts.Store.reservePath(txn.J.ID)); err != nil {
+	if err := os.Remove(r.opts.Store.ReservePath(txn.J.ID)); err != nil {
 		t.Fatal(err)
 	}
 	fill(t, filepath.Dir(r.opts.Store.Dir))
@@ -115,7 +115,7 @@ func TestBeginWithoutRoomChangesNothing(t *testing.T) {
 	r := newRig(t, "cx6dx-ofed-factory", "connectx-lossless.toml")
 	dir := smallFS(t, "1m")
 	r.opts.Store.Dir = filepath.Join(dir, "state")
-	if err := os.MkdirAll(r.opts.Store.journalDir(), 0o700); err != nil {
+	if err := os.MkdirAll(r.opts.Store.JournalDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	fill(t, dir)
@@ -211,7 +211,7 @@ func TestAbandonDamagedJournalUnblocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := r.opts.Store
-	p := s.path(txn.J.ID)
+	p := s.JournalPath(txn.J.ID)
 	data, _ := os.ReadFile(p)
 	if err := os.WriteFile(p, data[:len(data)/2], 0o600); err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestAbandonDamagedJournalUnblocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Journal != nil || !errors.Is(a.ReadErr, ErrJournalDamaged) || a.MovedTo != filepath.Join(s.abandonedDir(), txn.J.ID+".json") {
+	if a.Journal != nil || !errors.Is(a.ReadErr, ErrJournalDamaged) || a.MovedTo != filepath.Join(s.AbandonedDir(), txn.J.ID+".json") {
 		t.Fatalf("Abandon = %+v", a)
 	}
 	if got, _ := os.ReadFile(a.MovedTo); string(got) != string(data[:len(data)/2]) {
@@ -261,37 +261,5 @@ func TestAbandonReportsTheHost(t *testing.T) {
 	}
 	if open, err := r.opts.Store.Open(); err != nil || len(open) != 0 {
 		t.Errorf("Open after abandon = %v, %v", open, err)
-	}
-}
-
-// Defect 8: temp files of interrupted saves piled up. Taking the lock
-// clears them, and the reserve of journals no longer open.
-func TestStaleTempFilesCleanedAtStart(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
-	open := journalAt(0, StateConfirmPending)
-	save(t, s, open)
-	save(t, s, journalAt(1, StateCommitted))
-	stale := []string{
-		filepath.Join(s.journalDir(), "."+open.ID+".json.tmp123"),
-		filepath.Join(s.doneDir(), ".x.json.tmp9"),
-		s.reservePath("20261130T110000Z-000000"),
-	}
-	for _, p := range stale {
-		if err := os.WriteFile(p, make([]byte, 96<<10), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l, err := s.Acquire("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	for _, p := range stale {
-		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s survived (%v)", p, err)
-		}
-	}
-	if _, err := os.Stat(s.reservePath(open.ID)); err != nil {
-		t.Errorf("the open journal's reserve went: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // mtuResetKernel is a driver that silently puts the MTU back when PFC
@@ -81,7 +82,7 @@ func TestRunOutcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pr, sim := prepared(t, tc.kernel)
 			before := sim.Config()
-			store := Store{Dir: t.TempDir()}
+			store := Store{Store: statedir.Store{Dir: t.TempDir()}}
 			opts := tc.opts
 			opts.Store, opts.Soak, opts.Now = store, &noSoak, func() time.Time { return clock }
 			hooked := 0
@@ -144,7 +145,7 @@ func TestConfirmDeadlineIsHonouredOnlyWhenPassed(t *testing.T) {
 	clock := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	pr, sim := prepared(t, nil)
 	before := sim.Config()
-	store := Store{Dir: t.TempDir()}
+	store := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	noSoak := time.Duration(0)
 	res, err := Run(context.Background(), pr, RunOptions{Store: store, Soak: &noSoak, Confirm: time.Minute, Now: func() time.Time { return clock }})
 	if err != nil || res.Outcome != ConfirmPending {
@@ -185,7 +186,7 @@ func TestConfirmDeadlineIsHonouredOnlyWhenPassed(t *testing.T) {
 func TestRecoverRestoresAnUnfinishedApply(t *testing.T) {
 	pr, sim := prepared(t, nil)
 	before := sim.Config()
-	store := Store{Dir: t.TempDir()}
+	store := Store{Store: statedir.Store{Dir: t.TempDir()}}
 	txn, err := Begin(pr.Host, pr.Desired, pr.Plan, pr.Profile.Hash, Options{Store: store, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestRunInterrupted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pr, sim := prepared(t, nil)
 			before := sim.Config()
-			store := Store{Dir: t.TempDir()}
+			store := Store{Store: statedir.Store{Dir: t.TempDir()}}
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			opts := RunOptions{Store: store, Soak: tc.soak, NoVerify: tc.noVerify}

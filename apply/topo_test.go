@@ -21,6 +21,7 @@ import (
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 const lagProfile = `name = "lag"
@@ -72,7 +73,7 @@ func topoRigWith(t *testing.T, fixture, profile string, setup func(*nictest.Sim)
 	nccl.Resolve(d)
 	d, pl := planOf(h, d)
 	return &rig{root: root, sim: sim, h: h, d: d, plan: pl,
-		opts: Options{Store: Store{Dir: t.TempDir()}, Retries: 1}}
+		opts: Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1}}
 }
 
 // On a RoCE LAG the per-physical-port settings go to both slaves, the MTU
@@ -263,7 +264,7 @@ func TestLAGStepsSpanBothSlavesAndRoundTrip(t *testing.T) {
 			t.Errorf("no LAG step %q (have %v)", g, groups)
 		}
 	}
-	raw, err := os.ReadFile(r.opts.Store.path(txn.J.ID))
+	raw, err := os.ReadFile(r.opts.Store.JournalPath(txn.J.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

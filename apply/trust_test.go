@@ -3,7 +3,6 @@ package apply
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // nobody is the unprivileged user the attacks run as.
@@ -67,11 +67,11 @@ func TestForgedJournalInWorldWritableStateDirIsRefused(t *testing.T) {
 
 	// Control: the same journal, root's own, is acted on. So the refusal
 	// below is the ownership check, not a journal rollback cannot use.
-	own := Store{Dir: t.TempDir()}
-	if err := os.MkdirAll(own.journalDir(), 0o700); err != nil {
+	own := Store{Store: statedir.Store{Dir: t.TempDir()}}
+	if err := os.MkdirAll(own.JournalDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(own.path(id), data, 0o600); err != nil {
+	if err := os.WriteFile(own.JournalPath(id), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Recover(r.h, own, false, time.Now()); err != nil {
@@ -89,8 +89,8 @@ func TestForgedJournalInWorldWritableStateDirIsRefused(t *testing.T) {
 	asNobody(t, `mkdir "$1/journal" && cat > "$1/journal/$2.json"`, data, s.Dir, id)
 
 	_, err := Recover(r.h, s, false, time.Now())
-	var ue *UnsafePathError
-	if !errors.As(err, &ue) || !errors.Is(err, ErrUnsafe) || ue.Path != s.Dir {
+	var ue *statedir.UnsafePathError
+	if !errors.As(err, &ue) || !errors.Is(err, statedir.ErrUnsafe) || ue.Path != s.Dir {
 		t.Fatalf("Recover = %v; want the state dir refused as unsafe", err)
 	}
 	for _, want := range []string{s.Dir, "uid 0", "0777", "chown 0 " + s.Dir} {
@@ -104,10 +104,10 @@ func TestForgedJournalInWorldWritableStateDirIsRefused(t *testing.T) {
 	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the forged journal's file was written (%v)", err)
 	}
-	if _, err := s.Acquire("apply"); !errors.Is(err, ErrUnsafe) {
+	if _, err := s.Acquire("apply"); !errors.Is(err, statedir.ErrUnsafe) {
 		t.Errorf("Acquire = %v; want the state dir refused", err)
 	}
-	if err := s.Save(journalAt(0, StateApplying)); !errors.Is(err, ErrUnsafe) {
+	if err := s.Save(journalAt(0, StateApplying)); !errors.Is(err, statedir.ErrUnsafe) {
 		t.Errorf("Save = %v; want the state dir refused", err)
 	}
 
@@ -116,13 +116,13 @@ func TestForgedJournalInWorldWritableStateDirIsRefused(t *testing.T) {
 	if err := os.Chmod(s.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Recover(r.h, s, false, time.Now()); !errors.As(err, &ue) || ue.Path != s.journalDir() || ue.UID != nobody {
+	if _, err := Recover(r.h, s, false, time.Now()); !errors.As(err, &ue) || ue.Path != s.JournalDir() || ue.UID != nobody {
 		t.Fatalf("Recover = %v; want journal/ (uid %d) refused", err, nobody)
 	}
-	if err := os.Chown(s.journalDir(), 0, 0); err != nil {
+	if err := os.Chown(s.JournalDir(), 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Recover(r.h, s, false, time.Now()); !errors.As(err, &ue) || ue.Path != s.path(id) || ue.UID != nobody {
+	if _, err := Recover(r.h, s, false, time.Now()); !errors.As(err, &ue) || ue.Path != s.JournalPath(id) || ue.UID != nobody {
 		t.Fatalf("Recover = %v; want the journal file (uid %d) refused", err, nobody)
 	}
 	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
@@ -136,11 +136,11 @@ func TestStatePathsMustBeOwnedAndPrivate(t *testing.T) {
 	for name, spoil := range map[string]func(t *testing.T, s Store, id string){
 		"state dir group-writable": func(t *testing.T, s Store, id string) { chmod(t, s.Dir, 0o770) },
 		"state dir other owner":    func(t *testing.T, s Store, id string) { chown(t, s.Dir) },
-		"done/ other-writable":     func(t *testing.T, s Store, id string) { chmod(t, s.doneDir(), 0o703) },
-		"journal other owner":      func(t *testing.T, s Store, id string) { chown(t, s.donePath(id)) },
-		"journal group-writable":   func(t *testing.T, s Store, id string) { chmod(t, s.donePath(id), 0o620) },
+		"done/ other-writable":     func(t *testing.T, s Store, id string) { chmod(t, s.DoneDir(), 0o703) },
+		"journal other owner":      func(t *testing.T, s Store, id string) { chown(t, s.DonePath(id)) },
+		"journal group-writable":   func(t *testing.T, s Store, id string) { chmod(t, s.DonePath(id), 0o620) },
 		"journal a symlink": func(t *testing.T, s Store, id string) {
-			p := s.donePath(id)
+			p := s.DonePath(id)
 			if err := os.Rename(p, p+".real"); err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestStatePathsMustBeOwnedAndPrivate(t *testing.T) {
 		"lock other owner": func(t *testing.T, s Store, id string) { chown(t, filepath.Join(s.Dir, "lock")) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := Store{Dir: t.TempDir()}
+			s := Store{Store: statedir.Store{Dir: t.TempDir()}}
 			l, err := s.Acquire("test")
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +160,7 @@ func TestStatePathsMustBeOwnedAndPrivate(t *testing.T) {
 			j := journalAt(0, StateCommitted)
 			save(t, s, j)
 			// Created private.
-			for p, want := range map[string]os.FileMode{s.journalDir(): 0o700, s.doneDir(): 0o700, s.donePath(j.ID): 0o600, filepath.Join(s.Dir, "lock"): 0o600} {
+			for p, want := range map[string]os.FileMode{s.JournalDir(): 0o700, s.DoneDir(): 0o700, s.DonePath(j.ID): 0o600, filepath.Join(s.Dir, "lock"): 0o600} {
 				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
 					t.Fatalf("%s: %v, %v; want mode %04o", p, fi.Mode(), err, want)
 				}
@@ -172,8 +172,8 @@ func TestStatePathsMustBeOwnedAndPrivate(t *testing.T) {
 			} else {
 				_, err1 = s.LastCommitted()
 			}
-			if !errors.Is(err1, ErrUnsafe) {
-				t.Fatalf("got %v; want ErrUnsafe", err1)
+			if !errors.Is(err1, statedir.ErrUnsafe) {
+				t.Fatalf("got %v; want statedir.ErrUnsafe", err1)
 			}
 		})
 	}
@@ -193,76 +193,6 @@ func chown(t *testing.T, p string) {
 	}
 }
 
-// A state dir owned by root is trusted by any user: the packaged one
-// (root, 0700 or 0755) read by an operator's read-only audit was refused
-// with "fix: chown <their uid>", advice that would hand root's state dir
-// to them. Another user's, or a writable one, is still refused, and the
-// fix named is root's.
-func TestStateDirOwnedByRootIsTrustedByAnyUser(t *testing.T) {
-	needRoot(t)
-	dir := t.TempDir()
-	for _, c := range []struct {
-		owner int
-		mode  os.FileMode
-		ok    bool
-	}{{0, 0o700, true}, {0, 0o755, true}, {1001, 0o700, true}, {1002, 0o700, false}, {0, 0o777, false}} {
-		p := filepath.Join(dir, fmt.Sprintf("state-%d-%o", c.owner, c.mode))
-		if err := os.Mkdir(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, c.mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(p, c.owner, c.owner); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = checkOwnerFor(p, fi, 1001) // as uid 1001
-		if (err == nil) != c.ok {
-			t.Errorf("owner %d mode %04o as uid 1001: %v, want ok %v", c.owner, c.mode, err, c.ok)
-		}
-		if err != nil && (!strings.Contains(err.Error(), "must be owned by root or uid 1001") || !strings.Contains(err.Error(), "chown 0 "+p)) {
-			t.Errorf("message %q should want root or uid 1001 and say chown 0", err)
-		}
-	}
-}
-
-// The last switch-peer result is a state-dir file like a journal: in a
-// world-writable state dir another user could forge it, and root's audit
-// printed it as the switch's verdict; rocectl peer and the agent wrote into
-// that dir too. Now reading and writing it are refused there.
-func TestPeerStateInAWorldWritableStateDirIsRefused(t *testing.T) {
-	needRoot(t)
-	s := worldWritableStateDir(t, 0o777|os.ModeSticky)
-	asNobody(t, `cat > "$1/peer.json"`, []byte(`{"verdict":"consistent","reason":"forged"}`), s.Dir)
-	if _, err := s.ReadStateFile("peer.json"); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("ReadStateFile: %v, want %v", err, ErrUnsafe)
-	}
-	if err := s.WriteStateFile("peer.json", []byte("{}")); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("WriteStateFile: %v, want %v", err, ErrUnsafe)
-	}
-	// The state dir fixed, the other user's file is still refused.
-	chmod(t, s.Dir, 0o700)
-	if _, err := s.ReadStateFile("peer.json"); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("ReadStateFile of another user's file: %v, want %v", err, ErrUnsafe)
-	}
-	if err := os.Remove(filepath.Join(s.Dir, "peer.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WriteStateFile("peer.json", []byte("{}\n")); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := s.ReadStateFile("peer.json"); err != nil || string(b) != "{}\n" {
-		t.Errorf("ReadStateFile of root's own file: %q, %v", b, err)
-	}
-	if fi, err := os.Stat(filepath.Join(s.Dir, "peer.json")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("peer.json: %v, %v; want mode 0600, as journals", fi.Mode(), err)
-	}
-}
-
 // worldWritableStateDir is a state dir of mode that another user can
 // reach, as through /var/lib: its parents are 0711.
 func worldWritableStateDir(t *testing.T, mode os.FileMode) Store {
@@ -270,7 +200,7 @@ func worldWritableStateDir(t *testing.T, mode os.FileMode) Store {
 	base := t.TempDir()
 	chmod(t, filepath.Dir(base), 0o711)
 	chmod(t, base, 0o711)
-	s := Store{Dir: filepath.Join(base, "state")}
+	s := Store{Store: statedir.Store{Dir: filepath.Join(base, "state")}}
 	if err := os.Mkdir(s.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

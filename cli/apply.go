@@ -13,6 +13,7 @@ import (
 	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/verify"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 type applyFlags struct {
@@ -86,7 +87,7 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	}
 	defer done()
 	store := env.Store()
-	var lock *apply.Lock
+	var lock *statedir.Lock
 	if !f.dryRun {
 		lock, err = store.Acquire("apply -p " + f.profile)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // NewRootCommand builds the rocectl command tree over env.
@@ -75,7 +76,7 @@ func Program(env *Env, root *cobra.Command) *cobra.Command {
 	pf.StringVar(&env.Root, "root", env.Root, "prefix for /sys, /sys/kernel/config and /sys/kernel/debug (a copy of a host's tree)")
 	pf.StringVar(&env.Snapshot, "snapshot", "", "read the host from a capture directory instead of the live kernel (read-only)")
 	pf.StringVar(&env.StateDir, "state-dir", env.StateDir, "journal, lock and last result")
-	pf.IntVar(&env.KeepJournals, "keep-journals", apply.DefaultKeep, "finished apply journals to keep in the state dir (the newest, and always the last committed one)")
+	pf.IntVar(&env.KeepJournals, "keep-journals", statedir.DefaultKeep, "finished apply journals to keep in the state dir (the newest, and always the last committed one)")
 	pf.StringVar(&env.LogFormat, "log-format", env.LogFormat, "log format: text or json")
 	pf.BoolVarP(&env.Verbose, "verbose", "v", false, "debug logging")
 	pf.BoolVar(&env.AllowInsecureProfile, "allow-insecure-profile", false, "accept profile files writable by group or others, or owned by a user other than root and the one running rocectl")

@@ -21,6 +21,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -223,7 +224,7 @@ func TestKeepJournalsPrunesFinishedApplies(t *testing.T) {
 			}
 		}
 	}
-	js, err := apply.Store{Dir: state}.List()
+	js, err := apply.Store{Store: statedir.Store{Dir: state}}.List()
 	if err != nil || len(js) != 1 || js[0].State != apply.StateCommitted {
 		t.Fatalf("journals left: %d (%v), want the last committed one only", len(js), err)
 	}

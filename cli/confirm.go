@@ -150,7 +150,7 @@ func newConfirmWatchCmd(env *Env) *cobra.Command {
 				return err
 			}
 			defer done()
-			lock, err := apply.AcquireWaiting(cmd.Context(), store, "confirm-watch "+args[0])
+			lock, err := store.AcquireWaiting(cmd.Context(), "confirm-watch "+args[0])
 			if err != nil {
 				return err
 			}

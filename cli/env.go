@@ -13,6 +13,7 @@ import (
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // Exit codes of the CLI contract (DESIGN.md §3).
@@ -135,8 +136,14 @@ func (env *Env) Host(ctx context.Context) (*host.Host, func(), error) {
 	return &host.Host{FS: nic.NewFS(env.Root, false), K: k, Log: env.Log}, func() { _ = closeFn() }, nil
 }
 
-// Store is the state dir as --state-dir and --keep-journals name it.
-func (env *Env) Store() apply.Store { return apply.Store{Dir: env.StateDir, Keep: env.KeepJournals} }
+// State is the state dir as --state-dir and --keep-journals name it: the
+// lock, the state files and the journals' files.
+func (env *Env) State() statedir.Store {
+	return statedir.Store{Dir: env.StateDir, Keep: env.KeepJournals}
+}
+
+// Store is the state dir's journals (and, through statedir, its lock).
+func (env *Env) Store() apply.Store { return apply.Store{Store: env.State()} }
 
 // ProfileOptions are the options of every profile load: the global
 // --allow-insecure-profile.

@@ -12,6 +12,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // Defect 9: an expired, uncommitted confirm window whose watcher died was
@@ -26,7 +27,7 @@ func TestAuditReportsAnExpiredConfirmWindow(t *testing.T) {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
 	}
 	// The apply as a --confirm apply whose watcher was killed leaves it.
-	store := apply.Store{Dir: state}
+	store := apply.Store{Store: statedir.Store{Dir: state}}
 	j, err := store.LastCommitted()
 	if err != nil || j == nil {
 		t.Fatal(j, err)
@@ -67,7 +68,7 @@ func TestRollbackAbandonUnblocks(t *testing.T) {
 	if code, out, errs := run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...); code != ExitOK {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
 	}
-	store := apply.Store{Dir: state}
+	store := apply.Store{Store: statedir.Store{Dir: state}}
 	j, err := store.LastCommitted()
 	if err != nil || j == nil {
 		t.Fatal(j, err)

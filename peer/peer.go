@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // StateFile is the last peer result, in the state dir.
@@ -175,20 +175,20 @@ func Expect(p *policy.Profile) lldp.Expect {
 }
 
 // WriteState stores rep as the state dir's last peer result
-// (apply.Store.WriteStateFile: atomic, and only in a trusted state dir).
+// (statedir.Store.WriteStateFile: atomic, and only in a trusted state dir).
 func WriteState(dir string, rep *Report) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	return apply.Store{Dir: dir}.WriteStateFile(StateFile, append(b, '\n'))
+	return statedir.Store{Dir: dir}.WriteStateFile(StateFile, append(b, '\n'))
 }
 
 // ReadState reads the last peer result; (nil, nil) when there is none.
 // A state dir or file another user could have written is refused
-// (apply.ErrUnsafe), as journals are: root's audit shows what it holds.
+// (statedir.ErrUnsafe), as journals are: root's audit shows what it holds.
 func ReadState(dir string) (*Report, error) {
-	b, err := apply.Store{Dir: dir}.ReadStateFile(StateFile)
+	b, err := statedir.Store{Dir: dir}.ReadStateFile(StateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -61,6 +61,8 @@ var Table = []Row{
 		Job: "LLDP/DCBX frame decoding and the passive listener for the switch-peer check"},
 	{Pkg: "doc", Layer: 0, Kind: Product, Ext: []string{},
 		Job: "every JSON document rocectl writes and reads (audit/apply, verify, peer, watch, nccl-env, topo, version), with schema_version: cli writes through it, report reads through it"},
+	{Pkg: "statedir", Layer: 0, Kind: Product, Ext: []string{"golang.org/x/sys/"},
+		Job: "the state dir as a trust boundary: the lock, the journal files (durable writes, done/abandoned, prune), state files, and the ownership/mode/symlink checks"},
 	{Pkg: "nic/dcb", Layer: 0, Kind: Product, Ext: []string{"golang.org/x/sys/", "github.com/vishvananda/"},
 		Job: "the dcbnl codec: DCB state (ETS, PFC, APP, buffers, DCBX) to and from netlink messages, byte for byte"},
 	{Pkg: "internal/lib/parallel", Layer: 0, Kind: Lib, Ext: []string{},
@@ -91,15 +93,15 @@ var Table = []Row{
 	// 4-6: the host, transactions, the switch peer.
 	{Pkg: "host", Layer: 4, Kind: Product, May: []string{"policy", "nic", "nic/dcb", "nccl", "port", "driver", "plan"},
 		Job: "the registry: per setting kind, how it is observed and written through the kernel; the plan's passes, which ask the port's driver"},
-	{Pkg: "apply", Layer: 5, Kind: Product, May: []string{"plan", "host", "verify", "policy", "nccl", "nic", "nic/dcb", "port"},
+	{Pkg: "apply", Layer: 5, Kind: Product, May: []string{"statedir", "plan", "host", "verify", "policy", "nccl", "nic", "nic/dcb", "port"},
 		Job: "transactions: write → read-back → soak → confirm → rollback, the journal, lock and recovery"},
-	{Pkg: "peer", Layer: 6, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "policy", "nccl", "nic", "port", "lldp"},
+	{Pkg: "peer", Layer: 6, Kind: Product, May: []string{"statedir", "driver", "nic/dcb", "policy", "nic", "port", "lldp"},
 		Job: "the switch-peer check: what the switch announces in DCBX against the profile, and its state file"},
 
 	// 7-10: the daemon, the commands, the programs.
-	{Pkg: "agent", Layer: 7, Kind: Product, May: []string{"plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
+	{Pkg: "agent", Layer: 7, Kind: Product, May: []string{"statedir", "plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
 		Job: "the daemon: drift loop, counter sampling, metrics, sd_notify/watchdog, LLDP listener"},
-	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"doc", "plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
+	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"statedir", "doc", "plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
 		Job: "the cobra commands: flags in, rendering out; no work of its own (rocectl does not link the daemon)"},
 	{Pkg: "cli/agentcmd", Layer: 9, Kind: Product, May: []string{"cli", "agent"},
 		Job: "rocectl-agent's command: the daemon's flags → agent.Run"},
@@ -117,7 +119,7 @@ var Table = []Row{
 	// 13: programs nothing imports.
 	{Pkg: "internal/tools", Layer: 13, Kind: Tool, May: []string{"cli", "cli/agentcmd", "internal/testkit"},
 		Job: "generators: gendocs (man pages, completions), mkhosts (testdata/hosts)"},
-	{Pkg: "bench", Layer: 13, Kind: Program, May: []string{"apply", "cli", "nic", "internal/testkit"},
+	{Pkg: "bench", Layer: 13, Kind: Program, May: []string{"apply", "cli", "nic", "statedir", "internal/testkit"},
 		Job: "benchmark drivers (not shipped): apply against the bash script, the audit floor"},
 
 	// 14: tests.

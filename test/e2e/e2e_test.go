@@ -20,6 +20,7 @@ import (
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/internal/testkit/netnstest"
 	"github.com/rocectl/rocectl/internal/testkit/testbin"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 var bin string
@@ -138,7 +139,7 @@ func TestApplyThenAuditOnVethsInNetns(t *testing.T) {
 		t.Fatalf("audit after apply: exit %d\n%s", code, out)
 	}
 	// The journal is committed.
-	js, err := apply.Store{Dir: h.state}.List()
+	js, err := apply.Store{Store: statedir.Store{Dir: h.state}}.List()
 	if err != nil || len(js) != 1 || js[0].State != apply.StateCommitted {
 		t.Fatalf("journals: %+v %v", js, err)
 	}
@@ -224,7 +225,7 @@ func TestNextApplyRecoversUnfinishedJournal(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "found an unfinished apply") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	js, _ := apply.Store{Dir: h.state}.List()
+	js, _ := apply.Store{Store: statedir.Store{Dir: h.state}}.List()
 	if len(js) != 2 || js[0].State != apply.StateRolledBack || js[1].State != apply.StateCommitted {
 		var states []string
 		for _, j := range js {
@@ -253,7 +254,7 @@ func TestConfirmWithoutCommitReverts(t *testing.T) {
 	// alone raced the save on a busy machine.
 	var js []*apply.Journal
 	waitFor(t, 8*time.Second, func() bool {
-		js, _ = apply.Store{Dir: h.state}.List()
+		js, _ = apply.Store{Store: statedir.Store{Dir: h.state}}.List()
 		return len(js) == 1 && js[0].Final()
 	})
 	if js[0].State != apply.StateRolledBack {

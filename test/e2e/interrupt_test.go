@@ -14,6 +14,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/internal/testkit/netnstest"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // Reproducers for the issue "The state dir as a trust boundary", items 6
@@ -159,11 +160,11 @@ func TestSignalMidApplyRollsBack(t *testing.T) {
 			if d := fixturehost.DiffTrees(beforeFiles, fixturehost.Files(t, h.root)); len(d) > 0 {
 				t.Errorf("files differ after the interrupted apply: %v", d)
 			}
-			js, err := apply.Store{Dir: h.state}.List()
+			js, err := apply.Store{Store: statedir.Store{Dir: h.state}}.List()
 			if err != nil || len(js) != 1 || js[0].State != apply.StateRolledBack {
 				t.Errorf("journals %+v, %v; want one rolled back", js, err)
 			}
-			l, err := apply.Store{Dir: h.state}.Acquire("test")
+			l, err := statedir.Store{Dir: h.state}.Acquire("test")
 			if err != nil {
 				t.Fatalf("lock after the interrupted apply: %v", err)
 			}

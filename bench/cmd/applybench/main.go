@@ -22,6 +22,7 @@ import (
 	"github.com/rocectl/rocectl/internal/testkit/hosts"
 	"github.com/rocectl/rocectl/internal/testkit/median"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 type config struct {
@@ -356,7 +357,7 @@ func (b *bench) journalSaves(prof string) ([]time.Duration, error) {
 	if _, _, err := b.once("rocectl", b.c.rocectl, "--root", b.root(), "--state-dir", b.state(), "apply", "-p", prof); err != nil {
 		return nil, err
 	}
-	st := apply.Store{Dir: b.state()}
+	st := apply.Store{Store: statedir.Store{Dir: b.state()}}
 	js, err := st.List()
 	if err != nil {
 		return nil, err

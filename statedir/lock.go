@@ -1,6 +1,7 @@
-package apply
+package statedir
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func (s Store) Acquire(command string) (*Lock, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(s.Dir, "lock")
@@ -83,7 +84,7 @@ func (s Store) Acquire(command string) (*Lock, error) {
 // room of journals no longer open. The caller holds the lock. Errors are
 // left for the next start: this is housekeeping.
 func (s Store) cleanStale() {
-	for _, dir := range []string{s.journalDir(), s.doneDir()} {
+	for _, dir := range []string{s.JournalDir(), s.DoneDir()} {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			continue
@@ -94,13 +95,29 @@ func (s Store) cleanStale() {
 				continue
 			}
 			stale := strings.Contains(n, ".json.tmp")
-			if id, ok := strings.CutSuffix(strings.TrimPrefix(n, "."), ".reserve"); ok && dir == s.journalDir() {
-				_, err := os.Lstat(s.path(id))
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(n, "."), ".reserve"); ok && dir == s.JournalDir() {
+				_, err := os.Lstat(s.JournalPath(id))
 				stale = errors.Is(err, os.ErrNotExist)
 			}
 			if stale {
 				_ = os.Remove(filepath.Join(dir, n))
 			}
+		}
+	}
+}
+
+// AcquireWaiting takes the state lock, waiting while another rocectl holds
+// it: a deadline or a storm must act once the current change is done.
+func (s Store) AcquireWaiting(ctx context.Context, who string) (*Lock, error) {
+	for {
+		lock, err := s.Acquire(who)
+		if !errors.Is(err, ErrLocked) {
+			return lock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

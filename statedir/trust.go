@@ -1,4 +1,4 @@
-package apply
+package statedir
 
 import (
 	"errors"
@@ -93,12 +93,16 @@ func checkDir(path string, follow bool) error {
 	return nil
 }
 
-// checkTree checks the state dir and the journal directories in it.
-func (s Store) checkTree() error {
+// Check checks the state dir and the journal directories in it: each
+// that exists is owned by root or the user and not writable by group or
+// others, and none under the state dir is a symlink. Every read and write
+// of the store checks first; a caller that works on the state dir's paths
+// itself checks too.
+func (s Store) Check() error {
 	if err := checkDir(s.Dir, true); err != nil {
 		return err
 	}
-	for _, d := range []string{s.journalDir(), s.doneDir(), s.abandonedDir()} {
+	for _, d := range []string{s.JournalDir(), s.DoneDir(), s.AbandonedDir()} {
 		if err := checkDir(d, false); err != nil {
 			return err
 		}
@@ -106,9 +110,12 @@ func (s Store) checkTree() error {
 	return nil
 }
 
-// readSafe reads a file of the state dir: no symlink followed, and the
-// checks made on the file opened, so it cannot be swapped in between.
-func readSafe(path string) ([]byte, error) {
+// ReadFile reads a file of the state dir (a journal, a state file): no
+// symlink followed, and the checks made on the file opened, so it cannot
+// be swapped in between: a regular file, owned by root or the user, not
+// writable by group or others, and of at most MaxFile bytes. It checks
+// the file only; the caller has checked the directories (Check).
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is a symlink"}
@@ -127,8 +134,7 @@ func readSafe(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is not a regular file"}
 	}
-	const max = 64 << 20 // far beyond any journal; a bound on what we read
-	if fi.Size() > max {
+	if fi.Size() > MaxFile {
 		return nil, fmt.Errorf("%s: %d bytes is not a journal", path, fi.Size())
 	}
 	buf := make([]byte, fi.Size())
@@ -139,16 +145,20 @@ func readSafe(path string) ([]byte, error) {
 	return buf[:n], nil
 }
 
+// MaxFile is the most ReadFile reads: far beyond any journal, a bound on
+// what a file of the state dir can make rocectl allocate.
+const MaxFile = 64 << 20
+
 // ReadStateFile reads name, a file directly in the state dir (the last
 // switch-peer result), with the checks a journal gets: the state dir is
-// trusted (checkTree), and the file is no symlink, owned by root or the
+// trusted (Check), and the file is no symlink, owned by root or the
 // user, not writable by others. A missing file is an error matching
 // os.ErrNotExist.
 func (s Store) ReadStateFile(name string) ([]byte, error) {
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	return readSafe(filepath.Join(s.Dir, name))
+	return ReadFile(filepath.Join(s.Dir, name))
 }
 
 // WriteStateFile stores data as name in the state dir, atomically and
@@ -156,7 +166,7 @@ func (s Store) ReadStateFile(name string) ([]byte, error) {
 // trusted: a file root writes there is one a later root run reads. The
 // file is 0600, as journals are, and a state dir it creates 0700.
 func (s Store) WriteStateFile(name string, data []byte) error {
-	if err := s.checkTree(); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
