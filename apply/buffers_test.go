@@ -17,7 +17,7 @@ import (
 )
 
 // The mlx5 buffer rules (port_buffer.c) as the planner must respect them;
-// the simulator plays the driver (nictest/sim_mlx5_buffer.go).
+// the simulator plays the driver (nic/nictest/mlx5sim, buffer.go).
 
 // manualLayout puts both cx6dx ports in manual buffer mode with PFC on
 // priority 3 in buffer 1, and a small lossy buffer 0.

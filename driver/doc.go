@@ -12,9 +12,11 @@
 // A driver reads no host: what an answer depends on is passed in (Facts,
 // LLDPFacts, the dcbnl state), so every behaviour is a pure function a
 // table test pins. The simulator's models of the same drivers (what the
-// kernel does, for the tests) are nic/nictest's, and share no code with
-// these: the planner's model and the simulator's are checked against
-// each other, not derived from each other.
+// kernel does, for the tests) are nic/nictest's model packages
+// (nic/nictest/mlx5sim, nic/nictest/bnxtsim, nic/nictest/peersim), and
+// share no code with these (internal/arch checks): the planner's model
+// and the simulator's are checked against each other, not derived from
+// each other.
 //
 // It may import policy (setting kinds, changes), port and nic/dcb (the
 // dcbnl value types); the driver packages import driver and those.

@@ -29,7 +29,7 @@ type DriverPeer struct {
 	CEE  *dcb.CEEPeer `json:"cee,omitempty"`
 }
 
-// Drivers with quirks in their peer ops (nic/nictest/sim_peer.go models
+// Drivers with quirks in their peer ops (nic/nictest/peersim models
 // them, citing each function).
 const (
 	driverQede  = "qede"

@@ -146,7 +146,7 @@ func (Driver) FirmwareLLDP(f driver.LLDPFacts) string {
 }
 
 // bnxt_en's lossless traffic classes (bnxt_dcb.c, the simulator's model
-// in nic/nictest/sim_bnxt.go). bnxt_hwrm_queue_pfc_cfg, the only place
+// in nic/nictest/bnxtsim). bnxt_hwrm_queue_pfc_cfg, the only place
 // the driver programs the firmware's PFC, reads pfc_en through the ETS it
 // holds:
 //

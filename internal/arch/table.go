@@ -108,30 +108,41 @@ var Table = []Row{
 	{Pkg: "cmd", Layer: 10, Kind: Program, Shipped: true, May: []string{"cli", "cli/agentcmd"},
 		Job: "the two shipped programs, rocectl and rocectl-agent: signals, exit codes; no logic"},
 
-	// 11-12: test kits, above everything they fake, imported by tests only.
-	{Pkg: "nic/nictest", Layer: 11, Kind: TestKit, May: []string{"nic", "nic/dcb"},
-		Job: "the simulated kernel and driver models (mlx5, bnxt), each behaviour citing its driver function"},
+	// 11-14: test kits, above everything they fake, imported by tests only.
+	// The simulator: the leaf its driver models share, the models (one
+	// package per driver, sharing nothing with the product's driver
+	// packages), the Sim that dispatches to them.
+	{Pkg: "nic/nictest/simstate", Layer: 11, Kind: TestKit, May: []string{"nic", "nic/dcb"},
+		Job: "the simulator's leaf: the driver model interface, what a model sees of a link, and the generic kernel (dcbnl) rules"},
 	{Pkg: "lldp/lldptest", Layer: 11, Kind: TestKit, May: []string{"lldp"},
 		Job: "LLDP/DCBX test frames"},
-	{Pkg: "internal/testkit", Layer: 12, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest"},
+	{Pkg: "nic/nictest/mlx5sim", Layer: 12, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest/simstate"},
+		Job: "the simulator's mlx5_core model: PFC, pause, port buffers and thresholds, DCBX, APP, ETS read-back, each citing its driver function"},
+	{Pkg: "nic/nictest/bnxtsim", Layer: 12, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest/simstate"},
+		Job: "the simulator's bnxt_en model: host IEEE DCBX, ETS validation, PFC after ETS, lossless queues, host-mode placeholders, each citing its driver function"},
+	{Pkg: "nic/nictest/peersim", Layer: 12, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest/simstate"},
+		Job: "the simulator's qede and cxgb4 models: the link partner's DCBX their peer ops report"},
+	{Pkg: "nic/nictest", Layer: 13, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest/simstate", "nic/nictest/mlx5sim", "nic/nictest/bnxtsim", "nic/nictest/peersim"},
+		Job: "the simulated kernel: the kernel's state, each write handed to the model of the link's driver (mlx5sim, bnxtsim, peersim, else generic)"},
+	{Pkg: "internal/testkit", Layer: 14, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest"},
 		Job: "test kits: fixture hosts and their generator, network namespaces, built binaries, leak checks, dirtree, ttar, median"},
 
-	// 13: programs nothing imports.
-	{Pkg: "internal/tools", Layer: 13, Kind: Tool, May: []string{"cli", "cli/agentcmd", "internal/testkit"},
+	// 15: programs nothing imports.
+	{Pkg: "internal/tools", Layer: 15, Kind: Tool, May: []string{"cli", "cli/agentcmd", "internal/testkit"},
 		Job: "generators: gendocs (man pages, completions), mkhosts (testdata/hosts)"},
-	{Pkg: "bench", Layer: 13, Kind: Program, May: []string{"apply", "cli", "nic", "statedir", "internal/testkit"},
+	{Pkg: "bench", Layer: 15, Kind: Program, May: []string{"apply", "cli", "nic", "statedir", "internal/testkit"},
 		Job: "benchmark drivers (not shipped): apply against the bash script, the audit floor"},
 
-	// 14: tests.
-	{Pkg: "internal/arch", Layer: 14, Kind: Test,
+	// 16: tests.
+	{Pkg: "internal/arch", Layer: 16, Kind: Test,
 		Job: "this table, the tests that enforce it, and docs/architecture.md generated from it"},
-	{Pkg: "test", Layer: 14, Kind: Test,
+	{Pkg: "test", Layer: 16, Kind: Test,
 		Job: "end-to-end tests of the built binaries and the Soft-RoCE VM lab"},
-	{Pkg: "systemd", Layer: 14, Kind: Test,
+	{Pkg: "systemd", Layer: 16, Kind: Test,
 		Job: "the unit files and their tests"},
-	{Pkg: "packaging", Layer: 14, Kind: Test,
+	{Pkg: "packaging", Layer: 16, Kind: Test,
 		Job: "the Debian package definition and its tests"},
-	{Pkg: "deploy", Layer: 14, Kind: Test,
+	{Pkg: "deploy", Layer: 16, Kind: Test,
 		Job: "the Ansible role and its tests"},
 }
 

@@ -17,54 +17,63 @@ import (
 // Sim is a writable in-memory nic.Kernel for tests and benchmarks. It keeps
 // a snapshot.KernelState, answers reads as a snapshot of it would
 // (snapshot.Replay), and applies each write with the rules of the kernel
-// and of the driver named in the link's DriverInfo (mlx5_core, bnxt_en, or
-// generic dcbnl behaviour for anything else), as documented in
-// shared/reference/roce-host-interfaces.md §A1, §A3, §A4:
+// and of the driver named in the link's DriverInfo, as documented in
+// shared/reference/roce-host-interfaces.md §A1, §A3, §A4. The Sim keeps
+// the kernel's state and hands each write to the link's DriverModel,
+// chosen by its driver name (models.go): mlx5sim for mlx5_core, bnxtsim
+// for bnxt_en, peersim for qede and cxgb4, and simstate.Generic (dcbnl's
+// own rules) for anything else. The rules, the driver's marked with its
+// model package:
 //
 //   - SetMTU: EINVAL outside [MinMTU, MaxMTU] (0 = no bound).
 //   - SetPause: EINVAL for Autoneg on mlx5_core; on mlx5_core the
-//     *_global_pause* counters exist only while rx or tx pause is on.
+//     *_global_pause* counters exist only while rx or tx pause is on
+//     (mlx5sim).
 //   - dcbnl on a link without DCB (veth): EOPNOTSUPP. A DCB object the
 //     driver does not report (nil ETS, PFC or Buffer) is silently ignored on
 //     set, as dcbnl ignores a missing driver op: callers must read back.
 //   - SetETS: EINVAL for prio_tc >= 8, ETS bandwidth not summing to 100
 //     when any TC is ETS, or bandwidth on a non-ETS TC (newer kernels).
-//     mlx5_core then reads back 100 % for strict and vendor TCs.
+//     mlx5_core then reads back 100 % for strict and vendor TCs (mlx5sim).
 //   - SetPFC: stores pfc_en; on mlx5_core delay is the cable length, kept
 //     only if 0 < delay < 1000, a pfc_en change turns global pause off (the
 //     PFCC write zeroes pptx/pprx) and the per-priority pause counters
 //     rx_prio<p>_pause, rx_prio<p>_pause_duration, tx_prio<p>_pause,
 //     tx_prio<p>_pause_duration, rx_prio<p>_pause_transition exist exactly
-//     for enabled priorities. bnxt_en needs DCBX HOST and VER_IEEE (EINVAL).
+//     for enabled priorities (mlx5sim). bnxt_en needs DCBX HOST and
+//     VER_IEEE (EINVAL; bnxtsim).
 //   - SetBuffer: EINVAL for prio2buffer >= 8 or sizes over TotalSize.
 //   - mlx5_core's port buffers, manual buffer mode, xoff, the xoff/xon
 //     thresholds (Thresholds: computed by buffer and PFC writes, not by an
-//     MTU or speed change) and link toggles: sim_mlx5_buffer.go.
+//     MTU or speed change) and link toggles: mlx5sim (buffer.go); the
+//     link's speed and training: link.go.
 //   - AddApps: mlx5_core takes only DSCP entries with protocol < 64
 //     (EINVAL) and a new entry replaces the DSCP's mapping; elsewhere an
 //     exact duplicate is EEXIST. Entries apply in order and the first
-//     failure stops the rest, earlier ones staying applied (dcbnl).
+//     failure stops the rest, earlier ones staying applied (dcbnl;
+//     simstate.Generic, mlx5sim).
 //   - DelApps: exact match or ENOENT.
 //   - SetDCBX: LLD_MANAGED or a mode without HOST fails (EINVAL stands for
 //     the driver's "1"); mode 0 on mlx5_core returns to firmware DCBX.
 //     bnxt_en refuses every mode while its dcbx_cap has LLD_MANAGED, a
 //     HOST mode that is not IEEE only, and takes any other mode (0
-//     included) as its dcbx_cap (bnxt_dcbnl_setdcbx).
+//     included) as its dcbx_cap (bnxt_dcbnl_setdcbx; bnxtsim).
 //   - SetPFCPreventionTimeout: 0, 0xffff or 80..8000 else EINVAL;
 //     EOPNOTSUPP without the tunable. mlx5_core stores auto (0xffff) as the
-//     100 ms it programs, which is what a read returns.
+//     100 ms it programs, which is what a read returns (mlx5sim).
 //   - Hardware DSCP table (HardwareDSCP): mlx5_core's AddApps sets the
 //     firmware's dscp2prio[d] (mlx5e_dcbnl_ieee_setapp); its DelApps needs
 //     the entry's priority to match the firmware's (else ENOENT) and resets
 //     dscp2prio[d] to 0 (mlx5e_dcbnl_ieee_delapp). bnxt_en's AddApps sets
 //     the HWRM dscp2pri entry, its DelApps clears that DSCP's entry
 //     whatever priority is deleted (bnxt_dcbnl_ieee_delapp →
-//     bnxt_hwrm_queue_dscp2pri_cfg with mask 0).
+//     bnxt_hwrm_queue_dscp2pri_cfg with mask 0; mlx5sim, bnxtsim).
 //   - bnxt_en's SetETS needs DCBX HOST and VER_IEEE (EINVAL); its SetPFC
 //     is EINVAL until ETS has been set (bnxt_hwrm_queue_pfc_cfg returns
 //     -EINVAL without bp->ieee_ets, which only a setets since the driver
-//     loaded sets: a new Sim starts without it, whatever ETS it reports).
-//   - The link partner's DCBX (SetPartner, sim_peer.go): qede and cxgb4
+//     loaded sets: a new Sim starts without it, whatever ETS it reports;
+//     bnxtsim, with its lossless queues).
+//   - The link partner's DCBX (SetPartner, peersim): qede and cxgb4
 //     report it in DCB() as their ieee_peer_get*, cee_peer_get* and
 //     peer_getapp* ops fill it, each with its own gaps and quirks.
 //   - SetDevlinkParam: unknown parameter EINVAL, unsupported cmode
@@ -84,30 +93,15 @@ type Sim struct {
 	// (mlx5's firmware dscp2prio, bnxt's HWRM dscp2pri), which dcbnl's
 	// APP table need not show; filled from the APP table on first use.
 	hw map[string]map[int]int
-	// etsSet records bnxt links whose driver holds an ETS configuration
-	// (bp->ieee_ets), which its PFC write needs; pfcSet those that hold
-	// a PFC one (bp->ieee_pfc). In host DCBX mode bnxt reports nothing
-	// (zeros) for what it does not hold (bnxtHidden).
-	etsSet, pfcSet map[string]bool
-	// bnxtQ is, per bnxt link, the PFC state its firmware holds
-	// (sim_bnxt.go), which no dcbnl read shows.
-	bnxtQ map[string]*bnxtQueues
-	// notWilling records mlx5 links whose firmware DCBX is not willing
-	// (FirmwareWilling).
-	notWilling map[string]bool
-	// The mlx5 port buffer model (sim_mlx5_buffer.go): link speeds in
-	// Mb/s, links in manual buffer mode, link toggles counted, and the
-	// thresholds the driver computed (PBMC), which no read shows.
-	speed   map[string]int
-	manual  map[string]bool
-	toggles map[string]int
-	// training counts, for links that mlx5 toggled, the Speed reads still
-	// to find them without an operational speed (trainingReads).
+	// models is, per link, its driver's model (models.go), which holds
+	// what the driver keeps and no dcbnl read shows.
+	models map[string]DriverModel
+	// The link's speed (link.go): speeds in Mb/s (SetSpeed), link
+	// toggles counted, and, for links a driver toggled, the Speed reads
+	// still to find them without an operational speed (trainingReads).
+	speed    map[string]int
+	toggles  map[string]int
 	training map[string]int
-	// partner is, per link, what its NIC firmware heard of the switch's
-	// DCBX (SetPartner; qede and cxgb4 report it, sim_peer.go).
-	partner map[string]*Partner
-	pbmc    map[string]*mlx5PBMC
 }
 
 var _ nic.Kernel = (*Sim)(nil)
@@ -121,9 +115,8 @@ func NewSim(st *snapshot.KernelState) *Sim {
 	if c.Links == nil {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
-	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, etsSet: map[string]bool{}, pfcSet: map[string]bool{}, notWilling: map[string]bool{}, bnxtQ: map[string]*bnxtQueues{},
-		speed: map[string]int{}, manual: map[string]bool{}, toggles: map[string]int{}, training: map[string]int{}, partner: map[string]*Partner{},
-		pbmc: map[string]*mlx5PBMC{}}
+	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, models: map[string]DriverModel{},
+		speed: map[string]int{}, toggles: map[string]int{}, training: map[string]int{}}
 }
 
 // HardwareDSCP returns the DSCP → priority table the NIC itself classifies
@@ -242,28 +235,16 @@ func (s *Sim) write(op, name string, fn func(ls *snapshot.LinkState) error) erro
 	return nil
 }
 
-func driverOf(ls *snapshot.LinkState) string {
-	if ls.Driver == nil {
-		return ""
-	}
-	return ls.Driver.Driver
-}
-
 // Reads.
 
 func (s *Sim) Link(name string) (nic.LinkInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A link the driver toggled (mlx5SetPFC) still reads up here: the
+	// A link the driver toggled (mlx5sim's SetPFC) still reads up here: the
 	// carrier drops later (the port change event, update_carrier_work,
 	// linkwatch), which the model leaves out.
 	return s.r.Link(name)
 }
-
-// trainingReads is how many Speed reads find a toggled link still
-// training: more than one, so that a caller that reads once and goes on
-// computes while it trains.
-const trainingReads = 2
 
 // SetOperState sets the operstate rtnetlink reports for link name (a
 // cable pulled, a switch port down): a link not up has no speed.
@@ -294,7 +275,7 @@ func (s *Sim) Speed(name string) (int, error) {
 	if li.OperState != "up" {
 		return 0, nil
 	}
-	return s.mlx5Speed(name), nil
+	return s.linkSpeed(name), nil
 }
 
 func (s *Sim) DriverInfo(name string) (nic.DriverInfo, error) {
@@ -333,10 +314,11 @@ func (s *Sim) PFCPreventionTimeout(name string) (uint16, error) {
 	return s.r.PFCPreventionTimeout(name)
 }
 
-// DCB answers like the driver: on mlx5_core the PFC requests and
-// indications are the tx/rx per-priority pause counters, so scripted
-// counters show up here too; qede and cxgb4 report the link partner's
-// DCBX their firmware heard (SetPartner) as their peer ops do.
+// DCB answers like the driver (DriverModel.ReadDCB): on mlx5_core the PFC
+// requests and indications are the tx/rx per-priority pause counters, so
+// scripted counters show up here too; bnxt_en reports a placeholder in
+// host mode for what it does not hold; qede and cxgb4 report the link
+// partner's DCBX their firmware heard (SetPartner) as their peer ops do.
 func (s *Sim) DCB(name string) (*dcb.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -345,19 +327,7 @@ func (s *Sim) DCB(name string) (*dcb.State, error) {
 		return nil, err
 	}
 	ls := s.st.Links[name]
-	s.peerOf(name, ls, st)
-	s.bnxtHidden(name, ls, st)
-	if driverOf(ls) == snapshot.DriverBnxt && st.PFC != nil && (st.DCBX == nil || *st.DCBX&dcb.DCBXHost == 0) {
-		// Outside host mode bnxt_dcbnl_ieee_getpfc keeps what it
-		// queried (bp->ieee_pfc = my_pfc): host mode reports it later.
-		s.pfcSet[name] = true
-	}
-	if driverOf(ls) == snapshot.DriverMLX5 && st.PFC != nil {
-		for p := range dcb.NumTCs {
-			st.PFC.Requests[p] = ls.Stats[fmt.Sprintf("tx_prio%d_pause", p)]
-			st.PFC.Indications[p] = ls.Stats[fmt.Sprintf("rx_prio%d_pause", p)]
-		}
-	}
+	s.modelOf(name, ls).ReadDCB(s.link(name, ls), st)
 	return st, nil
 }
 
@@ -378,7 +348,7 @@ func (s *Sim) SetMTU(name string, mtu int) error {
 			return syscall.EINVAL
 		}
 		// mlx5e_set_dev_port_mtu leaves the buffer thresholds computed
-		// for the old MTU (sim_mlx5_buffer.go: the patch that recomputed
+		// for the old MTU (mlx5sim's buffer.go: the patch that recomputed
 		// them was reverted, 6f5dacf88a32).
 		ls.Link.MTU = mtu
 		return nil
@@ -390,14 +360,12 @@ func (s *Sim) SetPause(name string, p nic.Pause) error {
 		if _, err := s.r.Pause(name); err != nil {
 			return err // no pause parameters here, or a recorded failure
 		}
-		mlx5 := driverOf(ls) == snapshot.DriverMLX5
-		if mlx5 && p.Autoneg {
-			return syscall.EINVAL // mlx5e_ethtool_set_pauseparam
+		m, l := s.modelOf(name, ls), s.link(name, ls)
+		if err := m.RefusePause(l, p.Autoneg); err != nil {
+			return err
 		}
 		*ls.Pause = p
-		if mlx5 {
-			mlx5GlobalPauseCounters(ls)
-		}
+		m.AfterPause(l)
 		return nil
 	})
 }
@@ -436,11 +404,10 @@ func (s *Sim) SetPrivFlags(name string, flags map[string]bool) error {
 
 // PFC storm prevention tunable values (ETHTOOL_PFC_PREVENTION_TOUT).
 const (
-	tunableOff     = 0
-	tunableAuto    = 0xffff
-	tunableMin     = 80
-	tunableMax     = 8000
-	mlx5AutoTimout = 100 // MLX5E_PFC_PREVEN_AUTO_TOUT_MSEC
+	tunableOff  = 0
+	tunableAuto = 0xffff
+	tunableMin  = 80
+	tunableMax  = 8000
 )
 
 func (s *Sim) SetPFCPreventionTimeout(name string, ms uint16) error {
@@ -451,12 +418,9 @@ func (s *Sim) SetPFCPreventionTimeout(name string, ms uint16) error {
 		if ms != tunableOff && ms != tunableAuto && (ms < tunableMin || ms > tunableMax) {
 			return syscall.EINVAL
 		}
-		if ms == tunableAuto && driverOf(ls) == snapshot.DriverMLX5 {
-			// mlx5 programs the 100 ms critical watermark for "auto" and
-			// reads the watermark back, never 0xffff.
-			ms = mlx5AutoTimout
-		}
-		*ls.PFCPreventionTimeout = ms
+		// What the driver programs and reads back (mlx5: 100 ms for
+		// "auto").
+		*ls.PFCPreventionTimeout = s.modelOf(name, ls).Tunable(ms)
 		return nil
 	})
 }

@@ -104,35 +104,6 @@ func TestSimMTU(t *testing.T) {
 	}
 }
 
-func TestSimPauseMLX5(t *testing.T) {
-	s := NewSim(simState())
-	wantErrno(t, s.SetPause("mlx", nic.Pause{Autoneg: true}), syscall.EINVAL)
-	if err := s.SetPause("mlx", nic.Pause{}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := s.Stats("mlx")
-	for _, n := range MLX5GlobalPauseCounters() {
-		if _, ok := st[n]; ok {
-			t.Errorf("%s still present with pause off", n)
-		}
-	}
-	if st["rx_prio0_packets"] != 38460533605 {
-		t.Error("unrelated counter lost")
-	}
-	if err := s.SetPause("mlx", nic.Pause{Tx: true}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ = s.Stats("mlx")
-	for _, n := range MLX5GlobalPauseCounters() {
-		if v, ok := st[n]; !ok || v != 0 {
-			t.Errorf("%s = %d,%v after pause on, want 0,true", n, v, ok)
-		}
-	}
-	if p, _ := s.Pause("mlx"); p != (nic.Pause{Tx: true}) {
-		t.Errorf("pause = %+v", p)
-	}
-}
-
 func TestSimPauseOthers(t *testing.T) {
 	s := NewSim(simState())
 	if err := s.SetPause("bnxt", nic.Pause{Autoneg: true}); err != nil {
@@ -207,83 +178,6 @@ func TestSimETS(t *testing.T) {
 	want.ETSCap = 8
 	if *st.ETS != want {
 		t.Errorf("bnxt ETS = %+v", *st.ETS)
-	}
-}
-
-func TestSimPFCMLX5(t *testing.T) {
-	s := NewSim(simState())
-	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 0}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := s.DCB("mlx")
-	if st.PFC.Enable != 0x08 || st.PFC.Delay != 7 || st.PFC.Cap != 8 {
-		t.Errorf("PFC = %+v, want en 0x08, delay 7 kept, cap 8", st.PFC)
-	}
-	if p, _ := s.Pause("mlx"); p.Rx || p.Tx {
-		t.Errorf("global pause still on after PFC: %+v", p)
-	}
-	stats, _ := s.Stats("mlx")
-	for p := range 8 {
-		for _, n := range MLX5PrioPauseCounters(p) {
-			_, ok := stats[n]
-			if ok != (p == 3) {
-				t.Errorf("%s present=%v with PFC on prio 3 only", n, ok)
-			}
-		}
-	}
-	for _, n := range MLX5GlobalPauseCounters() {
-		if _, ok := stats[n]; ok {
-			t.Errorf("%s present after PFC turned global pause off", n)
-		}
-	}
-
-	// Requests/indications are the per-priority pause counters.
-	s.SetStat("mlx", "tx_prio3_pause", 217)
-	s.AddStat("mlx", "rx_prio3_pause", 179)
-	st, _ = s.DCB("mlx")
-	if st.PFC.Requests[3] != 217 || st.PFC.Indications[3] != 179 {
-		t.Errorf("requests/indications = %v / %v", st.PFC.Requests, st.PFC.Indications)
-	}
-
-	// Cable length: accepted below 1000 m only.
-	if err := s.SetPFC("mlx", dcb.PFC{Enable: 0x08, Delay: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ = s.DCB("mlx"); st.PFC.Delay != 7 {
-		t.Errorf("delay 1000 accepted: %d", st.PFC.Delay)
-	}
-	if err := s.SetPFC("mlx", dcb.PFC{Enable: 0x08, Delay: 30}); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ = s.DCB("mlx"); st.PFC.Delay != 30 {
-		t.Errorf("delay = %d, want 30", st.PFC.Delay)
-	}
-
-	if err := s.SetPFC("mlx", dcb.PFC{}); err != nil {
-		t.Fatal(err)
-	}
-	stats, _ = s.Stats("mlx")
-	for _, n := range MLX5PrioPauseCounters(3) {
-		if _, ok := stats[n]; ok {
-			t.Errorf("%s present after PFC off", n)
-		}
-	}
-}
-
-func TestSimPFCBnxtNeedsHost(t *testing.T) {
-	s := NewSim(simState())
-	wantErrno(t, s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}), syscall.EINVAL)
-	if err := s.SetDCBX("bnxt", dcb.DCBXHost|dcb.DCBXVerIEEE); err != nil {
-		t.Fatal(err)
-	}
-	// bnxt_hwrm_queue_pfc_cfg: no ETS configuration yet (all zero).
-	wantErrno(t, s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}), syscall.EINVAL)
-	ets := dcb.ETS{PrioTC: [8]uint8{0, 0, 0, 1}, TCTSA: [8]uint8{dcb.TSAETS, dcb.TSAETS}, TCTxBW: [8]uint8{50, 50}}
-	if err := s.SetETS("bnxt", ets); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetPFC("bnxt", dcb.PFC{Enable: 0x08}); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -589,5 +483,58 @@ func BenchmarkSimPFCToggle(b *testing.B) {
 		if err := s.SetPFC("mlx", dcb.PFC{Enable: en}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A driver without a model of its own gets dcbnl's rules
+// (simstate.Generic): what is asked is stored, an exact duplicate APP
+// entry is EEXIST, "auto" reads back as asked, and the hardware DSCP
+// table keeps what the APP table held before the first write.
+func TestSimGenericModel(t *testing.T) {
+	s := NewSim(&snapshot.KernelState{Links: map[string]*snapshot.LinkState{
+		"ice0": {
+			Link:                 &nic.LinkInfo{Index: 7, MTU: 1500, OperState: "up", AdminUp: true},
+			Driver:               &nic.DriverInfo{Driver: "ice"},
+			Pause:                &nic.Pause{},
+			PFCPreventionTimeout: u16p(0),
+			DCB: &dcb.State{
+				ETS: &dcb.ETS{ETSCap: 8}, PFC: &dcb.PFC{Cap: 8}, DCBX: u8p(dcb.DCBXHost | dcb.DCBXVerIEEE),
+				Apps: []dcb.App{{Selector: dcb.SelDSCP, Priority: 1, Protocol: 10}},
+			},
+		},
+	}})
+	if err := s.SetPause("ice0", nic.Pause{Autoneg: true, Rx: true}); err != nil {
+		t.Errorf("autoneg refused: %v", err)
+	}
+	ets := dcb.ETS{PrioTC: [8]uint8{3: 1}, TCTSA: [8]uint8{dcb.TSAETS, dcb.TSAETS}, TCTxBW: [8]uint8{100, 0}}
+	noErr(t, "ETS", s.SetETS("ice0", ets))
+	ets.ETSCap = 8
+	if st, _ := s.DCB("ice0"); *st.ETS != ets {
+		t.Errorf("ETS read back %+v, want %+v", *st.ETS, ets)
+	}
+	noErr(t, "PFC", s.SetPFC("ice0", dcb.PFC{Enable: 1 << 3, Delay: 30}))
+	if st, _ := s.DCB("ice0"); st.PFC.Enable != 1<<3 || st.PFC.Delay != 30 || s.LinkToggles("ice0") != 0 {
+		t.Errorf("PFC %+v, %d toggles", st.PFC, s.LinkToggles("ice0"))
+	}
+	noErr(t, "tunable", s.SetPFCPreventionTimeout("ice0", 0xffff))
+	if v, _ := s.PFCPreventionTimeout("ice0"); v != 0xffff {
+		t.Errorf("auto reads back %d", v)
+	}
+	a := dcb.App{Selector: dcb.SelDSCP, Priority: 3, Protocol: 26}
+	noErr(t, "APP", s.AddApps("ice0", []dcb.App{a}))
+	wantErrno(t, s.AddApps("ice0", []dcb.App{a}), syscall.EEXIST)
+	if hw := s.HardwareDSCP("ice0"); len(hw) != 1 || hw[10] != 1 {
+		t.Errorf("hardware DSCP %v, want the APP table before the first write", hw)
+	}
+	if _, ok := s.Thresholds("ice0"); ok || s.ManualBuffer("ice0") || !s.FirmwareWilling("ice0") || s.UnprotectedPFC("ice0") != nil {
+		t.Error("another driver's state reported on a generic link")
+	}
+}
+
+// noErr fails the test on a write the driver should take.
+func noErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }

@@ -154,6 +154,6 @@ const (
 const (
 	DriverMLX5  = "mlx5_core"
 	DriverBnxt  = "bnxt_en"
-	DriverQede  = "qede"  // QLogic FastLinQ: the peer's DCBX through dcbnl (nictest/sim_peer.go)
+	DriverQede  = "qede"  // QLogic FastLinQ: the peer's DCBX through dcbnl (nic/nictest/peersim)
 	DriverCxgb4 = "cxgb4" // Chelsio T4-T6: likewise
 )

@@ -1,4 +1,4 @@
-package nictest
+package bnxtsim
 
 import (
 	"syscall"
@@ -28,31 +28,30 @@ import (
 // bp->ieee_pfc): dcbnl reads back what was asked, not what the firmware
 // took.
 
-// bnxtQueues is one bnxt link's firmware PFC state.
-type bnxtQueues struct {
+// queues is one bnxt link's firmware PFC state.
+type queues struct {
 	priMask  uint8 // the priorities the firmware pauses
 	lossless uint8 // the TCs on lossless queues
 }
 
-// bnxtQueuesOf is link name's firmware PFC state, taken the first time it
-// is needed from the state the snapshot recorded (d, before any write the
+// queuesOf is the link's firmware PFC state, taken the first time it is
+// needed from the state the snapshot recorded (d, before any write the
 // simulation makes): the firmware then held the PFC and ETS it reported.
-// Called with s.mu held.
-func (s *Sim) bnxtQueuesOf(name string, d *dcb.State) *bnxtQueues {
-	if q, ok := s.bnxtQ[name]; ok {
-		return q
+func (m *Model) queuesOf(d *dcb.State) *queues {
+	if m.q != nil {
+		return m.q
 	}
-	q := &bnxtQueues{}
+	q := &queues{}
 	if d.PFC != nil && d.ETS != nil {
-		q.priMask, q.lossless = bnxtPFCMasks(d.PFC.Enable, d.ETS)
+		q.priMask, q.lossless = PFCMasks(d.PFC.Enable, d.ETS)
 	}
-	s.bnxtQ[name] = q
+	m.q = q
 	return q
 }
 
-// bnxtPFCMasks is bnxt_hwrm_queue_pfc_cfg's reading of pfcEn through ets:
+// PFCMasks is bnxt_hwrm_queue_pfc_cfg's reading of pfcEn through ets:
 // the priorities the firmware is to pause and their TCs.
-func bnxtPFCMasks(pfcEn uint8, ets *dcb.ETS) (priMask, tcMask uint8) {
+func PFCMasks(pfcEn uint8, ets *dcb.ETS) (priMask, tcMask uint8) {
 	for tc := uint8(0); tc < ets.ETSCap && tc < dcb.NumTCs; tc++ {
 		for pri := range dcb.NumTCs {
 			if pfcEn&(1<<pri) != 0 && ets.PrioTC[pri] == tc {
@@ -64,11 +63,11 @@ func bnxtPFCMasks(pfcEn uint8, ets *dcb.ETS) (priMask, tcMask uint8) {
 	return priMask, tcMask
 }
 
-// bnxtPFCConfig is bnxt_hwrm_queue_pfc_cfg for pfcEn on link name, whose
-// driver holds the ETS in d (bnxtETSSet has been checked).
-func (s *Sim) bnxtPFCConfig(name string, d *dcb.State, pfcEn uint8) error {
-	q := s.bnxtQueuesOf(name, d)
-	priMask, tcMask := bnxtPFCMasks(pfcEn, d.ETS)
+// pfcConfig is bnxt_hwrm_queue_pfc_cfg for pfcEn, the driver holding the
+// ETS in d (ETSSet has been checked).
+func (m *Model) pfcConfig(d *dcb.State, pfcEn uint8) error {
+	q := m.queuesOf(d)
+	priMask, tcMask := PFCMasks(pfcEn, d.ETS)
 	n := 0
 	for tc := range dcb.NumTCs {
 		if tcMask&(1<<tc) != 0 {
@@ -85,12 +84,12 @@ func (s *Sim) bnxtPFCConfig(name string, d *dcb.State, pfcEn uint8) error {
 	return nil
 }
 
-// bnxtTCBeyondMax is bnxt_ets_validate's refusal of what lies above
+// TCBeyondMax is bnxt_ets_validate's refusal of what lies above
 // bp->max_tc (ets_cap): a priority on such a TC ("priority to TC mapping
 // exceeds TC count"), or such a TC with a bandwidth or a TSA other than
-// strict (0). A priority on TC max_tc itself passes, and bnxtPFCMasks
+// strict (0). A priority on TC max_tc itself passes, and PFCMasks
 // then leaves it unpaused.
-func bnxtTCBeyondMax(ets dcb.ETS, maxTC uint8) bool {
+func TCBeyondMax(ets dcb.ETS, maxTC uint8) bool {
 	for i, tc := range ets.PrioTC {
 		if tc > maxTC || (i > int(maxTC) && (ets.TCTxBW[i] != 0 || ets.TCTSA[i] != dcb.TSAStrict)) {
 			return true
@@ -99,32 +98,27 @@ func bnxtTCBeyondMax(ets dcb.ETS, maxTC uint8) bool {
 	return false
 }
 
-// SetQueueCaps makes bnxt link name's firmware offer maxTC traffic
-// classes and maxLLTC lossless queues (bp->max_tc and bp->max_lltc, from
-// HWRM_QUEUE_QPORTCFG), which the driver reports as ets_cap and pfc_cap.
-// The fixtures record no real bnxt's values.
-func (s *Sim) SetQueueCaps(name string, maxTC, maxLLTC uint8) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ls := s.st.Links[name]; ls != nil && ls.DCB != nil && ls.DCB.ETS != nil && ls.DCB.PFC != nil {
-		ls.DCB.ETS.ETSCap, ls.DCB.PFC.Cap = maxTC, maxLLTC
+// SetQueueCaps makes the firmware of the link whose dcbnl state is d offer
+// maxTC traffic classes and maxLLTC lossless queues (bp->max_tc and
+// bp->max_lltc, from HWRM_QUEUE_QPORTCFG), which the driver reports as
+// ets_cap and pfc_cap. The fixtures record no real bnxt's values. A state
+// without ETS or PFC is left as it is.
+func SetQueueCaps(d *dcb.State, maxTC, maxLLTC uint8) {
+	if d != nil && d.ETS != nil && d.PFC != nil {
+		d.ETS.ETSCap, d.PFC.Cap = maxTC, maxLLTC
 	}
 }
 
-// UnprotectedPFC lists the priorities that dcbnl reports PFC-enabled on
-// bnxt link name but that the firmware does not keep lossless: left out of
-// its pause bitmap, or on a TC (of the ETS in force) without a lossless
-// queue. It is what a test checks after an apply or a rollback: dcbnl's
-// read-back cannot show it.
-func (s *Sim) UnprotectedPFC(name string) []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ls := s.st.Links[name]
-	if ls == nil || ls.DCB == nil || ls.DCB.PFC == nil || ls.DCB.ETS == nil {
+// UnprotectedPFC lists the priorities that dcbnl reports PFC-enabled (in
+// d, the link's dcbnl state) but that the firmware does not keep
+// lossless: left out of its pause bitmap, or on a TC (of the ETS in
+// force) without a lossless queue. It is what a test checks after an
+// apply or a rollback: dcbnl's read-back cannot show it.
+func (m *Model) UnprotectedPFC(d *dcb.State) []int {
+	if d == nil || d.PFC == nil || d.ETS == nil {
 		return nil
 	}
-	d := ls.DCB
-	q := s.bnxtQueuesOf(name, d)
+	q := m.queuesOf(d)
 	var out []int
 	for pri := range dcb.NumTCs {
 		if d.PFC.Enable&(1<<pri) == 0 {

@@ -1,4 +1,4 @@
-package nictest
+package mlx5sim
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 // mlx5 ethtool -S counters whose presence follows the pause configuration
 // (en_stats.c; reference §A4.1).
 
-// MLX5PrioPauseCounters returns the per-priority PFC counters of priority
-// p, which exist only while PFC is enabled on p.
-func MLX5PrioPauseCounters(p int) []string {
+// PrioPauseCounters returns the per-priority PFC counters of priority p,
+// which exist only while PFC is enabled on p.
+func PrioPauseCounters(p int) []string {
 	return []string{
 		fmt.Sprintf("rx_prio%d_pause", p),
 		fmt.Sprintf("rx_prio%d_pause_duration", p),
@@ -22,9 +22,9 @@ func MLX5PrioPauseCounters(p int) []string {
 	}
 }
 
-// MLX5GlobalPauseCounters returns the global pause counter names, present
+// GlobalPauseCounters returns the global pause counter names, present
 // only while rx or tx global pause is enabled.
-func MLX5GlobalPauseCounters() []string {
+func GlobalPauseCounters() []string {
 	return []string{
 		"rx_global_pause",
 		"rx_global_pause_duration",
@@ -52,13 +52,13 @@ func setPresent(ls *snapshot.LinkState, names []string, present bool) {
 	}
 }
 
-func mlx5GlobalPauseCounters(ls *snapshot.LinkState) {
+func globalPauseCounters(ls *snapshot.LinkState) {
 	on := ls.Pause != nil && (ls.Pause.Rx || ls.Pause.Tx)
-	setPresent(ls, MLX5GlobalPauseCounters(), on)
+	setPresent(ls, GlobalPauseCounters(), on)
 }
 
-func mlx5PrioPauseCounters(ls *snapshot.LinkState, pfcEn uint8) {
+func prioPauseCounters(ls *snapshot.LinkState, pfcEn uint8) {
 	for p := range dcb.NumTCs {
-		setPresent(ls, MLX5PrioPauseCounters(p), pfcEn&(1<<p) != 0)
+		setPresent(ls, PrioPauseCounters(p), pfcEn&(1<<p) != 0)
 	}
 }

@@ -1,4 +1,4 @@
-package nictest
+package mlx5sim_test
 
 import (
 	"syscall"
@@ -6,13 +6,15 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/nictest/mlx5sim"
 )
 
-// mlx5's buffer rules (port_buffer.c, en_dcbnl.c), as the simulator plays
-// them: the manual-mode latch, 128-byte cells, the xoff check, and the
+// mlx5's buffer rules (port_buffer.c, en_dcbnl.c), as the model plays
+// them through nictest's Sim: the manual-mode latch, 128-byte cells, the xoff check, and the
 // link toggle on a PFC change.
 func TestSimMLX5Buffers(t *testing.T) {
-	s := NewSim(simState())
+	s := nictest.NewSim(simState())
 	// Global pause off, so that PFC alone makes buffers lossless (with it
 	// on, a map change makes every used buffer lossless: fill_pfc_en).
 	noErr(t, "global pause off", s.SetPause("mlx", nic.Pause{}))
@@ -98,7 +100,7 @@ func TestSimMLX5Buffers(t *testing.T) {
 // compares the new xoff with the last one). Expected values are worked out
 // here by hand from the driver's formula, 100 Gb/s and 7 m of cable.
 func TestSimMLX5ThresholdsFollowWritesNotMTU(t *testing.T) {
-	s := NewSim(simState())
+	s := nictest.NewSim(simState())
 	if _, ok := s.Thresholds("mlx"); ok {
 		t.Fatal("thresholds reported for a port the firmware still sizes")
 	}
@@ -108,7 +110,7 @@ func TestSimMLX5ThresholdsFollowWritesNotMTU(t *testing.T) {
 		t.Fatal(err)
 	}
 	th, ok := s.Thresholds("mlx")
-	if !ok || th != (MLX5Thresholds{Lossy: [8]bool{true, true, true, true, true, true, true, true}}) {
+	if !ok || th != (mlx5sim.Thresholds{Lossy: [8]bool{true, true, true, true, true, true, true, true}}) {
 		t.Fatalf("after the buffer write without PFC: %+v, %v; want every buffer lossy, no thresholds", th, ok)
 	}
 	if err := s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}); err != nil {
@@ -119,7 +121,7 @@ func TestSimMLX5ThresholdsFollowWritesNotMTU(t *testing.T) {
 	// MTU 1500: xoff = 316 × 40 + 2.72 × 1500 = 16720; buffer 1 is
 	// lossless: 131072 − 16720 = 114352 → 893 cells = 114304; xon max_mtu
 	// below: 114352 − 9978 = 104374 → 815 cells = 104320.
-	at40G := MLX5Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
+	at40G := mlx5sim.Thresholds{Lossy: [8]bool{true, false, true, true, true, true, true, true}}
 	at40G.Xoff[1], at40G.Xon[1] = 114304, 104320
 	if th, _ := s.Thresholds("mlx"); th != at40G {
 		t.Fatalf("after PFC on priority 3 at MTU 1500, link training: %+v, want %+v", th, at40G)
@@ -185,14 +187,6 @@ func TestSimMLX5ThresholdsFollowWritesNotMTU(t *testing.T) {
 	}
 }
 
-// noErr fails the test on a write the driver should take.
-func noErr(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 // A lossless buffer must hold xoff + max(netdev->max_mtu, 9216) + one
 // cell (mlx5e_port_manual_buffer_config, MINIMUM_MAX_MTU): with the
 // ConnectX max_mtu of 9978 that is 762 bytes more than with 9216, and xon
@@ -216,16 +210,16 @@ func TestSimMLX5LosslessMinimumUsesMaxMTU(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := simState()
 			st.Links["mlx"].Link.MaxMTU = tc.maxMTU
-			s := NewSim(st)
+			s := nictest.NewSim(st)
 			noErr(t, "global pause off", s.SetPause("mlx", nic.Pause{}))
 			// Automatic buffer mode: the PFC write checks nothing.
 			noErr(t, "PFC on priority 3", s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}))
 			noErr(t, "training", s.Train("mlx")) // the link the PFC change toggled
 			// Buffer 0, lossless (priority 3 maps to it), one cell short.
-			short := dcb.Buffer{Size: [8]uint32{tc.min - mlx5CellSize}}
+			short := dcb.Buffer{Size: [8]uint32{tc.min - mlx5sim.CellSize}}
 			wantErrno(t, s.SetBuffer("mlx", short), syscall.ENOMEM)
 			noErr(t, "the minimum", s.SetBuffer("mlx", dcb.Buffer{Size: [8]uint32{tc.min}}))
-			want := MLX5Thresholds{Lossy: [8]bool{false, true, true, true, true, true, true, true}}
+			want := mlx5sim.Thresholds{Lossy: [8]bool{false, true, true, true, true, true, true, true}}
 			want.Xoff[0], want.Xon[0] = tc.xoff, tc.xon
 			if th, _ := s.Thresholds("mlx"); th != want {
 				t.Errorf("thresholds %+v, want %+v", th, want)
@@ -239,7 +233,7 @@ func TestSimMLX5LosslessMinimumUsesMaxMTU(t *testing.T) {
 // mlx5e_port_manual_buffer_config for MLX5E_PORT_BUFFER_PRIO2BUFFER only);
 // a PFC write judges by the pfc_en it is given.
 func TestSimMLX5GlobalPauseMakesMappedBuffersLossless(t *testing.T) {
-	s := NewSim(simState()) // global pause on, PFC off, every priority in buffer 0
+	s := nictest.NewSim(simState()) // global pause on, PFC off, every priority in buffer 0
 	sizes := [8]uint32{262144, 16384}
 	// Sizes alone: no map change, nothing lossless by PFC: no check.
 	noErr(t, "sizes", s.SetBuffer("mlx", dcb.Buffer{Size: sizes}))
@@ -270,7 +264,7 @@ func TestSimMLX5GlobalPauseMakesMappedBuffersLossless(t *testing.T) {
 // empty buffer and sizing that buffer in one write fails; sizes first,
 // then the map, passes.
 func TestSimMLX5MapCheckedAgainstSizesBeforeTheWrite(t *testing.T) {
-	s := NewSim(simState())
+	s := nictest.NewSim(simState())
 	noErr(t, "global pause off", s.SetPause("mlx", nic.Pause{}))
 	noErr(t, "PFC on priority 3", s.SetPFC("mlx", dcb.PFC{Enable: 1 << 3, Delay: 7}))
 	sizes := [8]uint32{262144, 131072}

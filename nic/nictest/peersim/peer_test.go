@@ -1,4 +1,4 @@
-package nictest
+package peersim_test
 
 import (
 	"reflect"
@@ -6,11 +6,15 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/nic/nictest/peersim"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
-func peerHost(driver string, mode uint8) *Sim {
-	return NewSim(&snapshot.KernelState{Links: map[string]*snapshot.LinkState{
+func u8p(v uint8) *uint8 { return &v }
+
+func peerHost(driver string, mode uint8) *nictest.Sim {
+	return nictest.NewSim(&snapshot.KernelState{Links: map[string]*snapshot.LinkState{
 		"p0": {
 			Link:   &nic.LinkInfo{Index: 4, MTU: 1500, OperState: "up", AdminUp: true},
 			Driver: &nic.DriverInfo{Driver: driver},
@@ -21,7 +25,7 @@ func peerHost(driver string, mode uint8) *Sim {
 
 // A RoCE switch port: PFC on 3, priority 3 in TC1 with 50 %, RoCE v2 on
 // priority 3 by UDP port and by DSCP 26.
-var roceSwitch = Partner{
+var roceSwitch = peersim.Partner{
 	PFC: 1 << 3, PFCCap: 8, ETSCap: 8,
 	PrioTC: [8]uint8{3: 1}, Bandwidth: [8]uint8{50, 50}, TSA: [8]uint8{dcb.TSAETS, dcb.TSAETS},
 	ETSWilling: true,
@@ -93,7 +97,7 @@ func TestCxgb4Peer(t *testing.T) {
 	// Two real entries with IEEE selectors, then six never written: the
 	// count is 8 whenever the first entry exists.
 	if len(p.App.Entries) != 8 || p.App.Entries[1] != (dcb.App{Selector: dcb.SelDSCP, Priority: 3, Protocol: 26}) ||
-		p.App.Entries[2] != (dcb.App{Selector: cxgb4Unset, Priority: cxgb4Unset, Protocol: 0x6b6b}) {
+		p.App.Entries[2] != (dcb.App{Selector: peersim.Cxgb4Unset, Priority: peersim.Cxgb4Unset, Protocol: 0x6b6b}) {
 		t.Errorf("peer APP %+v", p.App.Entries)
 	}
 	// No entry from the switch: an empty table.

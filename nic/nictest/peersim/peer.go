@@ -1,10 +1,10 @@
-package nictest
+package peersim
 
 import (
 	"slices"
 
 	"github.com/rocectl/rocectl/nic/dcb"
-	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/nic/nictest/simstate"
 )
 
 // The link partner's DCBX as the drivers whose firmware runs DCBX report
@@ -37,38 +37,66 @@ type Partner struct {
 	AppWilling bool
 }
 
-// SetPartner says what the NIC firmware of link name has heard from the
-// switch; nil means nothing yet (no DCBX peer on the link, or the
-// firmware has not negotiated). Only qede and cxgb4 links report it.
-func (s *Sim) SetPartner(name string, p *Partner) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// Qede is one qede link's driver: it reports the partner its firmware
+// heard through its peer ops (qedePeer).
+type Qede struct {
+	simstate.Generic
+	partner *Partner
+}
+
+// Cxgb4 is one cxgb4 link's driver: it reports the partner its firmware
+// heard through its peer ops (cxgb4Peer).
+type Cxgb4 struct {
+	simstate.Generic
+	partner *Partner
+}
+
+var (
+	_ simstate.Model = (*Qede)(nil)
+	_ simstate.Model = (*Cxgb4)(nil)
+)
+
+// SetPartner says what the NIC firmware has heard from the switch; nil
+// means nothing yet (no DCBX peer on the link, or the firmware has not
+// negotiated). The model keeps a copy.
+func (m *Qede) SetPartner(p *Partner) { m.partner = clonePartner(p) }
+
+// SetPartner is Qede.SetPartner's.
+func (m *Cxgb4) SetPartner(p *Partner) { m.partner = clonePartner(p) }
+
+func clonePartner(p *Partner) *Partner {
 	if p == nil {
-		delete(s.partner, name)
-		return
+		return nil
 	}
 	c := *p
 	c.Apps = slices.Clone(p.Apps)
-	s.partner[name] = &c
+	return &c
 }
 
-// peerOf fills st.Peer and st.CEEPeer as the link's driver reports them.
-// CEEPeer only in the mode where the client asks for it
-// (dcb.CEEPeerMode), as dcb.Client.Get does.
-func (s *Sim) peerOf(name string, ls *snapshot.LinkState, st *dcb.State) {
-	var mode uint8
-	if st.DCBX != nil {
-		mode = *st.DCBX
+// ReadDCB fills st.Peer and st.CEEPeer as qede reports them; CEEPeer
+// only in the mode where the client asks for it (dcb.CEEPeerMode), as
+// dcb.Client.Get does.
+func (m *Qede) ReadDCB(_ simstate.Link, st *dcb.State) {
+	peer, cee := qedePeer(mode(st), m.partner)
+	fill(st, peer, cee)
+}
+
+// ReadDCB fills st.Peer and st.CEEPeer as cxgb4 reports them (see
+// Qede.ReadDCB).
+func (m *Cxgb4) ReadDCB(_ simstate.Link, st *dcb.State) {
+	peer, cee := cxgb4Peer(mode(st), m.partner)
+	fill(st, peer, cee)
+}
+
+func mode(st *dcb.State) uint8 {
+	if st.DCBX == nil {
+		return 0
 	}
-	var cee *dcb.CEEPeer
-	switch driverOf(ls) {
-	case snapshot.DriverQede:
-		st.Peer, cee = qedePeer(mode, s.partner[name])
-	case snapshot.DriverCxgb4:
-		st.Peer, cee = cxgb4Peer(mode, s.partner[name])
-	default:
-		return // kept as the state has it (a fixture may carry one)
-	}
+	return *st.DCBX
+}
+
+func fill(st *dcb.State, peer *dcb.Peer, cee *dcb.CEEPeer) {
+	st.Peer = peer
 	if dcb.CEEPeerMode(st.DCBX) {
 		st.CEEPeer = cee
 	}

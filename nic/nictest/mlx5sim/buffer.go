@@ -1,11 +1,10 @@
-package nictest
+package mlx5sim
 
 import (
-	"fmt"
 	"syscall"
 
-	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nictest/simstate"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
 
@@ -50,7 +49,7 @@ import (
 //     and read back as cells × 128: a size that is not a multiple reads
 //     back smaller.
 //
-// The thresholds themselves (mlx5PBMC, Sim.Thresholds) are what rocectl
+// The thresholds themselves (pbmc, Model.Thresholds, nictest's Sim.Thresholds) are what rocectl
 // cannot read: no dcbnl attribute carries them, nor the lossy bits.
 // update_xoff_threshold sets each lossless buffer's xoff threshold to size
 // − xoff and its xon threshold max_mtu below that, both programmed in
@@ -64,39 +63,43 @@ import (
 // neither. And a PFC change toggles the link (mlx5_toggle_port_link) before
 // the configuration runs: the link then trains, PTYS has no operational
 // protocol, mlx5e_port_linkspeed fails, and calculate_xoff takes 40 Gb/s
-// (training, mlx5Speed); the model lets the next Speed read find the link
-// training and the one after at its speed. The lossy bits a port has when it enters manual buffer mode are
-// the firmware's; the model takes them as its PFC makes them
-// (pbmcOf).
+// (training: simstate.Link.Speed); nictest's Sim lets the next Speed read
+// find the link training and the one after at its speed. The lossy bits a
+// port has when it enters manual buffer mode are the firmware's; the model
+// takes them as its PFC makes them (pbmcOf).
 
 const (
-	mlx5CellSize = 128
-	// mlx5MinMaxMTU is MINIMUM_MAX_MTU: the smallest max_mtu
+	// CellSize is the port buffer cell (port_buff_cell_sz): sizes are
+	// programmed in whole cells.
+	CellSize = 128
+	// minMaxMTU is MINIMUM_MAX_MTU: the smallest max_mtu
 	// mlx5e_port_manual_buffer_config sizes a lossless buffer for.
-	mlx5MinMaxMTU = 9216
-	// mlx5DefaultCableLen is MLX5E_DEFAULT_CABLE_LEN, the cable length the
+	minMaxMTU = 9216
+	// defaultCableLen is MLX5E_DEFAULT_CABLE_LEN, the cable length the
 	// driver assumes until one is set.
-	mlx5DefaultCableLen = 7
+	defaultCableLen = 7
+	// maxCableLen is MLX5E_MAX_CABLE_LENGTH: delay must be below it.
+	maxCableLen = 1000
 )
 
-// mlx5Xoff is calculate_xoff for a port of speed Mb/s, MTU mtu, cable
-// length cable metres.
-func mlx5Xoff(speed, mtu, cable int) int {
+// Xoff is calculate_xoff for a port of speed Mb/s, MTU mtu, cable length
+// cable metres.
+func Xoff(speed, mtu, cable int) int {
 	if speed < 40000 {
 		speed = 40000
 	}
 	return (301+216*cable/100)*speed/1000 + 272*mtu/100
 }
 
-// mlx5MaxMTU is the max_mtu mlx5e_port_manual_buffer_config uses: the
+// MaxMTU is the max_mtu mlx5e_port_manual_buffer_config uses: the
 // netdev's, at least MINIMUM_MAX_MTU.
-func mlx5MaxMTU(ls *snapshot.LinkState) int {
-	return max(ls.Link.MaxMTU, mlx5MinMaxMTU)
+func MaxMTU(ls *snapshot.LinkState) int {
+	return max(ls.Link.MaxMTU, minMaxMTU)
 }
 
-// mlx5Lossy is update_buffer_lossy's rule: a buffer is lossy unless a
+// Lossy is update_buffer_lossy's rule: a buffer is lossy unless a
 // PFC-enabled priority maps to it.
-func mlx5Lossy(pfcEn uint8, prio2buffer [8]uint8) [8]bool {
+func Lossy(pfcEn uint8, prio2buffer [8]uint8) [8]bool {
 	out := [8]bool{true, true, true, true, true, true, true, true}
 	for p := range 8 {
 		if pfcEn&(1<<p) != 0 {
@@ -106,110 +109,112 @@ func mlx5Lossy(pfcEn uint8, prio2buffer [8]uint8) [8]bool {
 	return out
 }
 
-// mlx5CheckXoff is update_xoff_threshold's check over every lossless
-// buffer.
-func mlx5CheckXoff(sizes [8]uint32, lossy [8]bool, xoff, maxMTU int) error {
+// CheckXoff is update_xoff_threshold's check over every lossless buffer:
+// ENOMEM for one smaller than xoff + maxMTU + one cell.
+func CheckXoff(sizes [8]uint32, lossy [8]bool, xoff, maxMTU int) error {
 	for i, l := range lossy {
-		if !l && int(sizes[i]) < xoff+maxMTU+mlx5CellSize {
+		if !l && int(sizes[i]) < xoff+maxMTU+CellSize {
 			return syscall.ENOMEM
 		}
 	}
 	return nil
 }
 
-// mlx5PBMC is what the port's PBMC register holds beyond the sizes dcbnl
+// pbmc is what the port's PBMC register holds beyond the sizes dcbnl
 // reports (each buffer's lossy bit and thresholds), and the xoff the driver
 // last computed (priv->dcbx.xoff).
-type mlx5PBMC struct {
+type pbmc struct {
 	lossy     [8]bool
 	xoff, xon [8]uint32
 	lastXoff  int
 	computed  bool
 }
 
-// MLX5Thresholds is one mlx5 port's receive buffers as the driver last
+// Thresholds is one mlx5 port's receive buffers as the driver last
 // programmed them: which are lossy, and each lossless buffer's xoff and
 // xon thresholds in bytes (whole cells; 0 for a lossy buffer).
-type MLX5Thresholds struct {
+type Thresholds struct {
 	Lossy     [8]bool
 	Xoff, Xon [8]uint32
 }
 
-// Thresholds returns the receive buffer thresholds the mlx5 driver of name
-// last computed. ok is false while the driver has computed none: the port
-// is not in manual buffer mode, where the firmware sizes the buffers (not
+// Thresholds returns the receive buffer thresholds the driver last
+// computed. ok is false while it has computed none: the port is not in
+// manual buffer mode, where the firmware sizes the buffers (not
 // modelled).
-func (s *Sim) Thresholds(name string) (th MLX5Thresholds, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pb := s.pbmc[name]
+func (m *Model) Thresholds() (th Thresholds, ok bool) {
+	pb := m.pbmc
 	if pb == nil || !pb.computed {
-		return MLX5Thresholds{}, false
+		return Thresholds{}, false
 	}
-	return MLX5Thresholds{Lossy: pb.lossy, Xoff: pb.xoff, Xon: pb.xon}, true
+	return Thresholds{Lossy: pb.lossy, Xoff: pb.xoff, Xon: pb.xon}, true
 }
+
+// ManualBuffer says whether the driver is in manual buffer mode: set by
+// the first buffer write that changed anything, cleared only by a driver
+// reload.
+func (m *Model) ManualBuffer() bool { return m.manual }
 
 // pbmcOf returns the link's PBMC state, made when the port enters manual
 // buffer mode: the lossy bits the firmware left (taken as the port's PFC
 // makes them), no thresholds computed.
-func (s *Sim) pbmcOf(name string, d *dcb.State) *mlx5PBMC {
-	if pb := s.pbmc[name]; pb != nil {
-		return pb
+func (m *Model) pbmcOf(d *dcb.State) *pbmc {
+	if m.pbmc == nil {
+		m.pbmc = &pbmc{lossy: Lossy(d.PFC.Enable, d.Buffer.PrioBuffer)}
 	}
-	pb := &mlx5PBMC{lossy: mlx5Lossy(d.PFC.Enable, d.Buffer.PrioBuffer)}
-	s.pbmc[name] = pb
-	return pb
+	return m.pbmc
 }
 
 // What mlx5e_port_manual_buffer_config is told changed
 // (MLX5E_PORT_BUFFER_*).
 const (
-	mlx5ChangeCable = 1 << iota
-	mlx5ChangePFC
-	mlx5ChangePrio2Buffer
-	mlx5ChangeSize
+	changeCable = 1 << iota
+	changePFC
+	changePrio2Buffer
+	changeSize
 )
 
-// mlx5BufferConfig is mlx5e_port_manual_buffer_config as far as the
+// bufferConfig is mlx5e_port_manual_buffer_config as far as the
 // thresholds go, run on the link's current state d (map, sizes, pfc_en)
 // and global pause: change says what the caller changed, pfcEn is the
 // pfc_en a PFC write passes, cable the cable length it has already taken,
 // p2b and sizes what a buffer write asks for. It checks in the driver's
 // order (see the top of this file) and, when every check passes, stores
 // what port_set_buffer programs.
-func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, d *dcb.State, pb *mlx5PBMC, change int, pfcEn uint8, cable int, p2b [8]uint8, sizes [8]uint32) error {
-	xoff := mlx5Xoff(s.mlx5Speed(name), ls.Link.MTU, cable)
-	maxMTU := mlx5MaxMTU(ls)
+func bufferConfig(l simstate.Link, d *dcb.State, pb *pbmc, change int, pfcEn uint8, cable int, p2b [8]uint8, sizes [8]uint32) error {
+	ls := l.State()
+	xoff := Xoff(l.Speed(), ls.Link.MTU, cable)
+	maxMTU := MaxMTU(ls)
 	lossy, cur := pb.lossy, d.Buffer.Size
 	update := false
-	if change&mlx5ChangeCable != 0 {
+	if change&changeCable != 0 {
 		update = true
-		if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+		if err := CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
 			return err
 		}
 	}
-	if change&mlx5ChangePFC != 0 {
-		if l := mlx5Lossy(pfcEn, d.Buffer.PrioBuffer); l != lossy {
+	if change&changePFC != 0 {
+		if l := Lossy(pfcEn, d.Buffer.PrioBuffer); l != lossy {
 			lossy, update = l, true
-			if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+			if err := CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
 				return err
 			}
 		}
 	}
-	if change&mlx5ChangePrio2Buffer != 0 {
+	if change&changePrio2Buffer != 0 {
 		// fill_pfc_en: global pause makes every used buffer lossless.
 		en := d.PFC.Enable
 		if ls.Pause != nil && (ls.Pause.Rx || ls.Pause.Tx) {
 			en = 0xff
 		}
-		if l := mlx5Lossy(en, p2b); l != lossy {
+		if l := Lossy(en, p2b); l != lossy {
 			lossy, update = l, true
-			if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+			if err := CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
 				return err // checked against the sizes before the write
 			}
 		}
 	}
-	if change&mlx5ChangeSize != 0 {
+	if change&changeSize != 0 {
 		for i, sz := range sizes {
 			if !lossy[i] && sz == 0 {
 				return syscall.EINVAL // "lossless buffer size cannot be zero"
@@ -223,14 +228,14 @@ func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, d *dcb.State
 			return syscall.EINVAL // more than the port buffer has spare
 		}
 		cur, update = sizes, true
-		if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+		if err := CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
 			return err
 		}
 	}
 	if !update && xoff != pb.lastXoff {
 		// "Need to update buffer configuration if xoff value is changed"
 		update = true
-		if err := mlx5CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
+		if err := CheckXoff(cur, lossy, xoff, maxMTU); err != nil {
 			return err
 		}
 	}
@@ -243,74 +248,20 @@ func (s *Sim) mlx5BufferConfig(name string, ls *snapshot.LinkState, d *dcb.State
 		pb.xoff[i], pb.xon[i] = 0, 0
 		if !lossy[i] {
 			thr := int(cur[i]) - xoff
-			pb.xoff[i] = uint32(thr / mlx5CellSize * mlx5CellSize)
-			pb.xon[i] = uint32((thr - maxMTU) / mlx5CellSize * mlx5CellSize)
+			pb.xoff[i] = uint32(thr / CellSize * CellSize)
+			pb.xon[i] = uint32((thr - maxMTU) / CellSize * CellSize)
 		}
 	}
 	pb.computed = true
 	return nil
 }
 
-// mlx5Speed is what mlx5e_port_linkspeed finds for calculate_xoff: 0 (it
-// fails, and calculate_xoff takes 40 Gb/s) while a toggled link trains,
-// PTYS having no operational protocol then.
-func (s *Sim) mlx5Speed(name string) int {
-	if s.training[name] > 0 {
-		return 0
-	}
-	if ls := s.st.Links[name]; ls != nil && ls.Link != nil && ls.Link.OperState != "up" {
-		return 0 // a link down has no operational protocol either
-	}
-	if v, ok := s.speed[name]; ok {
-		return v
-	}
-	return 100000
-}
-
-// Train reads the speed of name until it is known: a toggled link has
-// trained. A link that is not up never does.
-func (s *Sim) Train(name string) error {
-	for range trainingReads + 1 {
-		mbps, err := s.Speed(name)
-		if err != nil || mbps > 0 {
-			return err
-		}
-	}
-	return fmt.Errorf("%s: no speed: the link is not up", name)
-}
-
-// SetSpeed sets the link speed (Mb/s) the mlx5 buffer model computes xoff
-// with (default 100000). Like the driver's carrier-up path
-// (mlx5e_update_carrier, since the revert 3fbfe251cc9f) it recomputes no
-// thresholds: the next buffer configuration uses the new speed.
-func (s *Sim) SetSpeed(name string, mbps int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.speed[name] = mbps
-}
-
-// LinkToggles counts the times a driver toggled the link of name (mlx5:
-// every PFC enable change).
-func (s *Sim) LinkToggles(name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.toggles[name]
-}
-
-// ManualBuffer says whether the mlx5 driver of name is in manual buffer
-// mode: set by the first buffer write that changed anything, cleared only
-// by a driver reload.
-func (s *Sim) ManualBuffer(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.manual[name]
-}
-
-// mlx5SetPFC is mlx5e_dcbnl_ieee_setpfc on d (the link's DCB state).
-func (s *Sim) mlx5SetPFC(name string, ls *snapshot.LinkState, d *dcb.State, pfc dcb.PFC) error {
+// SetPFC is mlx5e_dcbnl_ieee_setpfc on d (the link's DCB state).
+func (m *Model) SetPFC(l simstate.Link, d *dcb.State, pfc dcb.PFC) error {
+	ls := l.State()
 	cable := int(d.PFC.Delay)
 	if cable == 0 {
-		cable = mlx5DefaultCableLen
+		cable = defaultCableLen
 	}
 	pfcChanged := pfc.Enable != d.PFC.Enable
 	if pfcChanged {
@@ -321,88 +272,59 @@ func (s *Sim) mlx5SetPFC(name string, ls *snapshot.LinkState, d *dcb.State, pfc 
 		}
 		// mlx5_toggle_port_link: the link goes down and trains again,
 		// and the buffer configuration below runs while it has no
-		// operational speed (mlx5Speed).
-		s.toggles[name]++
-		if ls.Link != nil && ls.Link.OperState == "up" {
-			s.training[name] = trainingReads
-		}
+		// operational speed (simstate.Link.Speed).
+		l.ToggleLink()
 	}
 	// ethtool -S names follow the port's pause configuration.
-	mlx5GlobalPauseCounters(ls)
-	mlx5PrioPauseCounters(ls, d.PFC.Enable)
+	globalPauseCounters(ls)
+	prioPauseCounters(ls, d.PFC.Enable)
 	newCable, change := cable, 0
 	if pfcChanged {
-		change |= mlx5ChangePFC
+		change |= changePFC
 	}
-	if pfc.Delay > 0 && pfc.Delay < mlx5MaxCableLen && int(pfc.Delay) != cable {
+	if pfc.Delay > 0 && pfc.Delay < maxCableLen && int(pfc.Delay) != cable {
 		newCable = int(pfc.Delay)
-		change |= mlx5ChangeCable
+		change |= changeCable
 	}
-	if d.Buffer != nil && s.manual[name] {
+	if d.Buffer != nil && m.manual {
 		// Called whatever changed: an identical write recomputes the
 		// thresholds when the MTU or speed moved since the last time.
-		pb := s.pbmcOf(name, d)
-		if err := s.mlx5BufferConfig(name, ls, d, pb, change, d.PFC.Enable, newCable, d.Buffer.PrioBuffer, d.Buffer.Size); err != nil {
+		pb := m.pbmcOf(d)
+		if err := bufferConfig(l, d, pb, change, d.PFC.Enable, newCable, d.Buffer.PrioBuffer, d.Buffer.Size); err != nil {
 			return err // PFCC stays written; the cable length is not taken
 		}
 	}
-	if change&mlx5ChangeCable != 0 {
+	if change&changeCable != 0 {
 		d.PFC.Delay = uint16(newCable)
 	}
 	return nil
 }
 
-// mlx5SetBuffer is mlx5e_dcbnl_setbuffer on d.
-func (s *Sim) mlx5SetBuffer(name string, ls *snapshot.LinkState, d *dcb.State, buf dcb.Buffer) error {
+// SetBuffer is mlx5e_dcbnl_setbuffer on d.
+func (m *Model) SetBuffer(l simstate.Link, d *dcb.State, buf dcb.Buffer) error {
 	var sizes [8]uint32
 	for i, sz := range buf.Size {
-		sizes[i] = sz / mlx5CellSize * mlx5CellSize // programmed in cells
+		sizes[i] = sz / CellSize * CellSize // programmed in cells
 	}
 	if buf.PrioBuffer == d.Buffer.PrioBuffer && sizes == d.Buffer.Size {
 		return nil // nothing changed: manual_buffer is not set
 	}
-	pb := s.pbmcOf(name, d) // the firmware's lossy bits, taken over
-	s.manual[name] = true
+	pb := m.pbmcOf(d) // the firmware's lossy bits, taken over
+	m.manual = true
 	change := 0
 	if buf.PrioBuffer != d.Buffer.PrioBuffer {
-		change |= mlx5ChangePrio2Buffer
+		change |= changePrio2Buffer
 	}
 	if sizes != d.Buffer.Size {
-		change |= mlx5ChangeSize
+		change |= changeSize
 	}
 	cable := int(d.PFC.Delay)
 	if cable == 0 {
-		cable = mlx5DefaultCableLen
+		cable = defaultCableLen
 	}
-	if err := s.mlx5BufferConfig(name, ls, d, pb, change, d.PFC.Enable, cable, buf.PrioBuffer, sizes); err != nil {
+	if err := bufferConfig(l, d, pb, change, d.PFC.Enable, cable, buf.PrioBuffer, sizes); err != nil {
 		return err
 	}
 	d.Buffer.PrioBuffer, d.Buffer.Size = buf.PrioBuffer, sizes
 	return nil
-}
-
-// ManualLossless sets up an mlx5 netdev as a host a recipe already made
-// lossless: global pause off, priority 3 mapped to buffer 1, buffers 0
-// and 1 of size0 and size1 bytes (manual buffer mode), PFC on priority 3
-// with a 7 m cable. Global pause goes first: with it on, mlx5 makes every
-// buffer a priority maps to lossless (fill_pfc_en). Every write goes
-// through the driver model, so its buffer checks apply. The PFC change
-// toggles the link and computes the thresholds while it trains (40 Gb/s):
-// once it is up, an identical PFC write computes them at its speed, as
-// rocectl leaves a port.
-func (s *Sim) ManualLossless(name string, size0, size1 uint32) error {
-	if err := s.SetPause(name, nic.Pause{}); err != nil {
-		return err
-	}
-	if err := s.SetBuffer(name, dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{size0, size1}}); err != nil {
-		return err
-	}
-	pfc := dcb.PFC{Enable: 1 << 3, Delay: 7}
-	if err := s.SetPFC(name, pfc); err != nil {
-		return err
-	}
-	if err := s.Train(name); err != nil {
-		return err
-	}
-	return s.SetPFC(name, pfc)
 }
