@@ -162,7 +162,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 	var require, requireKnown bool
 	cmd := &cobra.Command{
 		Use:   "audit -p PROFILE",
-		Short: "Compare the host with a profile, read-only (exit 0 in sync, 2 drift, 1 error)",
+		Short: "Compare the host with a profile, read-only (exit 0 in sync, 2 drift, refusals included; 1 error)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -190,15 +190,20 @@ func newAuditCmd(env *Env) *cobra.Command {
 					fmt.Fprintf(env.Stdout, "Warning: %s\n", n)
 				}
 			}
+			// Exit codes that mean one thing: 1 is the audit failing
+			// (a setting it could not read, unknowns under
+			// --require-known); a change an apply would refuse is
+			// drift like any other (2), listed as refused, so that an
+			// hourly audit reports drift, not a broken tool.
 			switch {
-			case len(pl.Plan.Errors) > 0 || len(pl.Plan.Refused) > 0:
+			case len(pl.Plan.Errors) > 0:
 				return silent(ExitError)
 			case requireKnown && len(pl.Plan.Unknown) > 0:
 				if output != "json" {
 					fmt.Fprintf(env.Stdout, "Error: %d setting(s) unknown (not in the snapshot) and --require-known is set\n", len(pl.Plan.Unknown))
 				}
 				return silent(ExitError)
-			case pl.Plan.Changed():
+			case pl.Plan.Changed() || len(pl.Plan.Refused) > 0:
 				return silent(ExitDrift)
 			}
 			return nil
