@@ -433,17 +433,26 @@ func renderChangeLine(w io.Writer, l []*policy.Change) {
 	}
 	// Plain writes, not Fprintf: a 64-port plan is 2,400 of these lines,
 	// and formatting them was most of the time spent printing it.
+	value := c.Value
+	befores := make([]string, len(l))
+	for i, x := range l {
+		befores[i] = displayBefore(x)
+	}
+	if c.Kind == policy.KindBufferSize {
+		// One unit per line: the NIC reports bytes, a profile says KiB.
+		one := policy.SizesInOneUnit(append(befores, value)...)
+		befores, value = one[:len(l)], one[len(l)]
+	}
 	switch {
 	case allAbsent:
-		writeStrings(w, "    + ", key, " = ", c.Value, "\n")
+		writeStrings(w, "    + ", key, " = ", value, "\n")
 	case sameBefore:
-		writeStrings(w, "    ~ ", key, " = ", c.Before, " -> ", c.Value, "\n")
+		writeStrings(w, "    ~ ", key, " = ", befores[0], " -> ", value, "\n")
 	default:
-		befores := make([]string, len(l))
 		for i, x := range l {
-			befores[i] = x.Port.Netdev + ": " + displayBefore(x)
+			befores[i] = x.Port.Netdev + ": " + befores[i]
 		}
-		writeStrings(w, "    ~ ", key, " = ", strings.Join(befores, ", "), " -> ", c.Value, "\n")
+		writeStrings(w, "    ~ ", key, " = ", strings.Join(befores, ", "), " -> ", value, "\n")
 	}
 	for i, x := range l {
 		// Each note once, in the order the slaves give them.

@@ -149,3 +149,44 @@ var Int64Codec = Codec[int64]{
 	},
 	Format: func(n int64) string { return strconv.FormatInt(n, 10) },
 }
+
+// SizesInOneUnit writes buffer-size lists (Sizes8Codec's text: bytes
+// where a size is no whole KiB, "63KiB" where it is) in one unit for
+// display: KiB when every size of every list is a whole number of KiB,
+// else bytes, so that "[524160,0,…] -> [63KiB,192KiB,…]" reads as
+// "[524160,0,…] -> [64512,196608,…]". A list that does not parse is
+// written as it is; so are all of them when none does.
+func SizesInOneUnit(lists ...string) []string {
+	out := make([]string, len(lists))
+	parsed := make([]*[8]Size, len(lists))
+	kib := true
+	for i, l := range lists {
+		out[i] = l
+		v, err := Sizes8Codec.Parse(l)
+		if err != nil {
+			continue
+		}
+		parsed[i] = &v
+		for _, s := range v {
+			kib = kib && s%1024 == 0
+		}
+	}
+	for i, v := range parsed {
+		if v == nil {
+			continue
+		}
+		parts := make([]string, 8)
+		for j, s := range v {
+			switch {
+			case s == 0:
+				parts[j] = "0"
+			case kib:
+				parts[j] = strconv.FormatUint(uint64(s)/1024, 10) + "KiB"
+			default:
+				parts[j] = strconv.FormatUint(uint64(s), 10)
+			}
+		}
+		out[i] = "[" + strings.Join(parts, ",") + "]"
+	}
+	return out
+}

@@ -107,3 +107,22 @@ func canonical[T any](t *testing.T, c Codec[T], s string) {
 		t.Fatalf("%q: canonical %q reads back as %q", s, text, again)
 	}
 }
+
+func TestSizesInOneUnit(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		// A ConnectX's own sizes are not whole KiB: bytes on both sides.
+		{[]string{"[524160,0,0,0,0,0,0,0]", "[63KiB,192KiB,0,0,0,0,0,0]"}, []string{"[524160,0,0,0,0,0,0,0]", "[64512,196608,0,0,0,0,0,0]"}},
+		// Every size whole KiB: KiB on both sides, never MiB beside KiB.
+		{[]string{"[1MiB,0,0,0,0,0,0,0]", "[63KiB,192KiB,0,0,0,0,0,0]"}, []string{"[1024KiB,0,0,0,0,0,0,0]", "[63KiB,192KiB,0,0,0,0,0,0]"}},
+		// What does not parse is left as it is, and does not decide the unit.
+		{[]string{"(none)", "[63KiB,0,0,0,0,0,0,0]"}, []string{"(none)", "[63KiB,0,0,0,0,0,0,0]"}},
+	} {
+		got := SizesInOneUnit(tc.in...)
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+				break
+			}
+		}
+	}
+}

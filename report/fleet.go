@@ -255,6 +255,11 @@ func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
 			if from == KindPeer {
 				g, name = peerGroup(key)
 			}
+			if strings.HasSuffix(key, ".buffers.buffer_size") {
+				// One unit per line, as the plan prints it.
+				one := policy.SizesInOneUnit(have, want)
+				have, want = one[0], one[1]
+			}
 			set(g, Drift)
 			h.Drifted++
 			k := driftKey{group: g, setting: name, have: have, want: want, from: from}

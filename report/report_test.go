@@ -302,3 +302,35 @@ func TestUnknownSettingsAreNotInSync(t *testing.T) {
 		t.Errorf("summary %+v: want no host in sync, gpu-001 unknown", f.Summary)
 	}
 }
+
+// A buffer-size drift reads in one unit, and the same drift on two hosts
+// is one line however each document wrote it: the NIC reports bytes, a
+// profile says KiB.
+func TestBufferSizeDriftInOneUnit(t *testing.T) {
+	dir := t.TempDir()
+	doc := func(host, before, after string) string {
+		return `{"schema_version": 1, "command": "audit", "host": "` + host + `", "profile": "fat-tree",
+			"changed": true, "unsupported": [], "errors": [], "in_sync": 1, "ports": [], "rolled_back": false, "diagnostics": [], "unknown": [],
+			"changes": [{"key": "ens1f0np0.buffers.buffer_size", "scope": "ens1f0np0", "netdev": "ens1f0np0", "before": "` + before + `", "after": "` + after + `"}]}`
+	}
+	for name, body := range map[string]string{
+		"gpu-001.audit.json": doc("gpu-001", "[524160,0,0,0,0,0,0,0]", "[63KiB,192KiB,0,0,0,0,0,0]"),
+		"gpu-002.audit.json": doc("gpu-002", "[524160,0,0,0,0,0,0,0]", "[64512,196608,0,0,0,0,0,0]"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, problems, err := Load([]string{dir})
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("load: %v %v", err, problems)
+	}
+	var out strings.Builder
+	if err := Render(&out, Build(docs, problems, Options{Now: time.Now()}), "text"); err != nil {
+		t.Fatal(err)
+	}
+	want := "= [524160,0,0,0,0,0,0,0], want [64512,196608,0,0,0,0,0,0]"
+	if n := strings.Count(out.String(), want); n != 1 {
+		t.Errorf("want one drift line with %q, found %d:\n%s", want, n, out.String())
+	}
+}
