@@ -329,8 +329,8 @@ func TestBufferSizeDriftInOneUnit(t *testing.T) {
 	if err := Render(&out, Build(docs, problems, Options{Now: time.Now()}), "text"); err != nil {
 		t.Fatal(err)
 	}
-	want := "= [524160,0,0,0,0,0,0,0], want [64512,196608,0,0,0,0,0,0]"
-	if n := strings.Count(out.String(), want); n != 1 {
-		t.Errorf("want one drift line with %q, found %d:\n%s", want, n, out.String())
+	want := "= [524160,0,0,0,0,0,0,0], want [64512,196608,0,0,0,0,0,0]\n      on 2 hosts"
+	if n := strings.Count(out.String(), want); n != 1 || strings.Contains(out.String(), "KiB") {
+		t.Errorf("want one drift line in bytes for both hosts (%q), found %d:\n%s", want, n, out.String())
 	}
 }
