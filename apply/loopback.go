@@ -47,22 +47,14 @@ func Loopbacks(ctx context.Context, pr *Prepared, log *slog.Logger) []Loopback {
 }
 
 // CounterSources reads the ethtool statistics of every matched port, for
-// the pause-storm guard. A bond (RoCE LAG) has no NIC counters: each of
-// its slaves is a source of its own, "bond0/ens1f0np0" (verify.SlavePort).
+// the pause-storm guard: verify.Sampler's sources, so that a bond (RoCE
+// LAG), which has no NIC counters, is each of its slaves, a source of its
+// own, "bond0/ens1f0np0" (verify.SlavePort).
 func CounterSources(pr *Prepared) []verify.CounterSource {
-	var out []verify.CounterSource
-	add := func(name, netdev string) {
-		out = append(out, verify.CounterSource{Port: name, Read: func() (map[string]uint64, error) { return pr.Host.K.Stats(netdev) }})
-	}
+	var src []verify.Source
 	for _, dp := range pr.Desired.Ports {
-		p := dp.Port
-		if len(p.Slaves()) == 0 {
-			add(p.Netdev, p.Netdev)
-			continue
-		}
-		for _, m := range p.Slaves() {
-			add(verify.SlavePort(p.Netdev, m.Netdev), m.Netdev)
-		}
+		src = verify.AppendSources(src, dp.Port)
 	}
-	return out
+	s := &verify.Sampler{K: pr.Host.K, Sources: src}
+	return s.CounterSources(verify.Source.Name)
 }

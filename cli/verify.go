@@ -213,21 +213,12 @@ func parseMessageSize(s string) (policy.Size, error) {
 }
 
 // pauseSources read the ethtool statistics of the netdevs that carry the
-// tested port's pause counters: a RoCE LAG bond has none of its own, its
-// slaves (the physical ports) have them.
+// tested port's pause counters (verify.Sampler's sources: a RoCE LAG bond
+// has none of its own, its slaves, the physical ports, have them), each
+// named by its netdev, as the pause deltas of the traffic result are.
 func pauseSources(h *host.Host, p port.Port) []verify.CounterSource {
-	names := []string{p.Netdev}
-	if len(p.Slaves()) > 0 {
-		names = names[:0]
-		for _, m := range p.Slaves() {
-			names = append(names, m.Netdev)
-		}
-	}
-	out := make([]verify.CounterSource, len(names))
-	for i, nd := range names {
-		out[i] = verify.CounterSource{Port: nd, Read: func() (map[string]uint64, error) { return h.K.Stats(nd) }}
-	}
-	return out
+	s := &verify.Sampler{K: h.K, Sources: verify.Sources([]port.Port{p})}
+	return s.CounterSources(func(src verify.Source) string { return src.Netdev })
 }
 
 // verbsErrorText is err's message; when it is the stub's "not built in",
