@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,11 +43,7 @@ import (
 // rocectl_bond_slave_info says which slave is under which bond. The RDMA
 // counters belong to the LAG's one RDMA device and are the bond's.
 
-const (
-	counterDefaultInterval = time.Second
-	// hwCountersPath is a port's RDMA counters (reference §A4.2).
-	hwCountersPath = "/sys/class/infiniband/%s/ports/%d/hw_counters/%s"
-)
+const counterDefaultInterval = time.Second
 
 // family is one metric name with its labels after "device" (and, for RDMA
 // counters, "rdma_device" and "port"). The driver's count divided by per is
@@ -106,17 +103,18 @@ type counterSeries struct {
 	fam    *family
 	labels []string
 	names  []string
-	// rdma: names are files in the RDMA port's hw_counters directory, not
-	// ethtool -S names.
+	// rdma: the series is the RDMA port's congestion counter cong (its
+	// driver names are verify's), not an ethtool -S counter.
 	rdma bool
+	cong verify.CongCounter
 }
 
 // counterTable is every series the poller reads, built once: its names are
 // looked up for every port at every poll.
 //
 // Driver names: mlx5 en_stats.c and counters.c, reference §A4.1/§A4.2;
-// bnxt_en ethtool -S (shared/fixtures/bnxt_en-showmax-ethtool-S.txt) and
-// bnxt_re hw_counters.c (tx_cnp_pkts, rx_cnp_pkts, rx_ecn_marked_pkts).
+// bnxt_en ethtool -S (shared/fixtures/bnxt_en-showmax-ethtool-S.txt); the
+// RDMA congestion counters' names (mlx5, bnxt_re) are verify's.
 // bnxt_en has no global pause duration, storm-watchdog events or
 // per-priority discards under these meanings: those series are mlx5 only.
 var counterTable = func() []counterSeries {
@@ -147,32 +145,24 @@ var counterTable = func() []counterSeries {
 		add(famPrioBufDiscards, []string{prio}, fmt.Sprintf("rx_prio%d_buf_discard", p))
 	}
 	for _, c := range []struct {
-		fam   *family
-		names []string
+		fam  *family
+		cong verify.CongCounter
 	}{
-		{famCNPSent, []string{"np_cnp_sent", "tx_cnp_pkts"}},
-		{famCNPHandled, []string{"rp_cnp_handled", "rx_cnp_pkts"}},
-		{famECNMarked, []string{"np_ecn_marked_roce_packets", "rx_ecn_marked_pkts"}},
+		{famCNPSent, verify.CNPSent},
+		{famCNPHandled, verify.CNPHandled},
+		{famECNMarked, verify.ECNMarked},
 	} {
-		t = append(t, counterSeries{fam: c.fam, names: c.names, rdma: true})
+		t = append(t, counterSeries{fam: c.fam, cong: c.cong, rdma: true})
 	}
 	return t
 }()
 
-// portRef is a RoCE port the poller reads: its netdev (ethtool -S) and its
-// RDMA device port (hw_counters).
-type portRef struct {
-	netdev  string
-	rdmaDev string
-	port    int
-	// bond is, for a slave of a bond (RoCE LAG), the bond's netdev: the
-	// slave has no RDMA device of its own, and its NIC series are summed
-	// into the bond's.
-	bond string
-	// isBond: netdev is a bond master. It has no ethtool -S counters (its
-	// NIC series are its slaves' sums) and carries the RDMA series.
-	isBond bool
-}
+// portRef is a RoCE port the poller reads (verify.Sampler's source): its
+// netdev (ethtool -S) and its RDMA device port (hw_counters). A slave of a
+// bond (RoCE LAG) has no RDMA device of its own, and its NIC series are
+// summed into the bond's; the bond has no ethtool -S counters (its NIC
+// series are its slaves' sums) and carries the RDMA series.
+type portRef = verify.Source
 
 // portRefsOf lists what the poller reads for the matched ports: a port
 // under no bond as it is; a bond as itself (RDMA counters) and each of
@@ -180,26 +170,9 @@ type portRef struct {
 func portRefsOf(ports []policy.DesiredPort) []portRef {
 	var out []portRef
 	for _, dp := range ports {
-		p := dp.Port
-		if len(p.Slaves()) == 0 {
-			out = append(out, portRef{netdev: p.Netdev, rdmaDev: p.RDMADevice, port: p.PortNum})
-			continue
-		}
-		out = append(out, portRef{netdev: p.Netdev, rdmaDev: p.RDMADevice, port: p.PortNum, isBond: true})
-		for _, m := range p.Slaves() {
-			out = append(out, portRef{netdev: m.Netdev, bond: p.Netdev})
-		}
+		out = verify.AppendSources(out, dp.Port)
 	}
 	return out
-}
-
-// guardPort is the name the pause-storm guard gives the port's storms
-// (verify.SlavePort for a slave).
-func (p portRef) guardPort() string {
-	if p.bond != "" {
-		return verify.SlavePort(p.bond, p.netdev)
-	}
-	return p.netdev
 }
 
 // counterKey is one series of one port: an index into counterTable.
@@ -215,8 +188,13 @@ type counterTotal struct {
 
 // counters is the poller and what it has counted; Collect reads it.
 type counters struct {
-	h   *host.Host
-	log *slog.Logger
+	// smp reads the ports; each poll sets its sources on a copy. read is
+	// its sample, reused from poll to poll (no per-poll allocation);
+	// readMu keeps two polls from sharing it.
+	smp    verify.Sampler
+	readMu sync.Mutex
+	read   verify.Sample
+	log    *slog.Logger
 
 	mu       sync.Mutex
 	ports    []portRef
@@ -227,7 +205,7 @@ type counters struct {
 }
 
 func newCounters(h *host.Host, log *slog.Logger) *counters {
-	return &counters{h: h, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}}
+	return &counters{smp: verify.Sampler{K: h.K, FS: &h.FS, Log: log}, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}}
 }
 
 // run polls every interval until ctx ends, reading the port list from
@@ -257,22 +235,24 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 	}
 	var samples []sample
 	var failed []string
-	for _, p := range ports {
-		var stats map[string]uint64
-		if !p.isBond {
-			var err error
-			stats, err = c.h.K.Stats(p.netdev)
-			if err != nil {
-				c.log.Debug("counters unreadable", "device", p.netdev, "err", err)
-				failed = append(failed, p.netdev)
+	c.readMu.Lock()
+	smp := c.smp
+	smp.Sources = ports
+	smp.SampleInto(&c.read)
+	for i := range c.read.Ports {
+		ps := &c.read.Ports[i]
+		if ps.Err != nil {
+			c.log.Debug("counters unreadable", "device", ps.Netdev, "err", ps.Err)
+			failed = append(failed, ps.Netdev)
+		}
+		for j, s := range counterTable {
+			if v, ok := read1(ps, s); ok {
+				samples = append(samples, sample{counterKey{j, ps.Netdev}, v})
 			}
 		}
-		for i, s := range counterTable {
-			if v, ok := c.read(p, s, stats); ok {
-				samples = append(samples, sample{counterKey{i, p.netdev}, v})
-			}
-		}
+		ps.Stats = nil // the map is the kernel's: let it go before the next poll
 	}
+	c.readMu.Unlock()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -283,7 +263,7 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 	if !samePorts(c.ports, ports) {
 		keep := make(map[string]bool, len(ports))
 		for _, p := range ports {
-			keep[p.netdev] = true
+			keep[p.Netdev] = true
 		}
 		for k := range c.totals {
 			if !keep[k.netdev] {
@@ -318,44 +298,22 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 	}
 }
 
-// read returns the series' raw value on port p: from stats (ethtool -S)
-// or from the RDMA port's hw_counters, under the first name the driver has.
-func (c *counters) read(p portRef, s counterSeries, stats map[string]uint64) (uint64, bool) {
+// read1 returns the series' raw value in the port's sample: from its
+// ethtool -S counters under the first name the driver has, or its RDMA
+// port's congestion counter.
+func read1(ps *verify.PortSample, s counterSeries) (uint64, bool) {
+	if s.rdma {
+		return ps.Cong(s.cong)
+	}
 	for _, n := range s.names {
-		if !s.rdma {
-			if v, ok := stats[n]; ok {
-				return v, true
-			}
-			continue
+		if v, ok := ps.Stats[n]; ok {
+			return v, true
 		}
-		if p.rdmaDev == "" {
-			return 0, false
-		}
-		txt, err := c.h.FS.ReadTrimmed(fmt.Sprintf(hwCountersPath, p.rdmaDev, p.port, n))
-		if err != nil {
-			continue
-		}
-		v, err := strconv.ParseUint(txt, 10, 64)
-		if err != nil {
-			c.log.Debug("hw_counter not a number", "device", p.rdmaDev, "counter", n, "value", txt)
-			continue
-		}
-		return v, true
 	}
 	return 0, false
 }
 
-func samePorts(a, b []portRef) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func samePorts(a, b []portRef) bool { return slices.EqualFunc(a, b, verify.Source.Equal) }
 
 // Descriptions of the daemon's own state.
 var (
@@ -505,12 +463,12 @@ func (c *collector) collectState(gauge func(*prometheus.Desc, float64, ...string
 		gauge(descGuardState, boolFloat(guard == s), s)
 	}
 	for _, p := range st.ports {
-		if p.isBond {
+		if p.IsBond() {
 			continue // the guard watches the slaves
 		}
-		ch <- prometheus.MustNewConstMetric(descGuardStorms, prometheus.CounterValue, float64(st.storms[p.guardPort()]), p.netdev)
-		if p.bond != "" {
-			gauge(descBondSlave, 1, p.bond, p.netdev)
+		ch <- prometheus.MustNewConstMetric(descGuardStorms, prometheus.CounterValue, float64(st.storms[p.Name()]), p.Netdev)
+		if p.Bond != "" {
+			gauge(descBondSlave, 1, p.Bond, p.Netdev)
 		}
 	}
 }
@@ -525,19 +483,19 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 	gauge(descPollTime, unixSeconds(ct.lastPoll))
 	labels := make([]string, 0, 6)
 	for _, p := range ct.ports {
-		if p.isBond {
-			ct.collectBond(ch, p.netdev)
+		if p.IsBond() {
+			ct.collectBond(ch, p.Netdev)
 		} else {
-			ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.netdev]), p.netdev)
+			ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.Netdev]), p.Netdev)
 		}
 		for i, s := range counterTable {
-			t := ct.totals[counterKey{i, p.netdev}]
+			t := ct.totals[counterKey{i, p.Netdev}]
 			if t == nil {
 				continue
 			}
-			labels = append(labels[:0], p.netdev)
+			labels = append(labels[:0], p.Netdev)
 			if s.rdma {
-				labels = append(labels, p.rdmaDev, strconv.Itoa(p.port))
+				labels = append(labels, p.RDMADevice, strconv.Itoa(p.PortNum))
 			}
 			labels = append(labels, s.labels...)
 			ch <- prometheus.MustNewConstMetric(s.fam.desc, prometheus.CounterValue, float64(t.total)/s.fam.per, labels...)
@@ -558,7 +516,7 @@ func (c *counters) collectBond(ch chan<- prometheus.Metric, bond string) {
 		var sum uint64
 		found := false
 		for _, p := range c.ports {
-			if t := c.totals[counterKey{i, p.netdev}]; t != nil && p.bond == bond {
+			if t := c.totals[counterKey{i, p.Netdev}]; t != nil && p.Bond == bond {
 				sum += t.total
 				found = true
 			}

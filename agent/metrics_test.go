@@ -38,13 +38,13 @@ func simHost(t *testing.T) (*host.Host, *nictest.Sim, string) {
 	return &host.Host{FS: nic.NewFS(root, false), K: sim}, sim, root
 }
 
-var simPorts = []portRef{{netdev: "ens1f0np0", rdmaDev: "mlx5_0", port: 1}, {netdev: "ens1f1np1", rdmaDev: "mlx5_1", port: 1}}
+var simPorts = []portRef{{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1}, {Netdev: "ens1f1np1", RDMADevice: "mlx5_1", PortNum: 1}}
 
 // setHWCounter writes an RDMA port counter in the fixture root, as the
 // driver's sysfs attribute would show it.
 func setHWCounter(t *testing.T, root, dev, name string, v uint64) {
 	t.Helper()
-	p := filepath.Join(root, fmt.Sprintf(hwCountersPath, dev, 1, name))
+	p := filepath.Join(root, fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/hw_counters/%s", dev, 1, name))
 	if err := os.WriteFile(p, []byte(fmt.Sprintf("%d\n", v)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +164,8 @@ func TestExpositionGoldenLAG(t *testing.T) {
 	}
 	pr := apply.Prepare(h, p, false)
 	ports := portRefsOf(pr.Desired.Ports)
-	want := []portRef{{netdev: "bond0", rdmaDev: "mlx5_bond_0", port: 1, isBond: true},
-		{netdev: "ens1f0np0", bond: "bond0"}, {netdev: "ens1f1np1", bond: "bond0"}}
+	want := []portRef{{Netdev: "bond0", RDMADevice: "mlx5_bond_0", PortNum: 1, Slaves: []string{"ens1f0np0", "ens1f1np1"}},
+		{Netdev: "ens1f0np0", Bond: "bond0"}, {Netdev: "ens1f1np1", Bond: "bond0"}}
 	if !samePorts(ports, want) {
 		t.Fatalf("ports %+v, want %+v", ports, want)
 	}
@@ -362,11 +362,11 @@ func TestCounterTotalsBnxt(t *testing.T) {
 	if len(p) == 0 {
 		t.Fatal("no ports discovered on bnxt-re-factory")
 	}
-	port := portRef{netdev: p[0].Netdev, rdmaDev: p[0].RDMADevice, port: p[0].PortNum}
-	sim.SetStat(port.netdev, "pfc_pri3_tx_duration_us", 750_000)
-	sim.SetStat(port.netdev, "tx_pfc_ena_frames_pri3", 42)
-	sim.SetStat(port.netdev, "rx_pause_frames", 3)
-	if err := os.WriteFile(filepath.Join(root, fmt.Sprintf(hwCountersPath, port.rdmaDev, port.port, "rx_cnp_pkts")), []byte("77\n"), 0o644); err != nil {
+	port := portRef{Netdev: p[0].Netdev, RDMADevice: p[0].RDMADevice, PortNum: p[0].PortNum}
+	sim.SetStat(port.Netdev, "pfc_pri3_tx_duration_us", 750_000)
+	sim.SetStat(port.Netdev, "tx_pfc_ena_frames_pri3", 42)
+	sim.SetStat(port.Netdev, "rx_pause_frames", 3)
+	if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/hw_counters/%s", port.RDMADevice, port.PortNum, "rx_cnp_pkts")), []byte("77\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctrs := newCounters(h, discardLog())
@@ -377,10 +377,10 @@ func TestCounterTotalsBnxt(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"rocectl_pfc_pause_seconds_total", map[string]string{"device": port.netdev, "priority": "3", "direction": "tx"}, 0.75},
-		{"rocectl_pfc_pause_frames_total", map[string]string{"device": port.netdev, "priority": "3", "direction": "tx"}, 42},
-		{"rocectl_global_pause_frames_total", map[string]string{"device": port.netdev, "direction": "rx"}, 3},
-		{"rocectl_cnp_handled_total", map[string]string{"device": port.netdev, "rdma_device": port.rdmaDev, "port": "1"}, 77},
+		{"rocectl_pfc_pause_seconds_total", map[string]string{"device": port.Netdev, "priority": "3", "direction": "tx"}, 0.75},
+		{"rocectl_pfc_pause_frames_total", map[string]string{"device": port.Netdev, "priority": "3", "direction": "tx"}, 42},
+		{"rocectl_global_pause_frames_total", map[string]string{"device": port.Netdev, "direction": "rx"}, 3},
+		{"rocectl_cnp_handled_total", map[string]string{"device": port.Netdev, "rdma_device": port.RDMADevice, "port": "1"}, 77},
 	} {
 		if got := value(t, c, w.name, w.labels); got != w.want {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.want)

@@ -2,67 +2,41 @@ package apply
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
 // Loopback is the verbs loopback traffic of one matched port.
-type Loopback struct {
-	Port   string // "ens1f0np0 (mlx5_0 port 1)"
-	Result *verify.LoopbackResult
-	Err    error
-}
+type Loopback = verify.PortLoopback
 
 // Loopbacks runs verbs loopback traffic on every matched port with the
-// profile's own parameters: the GID NCCL would pick, the RoCE TOS, the
-// largest path MTU the netdev MTU allows. The ports need their RoCE v2 GID
-// index (Prepare withGID, or a profile that needs it).
+// profile's own parameters (verify.Loopbacks). The ports need their RoCE
+// v2 GID index (Prepare withGID, or a profile that needs it).
 func Loopbacks(ctx context.Context, pr *Prepared, log *slog.Logger) []Loopback {
-	var out []Loopback
-	v := pr.Profile.Verify
-	tc := 0
-	if t := pr.Profile.RoCE.DefaultTOS; t != nil {
-		tc = *t
+	ports := make([]port.Port, len(pr.Desired.Ports))
+	for i, dp := range pr.Desired.Ports {
+		ports[i] = dp.Port
 	}
-	for _, dp := range pr.Desired.Ports {
-		p := dp.Port
-		label := fmt.Sprintf("%s (%s port %d)", p.Netdev, p.RDMADevice, p.PortNum)
-		if p.RoCEv2GID < 0 {
-			out = append(out, Loopback{label, nil, fmt.Errorf("no RoCE v2 IPv4 GID on %s port %d: configure an IPv4 address on %s", p.RDMADevice, p.PortNum, p.Netdev)})
-			continue
-		}
-		res, err := verify.Loopback(ctx, verify.LoopbackConfig{
-			Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
-			TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration,
-			Root: pr.Host.FS.Root(), Log: log,
-		})
-		if err == nil && v.MinBandwidthGbps > 0 && res.WriteGbps < v.MinBandwidthGbps {
-			err = fmt.Errorf("RDMA WRITE bandwidth %.2f Gb/s is below the profile's minimum %.2f Gb/s", res.WriteGbps, v.MinBandwidthGbps)
-		}
-		out = append(out, Loopback{label, res, err})
-	}
-	return out
+	return verify.Loopbacks(ctx, ports, TrafficConfig(pr, log))
+}
+
+// TrafficConfig is how verbs traffic runs on pr's ports: the profile's
+// [verify] and roce.default_tos, the host's root.
+func TrafficConfig(pr *Prepared, log *slog.Logger) verify.TrafficConfig {
+	return verify.TrafficConfig{Spec: pr.Profile.Verify, TOS: pr.Profile.RoCE.DefaultTOS, Root: pr.Host.FS.Root(), Log: log}
 }
 
 // CounterSources reads the ethtool statistics of every matched port, for
-// the pause-storm guard. A bond (RoCE LAG) has no NIC counters: each of
-// its slaves is a source of its own, "bond0/ens1f0np0" (verify.SlavePort).
+// the pause-storm guard: verify.Sampler's sources, so that a bond (RoCE
+// LAG), which has no NIC counters, is each of its slaves, a source of its
+// own, "bond0/ens1f0np0" (verify.SlavePort).
 func CounterSources(pr *Prepared) []verify.CounterSource {
-	var out []verify.CounterSource
-	add := func(name, netdev string) {
-		out = append(out, verify.CounterSource{Port: name, Read: func() (map[string]uint64, error) { return pr.Host.K.Stats(netdev) }})
-	}
+	var src []verify.Source
 	for _, dp := range pr.Desired.Ports {
-		p := dp.Port
-		if len(p.Slaves()) == 0 {
-			add(p.Netdev, p.Netdev)
-			continue
-		}
-		for _, m := range p.Slaves() {
-			add(verify.SlavePort(p.Netdev, m.Netdev), m.Netdev)
-		}
+		src = verify.AppendSources(src, dp.Port)
 	}
-	return out
+	s := &verify.Sampler{K: pr.Host.K, Sources: src}
+	return s.CounterSources(verify.Source.Name)
 }

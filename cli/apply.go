@@ -12,8 +12,8 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/verify"
 	"github.com/rocectl/rocectl/statedir"
+	"github.com/rocectl/rocectl/verify"
 )
 
 type applyFlags struct {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/doc"
-	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
-	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -119,33 +116,23 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 			}
 			d.Profile, d.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 			d.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
-			// policy.Diff, as verify.Readback, keeping what it could not
-			// compare: an unknown value holds nothing.
-			readback := policy.Diff(pl.Desired, h.Observe(pl.Desired))
-			if m := readback.Mismatches(); m != nil {
-				d.Mismatches = m
+			res := verify.Run(cmd.Context(), verify.RunConfig{Desired: pl.Desired, Observe: h.Observe, K: h.K,
+				TrafficConfig: apply.TrafficConfig(pl, env.Log), Loopback: loopback, Peer: peer, Listen: listen, Waiting: env.Stderr})
+			if res.Mismatches != nil {
+				d.Mismatches = res.Mismatches
 			}
-			if readback.Unknown != nil {
-				d.Unknown = readback.Unknown
+			if res.Unknown != nil {
+				d.Unknown = res.Unknown
 			}
-			if peer != "" || listen != "" {
-				res, err := env.twoHost(cmd.Context(), pl, peer, listen)
-				if err != nil {
-					d.Errors = append(d.Errors, verbsErrorText(err))
-				} else {
-					d.Traffic = append(d.Traffic, res)
+			d.Traffic = res.Traffic
+			for _, e := range res.Errors {
+				msg := verbsErrorText(e.Err)
+				if e.Port != "" {
+					msg = e.Port + ": " + msg
 				}
-			} else if loopback || pl.Profile.Verify.Loopback {
-				for _, o := range apply.Loopbacks(cmd.Context(), pl, env.Log) {
-					if o.Err != nil {
-						d.Errors = append(d.Errors, o.Port+": "+verbsErrorText(o.Err))
-					}
-					if o.Result != nil {
-						d.Traffic = append(d.Traffic, o.Result)
-					}
-				}
+				d.Errors = append(d.Errors, msg)
 			}
-			d.OK = len(d.Mismatches) == 0 && len(d.Unknown) == 0 && len(d.Errors) == 0
+			d.OK = res.OK()
 			if output == "json" {
 				if err := writeJSON(env.Stdout, d.document()); err != nil {
 					return err
@@ -205,34 +192,6 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 	return cmd
 }
 
-// twoHost runs traffic across the fabric with a peer rocectl: one side
-// listens, the other connects; both use the first matched port.
-func (env *Env) twoHost(ctx context.Context, pl *apply.Prepared, peer, listen string) (*verify.LoopbackResult, error) {
-	if peer != "" && listen != "" {
-		return nil, fmt.Errorf("--peer and --listen exclude each other")
-	}
-	if len(pl.Desired.Ports) == 0 {
-		return nil, fmt.Errorf("no RoCE port matches the profile")
-	}
-	p := pl.Desired.Ports[0].Port
-	if p.RoCEv2GID < 0 {
-		return nil, fmt.Errorf("no RoCE v2 IPv4 GID on %s port %d: configure an IPv4 address on %s", p.RDMADevice, p.PortNum, p.Netdev)
-	}
-	tc := 0
-	if t := pl.Profile.RoCE.DefaultTOS; t != nil {
-		tc = *t
-	}
-	v := pl.Profile.Verify
-	cfg := verify.LoopbackConfig{Device: p.RDMADevice, Port: p.PortNum, GIDIndex: p.RoCEv2GID, RequireRoCEv2: true,
-		TrafficClass: uint8(tc), MsgSize: int(v.MessageSize), Duration: v.Duration, Root: pl.Host.FS.Root(), Log: env.Log,
-		Pause: pauseSources(pl.Host, p)}
-	if listen != "" {
-		fmt.Fprintf(env.Stderr, "waiting for a peer on %s (%s port %d, gid %d)\n", listen, p.RDMADevice, p.PortNum, p.RoCEv2GID)
-		return verify.Listen(ctx, listen, cfg)
-	}
-	return verify.Connect(ctx, peer, cfg)
-}
-
 // parseMessageSize reads --size: "" is the profile's, otherwise 1 byte to
 // 1 GiB, the bounds of [verify] message_size.
 func parseMessageSize(s string) (policy.Size, error) {
@@ -247,24 +206,6 @@ func parseMessageSize(s string) (policy.Size, error) {
 		return 0, fmt.Errorf("--size must be 1 byte to 1GiB, not %s", s)
 	}
 	return v, nil
-}
-
-// pauseSources read the ethtool statistics of the netdevs that carry the
-// tested port's pause counters: a RoCE LAG bond has none of its own, its
-// slaves (the physical ports) have them.
-func pauseSources(h *host.Host, p port.Port) []verify.CounterSource {
-	names := []string{p.Netdev}
-	if len(p.Slaves()) > 0 {
-		names = names[:0]
-		for _, m := range p.Slaves() {
-			names = append(names, m.Netdev)
-		}
-	}
-	out := make([]verify.CounterSource, len(names))
-	for i, nd := range names {
-		out[i] = verify.CounterSource{Port: nd, Read: func() (map[string]uint64, error) { return h.K.Stats(nd) }}
-	}
-	return out
 }
 
 // verbsErrorText is err's message; when it is the stub's "not built in",

@@ -16,33 +16,38 @@ import (
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
+	"github.com/rocectl/rocectl/verify"
 )
 
 // watchT0 is the scripted clock's start; UTC, so that the head line's
 // clock time does not depend on the machine's zone.
 var watchT0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// watchSim is the configured ConnectX-6 Dx host (PFC on priority 3) on a
-// simulated kernel, its tree in a temporary root, with a sampler whose
-// clock the test sets.
+// watchSim is a fixture host on a simulated kernel, its tree in a
+// temporary root, with the sampler the command builds over the ports
+// discovery finds, its clock set by the test.
 type watchSim struct {
 	t    *testing.T
 	sim  *nictest.Sim
 	root string
-	s    *watchSampler
+	s    *verify.Sampler
 	now  time.Time
 }
 
-func newWatchSim(t *testing.T) *watchSim {
-	root, sim := fixturehost.Copy(t, "cx6dx-ofed-lossless")
+func newSim(t *testing.T, fixture string, nports int) *watchSim {
+	root, sim := fixturehost.Copy(t, fixture)
 	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
 	w := &watchSim{t: t, sim: sim, root: root, now: watchT0}
-	w.s = &watchSampler{h: h, ports: h.Discover().Ports, now: func() time.Time { return w.now }}
-	if len(w.s.ports) != 2 {
-		t.Fatalf("fixture ports: %+v", w.s.ports)
+	ports := h.Discover().Ports
+	if len(ports) != nports {
+		t.Fatalf("fixture ports: %+v", ports)
 	}
+	w.s = &verify.Sampler{K: h.K, FS: &h.FS, Sources: verify.Sources(ports), Link: true, Now: func() time.Time { return w.now }}
 	return w
 }
+
+// newWatchSim is the configured ConnectX-6 Dx host (PFC on priority 3).
+func newWatchSim(t *testing.T) *watchSim { return newSim(t, "cx6dx-ofed-lossless", 2) }
 
 // hw adds to an RDMA port counter as the driver's sysfs file shows it.
 func (w *watchSim) hw(dev, name string, delta uint64) {
@@ -90,67 +95,6 @@ func fv(p *float64) any {
 	return *p
 }
 
-// The rates of one interval, checked value by value against what the
-// script put in: occupancy = duration delta / elapsed, frames/s, the
-// reset, the cap, and "absent" where a counter is missing.
-func TestWatchRates(t *testing.T) {
-	w := newWatchSim(t)
-	w.sim.SetStat("ens1f1np1", "rx_prio3_pause", 100)
-	prev := w.s.sample()
-	w.busyInterval()
-	rep := watchRates(prev, w.s.sample())
-
-	if rep.IntervalS != 0.5 || !rep.Time.Equal(watchT0.Add(500*time.Millisecond)) || rep.SchemaVersion != 1 {
-		t.Fatalf("report head: %+v", rep)
-	}
-	p0, p1 := rep.Ports[0], rep.Ports[1]
-	if p0.Netdev != "ens1f0np0" || p0.Link != "up" || p0.RDMADevice != "mlx5_0" || p0.Port != 1 {
-		t.Fatalf("port 0: %+v", p0)
-	}
-	if len(p0.Priorities) != 1 || p0.Priorities[0].Priority != 3 {
-		t.Fatalf("priorities: mlx5 has counters for its PFC priority 3 only: %+v", p0.Priorities)
-	}
-	pr := p0.Priorities[0]
-	for _, c := range []struct {
-		name      string
-		got, want any
-	}{
-		{"rx pause %", fv(pr.RX.PausePct), 50.0},
-		{"rx pause frames/s", fv(pr.RX.FramesPerS), 4000.0},
-		{"rx pause frames", pr.RX.Frames, uint64(2000)},
-		{"tx pause % (1.2 s in 0.5 s: capped)", fv(pr.TX.PausePct), 100.0},
-		{"tx pause frames/s", fv(pr.TX.FramesPerS), 20.0},
-		{"prio 3 rx discards/s", fv(pr.RXDiscardsPerS), 2.0},
-		{"prio 3 buffer discards/s (no such counter here)", fv(pr.RXBufferDiscardsPerS), nil},
-		{"global tx: 802.3 frames only, no %", fv(p0.GlobalPause.TX.PausePct), nil},
-		{"global tx frames/s", fv(p0.GlobalPause.TX.FramesPerS), 6.0},
-		{"cnp sent/s", fv(p0.CNPSentPerS), 3000.0},
-		{"cnp handled/s", fv(p0.CNPHandledPerS), 24e6},
-		{"ecn marked/s", fv(p0.ECNMarkedPerS), 3200.0},
-		{"rx discards/s", fv(p0.RXDiscardsPerS), 10.0},
-		{"tx discards/s", fv(p0.TXDiscardsPerS), 0.0},
-		{"storm events new", *p0.StormEventsNew, uint64(1)},
-		{"storm error total", *p0.StormErrorEvents, uint64(1)},
-		{"port 1: reset counts what came since (7 in 0.5 s)", fv(p1.Priorities[0].RX.FramesPerS), 14.0},
-		{"port 1 rx pause %", fv(p1.Priorities[0].RX.PausePct), 0.0},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-		}
-	}
-
-	// A counter only the second sample has (mlx5 creates priority 4's
-	// when PFC goes on there) shows its total, without a rate yet.
-	prev = w.s.sample()
-	w.now = w.now.Add(time.Second)
-	w.sim.SetStat("ens1f0np0", "rx_prio4_pause", 9)
-	rep = watchRates(prev, w.s.sample())
-	pr4 := rep.Ports[0].Priorities[1]
-	if pr4.Priority != 4 || pr4.RX.Frames != 9 || pr4.RX.FramesPerS != nil || pr4.RX.PausePct != nil || pr4.TX != nil {
-		t.Errorf("new priority 4: %+v rx %+v", pr4, pr4.RX)
-	}
-}
-
 // statsFailing is a kernel whose ethtool -S fails on one netdev.
 type statsFailing struct {
 	nic.Kernel
@@ -164,16 +108,14 @@ func (k statsFailing) Stats(ifname string) (map[string]uint64, error) {
 	return k.Kernel.Stats(ifname)
 }
 
-// A port whose counters cannot be read says why, with no rates.
-func TestWatchRatesUnreadablePort(t *testing.T) {
+// A port whose counters cannot be read says why on its row (the rates:
+// verify's TestRatesUnreadablePort).
+func TestWatchShowsUnreadablePort(t *testing.T) {
 	w := newWatchSim(t)
-	prev := w.s.sample()
-	w.s.h = &host.Host{FS: w.s.h.FS, K: statsFailing{w.sim, "ens1f1np1"}}
+	prev := w.s.Sample()
+	w.s.K = statsFailing{w.sim, "ens1f1np1"}
 	w.now = w.now.Add(time.Second)
-	rep := watchRates(prev, w.s.sample())
-	if p := rep.Ports[1]; p.Error == "" || len(p.Priorities) != 0 || p.CNPSentPerS != nil {
-		t.Fatalf("unreadable port: %+v", p)
-	}
+	rep := verify.Rates(prev, w.s.Sample())
 	lines := strings.Join(watchLines(watchHead{interval: time.Second, scope: "all RoCE ports"}, rep, 0), "\n")
 	if !strings.Contains(lines, "ens1f1np1       up    ethtool -S: no such device") {
 		t.Errorf("the error is not on the port's row:\n%s", lines)
@@ -184,9 +126,9 @@ func TestWatchRatesUnreadablePort(t *testing.T) {
 // (and piped), the narrow one on 70 columns, against golden text.
 func TestWatchLayoutGolden(t *testing.T) {
 	w := newWatchSim(t)
-	prev := w.s.sample()
+	prev := w.s.Sample()
 	w.busyInterval()
-	rep := watchRates(prev, w.s.sample())
+	rep := verify.Rates(prev, w.s.Sample())
 	head := watchHead{interval: 500 * time.Millisecond, scope: "all RoCE ports", keys: true}
 	wide := strings.Join(watchLines(head, rep, 130), "\n") + "\n"
 	golden(t, "watch/wide.txt", wide)
@@ -209,12 +151,12 @@ func scriptedLoop(t *testing.T, w *watchSim, out *bytes.Buffer, json, once bool,
 	}
 	close(ticks)
 	n := 0
-	sample := func() *watchSample {
+	sample := func() *verify.Sample {
 		if n > 0 {
 			steps[n-1]()
 		}
 		n++
-		return w.s.sample()
+		return w.s.Sample()
 	}
 	l := &watchLoop{sample: sample, ticks: ticks, out: out, json: json, once: once,
 		head: watchHead{interval: time.Second, scope: "all RoCE ports"}}
@@ -240,7 +182,7 @@ func TestWatchJSONLines(t *testing.T) {
 		t.Fatalf("%d lines, want one per interval:\n%s", len(lines), out.String())
 	}
 	for i, want := range []float64{1000, 0, 250} {
-		var rep watchReport
+		var rep verify.WatchReport
 		if err := json.Unmarshal([]byte(lines[i]), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +220,7 @@ func TestWatchPlainAndOnce(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l := &watchLoop{sample: w.s.sample, ticks: make(chan time.Time), out: &out, once: true}
+	l := &watchLoop{sample: w.s.Sample, ticks: make(chan time.Time), out: &out, once: true}
 	if err := l.run(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("--once interrupted: %v", err)
 	}
@@ -307,7 +249,7 @@ func TestWatchTTYDraw(t *testing.T) {
 func TestWatchCommand(t *testing.T) {
 	snap := repo("testdata/hosts/cx6dx-ofed-lossless")
 	code, out, errs := run(t, nil, "--snapshot", snap, "watch", "--once", "-o", "json", "--interval", "10ms")
-	var rep watchReport
+	var rep verify.WatchReport
 	if code != ExitOK || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Ports) != 2 {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}

@@ -25,8 +25,7 @@ func ReadHWCounters(fs nic.FS, dev string, port int, log *slog.Logger) (map[stri
 }
 
 // Congestion is a port's DCQCN counters from its hw_counters, each nil
-// where the driver has none. Names: mlx5 (counters.c, the "cong" set,
-// reference §A4.2) first, then bnxt_re (hw_counters.c).
+// where the driver has none. Names: congNames (sampler.go).
 type Congestion struct {
 	// CNPSent: CNPs the notification point sent (for ECN CE-marked
 	// packets it received).
@@ -41,9 +40,9 @@ type Congestion struct {
 // ReadHWCounters sample.
 func CongestionCounters(hw map[string]uint64) Congestion {
 	return Congestion{
-		CNPSent:    firstStat(hw, "np_cnp_sent", "tx_cnp_pkts"),
-		CNPHandled: firstStat(hw, "rp_cnp_handled", "rx_cnp_pkts"),
-		ECNMarked:  firstStat(hw, "np_ecn_marked_roce_packets", "rx_ecn_marked_pkts"),
+		CNPSent:    firstStat(hw, congNames[CNPSent]...),
+		CNPHandled: firstStat(hw, congNames[CNPHandled]...),
+		ECNMarked:  firstStat(hw, congNames[ECNMarked]...),
 	}
 }
 

@@ -79,8 +79,8 @@ var Table = []Row{
 	// 2-3: what reads both; the driver layer and the plan built on it.
 	{Pkg: "nccl", Layer: 2, Kind: Product, May: []string{"policy", "nic", "port"},
 		Job: "NCCL's config file and the NCCL variables a host's ports imply; PCIe topology hints"},
-	{Pkg: "verify", Layer: 2, Kind: Product, May: []string{"policy", "nic", "port"},
-		Job: "read-back, verbs loopback and two-host traffic (cgo, -tags verbs), the pause-storm detector"},
+	{Pkg: "verify", Layer: 2, Kind: Product, May: []string{"doc", "policy", "nic", "port"},
+		Job: "read-back and traffic as one run (Run, the work of rocectl verify), verbs loopback and two-host traffic (cgo, -tags verbs), the counter sampler shared by watch, the guard and the metrics, watch's rates, the pause-storm detector"},
 	{Pkg: "report", Layer: 2, Kind: Product, May: []string{"doc", "policy", "port"},
 		Job: "the fleet view over many hosts' JSON documents"},
 
