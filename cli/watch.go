@@ -28,8 +28,6 @@ import (
 // (watchLines) and drives a terminal (watchLoop, watchTTY). docs/watch.md
 // describes the view and the JSON document.
 
-const watchSchemaVersion = 1
-
 func newWatchCmd(env *Env) *cobra.Command {
 	var profile, output string
 	var once bool
