@@ -282,6 +282,12 @@ func Refusal(plan *policy.Plan, skipUnreadable bool) error {
 		}
 		why = append(why, "(--skip-unreadable applies the rest and leaves the unreadable settings alone)")
 	}
+	if len(plan.Unchecked) > 0 && !skipUnreadable {
+		for _, e := range plan.Unchecked {
+			why = append(why, fmt.Sprintf("%s: the driver's checks cannot run: %s", e.Key, e.Error))
+		}
+		why = append(why, "(--skip-unreadable writes them unchecked: the driver's own check is then the only one, and a write it refuses rolls the apply back)")
+	}
 	if len(why) == 0 {
 		return nil
 	}

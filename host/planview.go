@@ -1,7 +1,10 @@
 package host
 
 import (
+	"errors"
+
 	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
@@ -33,8 +36,16 @@ func (v *PlanView) Read(s policy.Setting) (string, bool, error) {
 // Facts is what p's driver layer may ask, read through p's reader.
 func (v *PlanView) Facts(p *port.Port) driver.Facts { return v.readers.of(p).facts() }
 
-// DCB is the kernel's dcbnl state of netdev, read afresh.
-func (v *PlanView) DCB(netdev string) (*dcb.State, error) { return v.h.K.DCB(netdev) }
+// DCB is the kernel's dcbnl state of netdev, read afresh: with the
+// members a snapshot did not capture named, and nil in it.
+func (v *PlanView) DCB(netdev string) (*dcb.State, []string, error) {
+	st, err := v.h.K.DCB(netdev)
+	var nc *nic.NotCapturedError
+	if errors.As(err, &nc) && len(nc.Parts) > 0 && st != nil {
+		return st, nc.Parts, nil
+	}
+	return st, nil, err
+}
 
 // DCBX is p's DCBX mode as an observation reads it (a snapshot that did
 // not capture it answers not ok).

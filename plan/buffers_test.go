@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/driver/mlx5"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
@@ -287,5 +288,60 @@ func TestPlanReadsBuffersAgain(t *testing.T) {
 	}
 	if refused := pl(70016).Refused; len(refused) != 0 {
 		t.Errorf("with 70016 bytes: refused %+v", refused)
+	}
+}
+
+// mlx5's buffer checks are never skipped without a word. A snapshot that
+// lacks DCB members the checks do not need (an import from mlnx_qos has
+// no maxrate or app_trust) is checked like a full one; one that lacks
+// PFC or the buffers gets a warning per port naming what is missing, and
+// its PFC and buffer changes are unchecked, which apply refuses unless
+// --skip-unreadable.
+func TestBufferChecksAreNeverSkippedSilently(t *testing.T) {
+	const profile = "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n"
+	notCaptured := func(parts ...string) func(*snapshot.KernelState) {
+		return func(st *snapshot.KernelState) {
+			for _, ls := range st.Links {
+				for _, p := range parts {
+					ls.NotCaptured = append(ls.NotCaptured, "dcb."+p)
+				}
+			}
+		}
+	}
+	pl := planWithState(t, "cx6dx-ofed-factory", profile, notCaptured("maxrate", "app_trust"))
+	if len(pl.Refused) != 2 || !strings.Contains(pl.Refused[0].Error, "needs at least 66186") || len(pl.Unchecked) != 0 {
+		t.Errorf("maxrate and app_trust not captured: refused %+v, unchecked %+v; want the 32768-byte buffer refused on both ports", pl.Refused, pl.Unchecked)
+	}
+	pl = planWithState(t, "cx6dx-ofed-factory", profile, notCaptured("buffer"))
+	if len(pl.Refused) != 0 {
+		t.Errorf("buffers not captured: refused %+v, want nothing refused that could not be checked", pl.Refused)
+	}
+	warned := map[string]bool{}
+	for _, w := range pl.Warnings {
+		if strings.Contains(w.Message, "buffer checks cannot run") && strings.Contains(w.Message, "its buffer state was not captured (dcb.buffer)") && w.Port != nil {
+			warned[w.Port.Netdev] = true
+		}
+	}
+	if len(warned) != 2 {
+		t.Errorf("warnings %+v, want one per port naming dcb.buffer", pl.Warnings)
+	}
+	unchecked := map[string]bool{}
+	for _, e := range pl.Unchecked {
+		unchecked[e.Key] = true
+	}
+	// The buffers themselves are unknown (not in the plan), the writes
+	// their checks would have covered are unchecked.
+	for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+		for _, k := range []string{".qos.pfc", ".qos.global_pause", ".link.mtu"} {
+			if !unchecked[nd+k] {
+				t.Errorf("%s%s is not marked unchecked: %v", nd, k, unchecked)
+			}
+		}
+	}
+	if err := apply.Refusal(pl, false); err == nil || !strings.Contains(err.Error(), "the driver's checks cannot run") {
+		t.Errorf("apply's refusal without --skip-unreadable: %v", err)
+	}
+	if err := apply.Refusal(pl, true); err != nil {
+		t.Errorf("apply's refusal with --skip-unreadable: %v", err)
 	}
 }

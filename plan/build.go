@@ -63,6 +63,9 @@ type planning struct {
 type mlx5Read struct {
 	p  mlx5.Port
 	ok bool
+	// why is what kept the state from being read, "" when it was, or
+	// when the driver has no buffers to check (nothing to say).
+	why string
 }
 
 // driverOrder checks and orders the writes each port's driver checks

@@ -18,8 +18,11 @@ type Host interface {
 	Read(s policy.Setting) (v string, present bool, err error)
 	// Facts is what p's driver layer may ask of the host.
 	Facts(p *port.Port) driver.Facts
-	// DCB is netdev's dcbnl state.
-	DCB(netdev string) (*dcb.State, error)
+	// DCB is netdev's dcbnl state. When a snapshot captured only some
+	// of its members, it is what was captured (the others nil), named in
+	// missing (snapshot.DCBParts' names); err is for a state of which
+	// nothing can be read.
+	DCB(netdev string) (st *dcb.State, missing []string, err error)
 	// DCBX is p's dcbnl DCBX mode; ok is false when it cannot be read.
 	DCBX(p *port.Port) (mode uint8, ok bool)
 	// Link is netdev's MTU, largest MTU and operational state.

@@ -43,7 +43,7 @@ func (pl *planning) planBnxtPort(ss []policy.Setting, netdev string) (policy.Cha
 	if anyETS < 0 && pfcAt < 0 {
 		return policy.Change{}, false
 	}
-	st, err := pl.h.DCB(netdev)
+	st, _, err := pl.h.DCB(netdev)
 	if err != nil || st.ETS == nil || st.PFC == nil || st.ETS.ETSCap == 0 {
 		return policy.Change{}, false // the settings' own read errors are in the plan
 	}

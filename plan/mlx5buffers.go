@@ -22,20 +22,55 @@ func (pl *planning) mlx5State(netdev string, speedMbps int) (mlx5.Port, bool) {
 	if r, ok := pl.mlx5[netdev]; ok {
 		return r.p, r.ok
 	}
-	p, ok := readMLX5State(pl.h, netdev, speedMbps)
-	pl.mlx5[netdev] = mlx5Read{p, ok}
+	p, ok, why := readMLX5State(pl.h, netdev, speedMbps)
+	pl.mlx5[netdev] = mlx5Read{p, ok, why}
+	if why != "" {
+		// Never a silent skip: the checks that could not run are named.
+		pl.plan.Warnings = append(pl.plan.Warnings, policy.Warning{Key: netdev + ".buffers", Port: pl.portOf(netdev),
+			Message: "mlx5's buffer checks cannot run on " + netdev + ": " + why + "; its PFC, cable length, buffer and MTU changes are not checked against the driver's minimum (calculate_xoff), nor its buffer-threshold recomputes planned: apply writes them only with --skip-unreadable"})
+	}
 	return p, ok
 }
 
-// readMLX5State reads what mlx5State returns.
-func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool) {
-	st, err := h.DCB(netdev)
-	if err != nil || st.PFC == nil || st.Buffer == nil {
-		return p, false
+// uncheckable marks c as a change whose mlx5 buffer checks could not run
+// on netdev, when its state could not be read (apply refuses it unless
+// --skip-unreadable); a driver without buffers has nothing to check.
+func (pl *planning) uncheckable(netdev string, c policy.Change) {
+	if why := pl.mlx5[netdev].why; why != "" {
+		pl.plan.Unchecked = append(pl.plan.Unchecked, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})
+	}
+}
+
+// portOf is the port of netdev's changes in the plan, nil when it has
+// none.
+func (pl *planning) portOf(netdev string) *port.Port {
+	for _, i := range pl.at[netdev] {
+		if p := pl.plan.Changes[i].Port; p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// readMLX5State reads what mlx5State returns; why says what kept it from
+// being read, "" when it was or when the driver reports no PFC or buffer
+// object (a driver without buffers: nothing to check).
+func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool, why string) {
+	st, missing, err := h.DCB(netdev)
+	if err != nil {
+		return p, false, "its DCB state cannot be read (" + err.Error() + ")"
+	}
+	for _, part := range missing {
+		if part == "pfc" || part == "buffer" {
+			return p, false, "its " + part + " state was not captured (dcb." + part + ")"
+		}
+	}
+	if st.PFC == nil || st.Buffer == nil {
+		return p, false, ""
 	}
 	li, err := h.Link(netdev)
 	if err != nil {
-		return p, false
+		return p, false, "its link cannot be read (" + err.Error() + ")"
 	}
 	p = mlx5.Port{PFC: st.PFC.Enable, Prio2Buf: st.Buffer.PrioBuffer, Sizes: st.Buffer.Size,
 		Cable: int(st.PFC.Delay), MTU: li.MTU, MaxMTU: li.MaxMTU, Speed: speedMbps}
@@ -49,7 +84,7 @@ func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool) 
 		p.Pause, p.PauseKnown = on, true
 	}
 	p.AssumeLossless() // the lossy bits cannot be read
-	return p, true
+	return p, true, ""
 }
 
 // mlx5Writes lists, in plan order, the writes that the changes at (a
@@ -139,6 +174,11 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 	}
 	cur, ok := pl.mlx5State(netdev, speedMbps)
 	if !ok {
+		for _, i := range idx {
+			if plan.Changes[i].Port != nil && plan.Changes[i].Port.Netdev == netdev {
+				pl.uncheckable(netdev, plan.Changes[i])
+			}
+		}
 		return
 	}
 	final := cur

@@ -178,7 +178,11 @@ func isBufferKind(k policy.Kind) bool {
 func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) (before policy.Change, after *policy.Change, ok bool) {
 	plan := pl.plan
 	cur, ok := pl.mlx5State(p.Netdev, p.SpeedMbps)
-	if !ok || cur.MTU == newMTU {
+	if !ok {
+		pl.uncheckable(p.Netdev, mtu) // its recomputes cannot be planned
+		return policy.Change{}, nil, false
+	}
+	if cur.MTU == newMTU {
 		return policy.Change{}, nil, false
 	}
 	follows, buffersChange := false, false

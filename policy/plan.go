@@ -99,6 +99,11 @@ type Plan struct {
 	Refused []PlanError
 	// Warnings do not stop an apply (Warning).
 	Warnings []Warning
+	// Unchecked are changes whose driver checks could not run, with why
+	// (the state they check could not be read, or was not captured): a
+	// warning says so per port, and apply writes them only with
+	// --skip-unreadable.
+	Unchecked []PlanError
 	// InSync counts the settings that already hold their desired value.
 	InSync int
 }

@@ -323,12 +323,14 @@ func (s *Sim) DCB(name string) (*dcb.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, err := s.r.DCB(name)
-	if err != nil {
+	// A state of which only some members were captured comes with what
+	// was, as a snapshot's reader gives it (nic.NotCapturedError.Parts).
+	if st == nil {
 		return nil, err
 	}
 	ls := s.st.Links[name]
 	s.modelOf(name, ls).ReadDCB(s.link(name, ls), st)
-	return st, nil
+	return st, err
 }
 
 func (s *Sim) DevlinkParams(dev string) ([]nic.DevlinkParam, error) {
