@@ -58,9 +58,33 @@ func TestMovingLosslessPriorityWritesBuffersFirst(t *testing.T) {
 	}
 }
 
+// A size that is not whole cells is the driver's to round down
+// (port_set_buffer), not rocectl's to refuse: the plan says how it will
+// be programmed, the apply writes it, and the port then holding the
+// rounded size reads back in sync with the profile that asked for it.
+func TestBufferSizeNotWholeCellsIsAppliedRounded(t *testing.T) {
+	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\n"+
+		"priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [130001, 131072, 0, 0, 0, 0, 0, 0]\n", nil)
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	noted := false
+	for _, c := range r.plan.Changes {
+		noted = noted || (c.Port.Netdev == "ens1f0np0" && strings.Contains(c.Note, "130001 bytes is programmed as 129920"))
+	}
+	if !noted {
+		t.Errorf("no change says how the driver rounds 130001: %+v", r.plan.Changes)
+	}
+	if err := r.apply(t); err != nil {
+		t.Fatal(err)
+	}
+	if after := policy.Diff(r.d, r.h.Observe(r.d)); after.Changed() {
+		t.Errorf("drift after the apply: %+v", after.Changes)
+	}
+}
+
 func TestBufferSizesRefusedAtPlanTime(t *testing.T) {
 	for _, tc := range []struct{ name, buffers, want string }{
-		{"not whole cells", "priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [130001, 131072, 0, 0, 0, 0, 0, 0]\n", "use 129920 or 130048"},
 		// MTU 9000, cable 7 m, 100 Gb/s, max_mtu 9978: 316 × 100 + 24480 +
 		// 9978 + 128.
 		{"lossless below the driver's minimum", "priority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [131072, 32768, 0, 0, 0, 0, 0, 0]\n", "needs at least 66186"},

@@ -64,6 +64,12 @@ type Driver interface {
 	// one line each.
 	Disruptions(c *policy.Change) []string
 
+	// BufferCell is the size of the cells the driver programs receive
+	// buffers in, as far as the sizes the NIC reports (sizes, total) tell,
+	// and how it was found; 0 when the driver programs bytes, or the cell
+	// cannot be told.
+	BufferCell(sizes [8]uint32, total uint32) (cell int, how string)
+
 	// FirmwareLLDP says when the NIC's firmware runs an LLDP agent that
 	// takes the switch's frames before the host sees them, "" when not
 	// or when it cannot be told.
@@ -146,6 +152,7 @@ func (Base) HiddenDCB(*dcb.State) string                          { return "" }
 func (Base) PlanDCBX(string, bool, func() (uint8, bool)) DCBXPlan { return DCBXPlan{} }
 func (Base) WillingDCBX([]string) string                          { return "" }
 func (Base) Disruptions(*policy.Change) []string                  { return nil }
+func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, "" }
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
 

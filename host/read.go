@@ -469,12 +469,22 @@ func readPrioBuffer(r *portReader, _ policy.Setting, _ map[string]string) (strin
 	return policy.FormatInts8(v), true, nil
 }
 
-func readBufferSize(r *portReader, s policy.Setting, _ map[string]string) (string, bool, error) {
+func readBufferSize(r *portReader, s policy.Setting, notes map[string]string) (string, bool, error) {
 	b, err := r.bufferState()
 	if err != nil {
 		return "", false, err
 	}
-	if want, err := policy.Sizes8Codec.Parse(s.Value); err == nil && b.TotalSize > 0 {
+	want, wantErr := policy.Sizes8Codec.Parse(s.Value)
+	if wantErr == nil && inCells(r.driver, b, want) {
+		// The driver programs whole cells: what the profile asks, rounded
+		// down, is what it holds (driver/mlx5 CellNote).
+		if notes != nil {
+			cell, how := known.For(r.driver).BufferCell(b.Size, b.TotalSize)
+			notes[s.Key] = fmt.Sprintf("the NIC holds %s: %s in whole %d-byte cells (%s)", formatBufferSizes(b), s.Value, cell, how)
+		}
+		return s.Value, true, nil
+	}
+	if err := wantErr; err == nil && b.TotalSize > 0 {
 		var sum policy.Size
 		for _, x := range want {
 			sum += x
@@ -483,11 +493,36 @@ func readBufferSize(r *portReader, s policy.Setting, _ map[string]string) (strin
 			return "", false, nic.Unsupportedf("buffer sizes add up to %v, more than the port's %v", sum, policy.Size(b.TotalSize))
 		}
 	}
+	return formatBufferSizes(b), true, nil
+}
+
+// formatBufferSizes is the port's buffer sizes as a buffer_size value.
+func formatBufferSizes(b *dcb.Buffer) string {
 	var v [8]policy.Size
 	for i, x := range b.Size {
 		v[i] = policy.Size(x)
 	}
-	return policy.FormatSizes8(v), true, nil
+	return policy.FormatSizes8(v)
+}
+
+// inCells says whether the port holds want as its driver programs it:
+// every size rounded down to whole cells (driver.Driver.BufferCell), at
+// least one of them not whole already (else the plain comparison says
+// it).
+func inCells(driver string, b *dcb.Buffer, want [8]policy.Size) bool {
+	cell, _ := known.For(driver).BufferCell(b.Size, b.TotalSize)
+	if cell <= 0 {
+		return false
+	}
+	rounded := false
+	for i, w := range want {
+		t := uint64(w) / uint64(cell) * uint64(cell)
+		if uint64(b.Size[i]) != t {
+			return false
+		}
+		rounded = rounded || t != uint64(w)
+	}
+	return rounded
 }
 
 // formatDSCPDomain prints the host's DSCP APP entries for the DSCPs the

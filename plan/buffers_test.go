@@ -345,3 +345,42 @@ func TestBufferChecksAreNeverSkippedSilently(t *testing.T) {
 		t.Errorf("apply's refusal with --skip-unreadable: %v", err)
 	}
 }
+
+// A ConnectX-7's buffer cells are not 128 bytes: its own sizes (19872,
+// 220896 of a 4151520-byte port: gcd 288) are never refused, a size that
+// is not whole cells is planned as the driver programs it (rounded down,
+// port_set_buffer), and a port holding that rounded size is in sync with
+// the profile that asked for it.
+func TestBufferCellsAreTheDevices(t *testing.T) {
+	const profile = "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3]\nglobal_pause = false\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [19872, 200000, 0, 0, 0, 0, 0, 0]\n"
+	cx7 := func(prio2buf [8]uint8, sizes [8]uint32, pfc uint8) func(*snapshot.KernelState) {
+		return func(st *snapshot.KernelState) {
+			for _, ls := range st.Links {
+				if ls.DCB == nil || ls.DCB.Buffer == nil {
+					continue
+				}
+				ls.DCB.Buffer.Size, ls.DCB.Buffer.TotalSize, ls.DCB.Buffer.PrioBuffer = sizes, 4151520, prio2buf
+				ls.DCB.PFC.Enable = pfc
+			}
+		}
+	}
+	pl := planWithState(t, "cx6dx-ofed-factory", profile, cx7([8]uint8{}, [8]uint32{19872, 220896}, 0))
+	if len(pl.Refused) != 0 {
+		t.Fatalf("refused %+v: the NIC's own sizes and a rounded one are the driver's to take", pl.Refused)
+	}
+	noted := 0
+	for _, c := range pl.Changes {
+		if strings.HasSuffix(c.Key, ".buffers.buffer_size") && strings.Contains(c.Note, "200000 bytes is programmed as 199872") && strings.Contains(c.Note, "288-byte cells") {
+			noted++
+		}
+	}
+	if noted != 2 {
+		t.Errorf("%d buffer_size changes say how the driver rounds, want one per port: %+v", noted, pl.Changes)
+	}
+	pl = planWithState(t, "cx6dx-ofed-factory", profile, cx7([8]uint8{0, 0, 0, 1}, [8]uint32{19872, 199872}, 1<<3))
+	for _, c := range pl.Changes {
+		if strings.HasSuffix(c.Key, ".buffers.buffer_size") {
+			t.Errorf("%s: %s -> %s, want in sync (whole 288-byte cells)", c.Key, c.Before, c.Value)
+		}
+	}
+}

@@ -83,6 +83,7 @@ func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool, 
 	if on, err := h.GlobalPause(netdev); err == nil {
 		p.Pause, p.PauseKnown = on, true
 	}
+	p.Cell, p.CellHow = mlx5.InferCell(st.Buffer.Size, st.Buffer.TotalSize)
 	p.AssumeLossless() // the lossy bits cannot be read
 	return p, true, ""
 }
@@ -188,15 +189,15 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 			return
 		}
 	}
-	refused := (*mlx5.Refusal)(nil)
 	if sizeChange {
-		refused = mlx5.CellProblem(final.Sizes)
+		// What the driver will program: whole cells.
+		if note := mlx5.CellNote(cur, &final); note != "" {
+			c := &plan.Changes[idx[policy.KindBufferSize]]
+			c.Note = joinNote(c.Note, note)
+		}
 	}
 	ws := mlx5Writes(plan, at, cur, final)
-	buffersFirst := false
-	if refused == nil {
-		buffersFirst, refused = mlx5.Order(cur, ws, p2bChange)
-	}
+	buffersFirst, refused := mlx5.Order(cur, ws, p2bChange)
 	if refused != nil {
 		pl.refuseFirstOf(idx, refused)
 		return

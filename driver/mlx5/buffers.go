@@ -76,6 +76,10 @@ type Port struct {
 	Cable, MTU int
 	Speed      int // Mb/s, 0 unknown
 	MaxMTU     int // the netdev's max_mtu, 0 unknown
+	// Cell is the device's buffer cell in bytes (InferCell), 0 unknown;
+	// CellHow says how it was found, or why not.
+	Cell    int
+	CellHow string
 }
 
 // AssumeLossless sets p's lossy bits, which cannot be read, at their
@@ -105,19 +109,29 @@ func LosslessBy(pfcEn uint8, prio2buf [8]uint8) [8]bool {
 
 // Need is the least a lossless buffer may hold in p's state.
 func (p Port) Need() int {
-	return Xoff(p.Speed, p.MTU, p.Cable) + max(p.MaxMTU, MinMaxMTU) + Cell
+	return Xoff(p.Speed, p.MTU, p.Cable) + max(p.MaxMTU, MinMaxMTU) + p.cell()
+}
+
+// cell is the port's cell size, or the driver's 128-byte fallback when
+// it is not known.
+func (p Port) cell() int {
+	if p.Cell > 0 {
+		return p.Cell
+	}
+	return Cell
 }
 
 // MinimumText says where Need comes from, max_mtu in its three states.
 func (p Port) MinimumText() string {
 	var mtu string
+	c := p.cell()
 	switch {
 	case p.MaxMTU <= 0:
-		mtu = "max(max_mtu, 9216) + 128 with the port's max_mtu unknown: 9216 taken, the driver may need more"
+		mtu = fmt.Sprintf("max(max_mtu, 9216) + %d with the port's max_mtu unknown: 9216 taken, the driver may need more", c)
 	case p.MaxMTU < MinMaxMTU:
-		mtu = fmt.Sprintf("9216 (max_mtu %d, raised to 9216) + 128", p.MaxMTU)
+		mtu = fmt.Sprintf("9216 (max_mtu %d, raised to 9216) + %d", p.MaxMTU, c)
 	default:
-		mtu = fmt.Sprintf("max_mtu %d + 128", p.MaxMTU)
+		mtu = fmt.Sprintf("max_mtu %d + %d", p.MaxMTU, c)
 	}
 	return fmt.Sprintf("xoff for %d m of cable at %s, MTU %d, plus %s: calculate_xoff, update_xoff_threshold", p.Cable, SpeedText(p.Speed), p.MTU, mtu)
 }

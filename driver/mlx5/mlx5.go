@@ -113,6 +113,12 @@ func (Driver) WillingDCBX(negotiated []string) string {
 		strings.Join(negotiated, ", ") + `; set qos.dcbx = "host" to keep them`
 }
 
+// BufferCell: mlx5 programs buffer sizes in whole cells of the device's
+// cell size (cell.go, InferCell).
+func (Driver) BufferCell(sizes [8]uint32, total uint32) (int, string) {
+	return InferCell(sizes, total)
+}
+
 // MayInlineL2 says whether an mlx5 NIC of hca_type may have the minimum
 // TX inline mode L2 (wqe_inline_mode, mlx5_query_min_inline): the
 // ConnectX-4 family (MT4115..MT4118, VFs included); later NICs need no

@@ -109,13 +109,58 @@ func TestOrderMovesBuffersBeforePFCOrRefuses(t *testing.T) {
 	}
 }
 
-func TestCellProblemNamesTheNearestWholeCells(t *testing.T) {
-	if r := CellProblem([8]uint32{64512, 196608}); r != nil {
-		t.Errorf("whole cells refused: %v", r.Why)
+// The cell is the device's: a ConnectX-7 reports 19872 / 220896 /
+// 4151520 (gcd 288, none a multiple of 128); a port whose sizes are all
+// whole 128-byte cells keeps the driver's fallback; sizes that tell
+// nothing leave it unknown.
+func TestInferCell(t *testing.T) {
+	for _, tc := range []struct {
+		sizes [8]uint32
+		total uint32
+		want  int
+	}{
+		{[8]uint32{19872, 220896}, 4151520, 288},
+		{[8]uint32{524160}, 524160, 128},        // one size: the fallback fits it
+		{[8]uint32{65536, 131072}, 262144, 128}, // round sizes: gcd 65536 says nothing
+		{[8]uint32{19872}, 0, 0},                // one size, not whole 128-byte cells
+		{[8]uint32{}, 0, 0},
+	} {
+		if got, how := InferCell(tc.sizes, tc.total); got != tc.want || how == "" {
+			t.Errorf("%v total %d: cell %d (%s), want %d", tc.sizes, tc.total, got, how, tc.want)
+		}
 	}
-	r := CellProblem([8]uint32{64512, 196700})
-	if r == nil || !strings.Contains(r.Why, "use 196608 or 196736") {
-		t.Errorf("196700 bytes: %+v", r)
+	if got := Truncated(196700, 128); got != 196608 {
+		t.Errorf("Truncated(196700, 128) = %d", got)
+	}
+	if got := Truncated(196700, 0); got != 196700 {
+		t.Errorf("Truncated with the cell unknown = %d", got)
+	}
+}
+
+// A size the NIC reports itself is never refused or changed; another is
+// programmed in whole cells, which the checks then see, and the note
+// says so; with the cell unknown the note says the driver may round.
+func TestCellNote(t *testing.T) {
+	cx7 := Port{Sizes: [8]uint32{19872, 220896}, Cell: 288, CellHow: "inferred"}
+	final := cx7
+	if note := CellNote(cx7, &final); note != "" || final.Sizes != cx7.Sizes {
+		t.Errorf("the NIC's own sizes: note %q, sizes %v", note, final.Sizes)
+	}
+	final.Sizes = [8]uint32{19872, 200000}
+	note := CellNote(cx7, &final)
+	if final.Sizes[1] != 199872 || !strings.Contains(note, "200000 bytes is programmed as 199872") || !strings.Contains(note, "288-byte cells") {
+		t.Errorf("200000 bytes on 288-byte cells: sizes %v, note %q", final.Sizes, note)
+	}
+	unknown := Port{Sizes: [8]uint32{19872}, CellHow: "not told"}
+	final = unknown
+	final.Sizes[1] = 65536
+	if note := CellNote(unknown, &final); final.Sizes[1] != 65536 || !strings.Contains(note, "cell size is unknown") {
+		t.Errorf("cell unknown: sizes %v, note %q", final.Sizes, note)
+	}
+	// The extra cell the driver's minimum adds is the device's.
+	p := Port{Speed: 100000, MTU: 9000, Cable: 7, MaxMTU: 9978, Cell: 288}
+	if got := p.Need(); got != 56080+9978+288 {
+		t.Errorf("Need with 288-byte cells = %d", got)
 	}
 }
 

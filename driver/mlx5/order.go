@@ -2,6 +2,7 @@ package mlx5
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rocectl/rocectl/policy"
 )
@@ -13,18 +14,34 @@ type Refusal struct {
 	On  []policy.Kind
 }
 
-// CellProblem refuses sizes that are not whole 128-byte cells: the
-// driver programs size / 128 (port_set_buffer), so such a size would read
-// back smaller and fail the apply's read-back.
-func CellProblem(sizes [8]uint32) *Refusal {
-	for b, sz := range sizes {
-		if sz%Cell != 0 {
-			return &Refusal{On: []policy.Kind{policy.KindBufferSize},
-				Why: fmt.Sprintf("buffer %d: %d bytes is not a whole number of mlx5's %d-byte cells (port_set_buffer programs size/%d): use %d or %d",
-					b, sz, Cell, Cell, sz/Cell*Cell, (sz/Cell+1)*Cell)}
+// CellNote puts final's buffer sizes in whole cells of cur's cell, as
+// the driver will program them (port_set_buffer truncates), so that the
+// checks see what the port will hold, and says so for each size it
+// changes. It never refuses: a size the NIC reports itself is its own,
+// and any other the driver takes, rounded down. With the cell unknown
+// the sizes stay as they are and the note says the driver may round them.
+func CellNote(cur Port, final *Port) string {
+	var notes []string
+	for b, sz := range final.Sizes {
+		if sz == cur.Sizes[b] || sz == 0 {
+			continue // the NIC's own size, or none
+		}
+		if cur.Cell <= 0 {
+			notes = append(notes, fmt.Sprintf("buffer %d: %d bytes", b, sz))
+			continue
+		}
+		if t := Truncated(sz, cur.Cell); t != sz {
+			final.Sizes[b] = t
+			notes = append(notes, fmt.Sprintf("buffer %d: %d bytes is programmed as %d", b, sz, t))
 		}
 	}
-	return nil
+	if len(notes) == 0 {
+		return ""
+	}
+	if cur.Cell <= 0 {
+		return fmt.Sprintf("the port's buffer cell size is unknown (%s): the driver programs whole cells, rounding down (port_set_buffer), so %s may read back smaller", cur.CellHow, strings.Join(notes, ", "))
+	}
+	return fmt.Sprintf("mlx5 programs whole %d-byte cells (%s), rounding down (port_set_buffer): %s, and the read-back compares in cells", cur.Cell, cur.CellHow, strings.Join(notes, ", "))
 }
 
 // Order decides the order of a port's writes ws (in plan order) from
