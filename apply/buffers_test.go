@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -373,29 +374,36 @@ func TestNoXoffRecomputeOffManualMLX5(t *testing.T) {
 // On a factory host global pause is on. A profile that moves priority 3
 // into buffer 1 and manages neither PFC nor global pause makes mlx5 take
 // every buffer a priority maps to as lossless (fill_pfc_en), checked
-// against buffer 1's size before the write (0): refused at plan time,
-// saying why and what to do, where the driver answers -ENOMEM. With
-// qos.global_pause = false, written before the buffers, the same buffers
-// apply and roll back.
+// against buffer 1's size before the write (0): the write alone is
+// -ENOMEM. The plan grows buffer 1 first with the old map, then moves
+// the map: applied and rolled back on the simulator, whose checks pass
+// at every write. With qos.global_pause = false, written before the
+// buffers, the profile's own writes pass as they are.
 func TestGlobalPauseMakesMappedBuffersLossless(t *testing.T) {
 	const buffers = "[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [262144, 131072, 0, 0, 0, 0, 0, 0]\n"
 	r := driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n"+buffers, nil)
-	var refused []string
-	for _, e := range r.plan.Refused {
-		refused = append(refused, e.Key)
-		for _, want := range []string{"buffer 1 lossless with 0 bytes", "fill_pfc_en", "qos.global_pause = false"} {
-			if !strings.Contains(e.Error, want) {
-				t.Errorf("%s: %s, want %q", e.Key, e.Error, want)
-			}
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	// What the profile's own write would do, the driver refuses.
+	if err := r.sim.SetBuffer("ens1f0np0", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262144, 131072}}); !errors.Is(err, syscall.ENOMEM) {
+		t.Fatalf("the driver took the profile's write alone: %v", err)
+	}
+	// The sizes first, a step of their own (the profile's sizes are
+	// room enough with the old map), then the map.
+	for _, nd := range mlx5Ports {
+		if got := portChanges(r.plan, nd); !slices.Equal(got, []string{"buffers.buffer_size", "buffers.priority_to_buffer"}) {
+			t.Errorf("%s: changes %v, want the sizes written before the map", nd, got)
 		}
 	}
-	if want := []string{"ens1f0np0.buffers.priority_to_buffer", "ens1f1np1.buffers.priority_to_buffer"}; !slices.Equal(refused, want) {
-		t.Fatalf("refused %v, want %v", refused, want)
+	steps, err := host.Steps(r.plan)
+	if err != nil || len(steps) != 4 {
+		t.Errorf("steps %+v, %v: want the sizes and the map as two steps on each port", steps, err)
 	}
-	// What the plan would have written, the driver refuses.
-	err := r.sim.SetBuffer("ens1f0np0", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262144, 131072}})
-	if !errors.Is(err, syscall.ENOMEM) {
-		t.Fatalf("the driver took the refused write: %v", err)
+	config := r.sim.Config()
+	r.applyAndRollBack(t)
+	if r.sim.Config() != config {
+		t.Error("rollback did not restore the host")
 	}
 
 	r = driverRig(t, "cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\nglobal_pause = false\n"+buffers, nil)
@@ -407,7 +415,7 @@ func TestGlobalPauseMakesMappedBuffersLossless(t *testing.T) {
 			t.Errorf("%s: changes %v, want %v", nd, got, want)
 		}
 	}
-	config := r.sim.Config()
+	config = r.sim.Config()
 	r.applyAndRollBack(t)
 	if r.sim.Config() != config {
 		t.Error("rollback did not restore the host")
@@ -417,23 +425,27 @@ func TestGlobalPauseMakesMappedBuffersLossless(t *testing.T) {
 // mlx5 takes a new priority-to-buffer map before new sizes: on a host
 // whose priority 3 is already lossless (PFC on, every priority in buffer
 // 0), moving it into buffer 1 and sizing buffer 1 in one write is checked
-// with buffer 1's size before the write, 0. No order of this plan's
-// writes avoids it: refused, saying to size buffer 1 in an earlier apply.
-func TestMapIntoEmptyLosslessBufferRefused(t *testing.T) {
+// with buffer 1's size before the write, 0 (-ENOMEM), and operators had
+// to size buffer 1 in an apply of its own first. The plan does it for
+// them: buffer 1 grown with the old map, then the map, then the sizes.
+func TestMapIntoEmptyLosslessBufferGoesThroughAGrowStep(t *testing.T) {
 	r := driverRig(t, "cx6dx-ofed-lossless", "[match]\ndrivers = [\"mlx5_core\"]\n[qos]\npfc_priorities = [3]\n[buffers]\npriority_to_buffer = [0, 0, 0, 1, 0, 0, 0, 0]\nbuffer_size = [262144, 131072, 0, 0, 0, 0, 0, 0]\n", nil)
-	if len(r.plan.Refused) != 2 {
-		t.Fatalf("refused %+v, want both ports' buffer map", r.plan.Refused)
-	}
-	for _, e := range r.plan.Refused {
-		for _, want := range []string{"buffer 1 lossless with 0 bytes", "before new sizes", "give buffer 1 its size in an apply before"} {
-			if !strings.Contains(e.Error, want) {
-				t.Errorf("%s: %s, want %q", e.Key, e.Error, want)
-			}
-		}
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused %+v", r.plan.Refused)
 	}
 	err := r.sim.SetBuffer("ens1f0np0", dcb.Buffer{PrioBuffer: [8]uint8{0, 0, 0, 1}, Size: [8]uint32{262144, 131072}})
 	if !errors.Is(err, syscall.ENOMEM) {
-		t.Fatalf("the driver took the refused write: %v", err)
+		t.Fatalf("the driver took the profile's write alone: %v", err)
+	}
+	for _, nd := range mlx5Ports {
+		if got := portChanges(r.plan, nd); len(got) == 0 || got[0] != "buffers.step1.buffer_size" {
+			t.Errorf("%s: changes %v, want buffer 1 grown first", nd, got)
+		}
+	}
+	config := r.sim.Config()
+	r.applyAndRollBack(t)
+	if r.sim.Config() != config {
+		t.Error("rollback did not restore the host")
 	}
 }
 
@@ -689,4 +701,111 @@ func TestRecomputeWaitEndsWithTheApplyContext(t *testing.T) {
 		return
 	}
 	t.Fatalf("no recompute step for ens1f0np0 in %d steps", len(txn.J.Steps))
+}
+
+// The fat-tree recipe on a host already lossless on buffer 0 (priority 3
+// moves to a new buffer 1 while the buffers are resized): no order of
+// the profile's own PFC and buffer writes passes mlx5's checks, and an
+// operator used to need two applies. The plan goes through intermediate
+// buffer states (grow buffer 1 with the old map, move the map, shrink
+// buffer 0); the simulator's mlx5 checks pass at every write, the host
+// reaches the profile in one apply with one link toggle at most per
+// port, and the rollback restores it exactly.
+func TestLosslessHostRetunedThroughIntermediateBuffers(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-lossless", "fat-tree-32gpu-100g.toml")
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	steps := 0
+	for _, c := range r.plan.Changes {
+		if c.Port != nil && c.Port.Netdev == "ens1f0np0" && strings.Contains(c.Note, "step 1 of 3: grow buffer 1") {
+			steps++
+		}
+	}
+	if steps == 0 {
+		t.Fatalf("no intermediate buffer step planned: %+v", r.plan.Changes)
+	}
+	before := r.state(t)
+	toggles := map[string]int{}
+	for _, nd := range []string{"ens1f0np0", "ens1f1np1"} {
+		toggles[nd] = r.sim.LinkToggles(nd)
+	}
+	txn := r.run(t)
+	if after := policy.Diff(r.d, r.h.Observe(r.d)); after.Changed() {
+		t.Fatalf("drift after the apply: %+v", after.Changes)
+	}
+	for nd, n := range toggles {
+		if d := r.sim.LinkToggles(nd) - n; d > 1 {
+			t.Errorf("%s: %d link toggles, want at most 1", nd, d)
+		}
+	}
+	if err := txn.RollbackNow(); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	r.assertRestored(t, before, "after the rollback")
+}
+
+// A path through intermediate buffer states that fails at any of its
+// writes, in either port, is rolled back through the same states in
+// reverse, and the host ends exactly as it was: the steps never written
+// are left alone (the host is not where they start from), the others
+// undone one by one.
+func TestIntermediateBufferPathRollsBackFromEveryWrite(t *testing.T) {
+	for fail := 1; fail <= 6; fail++ { // 3 buffer writes on each of 2 ports
+		t.Run(fmt.Sprintf("buffer write %d fails", fail), func(t *testing.T) {
+			r := newRig(t, "cx6dx-ofed-lossless", "fat-tree-32gpu-100g.toml")
+			before := r.state(t)
+			n := 0
+			r.sim.Inject(func(op, ifname string) error {
+				if op == snapshot.OpSetBuffer {
+					if n++; n == fail {
+						return syscall.EIO
+					}
+				}
+				return nil
+			})
+			err := r.apply(t)
+			if err == nil {
+				t.Fatalf("the apply went through a failing write %d (%d buffer writes)", fail, n)
+			}
+			if strings.Contains(err.Error(), "ROLLBACK FAILED") {
+				t.Fatalf("rollback failed: %v", err)
+			}
+			r.sim.Inject(nil)
+			r.assertRestored(t, before, "after the failed apply's rollback")
+		})
+	}
+}
+
+// A crash after any number of a path's steps is recovered from the
+// journal alone, through the intermediate buffer states in reverse.
+func TestIntermediateBufferPathRecoversFromAnyCrash(t *testing.T) {
+	r := newRig(t, "cx6dx-ofed-lossless", "fat-tree-32gpu-100g.toml")
+	steps, err := host.Steps(r.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k <= len(steps); k++ {
+		r := newRig(t, "cx6dx-ofed-lossless", "fat-tree-32gpu-100g.toml")
+		before := r.state(t)
+		txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owed := &host.Owed{}
+		for i := 0; i < k; i++ {
+			if err := r.h.WriteStep(context.Background(), owed, r.d, txn.J.Steps[i], false); err != nil {
+				t.Fatalf("k=%d: step %d: %v", k, i, err)
+			}
+		}
+		open, err := r.opts.Store.Open()
+		if err != nil || len(open) != 1 {
+			t.Fatalf("open journals: %v %v", open, err)
+		}
+		h2 := &host.Host{FS: nic.NewFS(r.root, false), K: r.sim}
+		if err := Rollback(h2, open[0], Options{Store: r.opts.Store, Retries: 1}); err != nil {
+			t.Fatalf("k=%d: %v", k, err)
+		}
+		r.assertRestored(t, before, fmt.Sprintf("k=%d", k))
+	}
 }

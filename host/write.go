@@ -131,6 +131,11 @@ func Steps(plan *policy.Plan) ([]Step, error) {
 			return nil, err
 		}
 		g := k.obj.group
+		if k.obj == objBuffer && c.Arg != "" {
+			// A buffer write to an intermediate state of a path
+			// (plan.placePath: Arg "stepN") is a step of its own.
+			g += "." + c.Arg
+		}
 		scope := c.Scope
 		if c.Port != nil {
 			scope = c.Port.Netdev
@@ -201,11 +206,28 @@ func (st Step) AlwaysUndo() bool {
 // A step that needs nothing is left alone and reported unchanged, never
 // restored.
 func (h *Host) UndoNeeded(owed *Owed, st Step) bool {
+	if pathStep(st) {
+		// A step of a path through intermediate buffer states starts
+		// where the one before it ended: it is undone when the host
+		// holds what it wrote, and a step never written (the host still
+		// where an earlier one left it) is not this step's to undo.
+		return h.CheckStep(st, false) == nil
+	}
 	if !st.AlwaysUndo() {
 		return h.CheckStep(st, true) != nil
 	}
 	c := st.Changes[0]
 	return c.Kind != policy.KindXoffRecompute || c.Port == nil || owed.has(c.Port.Netdev)
+}
+
+// pathStep says whether st is one write of a path through intermediate
+// buffer states (plan.placePath: a buffer change with Arg "stepN").
+func pathStep(st Step) bool {
+	if len(st.Changes) == 0 {
+		return false
+	}
+	c := st.Changes[0]
+	return (c.Kind == policy.KindPrioBuffer || c.Kind == policy.KindBufferSize) && strings.HasPrefix(c.Arg, "step")
 }
 
 // CaptureUndo records, before the first write, what the step needs for a

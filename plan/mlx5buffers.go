@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/rocectl/rocectl/driver/known"
@@ -84,6 +85,7 @@ func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool, 
 		p.Pause, p.PauseKnown = on, true
 	}
 	p.Cell, p.CellHow = mlx5.InferCell(st.Buffer.Size, st.Buffer.TotalSize)
+	p.Total = st.Buffer.TotalSize
 	p.AssumeLossless() // the lossy bits cannot be read
 	return p, true, ""
 }
@@ -197,12 +199,17 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		}
 	}
 	ws := mlx5Writes(plan, at, cur, final)
-	buffersFirst, refused := mlx5.Order(cur, ws, p2bChange)
+	path, refused := mlx5.PlanPath(cur, final, ws, p2bChange)
 	if refused != nil {
 		pl.refuseFirstOf(idx, refused)
 		return
 	}
-	if buffersFirst {
+	switch {
+	case viaIntermediates(path):
+		pl.placePath(netdev, cur, path)
+		at = pl.bufferDependencies(netdev, bond)
+		idx = kindPositions(plan, at)
+	case bufferBeforePFC(path):
 		moveBuffersFirst(plan, pl.at[netdev])
 		// The port's changes now sit elsewhere among its positions: the
 		// notes below go on the changes, not on the places they left.
@@ -315,5 +322,136 @@ func moveBuffersFirst(plan *policy.Plan, at []int) {
 	}
 	for k := range moved {
 		plan.Changes[at[lo+k]] = moved[k]
+	}
+}
+
+// viaIntermediates says whether path writes intermediate buffer states.
+func viaIntermediates(path []mlx5.Step) bool {
+	return slices.ContainsFunc(path, func(st mlx5.Step) bool { return st.Via != "" })
+}
+
+// bufferBeforePFC says whether path writes the buffers before PFC.
+func bufferBeforePFC(path []mlx5.Step) bool {
+	pfc := slices.IndexFunc(path, func(st mlx5.Step) bool { return st.Obj == "pfc" })
+	buf := slices.IndexFunc(path, func(st mlx5.Step) bool { return st.Obj == "buffer" })
+	return pfc >= 0 && buf >= 0 && buf < pfc
+}
+
+// placePath puts a path through intermediate buffer states in the plan:
+// each intermediate write becomes changes of its own (keys
+// "<netdev>.buffers.stepN.…", Arg "stepN", so that it is a step of its
+// own, journalled and undone on its own), the profile's buffer changes
+// start from the last intermediate state, and the port's PFC and buffer
+// changes are put in the path's order among the places they hold.
+func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
+	plan := pl.plan
+	var pfcKeys []string
+	finals := map[policy.Kind]int{} // the profile's buffer changes, by kind
+	for _, i := range pl.at[netdev] {
+		switch c := plan.Changes[i]; c.Kind {
+		case policy.KindPFC, policy.KindCableLength:
+			pfcKeys = append(pfcKeys, c.Key)
+		case policy.KindPrioBuffer, policy.KindBufferSize:
+			finals[c.Kind] = i
+		}
+	}
+	written := map[policy.Kind]bool{} // a profile's change already placed
+	n := 0
+	for _, st := range path {
+		if st.Obj == "buffer" {
+			n++
+		}
+	}
+	port := pl.portOf(netdev)
+	prev := mlx5.BufferState{Prio2Buf: cur.Prio2Buf, Sizes: cur.Sizes}
+	var added []policy.Change
+	var order []string
+	step := 0
+	for _, st := range path {
+		switch st.Obj {
+		case "pfc":
+			order = append(order, pfcKeys...)
+		case "buffer":
+			step++
+			if st.Via == "" {
+				for _, k := range []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize} {
+					if i, ok := finals[k]; ok && !written[k] {
+						c := &plan.Changes[i]
+						c.Before, c.Absent = bufferValue(prev, c.Kind), false
+						c.Arg = fmt.Sprintf("step%d", step)
+						c.Note = joinNote(c.Note, fmt.Sprintf("step %d of %d", step, n))
+						order = append(order, c.Key)
+					}
+				}
+			} else {
+				arg := fmt.Sprintf("step%d", step)
+				for _, k := range []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize} {
+					before, after := bufferValue(prev, k), bufferValue(st.Buffer, k)
+					if before == after {
+						continue
+					}
+					if i, ok := finals[k]; ok && plan.Changes[i].Value == after {
+						// The profile's own value, reached here: its
+						// change is this step's (a step of its own).
+						c := &plan.Changes[i]
+						c.Before, c.Absent, c.Arg = before, false, arg
+						c.Note = joinNote(c.Note, fmt.Sprintf("step %d of %d: %s", step, n, st.Via))
+						written[k] = true
+						order = append(order, c.Key)
+						continue
+					}
+					name := "buffers." + arg + "." + map[policy.Kind]string{policy.KindPrioBuffer: "priority_to_buffer", policy.KindBufferSize: "buffer_size"}[k]
+					c := policy.Change{Setting: policy.Setting{Key: netdev + "." + name, Scope: netdev, Name: name, Kind: k, Arg: arg,
+						Value: after, From: "buffers", Port: port}, Before: before,
+						Note: fmt.Sprintf("step %d of %d: %s: no order of the profile's writes alone passes mlx5's buffer checks (mlx5e_port_manual_buffer_config), this path does, applied and rolled back", step, n, st.Via)}
+					added = append(added, c)
+					order = append(order, c.Key)
+				}
+			}
+			prev = st.Buffer
+		}
+	}
+	pl.insert(added)
+	pl.reorder(netdev, order)
+}
+
+// bufferValue is a buffer state's value of kind k, in its canonical
+// text.
+func bufferValue(b mlx5.BufferState, k policy.Kind) string {
+	if k == policy.KindPrioBuffer {
+		var v [8]int
+		for i, x := range b.Prio2Buf {
+			v[i] = int(x)
+		}
+		return policy.Ints8Codec.Format(v)
+	}
+	var v [8]policy.Size
+	for i, x := range b.Sizes {
+		v[i] = policy.Size(x)
+	}
+	return policy.Sizes8Codec.Format(v)
+}
+
+// reorder puts netdev's changes of keys in that order, among the places
+// they hold (the index stays right: each change stays on its netdev's
+// positions).
+func (pl *planning) reorder(netdev string, keys []string) {
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	var places []int
+	byKey := map[string]policy.Change{}
+	for _, i := range pl.at[netdev] {
+		if c := pl.plan.Changes[i]; want[c.Key] {
+			places = append(places, i)
+			byKey[c.Key] = c
+		}
+	}
+	if len(places) != len(keys) {
+		return // a key twice, or missing: leave the plan's order
+	}
+	for k, i := range places {
+		pl.plan.Changes[i] = byKey[keys[k]]
 	}
 }

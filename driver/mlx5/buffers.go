@@ -80,6 +80,9 @@ type Port struct {
 	// CellHow says how it was found, or why not.
 	Cell    int
 	CellHow string
+	// Total is the port's buffer size (DCB_ATTR_DCB_BUFFER total_size),
+	// 0 unknown: the sizes a buffer write asks may not add up past it.
+	Total uint32
 }
 
 // AssumeLossless sets p's lossy bits, which cannot be read, at their
@@ -141,8 +144,11 @@ func (p Port) MinimumText() string {
 type Shortfall struct {
 	Buf  int
 	Size uint32
-	At   Port   // the state checked
-	Why  string // what makes the buffer lossless or checked there, if not plain PFC
+	// Sum, when not 0, is the failure instead: the sizes add up to Sum,
+	// past the port's total (At.Total), -EINVAL.
+	Sum uint64
+	At  Port   // the state checked
+	Why string // what makes the buffer lossless or checked there, if not plain PFC
 	// Write names the write that fails, and Rollback says it is an undo.
 	Write    string
 	Rollback bool
@@ -186,6 +192,10 @@ func (p *Port) SetPFC(pfc uint8, cable int) (sf *Shortfall) {
 func (p *Port) SetBuffer(prio2buf [8]uint8, sizes [8]uint32) (sf *Shortfall) {
 	if prio2buf == p.Prio2Buf && sizes == p.Sizes {
 		return nil // nothing changed: the driver does nothing
+	}
+	if sum := sumSizes(sizes); sizes != p.Sizes && p.Total > 0 && sum > uint64(p.Total) {
+		// The port buffer has no more to give (-EINVAL); nothing written.
+		return &Shortfall{Sum: sum, At: *p}
 	}
 	if prio2buf != p.Prio2Buf {
 		en, why := p.PFC, "mlx5 takes a new priority-to-buffer map before new sizes and checks it against the sizes the port has (mlx5e_port_manual_buffer_config)"
@@ -274,6 +284,9 @@ func BuffersBeforePFC(ws []Write) []Write {
 func (sf *Shortfall) String() string {
 	s := fmt.Sprintf("%s would leave buffer %d lossless with %d bytes; mlx5 needs at least %d (%s)",
 		sf.Write, sf.Buf, sf.Size, sf.At.Need(), sf.At.MinimumText())
+	if sf.Sum > 0 {
+		s = fmt.Sprintf("%s would make the buffers add up to %d bytes, more than the port's %d (mlx5e_port_manual_buffer_config: EINVAL)", sf.Write, sf.Sum, sf.At.Total)
+	}
 	if sf.Rollback {
 		s = "rolling back, " + s
 	}
@@ -305,4 +318,12 @@ func SpeedText(mbps int) string {
 		return "an unknown speed (40 Gb/s assumed, the driver's floor)"
 	}
 	return fmt.Sprintf("%d Gb/s", mbps/1000)
+}
+
+func sumSizes(sizes [8]uint32) uint64 {
+	var sum uint64
+	for _, s := range sizes {
+		sum += uint64(s)
+	}
+	return sum
 }

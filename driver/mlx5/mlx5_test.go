@@ -81,31 +81,61 @@ func TestSetBufferUnderGlobalPauseMakesEveryUsedBufferLossless(t *testing.T) {
 	}
 }
 
-// Order finds the one order of PFC and buffer writes that passes the
-// driver's checks, applied and rolled back, or refuses with both reasons.
-func TestOrderMovesBuffersBeforePFCOrRefuses(t *testing.T) {
-	cur := Port{PauseKnown: true, Sizes: [8]uint32{262016}, Cable: 7, MTU: 1500, Speed: 100000, MaxMTU: 9978}
+// PlanPath keeps the plan's order when it passes, moves the buffer write
+// before PFC when only that passes, goes through intermediate buffer
+// states when no order of the plan's own writes does, and refuses a
+// profile whose own state the driver would refuse.
+func TestPlanPath(t *testing.T) {
+	objs := func(path []Step) string {
+		var out []string
+		for _, st := range path {
+			o := st.Obj
+			if st.Via != "" {
+				o += "(via)"
+			}
+			out = append(out, o)
+		}
+		return strings.Join(out, " ")
+	}
+	cur := Port{PauseKnown: true, Sizes: [8]uint32{262016}, Total: 524288, Cable: 7, MTU: 1500, Speed: 100000, MaxMTU: 9978}
 	final := cur
 	final.PFC = 1 << 3
 	final.Prio2Buf = [8]uint8{0, 0, 0, 1}
 	final.Sizes = [8]uint32{64512, 196608}
-	ws := []Write{PFCWrite(cur, final), BufferWrite(cur, final)}
-	first, ref := Order(cur, ws, true)
-	if ref != nil || !first {
-		t.Fatalf("PFC on buffer 0 then resize: want buffers first, got %v %v", first, ref)
+	path, ref := PlanPath(cur, final, []Write{PFCWrite(cur, final), BufferWrite(cur, final)}, true)
+	if ref != nil || objs(path) != "buffer pfc" {
+		t.Errorf("PFC onto a new buffer: %q %v, want the buffers first", objs(path), ref)
 	}
-	// Buffers first is needed, and passes, only in that direction: with
-	// the writes already in that order nothing moves.
-	if first, ref := Order(cur, []Write{BufferWrite(cur, final), PFCWrite(cur, final)}, true); first || ref != nil {
-		t.Errorf("already buffers first: %v %v", first, ref)
+	// Already lossless on buffer 0, moving to buffer 1 while buffer 0
+	// shrinks: no order of the two writes passes (the map is checked
+	// against the sizes of the moment), grow, move, shrink does.
+	lossless := cur
+	lossless.PFC, lossless.Sizes = 1<<3, [8]uint32{524160}
+	lossless.AssumeLossless()
+	final = lossless
+	final.Prio2Buf, final.Sizes, final.Cable = [8]uint8{0, 0, 0, 1}, [8]uint32{64512, 196608}, 30
+	ws := []Write{PFCWrite(lossless, final), BufferWrite(lossless, final)}
+	if sf := RunWrites(lossless, ws); sf == nil {
+		t.Fatal("the plan's own order passes: the case tests nothing")
 	}
-	// A final buffer too small is refused whatever the order, on the
-	// size change first.
+	path, ref = PlanPath(lossless, final, ws, true)
+	if ref != nil || objs(path) != "pfc buffer(via) buffer" {
+		t.Fatalf("retune a lossless port: %q %v", objs(path), ref)
+	}
+	if path[1].Buffer.Sizes[1] != 196608 || path[1].Buffer.Sizes[0]+path[1].Buffer.Sizes[1] > 524288 || !strings.Contains(path[1].Via, "grow buffer 1") {
+		t.Errorf("first step %+v: want buffer 1 grown to its final size within the port's total", path[1])
+	}
+	// A final state the driver refuses is refused, whatever the path.
 	small := final
 	small.Sizes = [8]uint32{64512, 4096}
-	_, ref = Order(cur, []Write{PFCWrite(cur, small), BufferWrite(cur, small)}, true)
+	_, ref = PlanPath(lossless, small, []Write{PFCWrite(lossless, small), BufferWrite(lossless, small)}, true)
 	if ref == nil || ref.On[0] != policy.KindBufferSize || !strings.Contains(ref.Why, "buffer 1 would be lossless with 4096 bytes") {
 		t.Errorf("too small a lossless buffer: %+v", ref)
+	}
+	// More than the port has, on the way or at the end: EINVAL.
+	over := lossless
+	if sf := over.SetBuffer(lossless.Prio2Buf, [8]uint32{524160, 196608}); sf == nil || sf.Sum != 720768 {
+		t.Errorf("sizes past the port's total: %+v", sf)
 	}
 }
 

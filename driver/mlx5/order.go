@@ -44,13 +44,12 @@ func CellNote(cur Port, final *Port) string {
 	return fmt.Sprintf("mlx5 programs whole %d-byte cells (%s), rounding down (port_set_buffer): %s, and the read-back compares in cells", cur.Cell, cur.CellHow, strings.Join(notes, ", "))
 }
 
-// Order decides the order of a port's writes ws (in plan order) from
-// cur: as planned, or with the buffer write moved before the PFC write
-// (buffersFirst), whichever passes the driver's checks at every write of
-// the apply and of its rollback from any point; a refusal when the state
-// the writes leave fails them whatever the order, or no order passes.
+// PlanPath decides how a port's writes ws (in plan order) go from cur to
+// final: refused when the state they leave fails the driver's checks
+// whatever the order (the profile asks for what mlx5 refuses), else the
+// path through states the driver accepts (Path), or why none exists.
 // mapChanges says whether the priority-to-buffer map changes.
-func Order(cur Port, ws []Write, mapChanges bool) (buffersFirst bool, refused *Refusal) {
+func PlanPath(cur Port, final Port, ws []Write, mapChanges bool) ([]Step, *Refusal) {
 	end := cur
 	for _, w := range ws {
 		w.Apply(&end)
@@ -64,22 +63,9 @@ func Order(cur Port, ws []Write, mapChanges bool) (buffersFirst bool, refused *R
 		default:
 			why += "; global pause is on, under which a map write makes every buffer a priority maps to lossless (fill_pfc_en), and which buffers are lossless now cannot be read (PBMC's lossy bits), so it is taken as lossless"
 		}
-		return false, &Refusal{Why: why, On: []policy.Kind{policy.KindBufferSize, policy.KindPrioBuffer, policy.KindPFC, policy.KindCableLength}}
+		return nil, &Refusal{Why: why, On: []policy.Kind{policy.KindBufferSize, policy.KindPrioBuffer, policy.KindPFC, policy.KindCableLength}}
 	}
-	sf := RunWrites(cur, ws)
-	if sf == nil {
-		return false, nil
-	}
-	alt := BuffersBeforePFC(ws)
-	if alt == nil {
-		return false, &Refusal{Why: sf.String() + Advice(sf), On: []policy.Kind{policy.KindPrioBuffer, policy.KindBufferSize, policy.KindPFC, policy.KindCableLength}}
-	}
-	altSF := RunWrites(cur, alt)
-	if altSF == nil {
-		return true, nil
-	}
-	return false, &Refusal{On: []policy.Kind{policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize},
-		Why: "no order of the PFC and buffer writes passes mlx5's buffer checks: PFC first, " + sf.String() + "; buffers first, " + altSF.String() + "; change PFC and buffers in two applies"}
+	return Path(cur, final, ws)
 }
 
 // The notes the planner puts on an mlx5 port's buffer-related changes.

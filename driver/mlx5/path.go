@@ -1,0 +1,245 @@
+package mlx5
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/rocectl/rocectl/policy"
+)
+
+// A port's PFC and buffer writes are checked by the driver at every
+// write (buffers.go), in the apply and in its rollback. When no order of
+// the plan's own writes passes, a path through intermediate buffer states
+// may: a size-only write that grows the buffer a lossless priority moves
+// to (while the old map still holds), then a map-only write that moves
+// it, then the final sizes. Path searches those paths, bounded: at most
+// four sequences of buffer writes (the final state alone; grow first;
+// map first; grow, map, then the final sizes; the room to grow reckoned
+// as the port is now and as it is once PFC is written), each with the
+// PFC write before, between or after them: at most 2 + 3 + 2 × (3 + 4) =
+// 19 candidate orders, each followed through the apply and the rollback
+// from every point (RunWrites).
+
+// BufferState is what one buffer write writes: the map and the sizes.
+type BufferState struct {
+	Prio2Buf [8]uint8
+	Sizes    [8]uint32
+}
+
+// Step is one write of a port's path.
+type Step struct {
+	// Obj is the object written: "pause", "pfc", "buffer" or "mtu".
+	Obj string
+	// Buffer is what a buffer write writes.
+	Buffer BufferState
+	// Via says what a write to an intermediate buffer state does ("grow
+	// buffer 1 to 196608 bytes"); "" for the plan's own writes.
+	Via string
+}
+
+// Path is the order of a port's writes ws (the plan's, in plan order,
+// from cur to final) that passes the driver's checks applied and rolled
+// back from any point: the plan's order when it passes, else the
+// shortest path through intermediate buffer states. refused says why no
+// path exists, in two short lines.
+func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
+	pfcAt := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "pfc" })
+	bufAt := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "buffer" })
+	var others []Write // pause, MTU: before the PFC and buffer writes (write order)
+	for _, w := range ws {
+		if w.Obj != "pfc" && w.Obj != "buffer" {
+			others = append(others, w)
+		}
+	}
+	from := BufferState{cur.Prio2Buf, cur.Sizes}
+	to := BufferState{final.Prio2Buf, final.Sizes}
+	var nearest *Shortfall
+	// try follows seq's buffer writes with the PFC write before each of
+	// them and after the last, in that order; the first that passes is
+	// the path.
+	try := func(seq []intermediate) []Step {
+		places := 1
+		if pfcAt >= 0 && bufAt >= 0 {
+			places = len(seq) + 1 // the PFC write before the k-th buffer write
+		}
+		for k := range places {
+			steps, writes := candidate(from, seq, k, pfcAt >= 0, others, ws)
+			sf := RunWrites(cur, writes)
+			if sf == nil {
+				return steps
+			}
+			if nearest == nil {
+				nearest = sf // the plan's own order: the operator's reference
+			}
+		}
+		return nil
+	}
+	// The plan's own writes first (almost every plan passes here, and
+	// nothing more is built), then paths of two buffer writes, then of
+	// three: fewest writes first.
+	if bufAt < 0 {
+		if path := try(nil); path != nil {
+			return path, nil
+		}
+		return nil, refusal(nearest, final)
+	}
+	if path := try([]intermediate{{to, ""}}); path != nil {
+		return path, nil
+	}
+	two, three := intermediateSeqs(cur, final, pfcAt >= 0)
+	for _, seq := range append(two, three...) {
+		if path := try(seq); path != nil {
+			return path, nil
+		}
+	}
+	return nil, refusal(nearest, final)
+}
+
+// intermediateSeqs are the sequences of buffer writes through
+// intermediate states worth trying, of two writes and of three: a
+// map-only write; the room the final map needs made with the current
+// map, as the port is now and as it is once PFC is written (the buffers
+// PFC no longer pauses need no minimum then), then the final state, or
+// the map moved before the final sizes.
+func intermediateSeqs(cur, final Port, hasPFC bool) (two, three [][]intermediate) {
+	from := BufferState{cur.Prio2Buf, cur.Sizes}
+	to := BufferState{final.Prio2Buf, final.Sizes}
+	if mapOnly := (BufferState{final.Prio2Buf, cur.Sizes}); mapOnly != from && mapOnly != to {
+		two = append(two, []intermediate{{mapOnly, "move the priorities to their buffers, sizes unchanged"}, {to, ""}})
+	}
+	grows := []Port{cur}
+	if hasPFC {
+		afterPFC := cur
+		afterPFC.SetPFC(final.PFC, final.Cable)
+		grows = append(grows, afterPFC)
+	}
+	var seen []BufferState
+	for _, at := range grows {
+		grow, via := growState(at, final)
+		if grow == from || grow == to || slices.Contains(seen, grow) {
+			continue
+		}
+		seen = append(seen, grow)
+		two = append(two, []intermediate{{grow, via}, {to, ""}})
+		if moved := (BufferState{final.Prio2Buf, grow.Sizes}); moved != grow && moved != to {
+			three = append(three, []intermediate{{grow, via}, {moved, "move the priorities to their buffers"}, {to, ""}})
+		}
+	}
+	return two, three
+}
+
+// refusal is why no path exists, in two short lines: what fails, and the
+// smallest change to the profile that would make the target reachable.
+func refusal(nearest *Shortfall, final Port) *Refusal {
+	return &Refusal{On: refusedOn, Why: fmt.Sprintf("cannot be reached: no order of the PFC and buffer writes, through size-only and map-only buffer writes within the port's buffer, passes mlx5's buffer checks (%s)\nsmallest change that makes it reachable: %s", nearest.String(), smallestChange(nearest, final))}
+}
+
+var refusedOn = []policy.Kind{policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize}
+
+// intermediate is one buffer state a path writes, and what writing it
+// does ("" for the final state).
+type intermediate struct {
+	st  BufferState
+	via string
+}
+
+// candidate is one path: others (pause, MTU) first, then the buffer
+// writes of seq with the PFC write (when hasPFC) before the k-th, as
+// steps and as the writes RunWrites follows.
+func candidate(from BufferState, seq []intermediate, k int, hasPFC bool, others, ws []Write) ([]Step, []Write) {
+	var steps []Step
+	var writes []Write
+	for _, w := range others {
+		steps, writes = append(steps, Step{Obj: w.Obj}), append(writes, w)
+	}
+	pfc := func() {
+		if !hasPFC {
+			return
+		}
+		i := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "pfc" })
+		steps, writes = append(steps, Step{Obj: "pfc"}), append(writes, ws[i])
+	}
+	prev := from
+	for i, b := range seq {
+		if i == k {
+			pfc()
+		}
+		steps = append(steps, Step{Obj: "buffer", Buffer: b.st, Via: b.via})
+		writes = append(writes, bufferWriteBetween(prev, b.st))
+		prev = b.st
+	}
+	if k >= len(seq) {
+		pfc()
+	}
+	return steps, writes
+}
+
+// bufferWriteBetween is the buffer write from one state to the next.
+func bufferWriteBetween(from, to BufferState) Write {
+	return Write{Obj: "buffer", Name: "the buffer write",
+		Apply: func(p *Port) *Shortfall { return p.SetBuffer(to.Prio2Buf, to.Sizes) },
+		Undo:  func(p *Port) *Shortfall { return p.SetBuffer(from.Prio2Buf, from.Sizes) }}
+}
+
+// growState is the size-only write that readies the final map with the
+// current one: every buffer lossless in the final state gets its final
+// size first, then the buffers lossless now keep what they have, as far
+// as the port's total allows, then the other buffers in use now; sizes
+// in whole cells.
+func growState(cur, final Port) (BufferState, string) {
+	lossFinal := LosslessBy(final.PFC, final.Prio2Buf)
+	if final.Pause {
+		lossFinal = LosslessBy(AllLossless, final.Prio2Buf)
+	}
+	usedNow := LosslessBy(AllLossless, cur.Prio2Buf)
+	budget := uint64(cur.Total)
+	if budget == 0 {
+		for b := range 8 {
+			budget += uint64(max(cur.Sizes[b], final.Sizes[b]))
+		}
+	}
+	var sizes [8]uint32
+	var left uint64 = budget
+	take := func(b int, want uint32) {
+		w := uint64(Truncated(want, cur.Cell))
+		if w > left {
+			w = uint64(Truncated(uint32(left), cur.cell()))
+		}
+		sizes[b], left = uint32(w), left-w
+	}
+	var grown []int
+	for b := range 8 {
+		if lossFinal[b] {
+			take(b, final.Sizes[b])
+			if sizes[b] > cur.Sizes[b] {
+				grown = append(grown, b)
+			}
+		}
+	}
+	for _, pass := range []([8]bool){cur.Lossless, usedNow} {
+		for b := range 8 {
+			if pass[b] && !lossFinal[b] && sizes[b] == 0 {
+				take(b, cur.Sizes[b])
+			}
+		}
+	}
+	via := "make room for the final map's lossless buffers, map unchanged"
+	if len(grown) > 0 {
+		via = fmt.Sprintf("grow buffer %d to %d bytes, map unchanged", grown[0], sizes[grown[0]])
+	}
+	return BufferState{cur.Prio2Buf, sizes}, via
+}
+
+// smallestChange says what change to the profile makes a refused port
+// reachable, from the failure of its plan's own order.
+func smallestChange(sf *Shortfall, final Port) string {
+	switch {
+	case sf.Sum > 0:
+		return fmt.Sprintf("buffer sizes that add up to at most the port's %d bytes", sf.At.Total)
+	case sf.At.Pause && LosslessBy(AllLossless, sf.At.Prio2Buf)[sf.Buf]:
+		return "qos.global_pause = false (global pause makes every buffer in use lossless while the map changes: fill_pfc_en)"
+	case LosslessBy(final.PFC, final.Prio2Buf)[sf.Buf] && int(final.Sizes[sf.Buf]) < sf.At.Need():
+		return fmt.Sprintf("buffers.buffer_size[%d] of at least %d bytes", sf.Buf, sf.At.Need())
+	}
+	return fmt.Sprintf("buffer %d, lossless with %d bytes on the way, needs %d there: give it that first, or make the PFC and buffer changes in two applies", sf.Buf, sf.Size, sf.At.Need())
+}
