@@ -9,6 +9,7 @@ import (
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/internal/testkit/hosts"
 	"github.com/rocectl/rocectl/nccl"
+	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/plan"
 	"github.com/rocectl/rocectl/policy"
@@ -51,4 +52,49 @@ func BenchmarkPlanAfterObserve(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPlanWorstStart plans the fat-tree recipe on 64 ports that all
+// start where the path search tries every candidate and finds none (a
+// start state the generated-states test met: priority 4 lossless on a
+// 64 KiB buffer 2 the MTU change makes too small), the worst case of its
+// bound (issue "Reach any reachable target…": ≤ 50 ms on 64 ports).
+func BenchmarkPlanWorstStart(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "host")
+	if err := hosts.WriteCX6DxFactoryN(hosts.DefaultCapturesDir(), dir, 64); err != nil {
+		b.Fatal(err)
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := s.State()
+	for _, ls := range st.Links {
+		if ls.DCB == nil || ls.DCB.Buffer == nil || ls.DCB.PFC == nil {
+			continue
+		}
+		ls.DCB.Buffer.PrioBuffer = [8]uint8{1, 0, 1, 2, 1, 0, 0, 0}
+		ls.DCB.Buffer.Size = [8]uint32{32768, 262144, 65536}
+		ls.DCB.PFC.Enable = 1 << 4
+	}
+	h := &host.Host{FS: s.FS(), K: nictest.NewSim(st), NotCaptured: s.Meta.NotCaptured}
+	p, err := policy.Load(filepath.Join(fixturehost.RepoRoot(), "profiles", "fat-tree-32gpu-100g.toml"), policy.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := policy.Resolve(p, h.Ports(h.Discover(), p.NeedsGID()))
+	nccl.Resolve(d)
+	d = host.Place(d)
+	o := h.Observe(d)
+	if len(d.Ports) != 64 {
+		b.Fatalf("matched %d ports", len(d.Ports))
+	}
+	if pl := plan.Build(d, o, h.ForPlan()); len(pl.Refused) != 64 {
+		b.Fatalf("%d refusals, want every port's (no path: every candidate tried)", len(pl.Refused))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		plan.Build(d, o, h.ForPlan())
+	}
+	b.ReportMetric(50, "budget-ms")
 }

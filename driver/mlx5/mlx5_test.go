@@ -282,3 +282,42 @@ func TestDCBX(t *testing.T) {
 		t.Errorf("caps: %+v", c)
 	}
 }
+
+// Hostile start states (what a broken tool or a hand edit can leave, and
+// what a snapshot can hold): sizes past the port's total, a lossless
+// priority on a zero-size buffer, every buffer lossless under global
+// pause, sizes not on a cell boundary, no total at all. The search
+// neither panics nor runs past its bound: it answers a path or a
+// refusal for each.
+func TestPathOnHostileStartStates(t *testing.T) {
+	base := Port{PauseKnown: true, Total: 524288, Cable: 7, MTU: 9000, Speed: 100000, MaxMTU: 9978, Cell: 128}
+	hostile := map[string]Port{}
+	over := base
+	over.Sizes = [8]uint32{524288, 524288}
+	hostile["sizes past the total"] = over
+	zero := base
+	zero.PFC, zero.Prio2Buf, zero.Sizes = 1<<3, [8]uint8{0, 0, 0, 1}, [8]uint32{262144, 0}
+	hostile["lossless on a zero-size buffer"] = zero
+	paused := base
+	paused.Pause, paused.Prio2Buf, paused.Sizes = true, [8]uint8{0, 1, 2, 3, 4, 5, 6, 7}, [8]uint32{1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}
+	hostile["every buffer lossless under global pause"] = paused
+	odd := base
+	odd.PFC, odd.Sizes = 1<<3, [8]uint32{130001, 99999}
+	hostile["sizes off the cell boundary"] = odd
+	noTotal := base
+	noTotal.Total = 0
+	hostile["no total"] = noTotal
+	final := base
+	final.PFC, final.Prio2Buf, final.Sizes, final.Cable = 1<<3, [8]uint8{0, 0, 0, 1}, [8]uint32{64512, 196608}, 30
+	for name, cur := range hostile {
+		cur.AssumeLossless()
+		ws := []Write{PauseWrite(cur, final), PFCWrite(cur, final), BufferWrite(cur, final), MTUWrite(cur, final)}
+		path, ref := PlanPath(cur, final, ws, true)
+		if (path == nil) == (ref == nil) {
+			t.Errorf("%s: path %v and refusal %v: want exactly one", name, path, ref)
+		}
+		if ref != nil && strings.Count(ref.Why, "\n") > 1 {
+			t.Errorf("%s: refusal in more than two lines: %s", name, ref.Why)
+		}
+	}
+}
