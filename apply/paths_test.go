@@ -75,7 +75,7 @@ func startState(sim *nictest.Sim, nd string, rng *rand.Rand) (desc string, ok bo
 // buffer mode, which rocectl cannot read), host restored.
 func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 	profiles, _ := filepath.Glob(filepath.Join(fixturehost.RepoRoot(), "profiles", "*.toml"))
-	const perPair = 16
+	const perPair = 10
 	tried, reached, unreachable, noPath, driverRefused, skipped := 0, 0, 0, 0, 0, 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, fixture := range []string{"cx6dx-ofed-factory", "cx6dx-ofed-lossless"} {
@@ -143,7 +143,7 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 	t.Logf("generated start states: %d tried (%d the driver refused were not generated): %d reached and rolled back exactly; "+
 		"%d refused (the profile's own state is one the driver refuses); %d refused (no path found); %d refused by the driver at apply time, host restored",
 		tried, skipped, reached, unreachable, noPath, driverRefused)
-	if tried < 50 || reached < tried/2 {
+	if tried < 30 || reached < tried/2 {
 		t.Errorf("%d start states tried, %d reached: the generator or the planner has regressed", tried, reached)
 	}
 }
