@@ -49,8 +49,9 @@ type Config struct {
 	// then polled every CounterInterval (0: one second).
 	MetricsAddr     string
 	CounterInterval time.Duration
-	// Version is rocectl's version, for rocectl_build_info.
-	Version string
+	// Version is rocectl's version, and Revision the VCS revision the
+	// build was given (empty: what Go stamped), for rocectl_build_info.
+	Version, Revision string
 	// Once runs one check (and apply), then returns.
 	Once bool
 	// Host is the host to keep. ReadOnly (a snapshot) leaves out what
@@ -249,7 +250,7 @@ func Run(ctx context.Context, cfg Config) error {
 		ctrs = newCounters(h, l.log)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-			newCollector(l.st, ctrs, cfg.Version))
+			newCollector(l.st, ctrs, cfg.Version, cfg.Revision))
 		if pw != nil {
 			reg.MustRegister(pw)
 		}

@@ -365,16 +365,21 @@ type collector struct {
 
 var _ prometheus.Collector = (*collector)(nil)
 
-func newCollector(st *state, ctrs *counters, version string) *collector {
-	return &collector{st: st, ctrs: ctrs, build: buildInfo(version)}
+func newCollector(st *state, ctrs *counters, version, revision string) *collector {
+	return &collector{st: st, ctrs: ctrs, build: buildInfo(version, revision)}
 }
 
 // buildInfo returns version, revision and Go version. The revision is the
-// VCS revision the go command stamped into the binary ("unknown" when it
-// built without VCS information, e.g. -buildvcs=false).
-func buildInfo(version string) [3]string {
+// one the build was given (the Makefile's -X cli.Revision, what
+// `rocectl-agent --version` prints), else the VCS revision the go command
+// stamped into the binary ("unknown" when it built without VCS
+// information: -buildvcs=false, or -trimpath from a linked worktree).
+func buildInfo(version, revision string) [3]string {
 	if version == "" {
 		version = "dev"
+	}
+	if revision != "" {
+		return [3]string{version, revision, runtime.Version()}
 	}
 	rev := "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {

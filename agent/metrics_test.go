@@ -99,7 +99,7 @@ func TestExpositionGolden(t *testing.T) {
 	ctrs := newCounters(h, discardLog())
 	ctrs.poll(simPorts, at.Add(time.Second))
 
-	got := exposition(t, newCollector(st, ctrs, "v1.2.3"))
+	got := exposition(t, newCollector(st, ctrs, "v1.2.3", ""))
 	got = dropFamily(got, "rocectl_build_info")
 	checkGolden(t, got, "cx6dx-ofed-factory.prom")
 	for _, line := range []string{
@@ -114,7 +114,7 @@ func TestExpositionGolden(t *testing.T) {
 	}
 
 	var bi bytes.Buffer
-	for _, l := range strings.Split(string(exposition(t, newCollector(st, ctrs, "v1.2.3"))), "\n") {
+	for _, l := range strings.Split(string(exposition(t, newCollector(st, ctrs, "v1.2.3", ""))), "\n") {
 		if strings.HasPrefix(l, "rocectl_build_info{") {
 			bi.WriteString(l)
 		}
@@ -179,7 +179,7 @@ func TestExpositionGoldenLAG(t *testing.T) {
 	sim.AddStat("ens1f0np0", "rx_prio3_pause_duration", 500_000)
 	ctrs.poll(ports, at.Add(2*time.Second))
 
-	c := newCollector(st, ctrs, "v1.2.3")
+	c := newCollector(st, ctrs, "v1.2.3", "")
 	got := dropFamily(exposition(t, c), "rocectl_build_info")
 	checkGolden(t, got, "cx5-roce-lag.prom")
 	for _, line := range []string{
@@ -250,7 +250,7 @@ func TestExpositionUnknown(t *testing.T) {
 	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	state := &state{profile: p.Name, lastCheck: at, lastOK: true, driftGroups: driftGroups(pr), unsupported: len(pr.Plan.Unsupported),
 		applies: map[string]int{}, storms: map[string]int{}, ports: simPorts}
-	got := exposition(t, newCollector(state, nil, "v1.2.3"))
+	got := exposition(t, newCollector(state, nil, "v1.2.3", ""))
 	got = dropFamily(got, "rocectl_build_info")
 	checkGolden(t, got, "cx6dx-partial-snapshot.prom")
 	for _, line := range []string{
@@ -284,7 +284,7 @@ func TestExpositionLint(t *testing.T) {
 		driftGroups: []driftGroup{{device: "ens1f0np0", kind: "pfc", n: 1, read: 1}, {device: "", kind: "nccl", read: 0, notCaptured: 2}}}
 	ctrs := newCounters(h, discardLog())
 	ctrs.poll(simPorts, time.Now())
-	c := newCollector(st, ctrs, "dev")
+	c := newCollector(st, ctrs, "dev", "")
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func TestExpositionLint(t *testing.T) {
 func TestCounterTotals(t *testing.T) {
 	h, sim, root := simHost(t)
 	ctrs := newCounters(h, discardLog())
-	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev")
+	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev", "")
 	pause := map[string]string{"device": "ens1f0np0", "priority": "3", "direction": "rx"}
 	cnp := map[string]string{"device": "ens1f0np0", "rdma_device": "mlx5_0", "port": "1"}
 	steps := []struct {
@@ -371,7 +371,7 @@ func TestCounterTotalsBnxt(t *testing.T) {
 	}
 	ctrs := newCounters(h, discardLog())
 	ctrs.poll([]portRef{port}, time.Now())
-	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev")
+	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev", "")
 	for _, w := range []struct {
 		name   string
 		labels map[string]string
@@ -473,5 +473,22 @@ func BenchmarkPoll(b *testing.B) {
 	for b.Loop() {
 		now = now.Add(time.Second)
 		ctrs.poll(simPorts, now)
+	}
+}
+
+// rocectl_build_info carries the revision the build was given (make
+// build's and the package's -X cli.Revision, what rocectl-agent
+// --version prints), not "unknown" where Go stamped none.
+func TestBuildInfoRevision(t *testing.T) {
+	if got := buildInfo("v1.2.3", "0123abcd"); got[0] != "v1.2.3" || got[1] != "0123abcd" {
+		t.Errorf("with a revision given: %v", got)
+	}
+	if got := buildInfo("", ""); got[0] != "dev" || got[1] == "" {
+		t.Errorf("without: %v", got)
+	}
+	st := &state{applies: map[string]int{}, storms: map[string]int{}}
+	exp := string(exposition(t, newCollector(st, nil, "v1.2.3", "0123abcd")))
+	if !strings.Contains(exp, `rocectl_build_info{goversion="`) || !strings.Contains(exp, `revision="0123abcd"`) {
+		t.Errorf("exposition lacks the revision:\n%s", exp)
 	}
 }

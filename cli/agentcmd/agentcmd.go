@@ -53,7 +53,7 @@ Under systemd it reports READY=1, STATUS= and watchdog pings.
 			cfg.LoadOptions = env.ProfileOptions()
 			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
 			cfg.Store, cfg.Log = env.Store(), env.Log
-			cfg.Version = cli.Version
+			cfg.Version, cfg.Revision = cli.Version, cli.Revision
 			return agent.Run(cmd.Context(), cfg)
 		},
 	})
