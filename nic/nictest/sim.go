@@ -102,6 +102,9 @@ type Sim struct {
 	speed    map[string]int
 	toggles  map[string]int
 	training map[string]int
+	// slaves is each bond's slaves (SetSlaves): bond_change_mtu sets
+	// their MTU with the bond's.
+	slaves map[string][]string
 }
 
 var _ nic.Kernel = (*Sim)(nil)
@@ -116,7 +119,7 @@ func NewSim(st *snapshot.KernelState) *Sim {
 		c.Links = map[string]*snapshot.LinkState{}
 	}
 	return &Sim{st: c, r: snapshot.Replay(c), hw: map[string]map[int]int{}, models: map[string]DriverModel{},
-		speed: map[string]int{}, toggles: map[string]int{}, training: map[string]int{}}
+		speed: map[string]int{}, toggles: map[string]int{}, training: map[string]int{}, slaves: map[string][]string{}}
 }
 
 // HardwareDSCP returns the DSCP → priority table the NIC itself classifies
@@ -353,8 +356,24 @@ func (s *Sim) SetMTU(name string, mtu int) error {
 		// for the old MTU (mlx5sim's buffer.go: the patch that recomputed
 		// them was reverted, 6f5dacf88a32).
 		ls.Link.MTU = mtu
+		// bond_change_mtu: every slave takes the bond's MTU (dev_set_mtu
+		// on each; a slave that refuses fails the bond's change, which
+		// the slaves of one RoCE LAG, alike, do not).
+		for _, sl := range s.slaves[name] {
+			if sls := s.st.Links[sl]; sls != nil && sls.Link != nil {
+				sls.Link.MTU = mtu
+			}
+		}
 		return nil
 	})
+}
+
+// SetSlaves makes slaves the slaves of bond (the host's sysfs says which:
+// fixturehost does it), whose MTU bond_change_mtu sets with the bond's.
+func (s *Sim) SetSlaves(bond string, slaves ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slaves[bond] = slaves
 }
 
 func (s *Sim) SetPause(name string, p nic.Pause) error {

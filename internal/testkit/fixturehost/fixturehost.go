@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,7 +36,45 @@ func Copy(t testing.TB, name string) (string, *nictest.Sim) {
 	if err := CopyTree(Dir(name), root); err != nil {
 		t.Fatal(err)
 	}
-	return root, nictest.NewSim(s.State())
+	sim := nictest.NewSim(s.State())
+	setSpeeds(root, sim)
+	setSlaves(root, sim)
+	return root, sim
+}
+
+// setSlaves tells the simulator each bond's slaves, from the host's sysfs
+// (sys/class/net/<slave>/master).
+func setSlaves(root string, sim *nictest.Sim) {
+	links, _ := filepath.Glob(filepath.Join(root, "sys", "class", "net", "*", "master"))
+	slaves := map[string][]string{}
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil {
+			bond := filepath.Base(target)
+			slaves[bond] = append(slaves[bond], filepath.Base(filepath.Dir(l)))
+		}
+	}
+	for bond, ss := range slaves {
+		sort.Strings(ss)
+		sim.SetSlaves(bond, ss...)
+	}
+}
+
+// setSpeeds gives the simulated links the speeds the host's sysfs
+// reports: the driver models compute with them (mlx5's xoff), and the
+// planner with what discovery reads there; a simulator at another speed
+// (its default is 100 Gb/s) would check a ConnectX-7 at 400 Gb/s against
+// a quarter of what the driver needs.
+func setSpeeds(root string, sim *nictest.Sim) {
+	files, _ := filepath.Glob(filepath.Join(root, "sys", "class", "net", "*", "speed"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if mbps, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && mbps > 0 {
+			sim.SetSpeed(filepath.Base(filepath.Dir(f)), mbps)
+		}
+	}
 }
 
 // CopyTree copies src into dst (which must exist), keeping symlinks as links.
