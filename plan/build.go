@@ -26,7 +26,7 @@ import (
 //
 // What the plan disturbs is Disruptions(plan), asked separately.
 func Build(d *policy.Desired, o *policy.Observed, h Host) *policy.Plan {
-	pl := &planning{h: h, d: d, plan: policy.Diff(d, o), mlx5: map[string]mlx5Read{}}
+	pl := &planning{h: h, d: d, plan: policy.Diff(d, o), mlx5: map[string]mlx5Read{}, mtuAfterBuffers: map[string]bool{}}
 	pl.at = indexChanges(pl.plan.Changes)
 	pl.addCompanions()
 	pl.driverOrder()
@@ -58,6 +58,9 @@ type planning struct {
 	// ports reading it twice cost as much as the rest of the planning.
 	// It lives as long as one Plan: a Plan after writes reads again.
 	mlx5 map[string]mlx5Read
+	// mtuAfterBuffers marks the netdevs whose buffer path writes the MTU
+	// after its first buffer step (placePath): mtuFirst leaves it there.
+	mtuAfterBuffers map[string]bool
 }
 
 type mlx5Read struct {

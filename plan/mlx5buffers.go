@@ -106,6 +106,8 @@ func mlx5Writes(plan *policy.Plan, at []int, cur, final mlx5.Port) []mlx5.Write 
 			w = mlx5.BufferWrite(cur, final)
 		case policy.KindMTU:
 			w = mlx5.MTUWrite(cur, final)
+			// A bond's MTU is every slave's: no slave's path moves it.
+			w.Pinned = len(plan.Changes[i].Port.Slaves()) > 0
 		default:
 			continue
 		}
@@ -346,9 +348,12 @@ func bufferBeforePFC(path []mlx5.Step) bool {
 func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 	plan := pl.plan
 	var pfcKeys []string
+	var mtuKey string
 	finals := map[policy.Kind]int{} // the profile's buffer changes, by kind
 	for _, i := range pl.at[netdev] {
 		switch c := plan.Changes[i]; c.Kind {
+		case policy.KindMTU:
+			mtuKey = c.Key
 		case policy.KindPFC, policy.KindCableLength:
 			pfcKeys = append(pfcKeys, c.Key)
 		case policy.KindPrioBuffer, policy.KindBufferSize:
@@ -369,6 +374,13 @@ func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 	step := 0
 	for _, st := range path {
 		switch st.Obj {
+		case "mtu":
+			if mtuKey != "" && step > 0 {
+				// Placed after the first buffer step: recomputes
+				// leaves it there (mtuFirst).
+				order = append(order, mtuKey)
+				pl.mtuAfterBuffers[netdev] = true
+			}
 		case "pfc":
 			order = append(order, pfcKeys...)
 		case "buffer":

@@ -238,8 +238,13 @@ func slaveOf(p *port.Port, mtu policy.Change) string {
 // cable length change of ports, so that the driver computes their
 // thresholds with the final MTU (Kind order has it there already; this
 // keeps it so whatever reordered the plan since), and returns where it is.
+// A port whose buffer path writes the MTU after a first buffer step (to
+// grow its lossless buffers for the new MTU at the old one) keeps it.
 func (pl *planning) mtuFirst(mtuAt int, ports []string) int {
 	plan := pl.plan
+	if slices.ContainsFunc(ports, func(nd string) bool { return pl.mtuAfterBuffers[nd] }) {
+		return mtuAt // its buffer path placed it (placePath)
+	}
 	first := -1
 	for _, nd := range ports {
 		i := pl.first(nd, func(c policy.Change) bool { return c.Kind == policy.KindPFC || isBufferKind(c.Kind) })

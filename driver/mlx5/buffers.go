@@ -219,6 +219,9 @@ type Write struct {
 	Obj         string // "pause", "pfc", "buffer", "mtu"
 	Name        string // for the plan: "the PFC write"
 	Apply, Undo func(p *Port) *Shortfall
+	// Pinned says a path may not move the write: a bond's MTU change,
+	// which sets every slave's at once (bond_change_mtu).
+	Pinned bool
 }
 
 // PauseWrite, PFCWrite, BufferWrite and MTUWrite are the writes the

@@ -60,3 +60,13 @@ func Truncated(size uint32, cell int) uint32 {
 	}
 	return size / uint32(cell) * uint32(cell)
 }
+
+// RoundedUp is size rounded up to whole cells of cell bytes: the least a
+// buffer must be asked for to hold size once truncated.
+func RoundedUp(size uint32, cell int) uint32 {
+	if cell <= 0 {
+		return size
+	}
+	c := uint32(cell)
+	return (size + c - 1) / c * c
+}

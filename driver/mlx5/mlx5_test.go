@@ -125,6 +125,39 @@ func TestPlanPath(t *testing.T) {
 	if path[1].Buffer.Sizes[1] != 196608 || path[1].Buffer.Sizes[0]+path[1].Buffer.Sizes[1] > 524288 || !strings.Contains(path[1].Via, "grow buffer 1") {
 		t.Errorf("first step %+v: want buffer 1 grown to its final size within the port's total", path[1])
 	}
+	// The MTU rises from 1500 to 9000 while priority 3 moves from
+	// buffer 0, whose 48 KiB hold what MTU 1500 needs and not what 9000
+	// does, to buffer 1. Written first, the MTU leaves buffer 0 short for
+	// the rollback (which maps priority 3 back onto it); the path grows
+	// buffer 0 for the new MTU first, at the old one, then writes the MTU.
+	mtuUp := cur
+	mtuUp.PFC, mtuUp.Sizes = 1<<3, [8]uint32{49152}
+	mtuUp.AssumeLossless()
+	final = mtuUp
+	final.MTU, final.Prio2Buf, final.Sizes = 9000, [8]uint8{0, 0, 0, 1}, [8]uint32{64512, 196608}
+	ws = []Write{MTUWrite(mtuUp, final), BufferWrite(mtuUp, final)}
+	if sf := RunWrites(mtuUp, ws); sf == nil {
+		t.Fatal("the plan's own order passes: the case tests nothing")
+	}
+	path, ref = PlanPath(mtuUp, final, ws, true)
+	if ref != nil || objs(path) != "buffer(via) mtu buffer(via) buffer" {
+		t.Fatalf("MTU up while the map moves: %q %v", objs(path), ref)
+	}
+	if need := uint32(Xoff(100000, 9000, 7) + 9978 + 128); path[0].Buffer.Sizes[0] < need {
+		t.Errorf("first step %+v: want buffer 0 grown to the %d bytes MTU 9000 needs", path[0], need)
+	}
+	// A start state below the driver's minimum at the port's own speed
+	// (sized while the link trained): no path can be rolled back, and
+	// the refusal says why.
+	short := cur
+	short.PFC, short.Sizes = 1<<3, [8]uint32{45056, 262144}
+	short.AssumeLossless()
+	final = short
+	final.Prio2Buf, final.Sizes = [8]uint8{0, 0, 0, 1}, [8]uint32{64512, 196608}
+	_, ref = PlanPath(short, final, []Write{PFCWrite(short, final), BufferWrite(short, final)}, true)
+	if ref == nil || !strings.Contains(ref.Why, "holds 45056 bytes, lossless, below the 45786") || strings.Count(ref.Why, "\n") != 1 {
+		t.Errorf("a start state below the driver's minimum: %+v", ref)
+	}
 	// A final state the driver refuses is refused, whatever the path.
 	small := final
 	small.Sizes = [8]uint32{64512, 4096}

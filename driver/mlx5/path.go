@@ -12,13 +12,17 @@ import (
 // the plan's own writes passes, a path through intermediate buffer states
 // may: a size-only write that grows the buffer a lossless priority moves
 // to (while the old map still holds), then a map-only write that moves
-// it, then the final sizes. Path searches those paths, bounded: at most
-// four sequences of buffer writes (the final state alone; grow first;
-// map first; grow, map, then the final sizes; the room to grow reckoned
-// as the port is now and as it is once PFC is written), each with the
-// PFC write before, between or after them: at most 2 + 3 + 2 × (3 + 4) =
-// 19 candidate orders, each followed through the apply and the rollback
-// from every point (RunWrites).
+// it, then the final sizes. Path searches those paths, bounded: the
+// final state alone; of two buffer writes, map first or grow first (the
+// room to grow reckoned as the port is now, as it is once PFC is
+// written, and for the minimum the final cable length and MTU set); of
+// three, grow, map, then the final sizes. Each is tried with the PFC
+// write before, between or after the buffer writes, and, on a path of
+// two or three, with the MTU write first or after the first buffer
+// write (PFC then after it): at most 2 + 4 × (3 + 2) + 3 × (4 + 3) = 43
+// candidate orders, each followed through the apply and the rollback
+// from every point (RunWrites): a few hundred model writes a port, no
+// state space to explore (BenchmarkPlanWorstStart: 64 ports).
 
 // BufferState is what one buffer write writes: the map and the sizes.
 type BufferState struct {
@@ -57,19 +61,37 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 	// try follows seq's buffer writes with the PFC write before each of
 	// them and after the last, in that order; the first that passes is
 	// the path.
+	hasMTU := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" })
+	mtuPinned := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" && w.Pinned })
 	try := func(seq []intermediate) []Step {
 		places := 1
 		if pfcAt >= 0 && bufAt >= 0 {
 			places = len(seq) + 1 // the PFC write before the k-th buffer write
 		}
-		for k := range places {
-			steps, writes := candidate(from, seq, k, pfcAt >= 0, others, ws)
-			sf := RunWrites(cur, writes)
-			if sf == nil {
-				return steps
-			}
-			if nearest == nil {
-				nearest = sf // the plan's own order: the operator's reference
+		// The MTU write first (before the buffers, so that the driver
+		// sizes their thresholds for it), or, on a path through an
+		// intermediate state, after that state's write: a larger MTU
+		// raises the least a lossless buffer may hold, which the buffers
+		// lossless now may have to grow to first.
+		mtuPlaces := 1
+		if hasMTU && len(seq) > 1 && !mtuPinned {
+			mtuPlaces = 2
+		}
+		for m := range mtuPlaces {
+			for k := range places {
+				if m > 0 && k == 0 && places > 1 {
+					// PFC stays after the MTU: the recomputes around a
+					// PFC change are written for the final MTU.
+					continue
+				}
+				steps, writes := candidate(from, seq, k, m, pfcAt >= 0, others, ws)
+				sf := RunWrites(cur, writes)
+				if sf == nil {
+					return steps
+				}
+				if nearest == nil {
+					nearest = sf // the plan's own order: the operator's reference
+				}
 			}
 		}
 		return nil
@@ -81,7 +103,7 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 		if path := try(nil); path != nil {
 			return path, nil
 		}
-		return nil, refusal(nearest, final)
+		return nil, refusal(cur, nearest, final)
 	}
 	if path := try([]intermediate{{to, ""}}); path != nil {
 		return path, nil
@@ -92,7 +114,7 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 			return path, nil
 		}
 	}
-	return nil, refusal(nearest, final)
+	return nil, refusal(cur, nearest, final)
 }
 
 // intermediateSeqs are the sequences of buffer writes through
@@ -115,11 +137,21 @@ func intermediateSeqs(cur, final Port, hasPFC bool) (two, three [][]intermediate
 	}
 	var seen []BufferState
 	for _, at := range grows {
-		grow, via := growState(at, final)
+		grow, via := growState(at, final, false)
 		if grow == from || grow == to || slices.Contains(seen, grow) {
 			continue
 		}
 		seen = append(seen, grow)
+		two = append(two, []intermediate{{grow, via}, {to, ""}})
+		if moved := (BufferState{final.Prio2Buf, grow.Sizes}); moved != grow && moved != to {
+			three = append(three, []intermediate{{grow, via}, {moved, "move the priorities to their buffers"}, {to, ""}})
+		}
+	}
+	// A longer cable or a larger MTU raises the least a lossless buffer
+	// may hold, and mlx5 checks the buffers lossless now against it
+	// before the PFC write changes which are (SetPFC): those buffers grow
+	// first, to what the final cable and MTU need.
+	if grow, via := growState(cur, final, true); grow != from && grow != to && !slices.Contains(seen, grow) {
 		two = append(two, []intermediate{{grow, via}, {to, ""}})
 		if moved := (BufferState{final.Prio2Buf, grow.Sizes}); moved != grow && moved != to {
 			three = append(three, []intermediate{{grow, via}, {moved, "move the priorities to their buffers"}, {to, ""}})
@@ -130,7 +162,17 @@ func intermediateSeqs(cur, final Port, hasPFC bool) (two, three [][]intermediate
 
 // refusal is why no path exists, in two short lines: what fails, and the
 // smallest change to the profile that would make the target reachable.
-func refusal(nearest *Shortfall, final Port) *Refusal {
+func refusal(cur Port, nearest *Shortfall, final Port) *Refusal {
+	known := cur
+	known.Lossless = LosslessBy(cur.PFC, cur.Prio2Buf) // not what global pause may have made lossless: that is assumed, not known
+	if sf := known.Check(""); sf != nil {
+		// A rollback writes today's buffers back, which the driver
+		// refuses at the port's speed, cable and MTU of now (they were
+		// sized while the link trained, at 40 Gb/s, or for a shorter
+		// cable or a smaller MTU): no path can be undone.
+		return &Refusal{On: refusedOn, Why: fmt.Sprintf("cannot be reached with a rollback: buffer %d holds %d bytes, lossless, below the %d mlx5 needs on this port now (%s), and the driver refuses to write that back\n"+
+			"smallest change that makes it reachable: none in the profile; give buffer %d at least %d bytes first (a buffer write of its own), then apply", sf.Buf, sf.Size, cur.Need(), cur.MinimumText(), sf.Buf, RoundedUp(uint32(cur.Need()), cur.cell()))}
+	}
 	return &Refusal{On: refusedOn, Why: fmt.Sprintf("cannot be reached: no order of the PFC and buffer writes, through size-only and map-only buffer writes within the port's buffer, passes mlx5's buffer checks (%s)\nsmallest change that makes it reachable: %s", nearest.String(), smallestChange(nearest, final))}
 }
 
@@ -145,12 +187,25 @@ type intermediate struct {
 
 // candidate is one path: others (pause, MTU) first, then the buffer
 // writes of seq with the PFC write (when hasPFC) before the k-th, as
-// steps and as the writes RunWrites follows.
-func candidate(from BufferState, seq []intermediate, k int, hasPFC bool, others, ws []Write) ([]Step, []Write) {
+// steps and as the writes RunWrites follows. With mtu 1 the MTU write
+// waits until after the first buffer write, PFC's place counted without
+// it.
+func candidate(from BufferState, seq []intermediate, k, mtu int, hasPFC bool, others, ws []Write) ([]Step, []Write) {
 	var steps []Step
 	var writes []Write
+	var mtuWrite *Write
 	for _, w := range others {
+		if w.Obj == "mtu" && mtu > 0 {
+			mtuWrite = &w
+			continue
+		}
 		steps, writes = append(steps, Step{Obj: w.Obj}), append(writes, w)
+	}
+	afterFirst := func() {
+		if mtuWrite != nil {
+			steps, writes = append(steps, Step{Obj: "mtu"}), append(writes, *mtuWrite)
+			mtuWrite = nil
+		}
 	}
 	pfc := func() {
 		if !hasPFC {
@@ -167,6 +222,7 @@ func candidate(from BufferState, seq []intermediate, k int, hasPFC bool, others,
 		steps = append(steps, Step{Obj: "buffer", Buffer: b.st, Via: b.via})
 		writes = append(writes, bufferWriteBetween(prev, b.st))
 		prev = b.st
+		afterFirst()
 	}
 	if k >= len(seq) {
 		pfc()
@@ -185,8 +241,11 @@ func bufferWriteBetween(from, to BufferState) Write {
 // current one: every buffer lossless in the final state gets its final
 // size first, then the buffers lossless now keep what they have, as far
 // as the port's total allows, then the other buffers in use now; sizes
-// in whole cells.
-func growState(cur, final Port) (BufferState, string) {
+// in whole cells. With forNeed, the buffers lossless now and those the
+// final map makes lossless under today's PFC get instead exactly the
+// minimum the final cable length and the larger MTU make the driver's,
+// so that a large buffer shrinks to make room.
+func growState(cur, final Port, forNeed bool) (BufferState, string) {
 	lossFinal := LosslessBy(final.PFC, final.Prio2Buf)
 	if final.Pause {
 		lossFinal = LosslessBy(AllLossless, final.Prio2Buf)
@@ -216,10 +275,34 @@ func growState(cur, final Port) (BufferState, string) {
 			}
 		}
 	}
-	for _, pass := range []([8]bool){cur.Lossless, usedNow} {
+	// need is the least the buffers lossless now hold on the way.
+	need := uint32(0)
+	if forNeed {
+		at := cur
+		at.Cable = max(cur.Cable, final.Cable)
+		at.MTU = max(cur.MTU, final.MTU)
+		need = RoundedUp(uint32(at.Need()), cur.cell())
+	}
+	// With forNeed, the buffers the final map makes lossless while
+	// today's PFC still holds (the map-only step between) get the
+	// minimum too.
+	var lossMid [8]bool
+	if forNeed {
+		lossMid = LosslessBy(cur.PFC, final.Prio2Buf)
+	}
+	for _, pass := range []([8]bool){lossMid, cur.Lossless, usedNow} {
 		for b := range 8 {
 			if pass[b] && !lossFinal[b] && sizes[b] == 0 {
-				take(b, cur.Sizes[b])
+				want := cur.Sizes[b]
+				if forNeed && (cur.Lossless[b] || lossMid[b]) {
+					// The minimum, no more: what a large lossy
+					// buffer gives up is room for the others.
+					want = need
+				}
+				take(b, want)
+				if sizes[b] > cur.Sizes[b] {
+					grown = append(grown, b)
+				}
 			}
 		}
 	}
