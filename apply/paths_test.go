@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocectl/rocectl/driver/mlx5"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nccl"
@@ -139,8 +140,8 @@ func refusedOnItsOwnState(sim *nictest.Sim, ports []string) bool {
 // restore the start state; refused because the search found no path
 // (its bounds: driver/mlx5 path.go); and refused by the driver at apply
 // time, host restored: a profile without [buffers] on a port that a
-// start state left in manual buffer mode, which rocectl cannot read, so
-// the planner does not check its PFC write against the buffers.
+// start state left in manual buffer mode, which rocectl cannot read; the
+// plan must have said so on the PFC change (mlx5.ManualModeNote).
 func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 	profiles, _ := filepath.Glob(filepath.Join(fixturehost.RepoRoot(), "profiles", "*.toml"))
 	hosts, _ := os.ReadDir(filepath.Join(fixturehost.RepoRoot(), "testdata", "hosts"))
@@ -221,6 +222,9 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 						t.Errorf("%s: apply: %v", what, err)
 					}
 					r.assertRestored(t, before, what+", after the driver refused a write")
+					if !slices.ContainsFunc(pl.Changes, func(c policy.Change) bool { return strings.Contains(c.Note, mlx5.ManualModeNote) }) {
+						t.Errorf("%s: the driver refused a write the plan did not warn of: %v", what, err)
+					}
 					driverRefused++
 					continue
 				}

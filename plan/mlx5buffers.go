@@ -175,6 +175,7 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 	// A port whose buffers the profile manages is in manual buffer mode,
 	// where a PFC or cable change is checked against the buffers too.
 	if !managesBuffers {
+		pl.noteIfManual(netdev, speedMbps, at, idx)
 		return
 	}
 	cur, ok := pl.mlx5State(netdev, speedMbps)
@@ -219,6 +220,35 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 	}
 	pauseWritten := slices.ContainsFunc(ws, func(w mlx5.Write) bool { return w.Obj == "pause" })
 	pl.noteBufferChange(idx, cur, p2bChange && !pauseWritten)
+}
+
+// noteIfManual says, on a PFC or cable change of a port whose buffers the
+// profile leaves alone, what mlx5 would refuse if an earlier buffer write
+// (someone else's) left the port in manual buffer mode, which rocectl
+// cannot read: there the PFC write is checked against today's buffers
+// (mlx5e_dcbnl_ieee_setpfc), and the apply would be rolled back. In
+// automatic mode, the firmware sizes the buffers and nothing is checked.
+func (pl *planning) noteIfManual(netdev string, speedMbps int, at []int, idx map[policy.Kind]int) {
+	i, ok := idx[policy.KindPFC]
+	if !ok {
+		if i, ok = idx[policy.KindCableLength]; !ok {
+			return
+		}
+	}
+	cur, ok := pl.mlx5State(netdev, speedMbps)
+	if !ok {
+		return
+	}
+	final := cur
+	for _, j := range idx {
+		if err := setMLX5(&final, pl.plan.Changes[j]); err != nil {
+			return // the change's own error is the planner's to report
+		}
+	}
+	if sf := mlx5.RunWrites(cur, mlx5Writes(pl.plan, at, cur, final)); sf != nil {
+		c := &pl.plan.Changes[i]
+		c.Note = joinNote(c.Note, mlx5.ManualModeNote+": "+sf.String())
+	}
 }
 
 // bufferDependencies are the positions of the changes netdev's buffers

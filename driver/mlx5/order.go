@@ -78,6 +78,10 @@ const (
 	// PauseUnreadNote: fill_pfc_en under a global pause that could not
 	// be read.
 	PauseUnreadNote = "global pause could not be read: if it is on when the map is written, mlx5 makes every buffer a priority maps to lossless (fill_pfc_en), which this plan has not checked"
+	// ManualModeNote is on the PFC write of a port whose buffers the
+	// profile does not manage, when the write fails the buffer checks
+	// that manual buffer mode would run (mlx5e_dcbnl_ieee_setpfc).
+	ManualModeNote = "if an earlier buffer write (not this profile's) left this port in manual buffer mode, which cannot be read, mlx5 refuses this write and the apply is rolled back; give the profile [buffers] to have them planned"
 	// BuffersFirstNote is on the buffer changes Order moved ahead of PFC.
 	BuffersFirstNote = "written before PFC: mlx5 checks the buffers against the PFC setting and buffers of the moment, and only this order passes its checks, applied and rolled back"
 )
