@@ -125,6 +125,9 @@ test: deps
 	@# a new make, so that packages deps just installed are seen (VERBS_TAGS)
 	$(MAKE) --no-print-directory test-all
 
+# When this make started: test-all's last line says how long the suite took.
+TEST_T0 := $(shell date +%s)
+
 test-all:
 	@echo "test: go vet, without and with the lab/verbs build tags (a first run compiles everything: about 2 minutes on 2 cores)..."
 	$(GO) vet ./...
@@ -138,12 +141,14 @@ test-all:
 	@# round in one file (4 before, 7 when the build machine ran slow);
 	@# the 5m default is for binaries without Ansible.
 	LAB_ANSIBLE=1 LAB_GO_TIMEOUT=10m $(MAKE) --no-print-directory lab-short
+	@echo "test: the whole suite in $$(( $$(date +%s) - $(TEST_T0) ))s (budget: 900s on 2 busy cores, lab included), load average $$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Unit, fixture, namespace and end-to-end tests (root runs the namespace ones;
 # they create their own network namespaces and never touch the host's links).
 test-unit:
 	@echo "test: unit, fixture, namespace and end-to-end tests, the Ansible role's included (about 5 minutes on 2 cores; a package's line comes when it finishes, deploy/ansible's after about 1.5 minutes)..."
-	$(GO) test -count=1 -timeout 15m ./...
+	@# Every package's time, and the slowest at the end (test/timing).
+	bash -o pipefail -c '$(GO) test -count=1 -timeout 15m ./... 2>&1 | test/timing/slowest.sh 8'
 	@echo "test: every benchmark once (-benchtime 1x), and as root the apply-vs-bash benchmark once..."
 	@# Every benchmark once, so that one which no longer runs fails here and
 	@# not in the next `make bench`; the storm benchmark (20 storms of up to
