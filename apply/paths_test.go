@@ -201,9 +201,12 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 						}
 						stuck++
 					case strings.Contains(why, "cannot be reached"):
+						// The search is bounded (driver/mlx5 path.go): a
+						// refusal of this kind is not one this test can
+						// confirm, so none may appear on the shipped hosts.
 						noPath++
 						for _, rf := range pl.Refused {
-							t.Logf("no path found: %s: %s: %s", what, rf.Key, rf.Error)
+							t.Errorf("no path found, which nothing confirms: %s: %s: %s", what, rf.Key, rf.Error)
 						}
 					default:
 						unreachable++

@@ -3,6 +3,7 @@ package mlx5
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/rocectl/rocectl/policy"
 )
@@ -308,7 +309,7 @@ func growState(cur, final Port, forNeed bool) (BufferState, string) {
 	}
 	via := "make room for the final map's lossless buffers, map unchanged"
 	if len(grown) > 0 {
-		via = fmt.Sprintf("grow buffer %d to %d bytes, map unchanged", grown[0], sizes[grown[0]])
+		via = fmt.Sprintf("grow buffer %d to %s, map unchanged", grown[0], sizeText(sizes[grown[0]]))
 	}
 	return BufferState{cur.Prio2Buf, sizes}, via
 }
@@ -325,4 +326,14 @@ func smallestChange(sf *Shortfall, final Port) string {
 		return fmt.Sprintf("buffers.buffer_size[%d] of at least %d bytes", sf.Buf, sf.At.Need())
 	}
 	return fmt.Sprintf("buffer %d, lossless with %d bytes on the way, needs %d there: give it that first, or make the PFC and buffer changes in two applies", sf.Buf, sf.Size, sf.At.Need())
+}
+
+// sizeText is a size as the plan prints sizes: in KiB (or a larger unit)
+// when it is a whole number of them, else in bytes.
+func sizeText(n uint32) string {
+	t := policy.Size(n).String()
+	if _, err := strconv.Atoi(t); err == nil && n != 0 {
+		return t + " bytes"
+	}
+	return t
 }
