@@ -21,6 +21,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/nic/nictest"
 	"github.com/rocectl/rocectl/nic/snapshot"
+	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/statedir"
 )
 
@@ -439,5 +440,68 @@ func TestCaptureCopiesNothingThroughALink(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An audit that could compare only some settings says so in its last
+// line: not "Host matches profile" (issue 34, item 13). The snapshot is
+// the configured host's with its DCB, pause and storm-prevention state
+// not captured, as an import that lacked them would be.
+func TestAuditHeadlineSaysWhatWasCompared(t *testing.T) {
+	snap := filepath.Join(t.TempDir(), "snap")
+	if err := fixturehost.CopyTree(repo("testdata/hosts/cx6dx-ofed-lossless"), snap); err != nil {
+		t.Fatal(err)
+	}
+	kj := filepath.Join(snap, "kernel.json")
+	data, err := os.ReadFile(kj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks map[string]json.RawMessage
+	var links map[string]map[string]any
+	if err := json.Unmarshal(data, &ks); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(ks["links"], &links); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		delete(l, "dcb")
+		delete(l, "pause")
+		delete(l, "pfc_prevention_tout")
+		l["not_captured"] = []string{"dcb", "pause", "tunable"}
+	}
+	if ks["links"], err = json.Marshal(links); err != nil {
+		t.Fatal(err)
+	}
+	if data, err = json.Marshal(ks); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kj, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "audit", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", snap)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	if strings.Contains(last, "matches profile") || !strings.HasPrefix(last, "No drift in the ") || !strings.Contains(last, " unknown (not captured or not readable") {
+		t.Errorf("last line %q, want how many settings were compared and how many unknown\n%s", last, out)
+	}
+}
+
+func TestNoChangesHeadline(t *testing.T) {
+	unknown := []policy.Unknown{{Key: "a"}, {Key: "b"}}
+	for _, c := range []struct {
+		p    policy.Plan
+		want string
+	}{
+		{policy.Plan{InSync: 29}, "No changes. Host matches profile."},
+		{policy.Plan{InSync: 3, Unknown: unknown}, "No drift in the 3 setting(s) compared; 2 unknown (not captured or not readable), listed above with why."},
+		{policy.Plan{Unknown: unknown}, "Nothing compared: the profile's 2 setting(s) are unknown (not captured or not readable), listed above with why. No drift found, none ruled out."},
+	} {
+		if got := noChangesHeadline(&c.p); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
 	}
 }

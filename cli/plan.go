@@ -186,11 +186,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		fmt.Fprintln(w)
 	}
 	if !pl.Plan.Changed() {
-		fmt.Fprintf(w, "No changes. Host matches profile.")
-		if n := len(pl.Plan.Unknown); n > 0 {
-			// Exit 0 must not hide what could not be compared.
-			fmt.Fprintf(w, " But %d setting(s) are unknown (not captured or not readable%s), listed above with why.", n, inferredCount(pl.Plan.Unknown))
-		}
+		fmt.Fprint(w, noChangesHeadline(pl.Plan))
 		if n := len(pl.Plan.Unsupported); n > 0 {
 			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)
 		}
@@ -205,6 +201,24 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		fmt.Fprintf(w, ", %d refused (nothing will be applied)", n)
 	}
 	fmt.Fprintln(w, ".")
+}
+
+// noChangesHeadline is the last line of a plan without changes. It
+// says what was compared: "Host matches profile" only when every setting
+// was; with unknown settings, how many were compared and how many not,
+// so that an audit of a snapshot that captured 3 of 29 settings does not
+// read as a host in sync (exit 0 must not hide what could not be
+// compared; --require-known makes it an error).
+func noChangesHeadline(p *policy.Plan) string {
+	n := len(p.Unknown)
+	why := fmt.Sprintf("not captured or not readable%s", inferredCount(p.Unknown))
+	switch {
+	case n == 0:
+		return "No changes. Host matches profile."
+	case p.InSync == 0:
+		return fmt.Sprintf("Nothing compared: the profile's %d setting(s) are unknown (%s), listed above with why. No drift found, none ruled out.", n, why)
+	}
+	return fmt.Sprintf("No drift in the %d setting(s) compared; %d unknown (%s), listed above with why.", p.InSync, n, why)
 }
 
 // inferredCount says how many unknown settings have an inference:
