@@ -498,3 +498,20 @@ func TestSnapshotWithoutHostnameIsNotThisMachine(t *testing.T) {
 		t.Errorf("audit -o json host %v (%v), want \"\"\n%s%s", rep.Host, err, out, errs)
 	}
 }
+
+// nccl-env on an import that does not say which driver the port has
+// cannot know whether [match] selects it: it says so (exit 1, nothing
+// printed), not "No RoCE port matches" (issue 34, item 14).
+func TestNCCLEnvOnAnImportWithUnknownMatch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "snap")
+	corpus := repo("nic/dump/testdata/corpus")
+	if code, out, errs := run(t, nil, "import", "-o", dir, "--netdev", "eth4",
+		filepath.Join(corpus, "mlx5-netarbiter-mlnx_qos-dscp-pfc3.txt")); code != ExitOK {
+		t.Fatalf("import: exit %d: %s %s", code, out, errs)
+	}
+	code, out, errs := run(t, nil, "nccl-env", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", dir)
+	if code != ExitError || out != "" || strings.Contains(errs, "No RoCE port matches") ||
+		!strings.Contains(errs, "IB_HCA: cannot derive: whether [match] selects eth4 is unknown: its driver is not known") {
+		t.Errorf("exit %d, stdout %q\nstderr:\n%s", code, out, errs)
+	}
+}

@@ -57,10 +57,25 @@ printed on stdout or written, and the exit status is 1.`,
 			defer done()
 			inv := h.Discover()
 			var ports []port.Port
+			var unknownMatch []string
 			for _, pp := range h.Ports(inv, true) {
+				if why := p.Match.MatchUnknown(pp); why != "" {
+					unknownMatch = append(unknownMatch, why)
+					continue
+				}
 				if p.Match.Matches(pp) {
 					ports = append(ports, pp)
 				}
+			}
+			if len(unknownMatch) > 0 {
+				// A snapshot that lacks what [match] selects by (an import
+				// without ethtool -i) cannot say which ports NCCL gets:
+				// neither "no port matches" nor a device list missing
+				// some is true.
+				for _, why := range unknownMatch {
+					nd.Errors = append(nd.Errors, "IB_HCA: cannot derive: "+why)
+				}
+				return env.finishNCCLEnv(format, nd)
 			}
 			if len(ports) == 0 {
 				// Not this profile's host: nothing to derive, as audit and
