@@ -247,6 +247,8 @@ func newReport(pl *apply.Prepared) *doc.Plan {
 	r.Profile, r.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 	r.Changed = pl.Plan.Changed()
 	r.InSync = pl.Plan.InSync
+	matched := len(pl.Desired.Ports)
+	r.MatchedPorts = &matched
 	r.Ports = portsJSON(pl.Inventory.Ports)
 	for _, c := range pl.Plan.Changes {
 		rc := doc.Change{Key: c.Key, Scope: c.Scope, Before: c.Before, After: c.Value, Absent: c.Absent, Note: c.Note}

@@ -22,6 +22,10 @@ type Plan struct {
 	// (link toggles, channel resets, changes that cannot be undone).
 	Disruptions map[string][]string `json:"disruptions,omitempty"`
 	InSync      int                 `json:"in_sync"`
+	// MatchedPorts counts the ports the profile's [match] selected; 0
+	// with a message when none did. Nil in documents older than the
+	// field (a reader then infers it: nothing compared).
+	MatchedPorts *int `json:"matched_ports,omitempty"`
 	// Ports is the port inventory, an array of the port package's Port
 	// (docs/schema/report.json, $defs/port), as the writer encoded it.
 	Ports      json.RawMessage `json:"ports"`

@@ -77,7 +77,12 @@ type Doc struct {
 	Source      string    `json:"source"` // the file it came from
 	GeneratedAt time.Time `json:"generated_at"`
 
-	Profile     string        `json:"profile,omitempty"`
+	Profile string `json:"profile,omitempty"`
+	// NoMatch: an audit or apply whose profile matched no port on the
+	// host (matched_ports 0, or, in a document older than that field,
+	// nothing compared at all): the host is not in sync, it was not
+	// checked.
+	NoMatch     bool          `json:"no_match,omitempty"`
 	Changed     bool          `json:"changed,omitempty"`
 	Applied     bool          `json:"applied,omitempty"`
 	RolledBack  bool          `json:"rolled_back,omitempty"`
@@ -263,6 +268,12 @@ func (d *Doc) addPlan(p *doc.Plan) {
 	d.Changes, d.Unsupported, d.Unknown, d.Errors = p.Changes, p.Unsupported, p.Unknown, p.Errors
 	for _, rf := range p.Refused {
 		d.Refused = append(d.Refused, Mismatch{Key: rf.Key, Reason: rf.Error})
+	}
+	if p.MatchedPorts != nil {
+		d.NoMatch = *p.MatchedPorts == 0 && len(p.Unknown) == 0 && len(p.Errors) == 0
+	} else {
+		d.NoMatch = p.InSync == 0 && len(p.Changes) == 0 && len(p.Unsupported) == 0 &&
+			len(p.Unknown) == 0 && len(p.Errors) == 0 && len(p.Refused) == 0
 	}
 }
 

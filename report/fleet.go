@@ -16,11 +16,12 @@ const (
 	InSync       State = "in sync"
 	Drift        State = "drift"
 	NotSupported State = "unsupported"
-	Unknown      State = "unknown" // a setting could not be read, or its source did not hold it
-	Stale        State = "stale"   // the newest document is older than Options.MaxAge
-	Failed       State = "error"   // the command itself failed (errors[] without a setting)
-	Missing      State = "missing" // expected, but no document
-	NoData       State = "-"       // no document of that kind
+	Unknown      State = "unknown"  // a setting could not be read, or its source did not hold it
+	Stale        State = "stale"    // the newest document is older than Options.MaxAge
+	Failed       State = "error"    // the command itself failed (errors[] without a setting)
+	Missing      State = "missing"  // expected, but no document
+	NoMatch      State = "no match" // the profile matched no port: nothing was compared
+	NoData       State = "-"        // no document of that kind
 )
 
 // Options steer Build.
@@ -140,6 +141,7 @@ type Summary struct {
 	Stale       int `json:"stale"`
 	Error       int `json:"error"`
 	Missing     int `json:"missing"`
+	NoMatch     int `json:"no_match"`
 	Unsupported int `json:"with_unsupported"`
 }
 
@@ -159,12 +161,16 @@ type HostView struct {
 	Applied int              `json:"applied,omitempty"` // changes an apply made
 	Errors  []string         `json:"errors,omitempty"`
 	Sources []string         `json:"sources"`
+	noMatch bool             // the newest audit/apply matched no port
 }
 
 // Cell is the state of group g on the host (in sync when not listed).
 func (h *HostView) Cell(g string) State {
 	if h.State == Missing {
 		return Missing
+	}
+	if h.State == NoMatch {
+		return NoData // nothing was compared: no word on any group
 	}
 	if h.From == "" {
 		return NoData
@@ -277,6 +283,7 @@ func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
 		}
 		if d != nil {
 			h.From, h.Profile, h.GeneratedAt = d.Kind, d.Profile, d.GeneratedAt
+			h.noMatch = d.NoMatch
 			// A successful apply made its changes: they are not drift.
 			applied := d.Kind == KindApply && d.Applied && !d.RolledBack && len(d.Errors) == 0
 			for _, c := range d.Changes {
@@ -433,6 +440,8 @@ func hostState(h *HostView, opt Options) State {
 		return Stale
 	case h.Drifted > 0:
 		return Drift
+	case h.noMatch:
+		return NoMatch
 	}
 	for _, s := range h.Groups {
 		if s == Unknown {
@@ -457,6 +466,8 @@ func (s *Summary) count(h *HostView) {
 		s.Error++
 	case Missing:
 		s.Missing++
+	case NoMatch:
+		s.NoMatch++
 	}
 	for _, st := range h.Groups {
 		if st == NotSupported {

@@ -84,6 +84,7 @@ func (f *Fleet) headline() string {
 	add(s.Stale, "stale")
 	add(s.Error, "error")
 	add(s.Missing, "did not report")
+	add(s.NoMatch, "matched no port")
 	line := plural(s.Hosts, "host", "hosts")
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
@@ -146,7 +147,7 @@ func renderText(w *bufio.Writer, f *Fleet) {
 		}
 		fmt.Fprintf(w, "  %s  %s\n", pad(short(h.Verify), 6), short(h.Peer))
 	}
-	fmt.Fprintln(w, "\n(ok: in sync, DRIFT: differs from the profile, unsup: unsupported here, ?: could not be read, -: no document)")
+	fmt.Fprintln(w, "\n(ok: in sync, DRIFT: differs from the profile, unsup: unsupported here, ?: could not be read, -: no document, or nothing compared)")
 
 	if len(f.Drift) > 0 {
 		fmt.Fprintf(w, "\nDrift, same value on N hosts (%s):\n", plural(len(f.Drift), "line", "lines"))

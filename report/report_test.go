@@ -334,3 +334,55 @@ func TestBufferSizeDriftInOneUnit(t *testing.T) {
 		t.Errorf("want one drift line in bytes for both hosts (%q), found %d:\n%s", want, n, out.String())
 	}
 }
+
+// A host whose profile matched no port was not checked: its state is "no
+// match", every group cell "-", and it is not counted in sync (issue 34,
+// item 16). gpu-001's document is what audit prints today (the real
+// output of `rocectl audit -o json -p profiles/connectx-lossless.toml
+// --snapshot testdata/hosts/bnxt-re-factory`, ports elided); gpu-002's is
+// one from before matched_ports, where nothing compared says the same;
+// gpu-003 is in sync.
+func TestHostThatMatchedNoPortIsNotInSync(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"gpu-001.audit.json": `{"schema_version": 1, "profile": "connectx-lossless", "profile_hash": "80332495f1256f15", "changed": false, "changes": [],
+			"unsupported": [], "errors": [], "unknown": [], "in_sync": 0, "matched_ports": 0, "ports": [], "rolled_back": false,
+			"message": "No RoCE port matches the profile's [match]: nothing to do. Ports on this host: enp202s0f1np1 (bnxt_re0, bnxt_en)",
+			"diagnostics": [], "host": "gpu-001", "generated_at": "2026-12-03T23:19:59Z"}`,
+		"gpu-002.audit.json": `{"schema_version": 1, "profile": "connectx-lossless", "changed": false, "changes": [], "unsupported": [], "errors": [],
+			"unknown": [], "in_sync": 0, "ports": [], "rolled_back": false, "diagnostics": [], "host": "gpu-002", "generated_at": "2026-12-03T23:19:59Z"}`,
+		"gpu-003.audit.json": `{"schema_version": 1, "profile": "connectx-lossless", "changed": false, "changes": [], "unsupported": [], "errors": [],
+			"unknown": [], "in_sync": 29, "matched_ports": 2, "ports": [], "rolled_back": false, "diagnostics": [], "host": "gpu-003", "generated_at": "2026-12-03T23:19:59Z"}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, problems, err := Load([]string{dir})
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("load: %v %v", err, problems)
+	}
+	f := Build(docs, problems, Options{Now: time.Now()})
+	for _, h := range f.Hosts {
+		want := NoMatch
+		if h.Host == "gpu-003" {
+			want = InSync
+		}
+		if h.State != want {
+			t.Errorf("%s: state %q, want %q", h.Host, h.State, want)
+		}
+		if want == NoMatch && h.Cell("pfc") != NoData {
+			t.Errorf("%s: pfc cell %q, want %q", h.Host, h.Cell("pfc"), NoData)
+		}
+	}
+	if f.Summary.InSync != 1 || f.Summary.NoMatch != 2 {
+		t.Errorf("summary %+v: want 1 in sync, 2 that matched no port", f.Summary)
+	}
+	var out strings.Builder
+	if err := Render(&out, f, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "3 hosts: 1 in sync, 2 matched no port") {
+		t.Errorf("headline:\n%s", out.String())
+	}
+}
