@@ -56,11 +56,19 @@ func short(s State) string {
 	return string(s)
 }
 
+// listHosts names hosts on one line, at most maxListed of them, each
+// printable.
 func listHosts(hs []string) string {
-	if len(hs) <= maxListed {
-		return strings.Join(hs, " ")
+	n := min(len(hs), maxListed)
+	names := make([]string, n)
+	for i, h := range hs[:n] {
+		names[i] = printable(h)
 	}
-	return strings.Join(hs[:maxListed], " ") + fmt.Sprintf(" … and %d more", len(hs)-maxListed)
+	s := strings.Join(names, " ")
+	if len(hs) > maxListed {
+		s += fmt.Sprintf(" … and %d more", len(hs)-maxListed)
+	}
+	return s
 }
 
 func plural(n int, one, many string) string {
@@ -104,7 +112,7 @@ func (f *Fleet) stamp() string {
 }
 
 func (l *DriftLine) text() string {
-	return fmt.Sprintf("%s = %s, want %s", l.Setting, orEmpty(l.Have), orEmpty(l.Want))
+	return fmt.Sprintf("%s = %s, want %s", printable(l.Setting), printable(orEmpty(l.Have)), printable(orEmpty(l.Want)))
 }
 
 func orEmpty(s string) string {
@@ -129,7 +137,7 @@ func renderText(w *bufio.Writer, f *Fleet) {
 	fmt.Fprintf(w, "rocectl fleet report (%s)\n%s\n\n", f.stamp(), f.headline())
 	hw := len("HOST")
 	for _, h := range f.Hosts {
-		hw = max(hw, len(h.Host))
+		hw = max(hw, len([]rune(printable(h.Host))))
 	}
 	fmt.Fprintf(w, "%s  %-14s", pad("HOST", hw), "STATE")
 	for _, c := range f.Groups {
@@ -138,10 +146,10 @@ func renderText(w *bufio.Writer, f *Fleet) {
 	fmt.Fprintln(w, "  verify  peer")
 	for _, h := range f.Hosts {
 		if h.State == Missing {
-			fmt.Fprintf(w, "%s  %s\n", pad(h.Host, hw), h.State)
+			fmt.Fprintf(w, "%s  %s\n", pad(printable(h.Host), hw), h.State)
 			continue
 		}
-		fmt.Fprintf(w, "%s  %-14s", pad(h.Host, hw), h.State)
+		fmt.Fprintf(w, "%s  %-14s", pad(printable(h.Host), hw), h.State)
 		for _, g := range f.Groups {
 			fmt.Fprintf(w, "  %s", pad(short(h.Cell(g)), max(len(g), 5)))
 		}
@@ -165,17 +173,17 @@ func renderText(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintln(w, "\nErrors:")
 		for _, h := range errs {
 			for _, e := range h.Errors {
-				fmt.Fprintf(w, "  %s: %s\n", h.Host, strings.ReplaceAll(e, "\n", "\n    "))
+				fmt.Fprintf(w, "  %s: %s\n", printable(h.Host), strings.ReplaceAll(printableLines(e), "\n", "\n    "))
 			}
 		}
 	}
 	if len(f.Missing) > 0 {
-		fmt.Fprintf(w, "\nDid not report (%d): %s\n", len(f.Missing), strings.Join(f.Missing, " "))
+		fmt.Fprintf(w, "\nDid not report (%d): %s\n", len(f.Missing), printableJoin(f.Missing, " "))
 	}
 	if len(f.Problems) > 0 {
 		fmt.Fprintln(w, "\nUnreadable files:")
 		for _, p := range f.Problems {
-			fmt.Fprintf(w, "  %s\n", p.Err)
+			fmt.Fprintf(w, "  %s\n", printable(p.Err))
 		}
 	}
 	if s := f.Sweep; s != nil {
@@ -212,12 +220,12 @@ func (s *Sweep) headline() string {
 }
 
 func (p *Pair) line() string {
-	s := fmt.Sprintf("%s <-> %s (round %d): %s", p.A, p.B, p.Round, p.State)
+	s := fmt.Sprintf("%s <-> %s (round %d): %s", printable(p.A), printable(p.B), p.Round, printable(p.State))
 	if p.State == PairOK || p.State == PairSlow {
 		s += fmt.Sprintf(", %.1f Gb/s, p99 %v, pause %.0f%%, %d CNP", p.Gbps, p.LatP99, 100*p.PauseOccupancy, p.CNP)
 	}
 	if len(p.Why) > 0 {
-		s += "; " + strings.Join(p.Why, "; ")
+		s += "; " + printableJoin(p.Why, "; ")
 	}
 	return s
 }
@@ -226,7 +234,7 @@ func renderSweepText(w *bufio.Writer, s *Sweep) {
 	fmt.Fprintf(w, "\n%s\n", s.headline())
 	hw := 4
 	for _, h := range s.Hosts {
-		hw = max(hw, len(h))
+		hw = max(hw, len([]rune(printable(h))))
 	}
 	matrix := func(title string, cell func(*Pair) string) {
 		fmt.Fprintf(w, "\n%s\n%s", title, pad("", hw))
@@ -235,7 +243,7 @@ func renderSweepText(w *bufio.Writer, s *Sweep) {
 		}
 		fmt.Fprintln(w)
 		for i, a := range s.Hosts {
-			fmt.Fprintf(w, "%s", pad(a, hw))
+			fmt.Fprintf(w, "%s", pad(printable(a), hw))
 			for _, b := range s.Hosts {
 				c := "-"
 				if a != b {
@@ -259,14 +267,55 @@ func renderSweepText(w *bufio.Writer, s *Sweep) {
 	if len(s.Common) > 0 {
 		var parts []string
 		for _, c := range s.Common {
-			parts = append(parts, fmt.Sprintf("%s (%d pairs)", c.Host, c.Pairs))
+			parts = append(parts, fmt.Sprintf("%s (%d pairs)", printable(c.Host), c.Pairs))
 		}
 		fmt.Fprintf(w, "Hosts common to the bad pairs: %s\n", strings.Join(parts, ", "))
 	}
 }
 
+// mdMeta are the characters that mean something in Markdown (GitHub's
+// included: tables, links, headings, emphasis, code, HTML and entities),
+// each as its escaped form.
+var mdMeta = strings.NewReplacer(`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"#", `\#`, "~", `\~`, "<", "&lt;", ">", "&gt;", "&", "&amp;")
+
+// mdEscape makes text from a document literal in Markdown: printable
+// first (a newline can neither end a table row nor start a heading), then
+// every Markdown character escaped.
 func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;").Replace(s)
+	return mdMeta.Replace(printable(s))
+}
+
+// mdLines is a multi-line text (an error) in Markdown: each line
+// escaped, the lines joined by a line break within the same list item.
+func mdLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = mdEscape(l)
+	}
+	return strings.Join(lines, "<br>")
+}
+
+// mdCode is s as a Markdown code span: printable, its pipes escaped (a
+// GitHub table cell ends at any unescaped pipe, code or not), fenced with
+// one backtick more than its longest run of them, padded when it starts
+// or ends with one (CommonMark's rule).
+func mdCode(s string) string {
+	s = strings.ReplaceAll(printable(s), "|", `\|`)
+	run, longest := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
 }
 
 func renderMarkdown(w *bufio.Writer, f *Fleet) {
@@ -283,20 +332,20 @@ func renderMarkdown(w *bufio.Writer, f *Fleet) {
 	if len(f.Drift) > 0 {
 		fmt.Fprintf(w, "\n## Drift, same value on N hosts\n\n| group | setting | have | want | hosts | where |\n|---|---|---|---|---|---|\n")
 		for _, l := range f.Drift {
-			fmt.Fprintf(w, "| %s | `%s` | `%s` | `%s` | %d | %s |\n", l.Group, l.Setting, l.Have, l.Want, len(l.Hosts), mdEscape(listHosts(l.Hosts)))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s |\n", mdEscape(l.Group), mdCode(l.Setting), mdCode(orEmpty(l.Have)), mdCode(orEmpty(l.Want)), len(l.Hosts), mdEscape(listHosts(l.Hosts)))
 		}
 	}
 	var errs []string
 	for _, h := range f.Hosts {
 		for _, e := range h.Errors {
-			errs = append(errs, fmt.Sprintf("- **%s**: %s", mdEscape(h.Host), mdEscape(e)))
+			errs = append(errs, fmt.Sprintf("- **%s**: %s", mdEscape(h.Host), mdLines(e)))
 		}
 	}
 	if len(errs) > 0 {
 		fmt.Fprintf(w, "\n## Errors\n\n%s\n", strings.Join(errs, "\n"))
 	}
 	if len(f.Missing) > 0 {
-		fmt.Fprintf(w, "\n## Did not report (%d)\n\n%s\n", len(f.Missing), mdEscape(strings.Join(f.Missing, ", ")))
+		fmt.Fprintf(w, "\n## Did not report (%d)\n\n%s\n", len(f.Missing), mdEscape(printableJoin(f.Missing, ", ")))
 	}
 	if len(f.Problems) > 0 {
 		fmt.Fprintln(w, "\n## Unreadable files")
@@ -375,7 +424,18 @@ func stateClass(s State) string {
 	return "s-none"
 }
 
-var esc = html.EscapeString
+// htmlLines is a multi-line text (an error) in HTML, its lines kept.
+func htmlLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = esc(l)
+	}
+	return strings.Join(lines, "<br/>")
+}
+
+// esc is text from a document in HTML: printable (the page is XML too,
+// and XML has no control characters), then escaped.
+func esc(s string) string { return html.EscapeString(printable(s)) }
 
 // heat colours a heat-map cell: white at 0, red at 1 (good=false) or
 // green at 1 (good=true).
@@ -426,7 +486,7 @@ func renderHTML(w *bufio.Writer, f *Fleet) {
 	var errs []string
 	for _, h := range f.Hosts {
 		for _, e := range h.Errors {
-			errs = append(errs, fmt.Sprintf("<li><b>%s</b>: %s</li>", esc(h.Host), esc(e)))
+			errs = append(errs, fmt.Sprintf("<li><b>%s</b>: %s</li>", esc(h.Host), htmlLines(e)))
 		}
 	}
 	if len(errs) > 0 {
