@@ -39,23 +39,40 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, h.Observe(d), h.ForPlan())}
 }
 
-// NoPortsMessage explains an empty match, or "" when ports matched.
+// NoPortsMessage explains an empty match, or "" when ports matched: the
+// reason and that there is nothing to do.
 func (pr *Prepared) NoPortsMessage() string {
 	switch {
 	case len(pr.Inventory.Ports) == 0:
 		return "No RoCE devices found on this host: nothing to do."
 	case len(pr.Desired.Ports) == 0 && len(pr.Desired.Unknown) == 0:
-		var names []string
-		for _, p := range pr.Inventory.Ports {
-			driver := p.Driver
-			if driver == "" {
-				driver = "-"
-			}
-			names = append(names, fmt.Sprintf("%s (%s, %s)", p.Netdev, p.RDMADevice, driver))
-		}
-		return "No RoCE port matches the profile's [match]: nothing to do. Ports on this host: " + strings.Join(names, ", ")
+		return "No RoCE port matches the profile's [match]: nothing to do. Ports on this host: " + pr.portList()
 	}
 	return ""
+}
+
+// NoPortsReason is the reason alone ("" when ports matched), for the
+// error of --require-match, which must not say "nothing to do".
+func (pr *Prepared) NoPortsReason() string {
+	switch {
+	case len(pr.Inventory.Ports) == 0:
+		return "no RoCE devices found on this host"
+	case len(pr.Desired.Ports) == 0 && len(pr.Desired.Unknown) == 0:
+		return "no RoCE port matches the profile's [match]; ports on this host: " + pr.portList()
+	}
+	return ""
+}
+
+func (pr *Prepared) portList() string {
+	var names []string
+	for _, p := range pr.Inventory.Ports {
+		driver := p.Driver
+		if driver == "" {
+			driver = "-"
+		}
+		names = append(names, fmt.Sprintf("%s (%s, %s)", p.Netdev, p.RDMADevice, driver))
+	}
+	return strings.Join(names, ", ")
 }
 
 // DriftedKeys lists the keys of the settings that differ from the profile,

@@ -74,7 +74,7 @@ Exit codes: 0 applied (or nothing to do), 1 error (host restored),
 	// without --soak, the profile's [guard] soak applies (soakSet).
 	fl.DurationVar(&f.soak, "soak", 0, "watch the pause counters this long after apply, instead of the profile's [guard] soak (60s if the profile sets none); 0 does not watch")
 	fl.BoolVar(&f.skipUnreadable, "skip-unreadable", false, "apply even when some settings cannot be read, leaving those alone (without it such a plan changes nothing, exit 1)")
-	fl.BoolVar(&f.require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
+	fl.BoolVar(&f.require, "require-match", false, requireMatchUsage)
 	fl.BoolVar(&f.wait, "wait", false, "with --confirm: stay until commit or the deadline, watching pause counters (default on a terminal)")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
@@ -102,10 +102,8 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.require {
-		if msg := pl.NoPortsMessage(); msg != "" {
-			return errors.New(msg)
-		}
+	if why := pl.NoPortsReason(); f.require && why != "" {
+		return requireMatchError(why)
 	}
 	rep := newReport(pl)
 	text := f.output == "text"

@@ -173,8 +173,8 @@ func newAuditCmd(env *Env) *cobra.Command {
 				return env.jsonOnError(output, err)
 			}
 			defer done()
-			if msg := pl.NoPortsMessage(); require && msg != "" {
-				return env.jsonOnError(output, errors.New(msg))
+			if why := pl.NoPortsReason(); require && why != "" {
+				return env.jsonOnError(output, requireMatchError(why))
 			}
 			notices := env.pendingReverts()
 			if output == "json" {
@@ -211,7 +211,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&profile, "profile", "p", "", "profile file (required)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().BoolVar(&require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of reporting nothing to do")
+	cmd.Flags().BoolVar(&require, "require-match", false, requireMatchUsage)
 	cmd.Flags().BoolVar(&requireKnown, "require-known", false, "fail (exit 1) when a setting's value is unknown (not captured or not readable), for CI gates")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/doc"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/verify"
 )
 
 func TestVerifyReadBackOnFixtureHosts(t *testing.T) {
@@ -21,7 +23,8 @@ func TestVerifyReadBackOnFixtureHosts(t *testing.T) {
 		t.Fatalf("verify on the factory host: exit %d\n%s", code, out)
 	}
 	// Loopback needs verbs: the default build says so instead of pretending.
-	code, out, _ = run(t, nil, "verify", "--loopback", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
+	code, out, errs = run(t, nil, "verify", "--loopback", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
+	out += errs
 	if code != ExitError || !strings.Contains(out, "verbs support not built in") && !strings.Contains(out, "no RoCE v2 IPv4 GID") && !strings.Contains(out, "no such") {
 		t.Fatalf("verify --loopback: exit %d\n%s", code, out)
 	}
@@ -172,7 +175,68 @@ func TestJSONOnEarlyErrorsAndRequireMatch(t *testing.T) {
 		t.Fatalf("no match: exit %d", code)
 	}
 	code, _, errs := run(t, nil, "audit", "--require-match", "-p", repo("profiles/lossy-ecn-only.toml"), "--snapshot", repo("testdata/hosts/bnxt-re-factory"))
-	if code != ExitError || !strings.Contains(errs, "No RoCE port matches the profile's [match]") {
+	if code != ExitError || !strings.Contains(errs, "no RoCE port to work on (--require-match): no RoCE port matches the profile's [match]") ||
+		strings.Contains(errs, "nothing to do") {
 		t.Fatalf("--require-match: exit %d\n%s", code, errs)
+	}
+}
+
+// One rule for "nothing matched" (issue 34, item 12): on a host where the
+// profile matches no RoCE port (an mlx5 profile on the Broadcom host),
+// every command says so and exits 0; under --require-match every one
+// exits 1 with an error that says what matched nothing, never "nothing
+// to do". topo, which has no profile, applies it to a host without an
+// RDMA NIC.
+func TestNothingMatchedIsOneRule(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
+	prof := repo("profiles/lossy-ecn-only.toml")
+	empty := t.TempDir()
+	for _, d := range []string{"sys/class/net", "sys/bus/pci/devices"} {
+		if err := os.MkdirAll(filepath.Join(empty, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		said string // what the command says without --require-match
+	}{
+		{[]string{"audit", "-p", prof}, "No RoCE port matches the profile's [match]: nothing to do."},
+		{[]string{"apply", "--dry-run", "-p", prof}, "No RoCE port matches the profile's [match]: nothing to do."},
+		{[]string{"verify", "-p", prof}, "No RoCE port matches the profile's [match]: nothing checked."},
+		{[]string{"nccl-env", "-p", prof}, "No RoCE port matches the profile's [match]: nothing to do."},
+		{[]string{"peer", "-p", prof}, "No RoCE port matches the profile's [match]: nothing checked."},
+		{[]string{"watch", "--once", "--interval", "10ms", "-p", prof}, "Nothing to watch: no RoCE port matches the profile's [match]"},
+		{[]string{"--root", empty, "topo"}, "No NVIDIA GPU and no RDMA NIC found."},
+	} {
+		name := strings.Join(c.args, " ")
+		args := append([]string{"--root", root}, c.args...)
+		code, out, errs := run(t, sim, args...)
+		if code != ExitOK || !strings.Contains(out+errs, c.said) {
+			t.Errorf("%s: exit %d, want 0 and %q\n%s%s", name, code, c.said, out, errs)
+		}
+		code, out, errs = run(t, sim, append(args, "--require-match")...)
+		if code != ExitError || !strings.Contains(errs, "(--require-match): no R") || strings.Contains(out+errs, "nothing to do") {
+			t.Errorf("%s --require-match: exit %d, want 1 and what matched nothing\n%s%s", name, code, out, errs)
+		}
+	}
+	// verify -o json: matched_ports 0 and why, ok without a check.
+	_, out, _ := run(t, sim, "--root", root, "verify", "-o", "json", "-p", prof)
+	var v doc.Verify
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.MatchedPorts == nil || *v.MatchedPorts != 0 || !strings.Contains(v.Message, "nothing checked") {
+		t.Errorf("verify -o json: %v\n%s", err, out)
+	}
+}
+
+// verify --loopback on a build without verbs is an error on any host,
+// one where no port matched too: before, it said "ok": true there.
+func TestVerifyLoopbackWithoutVerbsIsAnError(t *testing.T) {
+	if verify.VerbsBuiltIn() {
+		t.Skip("this test binary has verbs")
+	}
+	root, sim := fixturehost.Copy(t, "bnxt-re-factory")
+	code, out, errs := run(t, sim, "--root", root, "verify", "--loopback", "-o", "json", "-p", repo("profiles/lossy-ecn-only.toml"))
+	var v doc.Verify
+	if code != ExitError || json.Unmarshal([]byte(out), &v) != nil || v.OK || !strings.Contains(errs, "verbs support not built in") {
+		t.Errorf("exit %d, ok %v\n%s%s", code, v.OK, out, errs)
 	}
 }

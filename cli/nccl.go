@@ -80,9 +80,11 @@ printed on stdout or written, and the exit status is 1.`,
 			if len(ports) == 0 {
 				// Not this profile's host: nothing to derive, as audit and
 				// apply have nothing to do.
-				nd.Message = (&apply.Prepared{Inventory: inv, Desired: &policy.Desired{}}).NoPortsMessage()
+				none := &apply.Prepared{Inventory: inv, Desired: &policy.Desired{}}
+				nd.Message = none.NoPortsMessage()
 				if require {
-					nd.Errors = append(nd.Errors, nd.Message)
+					nd.Message = ""
+					nd.Errors = append(nd.Errors, requireMatchError(none.NoPortsReason()).Error())
 				} else {
 					nd.Complete = true
 				}
@@ -126,7 +128,7 @@ printed on stdout or written, and the exit status is 1.`,
 	cmd.Flags().StringVarP(&format, "output", "o", "env", "output format: env (KEY=VALUE), shell (export lines) or json")
 	cmd.Flags().StringVar(&format, "format", "env", "the same as --output")
 	cmd.Flags().StringVar(&write, "write", "", "also write the variables to this NCCL config file (e.g. /etc/nccl.conf)")
-	cmd.Flags().BoolVar(&require, "require-match", false, "fail (exit 1) when no RoCE port matches the profile, instead of printing nothing")
+	cmd.Flags().BoolVar(&require, "require-match", false, requireMatchUsage)
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }
@@ -176,6 +178,7 @@ func shellQuote(s string) string {
 
 func newTopoCmd(env *Env) *cobra.Command {
 	var output string
+	var require bool
 	cmd := &cobra.Command{
 		Use:   "topo",
 		Short: "PCIe distances between GPUs and RDMA NICs, degraded links, and a GPU→NIC / NCCL_IB_HCA proposal",
@@ -189,6 +192,11 @@ func newTopoCmd(env *Env) *cobra.Command {
 				fs = nic.NewFS(env.Snapshot, true)
 			}
 			t, err := nccl.ReadTopology(fs)
+			if err == nil && require && len(t.NICs) == 0 {
+				// topo has no profile: under --require-match, the
+				// host must have an RDMA NIC.
+				err = requireMatchError("no RDMA NIC found on this host")
+			}
 			if output == "json" {
 				td := doc.Topo{SchemaVersion: SchemaVersion, Topology: topologyDoc(nonNullTopology(t)), Errors: []string{}}
 				if err != nil {
@@ -211,6 +219,7 @@ func newTopoCmd(env *Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&require, "require-match", false, "fail (exit 1) when the host has no RDMA NIC, instead of saying so and exiting 0")
 	return cmd
 }
 

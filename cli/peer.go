@@ -21,6 +21,7 @@ func newPeerCmd(env *Env) *cobra.Command {
 	var profile, output string
 	var wait time.Duration
 	var netdevs []string
+	var require bool
 	cmd := &cobra.Command{
 		Use:   "peer -p PROFILE",
 		Short: "Compare the switch's DCBX (from LLDP or the driver) with the profile (exit 0 consistent, 2 mismatch, 1 error or unknown)",
@@ -70,8 +71,18 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 				}
 			} else {
 				pl := apply.Prepare(h, p, false)
-				if msg := pl.NoPortsMessage(); msg != "" {
-					return errors.New(msg)
+				if why := pl.NoPortsReason(); why != "" {
+					if require {
+						return requireMatchError(why)
+					}
+					// Nothing to check: said, exit 0, as every command does.
+					msg := strings.Replace(pl.NoPortsMessage(), "nothing to do", "nothing checked", 1)
+					if output == "json" {
+						return writeJSON(env.Stdout, &doc.Peer{SchemaVersion: 1, Profile: p.Name, Host: env.hostName(),
+							CheckedAt: time.Now().UTC(), Ports: []doc.PeerResult{}, Message: msg})
+					}
+					fmt.Fprintln(env.Stdout, msg)
+					return nil
 				}
 				for _, dp := range pl.Desired.Ports {
 					ports = append(ports, port{dp.Port.Netdev, dp.Port.Driver})
@@ -108,6 +119,7 @@ ports (repeatable), e.g. a port without an RDMA device.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().DurationVar(&wait, "wait", 35*time.Second, "how long to listen for each port's partner (switches send LLDP every 30 s by default)")
 	cmd.Flags().StringArrayVar(&netdevs, "netdev", nil, "check this netdev instead of the profile's matched ports (repeatable)")
+	cmd.Flags().BoolVar(&require, "require-match", false, requireMatchUsage)
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }

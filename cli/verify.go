@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,13 +27,17 @@ type verifyResult struct {
 	Traffic     []*verify.LoopbackResult
 	Errors      []string
 	Diagnostics []doc.Diagnostic
+	// MatchedPorts and Message: how many ports the profile selected, and
+	// why none when none (nothing checked).
+	MatchedPorts *int
+	Message      string
 }
 
 // document is verify's JSON document.
 func (d *verifyResult) document() *doc.Verify {
 	v := &doc.Verify{SchemaVersion: SchemaVersion, Profile: d.Profile, ProfileHash: d.ProfileHash, OK: d.OK,
 		Mismatches: make([]doc.Mismatch, 0, len(d.Mismatches)), Unknown: unknownDocs([]doc.Unknown{}, d.Unknown),
-		Errors: d.Errors, Diagnostics: d.Diagnostics}
+		Errors: d.Errors, Diagnostics: d.Diagnostics, MatchedPorts: d.MatchedPorts, Message: d.Message}
 	for _, m := range d.Mismatches {
 		v.Mismatches = append(v.Mismatches, doc.Mismatch{Key: m.Key, Want: m.Want, Have: m.Have, Reason: m.Reason})
 	}
@@ -67,7 +72,7 @@ func trafficDoc(t *verify.LoopbackResult) *doc.Traffic {
 
 func newVerifyCmd(env *Env) *cobra.Command {
 	var profile, output, peer, listen, size string
-	var loopback bool
+	var loopback, require bool
 	var duration time.Duration
 	cmd := &cobra.Command{
 		Use:   "verify -p PROFILE",
@@ -116,6 +121,20 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 			}
 			d.Profile, d.ProfileHash = pl.Profile.Name, pl.Profile.Hash
 			d.Diagnostics = diagnosticsOf(pl.Profile.Warnings)
+			matched := len(pl.Desired.Ports)
+			d.MatchedPorts = &matched
+			if (loopback || peer != "" || listen != "" || pl.Profile.Verify.Loopback) && !verify.VerbsBuiltIn() {
+				// Traffic was asked for and this build cannot send it:
+				// an error on every host, never "ok" because no port
+				// happened to match.
+				return fail(errors.New(verbsErrorText(verify.ErrVerbsNotBuiltIn)))
+			}
+			if why := pl.NoPortsReason(); why != "" {
+				if require {
+					return fail(requireMatchError(why))
+				}
+				d.Message = strings.Replace(pl.NoPortsMessage(), "nothing to do", "nothing checked", 1)
+			}
 			res := verify.Run(cmd.Context(), verify.RunConfig{Desired: pl.Desired, Observe: h.Observe, K: h.K,
 				TrafficConfig: apply.TrafficConfig(pl, env.Log), Loopback: loopback, Peer: peer, Listen: listen, Waiting: env.Stderr})
 			if res.Mismatches != nil {
@@ -166,7 +185,9 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 				if n := len(d.Unknown); n > 0 {
 					fmt.Fprintf(env.Stdout, "verify: %d setting(s) unknown, not checked: nothing is said about them holding\n", n)
 				}
-				if d.OK {
+				if d.Message != "" {
+					fmt.Fprintln(env.Stdout, d.Message)
+				} else if d.OK {
 					fmt.Fprintf(env.Stdout, "verify: %d setting(s) hold their profile values", len(pl.Desired.All())-len(pl.Plan.Unsupported))
 					if len(d.Traffic) > 0 {
 						fmt.Fprintf(env.Stdout, "; verbs traffic passed")
@@ -188,6 +209,7 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 	fl.StringVar(&listen, "listen", "", "two-host mode: wait for a peer on `ADDR` (e.g. :18515)")
 	fl.DurationVar(&duration, "duration", 0, "traffic time per operation (overrides [verify] duration)")
 	fl.StringVar(&size, "size", "", "bytes per message, e.g. 65536 or 1MiB (overrides [verify] message_size)")
+	fl.BoolVar(&require, "require-match", false, requireMatchUsage)
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }

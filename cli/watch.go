@@ -15,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/verify"
 )
@@ -30,7 +31,7 @@ import (
 
 func newWatchCmd(env *Env) *cobra.Command {
 	var profile, output string
-	var once bool
+	var once, require bool
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "watch [-p PROFILE] [--once] [-o json] [--interval D]",
@@ -56,6 +57,20 @@ interval; --once waits one interval, prints, and exits.`,
 			}
 			defer done()
 			ports, scope, err := env.watchPorts(h, profile)
+			var none *noPortsError
+			if errors.As(err, &none) {
+				if require {
+					return requireMatchError(none.reason)
+				}
+				// Nothing to watch: said, exit 0, as every command does
+				// (on stderr under -o json, whose stdout is intervals).
+				w := env.Stdout
+				if output == "json" {
+					w = env.Stderr
+				}
+				fmt.Fprintf(w, "Nothing to watch: %s.\n", none.reason)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -87,8 +102,15 @@ interval; --once waits one interval, prints, and exits.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (one object per interval)")
 	cmd.Flags().BoolVar(&once, "once", false, "take two samples one interval apart, print the rates and exit")
 	cmd.Flags().DurationVar(&interval, "interval", time.Second, "time between samples")
+	cmd.Flags().BoolVar(&require, "require-match", false, requireMatchUsage)
 	return cmd
 }
+
+// noPortsError is watchPorts' "nothing to watch": no RoCE port, or none
+// the profile matches.
+type noPortsError struct{ reason string }
+
+func (e *noPortsError) Error() string { return "nothing to watch: " + e.reason }
 
 // watchPorts discovers the RoCE ports, those profile matches when one is
 // given, and words what is watched for the header.
@@ -96,7 +118,7 @@ func (env *Env) watchPorts(h *host.Host, profile string) ([]port.Port, string, e
 	inv := h.Discover()
 	if profile == "" {
 		if len(inv.Ports) == 0 {
-			return nil, "", errors.New("nothing to watch: " + nic.ErrNoRoCE.Error())
+			return nil, "", &noPortsError{"no RoCE devices found on this host"}
 		}
 		return inv.Ports, "all RoCE ports", nil
 	}
@@ -111,7 +133,8 @@ func (env *Env) watchPorts(h *host.Host, profile string) ([]port.Port, string, e
 		}
 	}
 	if len(out) == 0 {
-		return nil, "", fmt.Errorf("nothing to watch: no RoCE port matches profile %q", p.Name)
+		pr := apply.Prepared{Inventory: inv, Desired: &policy.Desired{}}
+		return nil, "", &noPortsError{pr.NoPortsReason()}
 	}
 	return out, fmt.Sprintf("profile %s", p.Name), nil
 }

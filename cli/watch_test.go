@@ -266,9 +266,14 @@ func TestWatchCommand(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	write("eth*")
-	if code, _, errs = run(t, nil, "--snapshot", snap, "watch", "--once", "-p", prof); code != ExitError ||
-		!strings.Contains(errs, `no RoCE port matches profile "one"`) {
-		t.Errorf("no match: exit %d %s", code, errs)
+	// Nothing matched: said, exit 0; an error under --require-match.
+	if code, out, errs = run(t, nil, "--snapshot", snap, "watch", "--once", "-p", prof); code != ExitOK ||
+		!strings.Contains(out, "Nothing to watch: no RoCE port matches the profile's [match]") {
+		t.Errorf("no match: exit %d %s%s", code, out, errs)
+	}
+	if code, _, errs = run(t, nil, "--snapshot", snap, "watch", "--once", "--require-match", "-p", prof); code != ExitError ||
+		!strings.Contains(errs, "no RoCE port to work on (--require-match)") {
+		t.Errorf("no match, --require-match: exit %d %s", code, errs)
 	}
 	if code, _, errs = run(t, nil, "--snapshot", snap, "watch", "--interval", "0s"); code != ExitError || !strings.Contains(errs, "--interval must be positive") {
 		t.Errorf("--interval 0: exit %d %s", code, errs)

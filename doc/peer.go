@@ -16,6 +16,9 @@ type Peer struct {
 	Host      string       `json:"host,omitempty"`
 	CheckedAt time.Time    `json:"checked_at"`
 	Ports     []PeerResult `json:"ports"`
+	// Message says why there are no ports: the profile matched none on
+	// this host (nothing checked, exit 0).
+	Message string `json:"message,omitempty"`
 }
 
 // PeerResult is one port's verdict: consistent, mismatch, unknown or

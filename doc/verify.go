@@ -15,6 +15,11 @@ type Verify struct {
 	Traffic     []*Traffic   `json:"traffic,omitempty"`
 	Errors      []string     `json:"errors"`
 	Diagnostics []Diagnostic `json:"diagnostics"`
+	// MatchedPorts counts the ports the profile selected; with 0, Message
+	// says why and nothing was checked (ok true, exit 0; an error under
+	// --require-match). Absent when the profile could not be loaded.
+	MatchedPorts *int   `json:"matched_ports,omitempty"`
+	Message      string `json:"message,omitempty"`
 }
 
 // Mismatch is a setting the host does not hold as the profile wants.

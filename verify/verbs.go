@@ -261,3 +261,8 @@ func latencyPercentiles(samples []time.Duration) (p50, p99 time.Duration) {
 	}
 	return rank(0.50), rank(0.99)
 }
+
+// VerbsBuiltIn says whether this binary can run verbs traffic (built
+// with -tags verbs): a traffic test asked of one that cannot is an error
+// before anything is read, on any host.
+func VerbsBuiltIn() bool { return verbsBuiltIn }
