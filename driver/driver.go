@@ -74,6 +74,21 @@ type Driver interface {
 	// takes the switch's frames before the host sees them, "" when not
 	// or when it cannot be told.
 	FirmwareLLDP(f LLDPFacts) string
+
+	// Instead says where a setting of kind k lives on this driver when
+	// the kernel interface rocectl reads it through has none of it:
+	// firmware NVConfig, another build of the driver, a vendor tool, or
+	// the per-connection knob that takes its place. It completes an
+	// "unsupported" so that the operator knows where to go; "" when the
+	// driver knows no other place.
+	Instead(k policy.Kind, f PortFacts) string
+}
+
+// PortFacts is what Instead may say more with: the port's PCI address
+// ("" unknown) and its ECN interface as the host found it.
+type PortFacts struct {
+	PCI string
+	ECN ECNFlavour
 }
 
 // Caps says which models of a driver's resources the planner follows
@@ -154,7 +169,23 @@ func (Base) WillingDCBX([]string) string                          { return "" }
 func (Base) Disruptions(*policy.Change) []string                  { return nil }
 func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, "" }
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
+func (Base) Instead(policy.Kind, PortFacts) string                { return "" }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
+
+// IsDCB says whether k is set through dcbnl: DCBX, trust, the DSCP map,
+// ETS, PFC, cable length (PFC's delay field) and the receive buffers.
+func IsDCB(k policy.Kind) bool {
+	switch k {
+	case policy.KindDCBX, policy.KindTrust, policy.KindDSCPMap, policy.KindETSPrioTC, policy.KindETSTSA,
+		policy.KindETSBandwidth, policy.KindPFC, policy.KindCableLength, policy.KindPrioBuffer, policy.KindBufferSize:
+		return true
+	}
+	return false
+}
+
+// PerConnectionTC is where a forced verbs traffic class's work is done
+// on a driver without one: the TOS each connection asks for.
+const PerConnectionTC = "the TOS each connection asks for: roce.default_tos (rdma_cm) and nccl.IB_TC (NCCL)"
 
 // LLDManagedLLDP is FirmwareLLDP for a driver that says nothing more
 // than its DCBX mode: LLD_MANAGED says the firmware runs DCBX, whose LLDP

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/internal/lib/parallel"
 
 	"github.com/rocectl/rocectl/nic"
@@ -193,7 +194,7 @@ func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *polic
 		case (isUnsupported(err) || errors.Is(err, os.ErrNotExist)) && h.filesNotCaptured(s) != "":
 			o.Unknown[s.Key] = fmt.Sprintf("%s (%s)", policy.UnknownReason, h.filesNotCaptured(s))
 		case isUnsupported(err):
-			o.Unsupported[s.Key] = unsupportedReason(err, r)
+			o.Unsupported[s.Key] = unsupportedReason(err, r, s.Kind)
 		default:
 			o.Errors[s.Key] = err.Error()
 		}
@@ -278,9 +279,24 @@ func isUnsupported(err error) bool {
 		errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOTTY)
 }
 
-func unsupportedReason(err error, r *portReader) string {
-	if errors.Is(err, nic.ErrUnsupported) {
-		return err.Error()
+// unsupportedReason words an "unsupported": what is missing, the driver
+// it is missing on (named when the error does not), and where the
+// setting lives instead as the port's driver layer knows it (firmware,
+// another driver build, a vendor tool), so that no "unsupported" leaves
+// the operator without a next place to look.
+func unsupportedReason(err error, r *portReader, k policy.Kind) string {
+	reason := err.Error()
+	if r.port == nil {
+		return reason
 	}
-	return fmt.Sprintf("%s (driver %s)", err.Error(), orUnknown(r.driver))
+	if r.driver == "" || !strings.Contains(reason, r.driver) {
+		reason += fmt.Sprintf(" (driver %s)", orUnknown(r.driver))
+	}
+	if r.driver == "" {
+		return reason // which driver's knowledge applies is not known
+	}
+	if where := known.For(r.driver).Instead(k, r.portFacts()); where != "" {
+		reason += "; instead: " + where
+	}
+	return reason
 }

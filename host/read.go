@@ -92,6 +92,11 @@ func (r *portReader) facts() driver.Facts {
 	return r.drvFacts
 }
 
+// portFacts is what the driver layer's Instead may say more with.
+func (r *portReader) portFacts() driver.PortFacts {
+	return driver.PortFacts{PCI: r.port.PCI, ECN: r.ecnFlavour()}
+}
+
 // ecnFlavour says through which interface the port's ECN knobs are
 // reached, for the driver layer.
 func (r *portReader) ecnFlavour() driver.ECNFlavour {

@@ -144,7 +144,7 @@ func orUnknown(s string) string {
 func (e *ECN) enablePath(dir string, prio int) (string, error) {
 	switch e.Kind {
 	case ECNUpstreamMlx5:
-		return "", Unsupportedf("ECN per-priority enable needs DOCA-OFED sysfs; upstream mlx5 exposes port-wide cc_params only")
+		return "", Unsupportedf("upstream mlx5 has no per-priority ECN enable (its cc_params are port-wide; the per-priority files are DOCA-OFED's ecn sysfs)")
 	case ECNBnxt:
 		return "", Unsupportedf("bnxt_re has one port-wide ecn_enable in configfs, not a per-priority enable")
 	}

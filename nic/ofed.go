@@ -87,7 +87,7 @@ func SetTrafficClass(fs FS, dev string, port int, tc int) error {
 // trafficClassErr words a missing attribute as what it means.
 func trafficClassErr(p string, err error) error {
 	if isNotExist(err) {
-		return Unsupportedf("%s is absent: forcing the verbs traffic class needs DOCA-OFED (upstream kernels have no equivalent)", p)
+		return Unsupportedf("no forced verbs traffic class: %s is absent (a DOCA-OFED file; upstream kernels have none)", p)
 	}
 	return err
 }
