@@ -5,7 +5,12 @@
 # usage: bench/run-all.sh        (as root: the live apply needs a namespace;
 #                                 without root that part is skipped)
 # env:   RUNS, STORM_RUNS, AUDIT_GOBENCH as the scripts it runs.
-set -euo pipefail
+#
+# Every step runs, whatever the one before it said: a step that fails or
+# misses its budget (its script exits non-zero) is recorded and named
+# under the summary, and run-all.sh exits 1 at the end when any did. The
+# summary table always prints.
+set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 . bench/lib.sh
@@ -14,11 +19,23 @@ SUMMARY=$(mktemp -t bench-summary.XXXXXX)
 GO_OUT=$(mktemp -t bench-go.XXXXXX)
 trap 'rm -f "$SUMMARY" "$GO_OUT"' EXIT
 
+# step NAME COMMAND...: runs one benchmark step; a non-zero exit is
+# recorded in MISSED (the step's own output says why), never the end.
+MISSED=()
+step() {
+	local name=$1
+	shift
+	if ! "$@"; then
+		MISSED+=("$name")
+		echo "-- $name: failed or over its budget (see above)"
+	fi
+}
+
 echo "== machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other processes share these CPUs)"
 echo
 echo "== apply vs bash, audit (bench/apply-vs-shell.sh)"
 if [ "$(id -u)" = 0 ]; then
-	bench/apply-vs-shell.sh
+	step "apply vs bash, audit" bench/apply-vs-shell.sh
 else
 	echo "skipped: needs root"
 	summary "apply 8 ports (live, veth)|skipped (not root)|-|-"
@@ -26,8 +43,11 @@ fi
 
 echo
 echo "== journal and apply on a simulated kernel (apply benchmarks)"
-go test -run '^$' -bench 'JournalSave|ApplyRecipe|StoreOpen' -benchmem ./apply/ | tee "$GO_OUT"
-grep -q '^ok' "$GO_OUT"
+apply_benchmarks() {
+	go test -run '^$' -bench 'JournalSave|ApplyRecipe|StoreOpen' -benchmem ./apply/ | tee "$GO_OUT"
+	grep -q '^ok' "$GO_OUT"
+}
+step "journal and apply benchmarks" apply_benchmarks
 summary "journal save, 2-port plan (fsync)|$(ns2ms "$(gometric "$GO_OUT" BenchmarkJournalSave/save ns/op)")|-|-"
 for p in 2 64; do
 	n=BenchmarkApplyRecipe/ports=$p
@@ -38,11 +58,11 @@ summary "find open journals, 200 finished (every apply start)|$(ns2us "$(gometri
 
 echo
 echo "== agent memory and CPU, 8 ports polled every 200 ms (bench/agent-footprint.sh)"
-bench/agent-footprint.sh
+step "agent footprint" bench/agent-footprint.sh
 
 echo
 echo "== pause storm -> rollback (bench/storm-latency.sh)"
-bench/storm-latency.sh
+step "pause storm -> rollback" bench/storm-latency.sh
 
 echo
 echo "== summary ($(date '+%F %T'), load average now $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -60,3 +80,11 @@ echo "== summary ($(date '+%F %T'), load average now $(cut -d' ' -f1-3 /proc/loa
 			if (r == 1) { for (i = 1; i <= 4; i++) printf "%s%s", sprintf("%" w[i] "s", ""), (i < 4 ? "  " : "\n") }
 		}
 	}' | sed '2s/ /-/g'
+
+if [ ${#MISSED[@]} -gt 0 ]; then
+	echo
+	echo "failed or over budget (${#MISSED[@]}): $(IFS=,; echo "${MISSED[*]}" | sed 's/,/, /g')"
+	exit 1
+fi
+echo
+echo "every step ran within its budget"

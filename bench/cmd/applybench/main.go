@@ -47,7 +47,7 @@ func main() {
 	flag.StringVar(&c.rocectl, "rocectl", "bin/rocectl", "the rocectl binary")
 	flag.StringVar(&c.baseline, "baseline", "bench/baseline-apply.sh", "the bash baseline")
 	flag.StringVar(&c.repo, "repo", ".", "rocectl source tree (profiles/, testdata/captures)")
-	flag.StringVar(&c.auditPorts, "audit-ports", "8,64", "port counts for the audit timing (empty: skip)")
+	flag.StringVar(&c.auditPorts, "audit-ports", "8,64,256", "port counts for the audit timing (empty: skip)")
 	flag.StringVar(&c.auditFloor, "auditfloor", "", "the bench/cmd/auditfloor binary: time each audit's file system calls alone beside it (needs strace on PATH)")
 	flag.StringVar(&c.summary, "summary", "", "append result rows (name|value|baseline|target) to this file")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "also run the apply in-process with a CPU profile written here (go tool pprof -tagfocus phase=apply)")

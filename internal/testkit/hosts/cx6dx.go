@@ -82,10 +82,22 @@ func CX6DxOFEDFactory(c *Captures) (*Host, error) {
 // CX6DxFactoryN is the factory host with ports ports (see
 // WriteCX6DxFactoryN).
 func CX6DxFactoryN(c *Captures, ports int) (*Host, error) {
-	if ports < 1 || ports > 128 {
-		return nil, fmt.Errorf("ports %d out of 1..128", ports)
+	if ports < 1 || ports > 512 {
+		return nil, fmt.Errorf("ports %d out of 1..512", ports)
 	}
 	return cx6dxFactory(c, ports, fmt.Sprintf("cx6dx-ofed-factory-%dp", ports))
+}
+
+// cardsPerDomain is how many cards, four buses apart from 0x3b, one PCI
+// domain holds below bus 0xff; more go to the next domain (segment), as
+// on the hosts with more than one PCI root complex.
+const cardsPerDomain = 48
+
+// cardPCI is function fn of card k (from 1): card 1 at 0000:3b:00, then
+// every fourth bus; the 49th card starts domain 0001 at bus 0x3b again.
+func cardPCI(k, fn int) pciFunc {
+	i := k - 1
+	return newPCIFuncIn(i/cardsPerDomain, 0x3b+4*(i%cardsPerDomain), fn)
 }
 
 func cx6dxFactory(c *Captures, ports int, name string) (*Host, error) {
@@ -103,7 +115,7 @@ func cx6dxFactory(c *Captures, ports int, name string) (*Host, error) {
 	for i := range ports {
 		k, fn := i/2+1, i%2
 		p := mlx5Port{
-			pci:          newPCIFunc(0x3b+4*(k-1), fn),
+			pci:          cardPCI(k, fn),
 			ifname:       fmt.Sprintf("ens%df%dnp%d", k, fn, fn),
 			ibdev:        fmt.Sprintf("mlx5_%d", i),
 			ifindex:      2 + i,

@@ -117,7 +117,7 @@ func checkNetdev(t *testing.T, fsys nic.FS, k nic.Kernel, ifname string) {
 	}
 	real, err := fsys.Resolve(cls)
 	virtual := strings.HasPrefix(real, "/sys/devices/virtual/net/") // a bond
-	if err != nil || !strings.HasPrefix(real, "/sys/devices/pci0000:") && !virtual {
+	if err != nil || !strings.HasPrefix(real, "/sys/devices/pci") && !virtual {
 		t.Fatalf("%s resolves to %q (%v)", cls, real, err)
 	}
 	link, err := k.Link(ifname)
@@ -451,6 +451,31 @@ func BenchmarkOpen64(b *testing.B) {
 			if _, err := k.DCB(fmt.Sprintf("ens%df%dnp%d", i/2+1, i%2, i%2)); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// The benchmarks' 256-port host (bench/cmd/applybench -audit-ports) has
+// 128 cards: more than one PCI domain's buses hold four apart, so cards
+// after the 48th go to the next domain, each at a PCI address of its own,
+// and the first 48 keep the addresses the shipped hosts have.
+func TestCardPCIAddressesFor256Ports(t *testing.T) {
+	seen := map[string]int{}
+	for k := 1; k <= 128; k++ {
+		for fn := range 2 {
+			f := cardPCI(k, fn)
+			if prev, dup := seen[f.bdf]; dup {
+				t.Fatalf("card %d function %d: %s, card %d's too", k, fn, f.bdf, prev)
+			}
+			seen[f.bdf] = k
+			if !strings.HasPrefix(f.dir(), "/sys/devices/pci") || !strings.HasPrefix(f.bdf, f.domainRoot[3:7]+":") {
+				t.Errorf("card %d: %s under %s", k, f.bdf, f.dir())
+			}
+		}
+	}
+	for k, want := range map[int]string{1: "0000:3b:00.0", 48: "0000:f7:00.0", 49: "0001:3b:00.0", 128: "0002:b7:00.0"} {
+		if got := cardPCI(k, 0).bdf; got != want {
+			t.Errorf("card %d at %s, want %s", k, got, want)
 		}
 	}
 }

@@ -19,11 +19,15 @@ type pciFunc struct {
 }
 
 // newPCIFunc places bus:00.fn behind root port (bus-1):00.0 in domain 0.
-func newPCIFunc(bus, fn int) pciFunc {
+func newPCIFunc(bus, fn int) pciFunc { return newPCIFuncIn(0, bus, fn) }
+
+// newPCIFuncIn is function fn of the device on bus in PCI domain dom
+// (segment): a host with more cards than one domain's buses holds.
+func newPCIFuncIn(dom, bus, fn int) pciFunc {
 	return pciFunc{
-		domainRoot: fmt.Sprintf("pci0000:%02x", bus-1),
-		bridge:     fmt.Sprintf("0000:%02x:00.0", bus-1),
-		bdf:        fmt.Sprintf("0000:%02x:00.%d", bus, fn),
+		domainRoot: fmt.Sprintf("pci%04x:%02x", dom, bus-1),
+		bridge:     fmt.Sprintf("%04x:%02x:00.0", dom, bus-1),
+		bdf:        fmt.Sprintf("%04x:%02x:00.%d", dom, bus, fn),
 	}
 }
 
