@@ -73,27 +73,42 @@ func stage(t *testing.T) string {
 	return dir
 }
 
-// shipped reports whether the package installs a file at dst: an entry of
-// its own, or one for a staged directory holding it (src ending in "/").
-func (c nfpmConfig) shipped(stageDir, dst string) bool {
+// source is the local file the package installs at dst: from an entry of
+// its own, or from a staged directory holding it (src ending in "/"); ""
+// when the package installs nothing there.
+func (c nfpmConfig) source(stageDir, dst string) string {
+	local := func(src string) string {
+		src = strings.Replace(src, "${ROCECTL_STAGE}", stageDir, 1)
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(fixturehost.RepoRoot(), src)
+		}
+		return src
+	}
 	for _, e := range c.Contents {
-		if e.Dst == dst {
-			return true
+		if e.Dst == dst && e.Src != "" {
+			return local(e.Src)
 		}
 		dir, ok := strings.CutSuffix(e.Src, "/")
 		if !ok || !strings.HasSuffix(e.Dst, "/") || !strings.HasPrefix(dst, e.Dst) {
 			continue
 		}
-		rel := strings.TrimPrefix(dst, e.Dst)
-		src := strings.Replace(dir, "${ROCECTL_STAGE}", stageDir, 1)
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(fixturehost.RepoRoot(), src)
-		}
-		if st, err := os.Stat(filepath.Join(src, rel)); err == nil && st.Mode().IsRegular() {
-			return true
+		p := filepath.Join(local(dir), strings.TrimPrefix(dst, e.Dst))
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
 		}
 	}
-	return false
+	return ""
+}
+
+// shipped reports whether the package installs a file at dst whose source
+// exists once staged.
+func (c nfpmConfig) shipped(stageDir, dst string) bool {
+	src := c.source(stageDir, dst)
+	if src == "" {
+		return false
+	}
+	st, err := os.Stat(src)
+	return err == nil && st.Mode().IsRegular()
 }
 
 var manRef = regexp.MustCompile(`^man:([a-z0-9._-]+)\(([1-8])\)$`)
@@ -138,6 +153,44 @@ func TestUnitDocumentationIsShipped(t *testing.T) {
 			page := "/usr/share/man/man" + m[2] + "/" + m[1] + "." + m[2] + ".gz"
 			if !c.shipped(dir, page) {
 				t.Errorf("%s: Documentation=%s, but the package does not ship %s", name, d, page)
+			}
+		}
+	}
+}
+
+// Every program the package installs in /usr/sbin comes with bash, zsh
+// and fish completions, each registered for that program: rocectl-agent
+// is run by hand too (its --mode, -p *.toml).
+func TestCompletionsForEveryProgram(t *testing.T) {
+	c := loadConfig(t)
+	dir := stage(t)
+	var progs []string
+	for _, e := range c.Contents {
+		if p, ok := strings.CutPrefix(e.Dst, "/usr/sbin/"); ok {
+			progs = append(progs, p)
+		}
+	}
+	if len(progs) < 2 {
+		t.Fatalf("programs in /usr/sbin: %v, want rocectl and rocectl-agent", progs)
+	}
+	for _, p := range progs {
+		for dst, registers := range map[string]string{
+			"/usr/share/bash-completion/completions/" + p:         "-F __start_" + p + " " + p + "\n",
+			"/usr/share/zsh/vendor-completions/_" + p:             "#compdef " + p + "\n",
+			"/usr/share/fish/vendor_completions.d/" + p + ".fish": "complete -c " + p + " ",
+		} {
+			src := c.source(dir, dst)
+			if src == "" {
+				t.Errorf("%s: the package ships no %s", p, dst)
+				continue
+			}
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Errorf("%s: %s: %v", p, dst, err)
+				continue
+			}
+			if !strings.Contains(string(data), registers) {
+				t.Errorf("%s (from %s) does not register %s (no %q)", dst, src, p, registers)
 			}
 		}
 	}
