@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,6 +193,152 @@ func TestCompletionsForEveryProgram(t *testing.T) {
 			if !strings.Contains(string(data), registers) {
 				t.Errorf("%s (from %s) does not register %s (no %q)", dst, src, p, registers)
 			}
+		}
+	}
+}
+
+// versionRefs lists, per shared library (soname), the symbol versions a
+// binary needs from it (GLIBC_2.34 from libc.so.6), from the "Version
+// References" objdump -p prints.
+func versionRefs(t *testing.T, bin string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("objdump", "-p", bin).Output()
+	if err != nil {
+		t.Fatalf("objdump -p %s: %v", bin, err)
+	}
+	refs := map[string][]string{}
+	lib, in := "", false
+	for l := range strings.Lines(string(out)) {
+		f := strings.Fields(l)
+		switch {
+		case strings.HasPrefix(l, "Version References:"):
+			in = true
+		case !in:
+		case len(f) == 0 || !strings.HasPrefix(l, " "):
+			in = false
+		case len(f) == 3 && f[0] == "required" && f[1] == "from":
+			lib = strings.TrimSuffix(f[2], ":")
+		case len(f) == 4 && lib != "":
+			refs[lib] = append(refs[lib], f[3])
+		}
+	}
+	return refs
+}
+
+// libSymbols is one library's section of a dpkg symbols file: its package
+// and, per symbol version node, the first package version that has it.
+type libSymbols struct {
+	pkg   string
+	nodes map[string]string
+}
+
+// symbolsFiles reads the installed packages' dpkg symbols files, by
+// soname ("libibverbs.so.1 libibverbs1 #MINVER#", then
+// " IBVERBS_1.11@IBVERBS_1.11 32").
+func symbolsFiles(t *testing.T) map[string]libSymbols {
+	t.Helper()
+	files, _ := filepath.Glob("/var/lib/dpkg/info/*.symbols")
+	libs := map[string]libSymbols{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cur libSymbols
+		for l := range strings.Lines(string(data)) {
+			fields := strings.Fields(l)
+			switch {
+			case len(fields) < 2:
+			case l[0] != ' ' && l[0] != '|' && l[0] != '*' && l[0] != '#':
+				cur = libSymbols{pkg: fields[1], nodes: map[string]string{}}
+				libs[fields[0]] = cur
+			case l[0] == ' ' && cur.nodes != nil:
+				name, node, ok := strings.Cut(fields[0], "@")
+				if ok && name == node {
+					cur.nodes[node] = fields[1]
+				}
+			}
+		}
+	}
+	return libs
+}
+
+func versionGE(t *testing.T, a, b string) bool {
+	t.Helper()
+	err := exec.Command("dpkg", "--compare-versions", a, "ge", b).Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("dpkg --compare-versions: %v", err)
+	}
+	return err == nil
+}
+
+var versionedDep = regexp.MustCompile(`^([a-z0-9][a-z0-9.+-]*) \(>= ([^)\s]+)\)$`)
+
+// The package's Depends name, for every shared library the binaries link,
+// a version that has every symbol version they need: the verbs binaries
+// need GLIBC_2.34 (libc6 2.34, Debian 12 / Ubuntu 22.04) and IBVERBS_1.11
+// (rdma-core 32), which an unversioned Depends lets dpkg install without.
+// The binaries are built as `make deb` builds them, and the versions come
+// from the dpkg symbols files of the libraries installed here.
+func TestDependsCoverLinkedSymbolVersions(t *testing.T) {
+	need(t, "go", "gcc", "objdump", "dpkg")
+	if _, err := os.Stat("/usr/include/infiniband/verbs.h"); err != nil {
+		t.Skip("libibverbs-dev not installed: the package's binaries are built with -tags verbs")
+	}
+	libs := symbolsFiles(t)
+	if _, ok := libs["libibverbs.so.1"]; !ok {
+		t.Skip("no dpkg symbols file of libibverbs1 here")
+	}
+	c := loadConfig(t)
+	deps := map[string]string{}
+	for _, d := range c.Depends {
+		if m := versionedDep.FindStringSubmatch(d); m != nil {
+			deps[m[1]] = m[2]
+		} else {
+			deps[d] = ""
+		}
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=pie", "-tags", "verbs", "-o", dir+"/", "./cmd/rocectl", "./cmd/rocectl-agent")
+	cmd.Dir = fixturehost.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags verbs: %v\n%s", err, out)
+	}
+	needs := map[string]string{} // package -> the least version it must have
+	why := map[string]string{}
+	for _, bin := range []string{"rocectl", "rocectl-agent"} {
+		for soname, nodes := range versionRefs(t, filepath.Join(dir, bin)) {
+			ls, ok := libs[soname]
+			if !ok {
+				t.Errorf("%s links %s, which no installed symbols file describes", bin, soname)
+				continue
+			}
+			for _, node := range nodes {
+				v, ok := ls.nodes[node]
+				if !ok {
+					t.Errorf("%s needs %s from %s, which its symbols file lacks", bin, node, soname)
+					continue
+				}
+				if have, seen := needs[ls.pkg]; !seen || !versionGE(t, have, v) {
+					needs[ls.pkg], why[ls.pkg] = v, node
+				}
+			}
+		}
+	}
+	for _, lib := range []string{"libc6", "libibverbs1"} {
+		if _, ok := needs[lib]; !ok {
+			t.Errorf("the binaries need no versioned symbol of %s: the objdump parse is broken (%v)", lib, needs)
+		}
+	}
+	for pkg, v := range needs {
+		have, ok := deps[pkg]
+		switch {
+		case !ok:
+			t.Errorf("Depends %v lacks %s (>= %s)", c.Depends, pkg, v)
+		case have == "" || !versionGE(t, have, v):
+			t.Errorf("Depends %v: want %s (>= %s): the binaries need %s", c.Depends, pkg, v, why[pkg])
 		}
 	}
 }
