@@ -74,26 +74,29 @@ func stage(t *testing.T) string {
 	return dir
 }
 
+// local is where src of nfpm.yaml is here: under stageDir for
+// ${ROCECTL_STAGE}, else under the repository.
+func local(stageDir, src string) string {
+	src = strings.Replace(src, "${ROCECTL_STAGE}", stageDir, 1)
+	if !filepath.IsAbs(src) {
+		src = filepath.Join(fixturehost.RepoRoot(), src)
+	}
+	return src
+}
+
 // source is the local file the package installs at dst: from an entry of
 // its own, or from a staged directory holding it (src ending in "/"); ""
 // when the package installs nothing there.
 func (c nfpmConfig) source(stageDir, dst string) string {
-	local := func(src string) string {
-		src = strings.Replace(src, "${ROCECTL_STAGE}", stageDir, 1)
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(fixturehost.RepoRoot(), src)
-		}
-		return src
-	}
 	for _, e := range c.Contents {
 		if e.Dst == dst && e.Src != "" {
-			return local(e.Src)
+			return local(stageDir, e.Src)
 		}
 		dir, ok := strings.CutSuffix(e.Src, "/")
 		if !ok || !strings.HasSuffix(e.Dst, "/") || !strings.HasPrefix(dst, e.Dst) {
 			continue
 		}
-		p := filepath.Join(local(dir), strings.TrimPrefix(dst, e.Dst))
+		p := filepath.Join(local(stageDir, dir), strings.TrimPrefix(dst, e.Dst))
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			return p
 		}
@@ -341,4 +344,59 @@ func TestDependsCoverLinkedSymbolVersions(t *testing.T) {
 			t.Errorf("Depends %v: want %s (>= %s): the binaries need %s", c.Depends, pkg, v, why[pkg])
 		}
 	}
+}
+
+// mdLink is an inline Markdown link's target: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// Every Markdown document the package ships links only to files it ships
+// (relative links resolved where the document is installed) or to web
+// pages: the README of /usr/share/doc/rocectl once pointed at docs/*.md
+// that were never installed.
+func TestShippedDocsLinkOnlyShippedFiles(t *testing.T) {
+	c := loadConfig(t)
+	dir := stage(t)
+	const docDir = "/usr/share/doc/rocectl/"
+	n := 0
+	for _, e := range c.Contents {
+		if !strings.HasPrefix(e.Dst, docDir) || !strings.HasSuffix(e.Dst, ".md") {
+			continue
+		}
+		n++
+		data, err := os.ReadFile(c.source(dir, e.Dst))
+		if err != nil {
+			t.Errorf("%s: %v", e.Dst, err)
+			continue
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(data), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			dst := filepath.Join(filepath.Dir(e.Dst), target)
+			if !c.shipped(dir, dst) && !c.shipsUnder(dir, dst+"/") {
+				t.Errorf("%s (from %s) links %s, which the package does not ship at %s", e.Dst, e.Src, m[1], dst)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("only %d Markdown documents shipped: want at least README.md and the units' README", n)
+	}
+}
+
+// shipsUnder reports whether the package installs some file under the
+// directory dir (ending in "/").
+func (c nfpmConfig) shipsUnder(stageDir, dir string) bool {
+	for _, e := range c.Contents {
+		switch {
+		case !strings.HasPrefix(e.Dst, dir):
+		case strings.HasSuffix(e.Src, "/"):
+			if ents, err := os.ReadDir(local(stageDir, e.Src)); err == nil && len(ents) > 0 {
+				return true
+			}
+		case c.shipped(stageDir, e.Dst):
+			return true
+		}
+	}
+	return false
 }

@@ -68,6 +68,8 @@ var wantFiles = []string{
 	"./usr/share/doc/rocectl/copyright",
 	"./usr/share/doc/rocectl/changelog.gz",
 	"./usr/share/doc/rocectl/README.md",
+	"./usr/share/doc/rocectl/systemd/README.md",
+	"./usr/share/doc/rocectl/docs/metrics.md",
 	"./usr/share/doc/rocectl/examples/connectx-lossless.toml",
 }
 
