@@ -89,12 +89,13 @@ func restrictFamiliesAndExec(list string, argv []string) error {
 	return unix.Exec(argv[0], argv, os.Environ())
 }
 
-// TestMain's wrapper mode: true when this process was started as the
-// address-family wrapper (then it has exec'd or failed).
-func familiesWrapper() bool {
+// familiesWrapper returns at once unless this process was started as the
+// address-family wrapper (familiesEnv set); then it execs the command
+// after "--" under the filter, or exits 126.
+func familiesWrapper() {
 	list := os.Getenv(familiesEnv)
 	if list == "" {
-		return false
+		return
 	}
 	i := 0
 	for i < len(os.Args) && os.Args[i] != "--" {
@@ -108,7 +109,6 @@ func familiesWrapper() bool {
 	err := restrictFamiliesAndExec(list, os.Args[i+1:])
 	fmt.Fprintln(os.Stderr, "familiesWrapper:", err)
 	os.Exit(126)
-	return true
 }
 
 // TestLLDPListenerUnderAgentUnitSandbox opens the real LLDP listener (an
