@@ -45,7 +45,7 @@ help:
 	@echo "make test   - the whole test suite: deps, vet, lint, unit/fixture/namespace tests, end-to-end, Soft-RoCE lab (needs root)"
 	@echo "make lint   - staticcheck (a tool in go.mod) over the plain, lab/verbs and test-hook builds"
 	@echo "make build  - bin/rocectl and bin/rocectl-agent, the daemon (add verbs support with: make build-verbs)"
-	@echo "make deb    - bin/rocectl_<version>_<arch>.deb (verbs support; Depends: libibverbs1)"
+	@echo "make deb    - bin/rocectl_<version>_<arch>.deb (verbs support; Depends: libc6 (>= 2.34), libibverbs1 (>= 32))"
 	@echo "make race   - the Go tests under the race detector (not in make test: about 3.5 more minutes)"
 	@echo "make bench  - benchmarks, printed beside their baselines"
 	@echo "make lab    - the full Soft-RoCE lab (self-test + Go lab tests)"

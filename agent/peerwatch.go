@@ -108,7 +108,11 @@ func (w *peerWatch) start(ctx context.Context, wg *sync.WaitGroup, netdevs []str
 			for {
 				rec, err := l.Read(time.Time{})
 				if err != nil {
-					if !errors.Is(err, os.ErrClosed) {
+					// Shutdown closes the socket under the Read: that
+					// is the watch's normal end, not a failure.
+					if errors.Is(err, os.ErrClosed) || ctx.Err() != nil {
+						w.log.Debug("switch peer: LLDP listener closed", "device", nd)
+					} else {
 						w.log.Warn("switch peer: LLDP listener stopped", "device", nd, "err", err)
 					}
 					return

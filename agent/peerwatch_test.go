@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -138,5 +139,80 @@ rocectl_peer_pfc_enabled_bitmap{device=%[1]q} 16
 `, device)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_peer_consistent", "rocectl_peer_pfc_enabled_bitmap"); err != nil {
 		t.Error(err)
+	}
+}
+
+// levelCounter is a slog handler that keeps every record's level and
+// message, so that a test can assert what was logged at WARN.
+type levelCounter struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *levelCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelCounter) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+func (h *levelCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *levelCounter) WithGroup(string) slog.Handler      { return h }
+
+// blockedReads counts the goroutines parked in the poller inside an LLDP
+// Read.
+func blockedReads() int {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	c := 0
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "runtime_pollWait") && strings.Contains(g, "lldp.(*Listener).Read") {
+			c++
+		}
+	}
+	return c
+}
+
+// Shutdown (the context cancelled) closes every port's listener while it
+// waits for a frame: that is the normal end of the watch, not a failure,
+// so nothing is logged at WARN (it used to log "LLDP listener stopped:
+// use of closed file" once per port at every stop of the agent).
+func TestPeerWatchShutdownLogsNoWarning(t *testing.T) {
+	ns := netnstest.New(t)
+	ports := []string{"host0", "host1"}
+	for i, p := range ports {
+		ns.AddVeth(p, fmt.Sprintf("sw%d", i))
+		ns.SetUp(p)
+	}
+	logs := &levelCounter{}
+	pfc3 := uint8(1 << 3)
+	w := newPeerWatch(lldp.Expect{PFC: &pfc3}, "test", "", slog.New(logs))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	if err := ns.Do(func() error { w.start(ctx, &wg, ports); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Cancel only once every listener is inside its Read, so that the
+	// close hits a Read in progress, as at a real shutdown.
+	deadline := time.Now().Add(10 * time.Second)
+	for blockedReads() < len(ports) {
+		if time.Now().After(deadline) {
+			cancel()
+			wg.Wait()
+			t.Fatalf("%d of %d listeners blocked in Read after 10s", blockedReads(), len(ports))
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	wg.Wait()
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	for _, r := range logs.recs {
+		if r.Level >= slog.LevelWarn {
+			var attrs []string
+			r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
+			t.Errorf("logged at %s on shutdown: %s %v", r.Level, r.Message, attrs)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/report"
 	"github.com/rocectl/rocectl/statedir"
 )
 
@@ -89,12 +90,18 @@ func Program(env *Env, root *cobra.Command) *cobra.Command {
 
 // flagValues are the fixed values of enumerated flags, per command, for
 // shell completion (Program completes the global flags).
+// TestEveryOutputFlagCompletes fails for a command whose -o is in neither
+// this table nor registerCompletions' directory flags.
 var flagValues = map[string]map[string][]string{
 	"audit":    {"output": {"text", "json"}},
 	"apply":    {"output": {"text", "json"}},
 	"verify":   {"output": {"text", "json"}},
 	"version":  {"output": {"text", "json"}},
-	"nccl-env": {"format": {"env", "shell", "json"}},
+	"watch":    {"output": {"text", "json"}},
+	"peer":     {"output": {"text", "json"}},
+	"topo":     {"output": {"text", "json"}},
+	"report":   {"output": report.Formats},
+	"nccl-env": {"output": {"env", "shell", "json"}, "format": {"env", "shell", "json"}},
 }
 
 // registerCompletions teaches `rocectl completion` the values of the
@@ -121,8 +128,11 @@ func registerCompletions(root *cobra.Command) {
 			_ = cmd.MarkFlagFilename("profile", "toml")
 		}
 	}
-	if c, _, err := root.Find([]string{"capture"}); err == nil {
-		_ = c.MarkFlagDirname("output")
+	// capture and import write a directory, not a format.
+	for _, name := range []string{"capture", "import"} {
+		if c, _, err := root.Find([]string{name}); err == nil && c != root {
+			_ = c.MarkFlagDirname("output")
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestFlagValueCompletion runs cobra's hidden __complete command, which is
@@ -17,11 +20,17 @@ func TestFlagValueCompletion(t *testing.T) {
 		{[]string{"verify", "-o", ""}, "text\njson\n:4\n"},
 		{[]string{"version", "-o", ""}, "text\njson\n:4\n"},
 		{[]string{"nccl-env", "--format", ""}, "env\nshell\njson\n:4\n"},
+		{[]string{"nccl-env", "-o", ""}, "env\nshell\njson\n:4\n"},
+		{[]string{"report", "-o", ""}, "text\nmarkdown\nhtml\njson\n:4\n"},
+		{[]string{"watch", "-o", ""}, "text\njson\n:4\n"},
+		{[]string{"peer", "-o", ""}, "text\njson\n:4\n"},
+		{[]string{"topo", "-o", ""}, "text\njson\n:4\n"},
 		{[]string{"--log-format", ""}, "text\njson\n:4\n"},
 		// Profiles are .toml files (8: filter by extension).
 		{[]string{"audit", "-p", ""}, "toml\n:8\n"},
 		// capture -o is a directory (16: directories only), not a format.
 		{[]string{"capture", "-o", ""}, ":16\n"},
+		{[]string{"import", "-o", ""}, ":16\n"},
 	} {
 		code, out, errs := run(t, nil, append([]string{"__complete"}, c.args...)...)
 		if code != ExitOK || out != c.want {
@@ -47,5 +56,48 @@ func TestSoakFlag(t *testing.T) {
 	code, _, errs := run(t, nil, "apply", "--soak", "-1s", "--dry-run", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
 	if code != ExitError || !strings.Contains(errs, "--soak must not be negative") {
 		t.Errorf("apply --soak -1s: exit %d\n%s", code, errs)
+	}
+}
+
+// Every command's -o completes: an output format offers the values its
+// help names, an output directory offers directories. A new command with
+// -o and no completion fails here.
+func TestEveryOutputFlagCompletes(t *testing.T) {
+	root := NewRootCommand(NewEnv(io.Discard, io.Discard))
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		f := c.LocalFlags().Lookup("output")
+		if f == nil || f.Shorthand != "o" {
+			return
+		}
+		n++
+		args := append(strings.Fields(c.CommandPath())[1:], "-o", "")
+		code, out, errs := run(t, nil, append([]string{"__complete"}, args...)...)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		cands, directive := lines[:len(lines)-1], lines[len(lines)-1]
+		switch {
+		case code != ExitOK:
+			t.Errorf("__complete %s: exit %d\n%s", strings.Join(args, " "), code, errs)
+		case strings.Contains(f.Usage, "directory"):
+			if out != ":16\n" {
+				t.Errorf("%s -o (%s): completes %q, want directories (:16)", c.CommandPath(), f.Usage, out)
+			}
+		case len(cands) == 0 || directive != ":4":
+			t.Errorf("%s -o (%s): completes %q, want its formats", c.CommandPath(), f.Usage, out)
+		default:
+			for _, v := range cands {
+				if !strings.Contains(f.Usage, v) {
+					t.Errorf("%s -o completes %q, which its help (%q) does not name", c.CommandPath(), v, f.Usage)
+				}
+			}
+		}
+	}
+	walk(root)
+	if n < 10 {
+		t.Errorf("only %d commands with -o found: the walk is broken", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,10 @@ type Listener struct {
 	Netdev string
 	f      *os.File
 	buf    []byte
+	// closed is set by Close before the descriptor goes: the poller's
+	// error for a closed file ("use of closed file") is not os.ErrClosed,
+	// so Read answers from this.
+	closed atomic.Bool
 }
 
 // Received is one frame heard: decoded, or why it could not be.
@@ -92,6 +97,14 @@ func Listen(netdev string) (*Listener, error) {
 // It returns os.ErrDeadlineExceeded when none came, os.ErrClosed after
 // Close; a malformed frame is not an error of Read but a Received with Err.
 func (l *Listener) Read(deadline time.Time) (Received, error) {
+	r, err := l.read(deadline)
+	if err != nil && l.closed.Load() {
+		return Received{}, fmt.Errorf("lldp: recv on %s: %w", l.Netdev, os.ErrClosed)
+	}
+	return r, err
+}
+
+func (l *Listener) read(deadline time.Time) (Received, error) {
 	if err := l.f.SetReadDeadline(deadline); err != nil {
 		return Received{}, err
 	}
@@ -122,5 +135,10 @@ func (l *Listener) Read(deadline time.Time) (Received, error) {
 	return r, nil
 }
 
-// Close closes the socket; a Read in progress returns os.ErrClosed.
-func (l *Listener) Close() error { return l.f.Close() }
+// Close closes the socket; a Read in progress, and every later one,
+// returns os.ErrClosed. It may be called more than once and from another
+// goroutine than the reader's.
+func (l *Listener) Close() error {
+	l.closed.Store(true)
+	return l.f.Close()
+}

@@ -62,9 +62,14 @@ var wantFiles = []string{
 	"./usr/share/bash-completion/completions/rocectl",
 	"./usr/share/zsh/vendor-completions/_rocectl",
 	"./usr/share/fish/vendor_completions.d/rocectl.fish",
+	"./usr/share/bash-completion/completions/rocectl-agent",
+	"./usr/share/zsh/vendor-completions/_rocectl-agent",
+	"./usr/share/fish/vendor_completions.d/rocectl-agent.fish",
 	"./usr/share/doc/rocectl/copyright",
 	"./usr/share/doc/rocectl/changelog.gz",
 	"./usr/share/doc/rocectl/README.md",
+	"./usr/share/doc/rocectl/systemd/README.md",
+	"./usr/share/doc/rocectl/docs/metrics.md",
 	"./usr/share/doc/rocectl/examples/connectx-lossless.toml",
 }
 

@@ -16,6 +16,7 @@ package systemd
 var knownDirectives = map[string]map[string]string{
 	"Unit": {
 		"Description":           "systemd.unit(5): human-readable name",
+		"Documentation":         "systemd.unit(5): man pages of the unit (the package ships them; packaging's TestUnitDocumentationIsShipped)",
 		"After":                 "systemd.unit(5): ordering (list, repeatable)",
 		"Before":                "systemd.unit(5): ordering (list, repeatable)",
 		"Wants":                 "systemd.unit(5): weak requirement (list, repeatable)",

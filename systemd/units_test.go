@@ -36,7 +36,10 @@ var (
 	rocectlBin string
 )
 
-func TestMain(m *testing.M) { testbin.Main(m, &rocectlBin) }
+func TestMain(m *testing.M) {
+	familiesWrapper() // returns only when not started as the wrapper
+	testbin.Main(m, &rocectlBin)
+}
 
 func needBinary(t *testing.T) string {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -772,4 +773,65 @@ func sweepRecords(t *testing.T, files []string) []json.RawMessage {
 		recs = append(recs, round.Records...)
 	}
 	return recs
+}
+
+// The role's argument specs (meta/argument_specs.yml: what ansible-doc
+// shows and what Ansible checks before the role runs) list every variable
+// of defaults/main.yml with the same default, and no variable it lacks.
+func TestArgumentSpecsCoverDefaults(t *testing.T) {
+	defaultsFile := roleDir + "/defaults/main.yml"
+	specsFile := roleDir + "/meta/argument_specs.yml"
+	docs := loadYAML(t, []string{defaultsFile, specsFile})
+	defaults, ok := docs[defaultsFile].(map[string]any)
+	if !ok || len(defaults) == 0 {
+		t.Fatalf("%s: want a mapping of variables", defaultsFile)
+	}
+	var options map[string]any
+	if specs, ok := docs[specsFile].(map[string]any); ok {
+		as, _ := specs["argument_specs"].(map[string]any)
+		main, _ := as["main"].(map[string]any)
+		options, _ = main["options"].(map[string]any)
+	}
+	if len(options) == 0 {
+		t.Fatalf("%s: no argument_specs.main.options", specsFile)
+	}
+	for name, def := range defaults {
+		opt, ok := options[name].(map[string]any)
+		if !ok {
+			t.Errorf("%s: %s has no entry in %s", defaultsFile, name, specsFile)
+			continue
+		}
+		if opt["type"] == nil || opt["description"] == nil {
+			t.Errorf("%s: %s needs a type and a description", specsFile, name)
+		}
+		if !reflect.DeepEqual(opt["default"], def) {
+			t.Errorf("%s: %s default %v, but %s has %v", specsFile, name, opt["default"], defaultsFile, def)
+		}
+	}
+	for name := range options {
+		if _, ok := defaults[name]; !ok {
+			t.Errorf("%s: %s is not a variable of %s", specsFile, name, defaultsFile)
+		}
+	}
+}
+
+// `ansible-doc -t role` documents the role: every variable, from the
+// argument specs (without them it prints nothing).
+func TestAnsibleDocShowsRole(t *testing.T) {
+	ad, err := exec.LookPath("ansible-doc")
+	if err != nil {
+		t.Skip("ansible-doc not installed (apt-get install ansible-core)")
+	}
+	cmd := exec.Command(ad, "-t", "role", "-r", "roles", "rocectl")
+	cmd.Env = append(os.Environ(), "ANSIBLE_NOCOLOR=1", "ANSIBLE_LOCAL_TEMP="+t.TempDir(), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ansible-doc -t role: %v\n%s", err, out)
+	}
+	defaults := loadYAML(t, []string{roleDir + "/defaults/main.yml"})[roleDir+"/defaults/main.yml"].(map[string]any)
+	for name := range defaults {
+		if !strings.Contains(string(out), "- "+name+"\n") {
+			t.Errorf("ansible-doc -t role rocectl does not document %s:\n%s", name, out)
+		}
+	}
 }

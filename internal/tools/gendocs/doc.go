@@ -1,8 +1,8 @@
 // Command gendocs writes what the Debian package ships beside the binary
 // and derives from the command trees: man pages (section 8, one per
-// command, and rocectl-agent's) and rocectl's bash, zsh and fish
-// completions. It is a program of its own so that cobra/doc and go-md2man
-// are not linked into rocectl.
+// command, and rocectl-agent's) and bash, zsh and fish completions for
+// rocectl and rocectl-agent. It is a program of its own so that cobra/doc
+// and go-md2man are not linked into rocectl.
 //
 //	go run ./internal/tools/gendocs -out DIR -version V
 //

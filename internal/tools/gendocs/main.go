@@ -66,16 +66,30 @@ func run(out, version string) error {
 	if err := os.MkdirAll(compDir, 0o755); err != nil {
 		return err
 	}
-	for name, gen := range map[string]func(io.Writer) error{
-		"rocectl.bash": func(w io.Writer) error { return root.GenBashCompletionV2(w, true) },
-		"_rocectl":     root.GenZshCompletion,
-		"rocectl.fish": func(w io.Writer) error { return root.GenFishCompletion(w, true) },
+	// One set per program: the daemon's flags (--mode audit|enforce,
+	// -p *.toml) complete when it is run by hand too.
+	for _, cmd := range []*cobra.Command{root, daemon} {
+		if err := genCompletions(cmd, compDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// genCompletions writes NAME.bash, _NAME and NAME.fish for the program
+// cmd, each asking the program itself (its hidden __complete command).
+func genCompletions(cmd *cobra.Command, dir string) error {
+	name := cmd.Name()
+	for file, gen := range map[string]func(io.Writer) error{
+		name + ".bash": func(w io.Writer) error { return cmd.GenBashCompletionV2(w, true) },
+		"_" + name:     cmd.GenZshCompletion,
+		name + ".fish": func(w io.Writer) error { return cmd.GenFishCompletion(w, true) },
 	} {
 		var buf bytes.Buffer
 		if err := gen(&buf); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", file, err)
 		}
-		if err := os.WriteFile(filepath.Join(compDir, name), buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, file), buf.Bytes(), 0o644); err != nil {
 			return err
 		}
 	}
