@@ -57,6 +57,21 @@ done
 summary "find open journals, 200 finished (every apply start)|$(ns2us "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=done ns/op)")|$(ns2ms "$(gometric "$GO_OUT" BenchmarkStoreOpen/layout=flat ns/op)") (all in journal/, as before)|-"
 
 echo
+echo "== import of ethtool -S, 64 and 256 interfaces, taken in turn with its floor (nic/dump BenchmarkImportEthtoolS)"
+import_benchmarks() {
+	go test -run '^$' -bench 'ImportEthtoolS' -benchtime 5x ./nic/dump/ | tee "$GO_OUT"
+	grep -q '^ok' "$GO_OUT" || return 1
+	local n ratio over=0
+	for n in 64 256; do
+		ratio=$(gometric "$GO_OUT" "BenchmarkImportEthtoolS/interfaces=$n" "x-floor(target<=1.3)")
+		summary "import, ethtool -S of $n interfaces ($(gometric "$GO_OUT" "BenchmarkImportEthtoolS/interfaces=$n" input-MiB) MiB)|$(gometric "$GO_OUT" "BenchmarkImportEthtoolS/interfaces=$n" import-ms) ms, ${ratio}x the floor|floor $(gometric "$GO_OUT" "BenchmarkImportEthtoolS/interfaces=$n" floor-ms) ms (parse to JSON, nothing else)|<= 1.3x"
+		awk -v r="$ratio" 'BEGIN { exit !(r == "" || r > 1.3) }' && over=1
+	done
+	return $over
+}
+step "import benchmarks" import_benchmarks
+
+echo
 echo "== agent memory and CPU, 8 ports polled every 200 ms (bench/agent-footprint.sh)"
 step "agent footprint" bench/agent-footprint.sh
 

@@ -41,7 +41,7 @@ func (f Fact) String() string {
 // statSample is one `ethtool -S` dump of a netdev.
 type statSample struct {
 	values map[string]uint64
-	at     map[string]Source
+	stats  *Stats // where each counter was read
 }
 
 // Import is what Build made of a set of dumps.
@@ -125,11 +125,20 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 			}
 		case KindEthtoolS:
 			ls := link(nd)
-			if ls.Stats == nil {
-				ls.Stats = map[string]uint64{}
+			switch n := len(im.samples[nd]); {
+			case n == 0:
+				// The first sample's map is the link's: no copy of
+				// thousands of counters (a sample is never changed).
+				ls.Stats = b.Stats.Values
+			case n == 1:
+				// A later sample: the link's map is the first sample's
+				// until now, which must stay as it was read.
+				ls.Stats = maps.Clone(ls.Stats)
+				fallthrough
+			default:
+				maps.Copy(ls.Stats, b.Stats.Values)
 			}
-			maps.Copy(ls.Stats, b.Stats.Values)
-			im.samples[nd] = append(im.samples[nd], statSample{values: b.Stats.Values, at: b.Stats.At})
+			im.samples[nd] = append(im.samples[nd], statSample{values: b.Stats.Values, stats: b.Stats})
 			what := fmt.Sprintf("stats (%d counters)", len(b.Stats.Values))
 			if n := len(im.samples[nd]); n > 1 {
 				what = fmt.Sprintf("stats sample %d (%d counters; later values kept)", n, len(b.Stats.Values))
@@ -315,7 +324,8 @@ func (im *Import) inferPause(nd string, ls *snapshot.LinkState) {
 			continue
 		}
 		a, b := first.values[c], last.values[c]
-		from, to := first.at[c], last.at[c]
+		from, _ := first.stats.At(c)
+		to, _ := last.stats.At(c)
 		switch {
 		case first != last && b > a:
 			inf := &snapshot.Inference{Value: "in use", From: []string{from.String(), to.String()}}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Kind names a dump format.
@@ -87,6 +88,18 @@ type line struct {
 // promptRE matches a shell prompt with a command: "$ cmd", "# cmd",
 // "[root@h ~]# cmd", "user@h:~$ cmd", "+ cmd" (set -x).
 var promptRE = lazyRegexp(`^(?:\[[^\]]*\]\s*[#$]|[\w.-]+@[\w.-]+:[^$#]*[#$]|[#$>+])\s+(\S.*)$`)
+
+// promptMatch is promptRE's submatches of s, nil without a prompt. Most
+// lines of a dump are output, which cannot be a prompt line unless it
+// starts with one of the prompt's characters or holds the "@" of
+// "user@host:": those skip the regular expression, which took a large
+// share of an import's time on thousands of counter rows.
+func promptMatch(s string) []string {
+	if s == "" || !strings.ContainsRune("[#$>+", rune(s[0])) && !strings.Contains(s, "@") {
+		return nil
+	}
+	return promptRE().FindStringSubmatch(s)
+}
 
 // notSupportedRE is ethtool's answer when the driver has no pause
 // operations: "netlink error: Operation not supported" (ethtool 5.6 and
@@ -182,45 +195,55 @@ func commandNetdev(cmd string) (Kind, string, bool) {
 // recognises. Text it does not recognise at all is a warning, as is
 // every line of a recognised block that it could not use.
 func Parse(file string, text []byte) ([]Block, []Warning) {
-	var lines []line
-	for i, t := range strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n") {
-		lines = append(lines, line{text: strings.TrimRight(t, " \t\r"), at: Source{file, i + 1}})
+	str := string(text)
+	if strings.Contains(str, "\r\n") {
+		str = strings.ReplaceAll(str, "\r\n", "\n")
 	}
-	// Split at prompt lines; each segment has the netdev its command named.
-	type segment struct {
-		kind   Kind
-		netdev string
-		lines  []line
-	}
-	var segs []segment
-	cur := segment{}
-	for _, l := range lines {
-		if m := promptRE().FindStringSubmatch(strings.TrimSpace(l.text)); m != nil {
-			// Any command ends the previous output; one of ours may
-			// name the interface of the output that follows.
-			k, nd, _ := commandNetdev(m[1])
-			segs = append(segs, cur)
-			cur = segment{kind: k, netdev: nd}
-			continue
-		}
-		// One of our commands pasted without its prompt ("rdma link"
-		// above its output, as documentation shows it).
-		if k, nd, ok := bareCommand(l.text); ok {
-			segs = append(segs, cur)
-			cur = segment{kind: k, netdev: nd}
-			continue
-		}
-		cur.lines = append(cur.lines, l)
-	}
-	segs = append(segs, cur)
-
+	// Split at prompt lines; each segment has the netdev its command
+	// named. A segment is parsed as soon as the next command ends it:
+	// only one command's output is held as lines at a time, not the
+	// whole input (an import of 256 interfaces' ethtool -S is a million
+	// lines).
 	var blocks []Block
 	var warns []Warning
-	for _, s := range segs {
-		bs, ws := parseSegment(s.lines, s.kind, s.netdev)
+	kind, netdev := Kind(""), ""
+	var lines []line
+	flush := func() {
+		bs, ws := parseSegment(lines, kind, netdev)
 		blocks = append(blocks, bs...)
 		warns = append(warns, ws...)
+		// A new slice, sized like the last (the parsers may keep what
+		// they were given; the next interface's output is as long).
+		lines = make([]line, 0, len(lines))
 	}
+	// As strings.Split would have the lines, the empty one after a last
+	// newline included.
+	for n := 1; ; n++ {
+		t, rest, found := strings.Cut(str, "\n")
+		str = rest
+		l := line{text: strings.TrimRight(t, " \t\r"), at: Source{file, n}}
+		k, nd, cmd := Kind(""), "", false
+		if m := promptMatch(strings.TrimSpace(l.text)); m != nil {
+			// Any command ends the previous output; one of ours may
+			// name the interface of the output that follows.
+			k, nd, _ = commandNetdev(m[1])
+			cmd = true
+		} else if bk, bnd, ok := bareCommand(l.text); ok {
+			// One of our commands pasted without its prompt ("rdma
+			// link" above its output, as documentation shows it).
+			k, nd, cmd = bk, bnd, true
+		}
+		if cmd {
+			flush()
+			kind, netdev = k, nd
+		} else {
+			lines = append(lines, l)
+		}
+		if !found {
+			break
+		}
+	}
+	flush()
 	return blocks, warns
 }
 
@@ -232,8 +255,16 @@ var bareCommands = map[string]bool{"mlnx_qos": true, "ethtool": true, "show_gids
 	"devlink": true, "ibv_devinfo": true, "lspci": true, "nvidia-smi": true, "sudo": true}
 
 func bareCommand(text string) (Kind, string, bool) {
-	f := strings.Fields(text)
-	if len(f) == 0 || indented(text) || !bareCommands[f[0]] {
+	if text == "" || indented(text) {
+		return "", "", false
+	}
+	// The first field as strings.Fields has it, without splitting the
+	// whole line: most lines are output, not a command.
+	first := text
+	if i := strings.IndexFunc(text, unicode.IsSpace); i >= 0 {
+		first = text[:i]
+	}
+	if !bareCommands[first] {
 		return "", "", false
 	}
 	return commandNetdev(text)

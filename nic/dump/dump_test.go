@@ -127,7 +127,7 @@ $ ip -d -s link show
 	if b := blocks[0]; b.Kind != KindEthtoolA || b.Netdev != "ens1f0np0" || b.Pause == nil || !b.Pause.RX || !b.Pause.TX || b.Pause.Autoneg {
 		t.Errorf("ethtool -a: %+v %+v", b, b.Pause)
 	}
-	if b := blocks[1]; b.Kind != KindEthtoolS || b.Netdev != "ens1f1np1" || !b.Stats.Partial || b.Stats.Values["tx_pause_ctrl_phy"] != 12 || b.Stats.At["rx_pause_ctrl_phy"].Line != 9 {
+	if b := blocks[1]; b.Kind != KindEthtoolS || b.Netdev != "ens1f1np1" || !b.Stats.Partial || b.Stats.Values["tx_pause_ctrl_phy"] != 12 || func() int { at, _ := b.Stats.At("rx_pause_ctrl_phy"); return at.Line }() != 9 {
 		t.Errorf("ethtool -S: %+v %+v", b, b.Stats)
 	}
 	if b := blocks[2]; b.Kind != KindMlnxQos || b.Netdev != "ens1f1np1" || b.Qos.Trust != "pcp" {
@@ -174,7 +174,8 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("netdev %q is not in the input", bl.Netdev)
 			}
 			if bl.Stats != nil {
-				for name, at := range bl.Stats.At {
+				for _, name := range bl.Stats.Names() {
+					at, _ := bl.Stats.At(name)
 					within(at)
 					if !strings.Contains(lines[at.Line-1], name) {
 						t.Fatalf("counter %q not on its line %q", name, lines[at.Line-1])

@@ -47,9 +47,12 @@ func Write(dir string, meta Meta, st *KernelState, src nic.FS, paths []string) e
 	if _, err := time.Parse(time.RFC3339, meta.CapturedAt); err != nil {
 		return fmt.Errorf("snapshot: captured_at: %w", err)
 	}
-	ks := st.Clone()
-	if ks == nil {
-		ks = &KernelState{}
+	// Write only reads st: a shallow copy takes the default of an absent
+	// Links without touching the caller's state. (A deep copy cost a
+	// 256-interface import a copy of every counter map.)
+	ks := &KernelState{}
+	if st != nil {
+		*ks = *st
 	}
 	if ks.Links == nil {
 		ks.Links = map[string]*LinkState{}

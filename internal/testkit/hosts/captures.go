@@ -120,7 +120,7 @@ func parseEthtoolS(s string) (Stats, error) {
 		return Stats{}, fmt.Errorf("no \"NIC statistics:\" header: not a whole ethtool -S output")
 	}
 	st := Stats{Values: b.Stats.Values}
-	st.Names = slices.SortedFunc(maps.Keys(b.Stats.Values), func(x, y string) int { return b.Stats.At[x].Line - b.Stats.At[y].Line })
+	st.Names = b.Stats.Names()
 	return st, nil
 }
 
