@@ -36,6 +36,7 @@ type config struct {
 	summary    string
 	cpuprofile string
 	memprofile string
+	trace      string
 	profRuns   int
 	sysfsDir   string
 }
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "also run the apply in-process with a CPU profile written here (go tool pprof -tagfocus phase=apply)")
 	flag.StringVar(&c.sysfsDir, "sysfs-dir", "auto", "where the host root (the sysfs/configfs stand-in) lives; auto: /dev/shm when it is tmpfs, else $TMPDIR")
 	flag.StringVar(&c.memprofile, "memprofile", "", "with -cpuprofile: also write an allocation profile of the in-process applies here (go tool pprof -sample_index=alloc_space -focus=runApply)")
+	flag.StringVar(&c.trace, "trace", "", "with -cpuprofile: also write a runtime trace of the in-process applies here (where the wall time goes, CPU or not: go tool trace -pprof=syscall FILE)")
 	flag.IntVar(&c.profRuns, "profile-runs", 100, "in-process applies under -cpuprofile (100 Hz sampling: a 20 ms apply gives 2 samples)")
 	flag.Parse()
 	if err := run(c); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -33,6 +34,17 @@ func (b *bench) profile(file string, runs int, prof string) ([]time.Duration, er
 		// A run allocates a few MB: sample every 4 KB, not every 512 KB.
 		runtime.MemProfileRate = 4096
 		defer writeHeapProfile(b.c.memprofile)
+	}
+	if b.c.trace != "" {
+		tf, err := os.Create(b.c.trace)
+		if err != nil {
+			return nil, err
+		}
+		defer tf.Close()
+		if err := trace.Start(tf); err != nil {
+			return nil, err
+		}
+		defer trace.Stop()
 	}
 	var ds []time.Duration
 	for range runs {
