@@ -146,7 +146,7 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 	profiles, _ := filepath.Glob(filepath.Join(fixturehost.RepoRoot(), "profiles", "*.toml"))
 	hosts, _ := os.ReadDir(filepath.Join(fixturehost.RepoRoot(), "testdata", "hosts"))
 	const perPair = 4
-	tried, reached, unreachable, stuck, noPath, driverRefused, skipped, mtuMoved := 0, 0, 0, 0, 0, 0, 0, 0
+	tried, reached, unreachable, stuck, noPath, driverRefused, skipped, mtuMoved, ccMode := 0, 0, 0, 0, 0, 0, 0, 0, 0
 	rng := rand.New(rand.NewPCG(1, 2))
 	mtus := []int{1500, 4200, 9000}
 	for _, hd := range hosts {
@@ -195,6 +195,14 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 				if len(pl.Refused) > 0 {
 					why := pl.Refused[0].Error
 					switch {
+					case strings.HasSuffix(pl.Refused[0].Key, ".ecn.mode"):
+						// A congestion-control mode the port's driver
+						// cannot run: true when the port has no
+						// DOCA-OFED ecn sysfs (the per-priority switch).
+						if rp := pl.Refused[0].Port; rp == nil || nic.NewFS(root, false).Exists("/sys/class/net/"+rp.Netdev+"/ecn/roce_np") {
+							t.Errorf("%s: mode refused on a port with DOCA-OFED's per-priority ECN: %s", what, why)
+						}
+						ccMode++
 					case strings.Contains(why, "cannot be reached with a rollback"):
 						if !refusedOnItsOwnState(sim, ports) {
 							t.Errorf("%s: refused as unable to roll back, but the driver takes the start state's buffers: %s", what, why)
@@ -245,8 +253,8 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 	}
 	t.Logf("generated start states: %d tried (%d the driver refused were not generated): %d reached and rolled back exactly; "+
 		"%d refused (the profile's own state is one the driver refuses); %d refused (the driver refuses the start state's own buffers at today's speed: no rollback); "+
-		"%d refused (no path found); %d refused by the driver at apply time, host restored",
-		tried, skipped, reached, unreachable, stuck, noPath, driverRefused)
+		"%d refused (no path found); %d refused by the driver at apply time, host restored; %d refused (a congestion-control mode the driver cannot run)",
+		tried, skipped, reached, unreachable, stuck, noPath, driverRefused, ccMode)
 	t.Logf("%d of the plans write the MTU after a first buffer step (grown for the new MTU at the old one)", mtuMoved)
 	if mtuMoved == 0 {
 		t.Error("no plan moved the MTU write: the start states no longer test that path")

@@ -82,6 +82,13 @@ type Driver interface {
 	// "unsupported" so that the operator knows where to go; "" when the
 	// driver knows no other place.
 	Instead(k policy.Kind, f PortFacts) string
+
+	// CCModes are the congestion-control modes ([ecn] mode, policy's
+	// CCModes) rocectl can run on the port through this driver, and
+	// where the others live ("" when the list says it all); known is
+	// false when that depends on a fact the host did not give (an ECN
+	// interface not probed): then nothing is refused on it.
+	CCModes(f PortFacts) (modes []string, elsewhere string, known bool)
 }
 
 // PortFacts is what Instead may say more with: the port's PCI address
@@ -170,6 +177,7 @@ func (Base) Disruptions(*policy.Change) []string                  { return nil }
 func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, "" }
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
 func (Base) Instead(policy.Kind, PortFacts) string                { return "" }
+func (Base) CCModes(PortFacts) ([]string, string, bool)           { return nil, "", false }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
 
 // IsDCB says whether k is set through dcbnl: DCBX, trust, the DSCP map,

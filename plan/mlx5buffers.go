@@ -93,7 +93,10 @@ func readMLX5State(h Host, netdev string, speedMbps int) (p mlx5.Port, ok bool, 
 // mlx5Writes lists, in plan order, the writes that the changes at (a
 // port's, and its bond's MTU change) make and that the buffer checks
 // depend on, going from cur to final.
-func mlx5Writes(plan *policy.Plan, at []int, cur, final mlx5.Port) []mlx5.Write {
+//
+// mtuAfterFirst is the bond's placement of its MTU change for every
+// slave (planMLX5Buffers): after each slave's first buffer write.
+func mlx5Writes(plan *policy.Plan, at []int, cur, final mlx5.Port, mtuAfterFirst bool) []mlx5.Write {
 	var ws []mlx5.Write
 	for _, i := range at {
 		var w mlx5.Write
@@ -108,6 +111,7 @@ func mlx5Writes(plan *policy.Plan, at []int, cur, final mlx5.Port) []mlx5.Write 
 			w = mlx5.MTUWrite(cur, final)
 			// A bond's MTU is every slave's: no slave's path moves it.
 			w.Pinned = len(plan.Changes[i].Port.Slaves()) > 0
+			w.AfterFirst = w.Pinned && mtuAfterFirst
 		default:
 			continue
 		}
@@ -131,10 +135,103 @@ func (pl *planning) planMLX5Buffers(p *port.Port, desired []policy.Setting) {
 		pl.planMLX5Port(p.Netdev, p.SpeedMbps, "", desired)
 		return
 	}
+	var slaves []string
 	for _, m := range p.Slaves() {
 		if m.Driver == "" || known.For(m.Driver).Caps().BufferChecks {
-			pl.planMLX5Port(m.Netdev, 0, p.Netdev, desired)
+			slaves = append(slaves, m.Netdev)
 		}
+	}
+	// The bond's MTU change is every slave's at once: it cannot move on
+	// one slave's path alone. When some slave has no path with it first
+	// and every slave has one with it after its first buffer write (grown
+	// or moved for the new MTU at the old one), all take that, and the
+	// one change goes after all those writes (placeBondMTU).
+	after := false
+	if pl.bondMTUChange(p.Netdev) >= 0 {
+		first, late, any := true, true, false
+		for _, nd := range slaves {
+			ok, relevant := pl.slavePathExists(nd, p.Netdev, desired, false)
+			if !relevant {
+				continue
+			}
+			any = true
+			first = first && ok
+			ok, _ = pl.slavePathExists(nd, p.Netdev, desired, true)
+			late = late && ok
+		}
+		after = any && !first && late
+	}
+	pl.bondMTUAfter[p.Netdev] = after
+	for _, nd := range slaves {
+		pl.planMLX5Port(nd, 0, p.Netdev, desired)
+	}
+	if after {
+		pl.placeBondMTU(p.Netdev, slaves)
+	}
+}
+
+// bondMTUChange is where bond's MTU change is, -1 without one.
+func (pl *planning) bondMTUChange(bond string) int {
+	return pl.first(bond, func(c policy.Change) bool { return c.Kind == policy.KindMTU })
+}
+
+// slavePathExists says whether a slave's PFC and buffer writes have a
+// path with its bond's MTU change first (mtuAfterFirst false) or after
+// its first buffer write, planning nothing; relevant is false when the
+// slave has no buffer write to plan.
+func (pl *planning) slavePathExists(netdev, bond string, desired []policy.Setting, mtuAfterFirst bool) (ok, relevant bool) {
+	at := pl.bufferDependencies(netdev, bond)
+	idx := kindPositions(pl.plan, at)
+	_, p2bChange := idx[policy.KindPrioBuffer]
+	_, sizeChange := idx[policy.KindBufferSize]
+	if !p2bChange && !sizeChange || !slices.ContainsFunc(desired, func(s policy.Setting) bool {
+		return s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize
+	}) {
+		return false, false
+	}
+	cur, ok := pl.mlx5State(netdev, 0)
+	if !ok {
+		return false, false
+	}
+	final := cur
+	for _, i := range idx {
+		if setMLX5(&final, pl.plan.Changes[i]) != nil {
+			return false, false
+		}
+	}
+	_, refused := mlx5.PlanPath(cur, final, mlx5Writes(pl.plan, at, cur, final, mtuAfterFirst), p2bChange)
+	return refused == nil, true
+}
+
+// placeBondMTU moves bond's MTU change after every slave's first buffer
+// write and before its PFC write, where the slaves' paths put it
+// (mlx5.Write.AfterFirst); the recomputes leave it there
+// (mtuAfterBuffers). A plan order in which no such place exists is
+// refused on the MTU change.
+func (pl *planning) placeBondMTU(bond string, slaves []string) {
+	mtuAt := pl.bondMTUChange(bond)
+	pos := -1
+	for _, nd := range slaves {
+		pos = max(pos, pl.first(nd, func(c policy.Change) bool { return isBufferKind(c.Kind) }))
+	}
+	if mtuAt < 0 || pos < mtuAt {
+		return
+	}
+	for _, nd := range slaves {
+		if i := pl.first(nd, func(c policy.Change) bool {
+			return c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength
+		}); i >= 0 && i < pos {
+			pl.refuse(pl.plan.Changes[mtuAt], fmt.Sprintf("cannot be reached: the slaves' paths need %s's MTU written after each one's first buffer write and before its PFC write, and this plan's order has no such place", bond))
+			return
+		}
+	}
+	mtu := pl.plan.Changes[mtuAt]
+	mtu.Note = joinNote(mtu.Note, "written after each slave's first buffer step: the slaves' buffers grow or move for the new MTU at the old one first (a bond's MTU is every slave's: bond_change_mtu)")
+	copy(pl.plan.Changes[mtuAt:pos], pl.plan.Changes[mtuAt+1:pos+1])
+	pl.plan.Changes[pos] = mtu
+	pl.at = indexChanges(pl.plan.Changes)
+	for _, nd := range slaves {
+		pl.mtuAfterBuffers[nd] = true
 	}
 }
 
@@ -201,7 +298,7 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 			c.Note = joinNote(c.Note, note)
 		}
 	}
-	ws := mlx5Writes(plan, at, cur, final)
+	ws := mlx5Writes(plan, at, cur, final, bond != "" && pl.bondMTUAfter[bond])
 	path, refused := mlx5.PlanPath(cur, final, ws, p2bChange)
 	if refused != nil {
 		pl.refuseFirstOf(idx, refused)
@@ -245,7 +342,7 @@ func (pl *planning) noteIfManual(netdev string, speedMbps int, at []int, idx map
 			return // the change's own error is the planner's to report
 		}
 	}
-	if sf := mlx5.RunWrites(cur, mlx5Writes(pl.plan, at, cur, final)); sf != nil {
+	if sf := mlx5.RunWrites(cur, mlx5Writes(pl.plan, at, cur, final, false)); sf != nil {
 		c := &pl.plan.Changes[i]
 		c.Note = joinNote(c.Note, mlx5.ManualModeNote+": "+sf.String())
 	}

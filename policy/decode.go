@@ -689,6 +689,11 @@ func DCQCNSpecByName(name string) (DCQCNSpec, bool) {
 
 func (d *decoder) ecn(key string, n *node, e *ECN) {
 	d.fields(key, n, []field{
+		{"mode", func(k string, v *node) {
+			if s, ok := d.enum(k, v, CCModes...); ok {
+				e.Mode = &s
+			}
+		}},
 		{"rp_priorities", func(k string, v *node) { e.RPPriorities = d.prioSet(k, v) }},
 		{"np_priorities", func(k string, v *node) { e.NPPriorities = d.prioSet(k, v) }},
 		{"cnp_dscp", func(k string, v *node) { e.CNPDSCP = d.intp(k, v, 0, 63) }},

@@ -145,12 +145,31 @@ type Buffers struct {
 // ECN is [ecn]: per-priority ECN reaction/notification points, the CNP
 // marking and the DCQCN parameters.
 type ECN struct {
+	// Mode is the congestion-control mode (CCModes): nil leaves the
+	// algorithm alone, as profiles did before the key.
+	Mode         *string
 	RPPriorities *PrioSet
 	NPPriorities *PrioSet
 	CNPDSCP      *int
 	CNPPriority  *int
 	DCQCN        []DCQCNParam // in profile order
 }
+
+// The congestion-control modes a profile can ask for ([ecn] mode):
+// DCQCN (ECN marking answered by CNPs and rate limiting, what mlx5 and
+// bnxt_re run by default), off (PFC-only: no ECN reaction or
+// notification on the lossless priorities; large AI fabrics run so), and
+// the vendor algorithms irdma offers (DCTCP, TIMELY). Which a port can
+// take is its driver's (driver.Driver.CCModes), checked at plan time.
+const (
+	CCDCQCN  = "dcqcn"
+	CCOff    = "off"
+	CCDCTCP  = "dctcp"
+	CCTimely = "timely"
+)
+
+// CCModes are the values [ecn] mode takes.
+var CCModes = []string{CCDCQCN, CCOff, CCDCTCP, CCTimely}
 
 // DCQCNParam is one congestion-control parameter by its mlx5 (OFED sysfs)
 // name, e.g. rpg_min_dec_fac.

@@ -231,6 +231,13 @@ func portTemplate(p *Profile) []templateSetting {
 		from string
 	}{{"rp", e.RPPriorities, "ecn.rp_priorities"}, {"np", e.NPPriorities, "ecn.np_priorities"}} {
 		if dir.set == nil {
+			// mode = "off": ECN off on each lossless priority, the
+			// others left as they are (CNP settings too).
+			if e.Mode != nil && *e.Mode == CCOff && p.QoS.PFCPriorities != nil {
+				for _, prio := range p.QoS.PFCPriorities.List() {
+					b.add(rd, fmt.Sprintf("ecn.%s.enable.%d", dir.name, prio), KindECNEnable, fmt.Sprintf("%s/%d", dir.name, prio), FormatBool(false), "ecn.mode")
+				}
+			}
 			continue
 		}
 		// The list is the whole set: priorities left out are disabled.

@@ -123,13 +123,39 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		}
 	}
 
+	// mode = "off" is PFC-only: ECN off on the lossless priorities. It
+	// needs them, and a list that turns ECN on for one contradicts it.
+	off := e.Mode != nil && *e.Mode == CCOff
+	if off && !pfcSome && at("qos.pfc_priorities") == nil {
+		r.warnf(at("ecn.mode"), "ecn.mode", "qos.pfc_priorities alongside it, or another mode",
+			`mode = "off" turns congestion control off on the lossless priorities, and the profile has none: RoCE would run with neither`)
+	}
+	for _, set := range []struct {
+		key string
+		s   *PrioSet
+	}{{"ecn.rp_priorities", e.RPPriorities}, {"ecn.np_priorities", e.NPPriorities}} {
+		if !off || set.s == nil || pfc == nil {
+			continue
+		}
+		for _, prio := range pfc.List() {
+			if set.s.Has(prio) {
+				r.errf(at(set.key), set.key, "the priorities without PFC only, or leave it out",
+					`mode = "off" turns ECN off on PFC priority %d, which this list turns on`, prio)
+			}
+		}
+	}
+	if off && len(e.DCQCN) > 0 {
+		r.warnf(at("ecn.dcqcn"), "ecn.dcqcn", "leave [ecn.dcqcn] out",
+			`DCQCN parameters tune an algorithm that mode = "off" turns off on the lossless priorities`)
+	}
+
 	// Lossless priorities usually want ECN too, or PFC does all the work.
 	for _, set := range []struct {
 		key string
 		s   *PrioSet
 	}{{"ecn.np_priorities", e.NPPriorities}, {"ecn.rp_priorities", e.RPPriorities}} {
-		if set.s == nil || q.PFCPriorities == nil {
-			continue
+		if set.s == nil || q.PFCPriorities == nil || off {
+			continue // with mode = "off", PFC alone is what was asked
 		}
 		for _, prio := range q.PFCPriorities.List() {
 			if !set.s.Has(prio) {

@@ -62,6 +62,23 @@ func TestCrossFieldRules(t *testing.T) {
 		{"cnp priority without pfc", func(p *Profile) { p.ECN.CNPPriority = ptr(3) }, nil},
 		{"pfc without cnp priority", func(p *Profile) { p.QoS.PFCPriorities = prios(3) }, nil},
 
+		// mode = "off" is ECN off on the lossless priorities: a list
+		// that turns it on there contradicts it (issue 35, item 1).
+		{"cc off, rp list on a pfc priority", func(p *Profile) {
+			p.QoS.PFCPriorities, p.ECN.Mode, p.ECN.RPPriorities = prios(3), ptr(CCOff), prios(3, 5)
+		}, []string{`ecn.rp_priorities: mode = "off" turns ECN off on PFC priority 3, which this list turns on (allowed: the priorities without PFC only, or leave it out)`}},
+		{"cc off, np list off the pfc priorities", func(p *Profile) {
+			p.QoS.PFCPriorities, p.ECN.Mode, p.ECN.NPPriorities = prios(3), ptr(CCOff), prios(5)
+		}, nil},
+		{"cc off without pfc", func(p *Profile) { p.ECN.Mode = ptr(CCOff) }, []string{
+			`warning: ecn.mode: mode = "off" turns congestion control off on the lossless priorities, and the profile has none: RoCE would run with neither (allowed: qos.pfc_priorities alongside it, or another mode)`}},
+		{"cc off with dcqcn parameters", func(p *Profile) {
+			p.QoS.PFCPriorities, p.ECN.Mode, p.ECN.DCQCN = prios(3), ptr(CCOff), []DCQCNParam{{"rpg_ai_rate", 5}}
+		}, []string{`warning: ecn.dcqcn: DCQCN parameters tune an algorithm that mode = "off" turns off on the lossless priorities (allowed: leave [ecn.dcqcn] out)`}},
+		{"cc dcqcn with a list", func(p *Profile) {
+			p.QoS.PFCPriorities, p.ECN.Mode, p.ECN.RPPriorities = prios(3), ptr(CCDCQCN), prios(3)
+		}, nil},
+
 		// Global pause and PFC exclude each other.
 		{"global pause with pfc", func(p *Profile) {
 			p.QoS.GlobalPause, p.QoS.PFCPriorities = ptr(true), prios(3)
@@ -559,5 +576,24 @@ func TestMatchRoles(t *testing.T) {
 		if got := (Match{Roles: c.roles}).Matches(c.port); got != c.want {
 			t.Errorf("roles %v on %s: %v, want %v", c.roles, c.port.Role, got, c.want)
 		}
+	}
+}
+
+// mode = "off" writes ECN reaction and notification off on each PFC
+// priority and leaves the others, and the CNP settings, unmanaged.
+func TestCCOffResolvesToTheLosslessPrioritiesOnly(t *testing.T) {
+	p := ruleProfile(func(p *Profile) {
+		p.QoS.PFCPriorities, p.ECN.Mode = prios(3, 4), ptr(CCOff)
+	})
+	d := Resolve(p, []port.Port{{Netdev: "eth0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core"}})
+	var got []string
+	for _, s := range d.Ports[0].Settings {
+		if s.Kind == KindECNEnable || s.Kind == KindECNParam {
+			got = append(got, s.Key+"="+s.Value)
+		}
+	}
+	want := []string{"mlx5_0.ecn.np.enable.3=off", "mlx5_0.ecn.np.enable.4=off", "mlx5_0.ecn.rp.enable.3=off", "mlx5_0.ecn.rp.enable.4=off"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("settings %v, want %v", got, want)
 	}
 }

@@ -27,3 +27,10 @@ func (Driver) Instead(k policy.Kind, _ driver.PortFacts) string {
 	}
 	return ""
 }
+
+// CCModes: bnxt_re runs DCQCN (its firmware's default, bnxt_re_setup_cc
+// in main.c); its cc group's port-wide ecn_enable and cc_mode are not
+// managed by rocectl yet.
+func (Driver) CCModes(driver.PortFacts) ([]string, string, bool) {
+	return []string{policy.CCDCQCN}, "bnxt_re's cc group (ecn_enable, cc_mode; vendor configfs or mainline debugfs cc_config) holds the others, not managed by rocectl yet", true
+}

@@ -23,3 +23,8 @@ func (d Driver) Instead(k policy.Kind, _ driver.PortFacts) string {
 	}
 	return ""
 }
+
+// CCModes: no congestion-control interface rocectl knows on this driver.
+func (d Driver) CCModes(driver.PortFacts) ([]string, string, bool) {
+	return nil, "no congestion-control interface rocectl knows on " + d.Module, true
+}

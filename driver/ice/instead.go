@@ -25,3 +25,10 @@ func (d Driver) Instead(k policy.Kind, _ driver.PortFacts) string {
 	}
 	return ""
 }
+
+// CCModes: irdma selects its algorithm in its configfs
+// (roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable, ...), which
+// rocectl does not manage yet: no mode can be run through rocectl.
+func (Driver) CCModes(driver.PortFacts) ([]string, string, bool) {
+	return nil, "irdma's configfs (/sys/kernel/config/irdma/<dev>/: roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable) selects the algorithm; rocectl does not manage it yet", true
+}

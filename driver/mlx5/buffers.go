@@ -222,6 +222,10 @@ type Write struct {
 	// Pinned says a path may not move the write: a bond's MTU change,
 	// which sets every slave's at once (bond_change_mtu).
 	Pinned bool
+	// AfterFirst, on a pinned MTU write, is the bond's choice for all its
+	// slaves: every slave's path writes the MTU after its first buffer
+	// write (the planner places the one MTU change after all of them).
+	AfterFirst bool
 }
 
 // PauseWrite, PFCWrite, BufferWrite and MTUWrite are the writes the

@@ -52,3 +52,17 @@ func ccPrioMask(pci string) string {
 	}
 	return fmt.Sprintf("ROCE_CC_PRIO_MASK_P%d of %s", fn+1, pci)
 }
+
+// CCModes: mlx5 runs DCQCN (mlx5_ib cong.c). With DOCA-OFED's ecn sysfs
+// the per-priority enables also turn it off on the lossless priorities
+// (PFC-only); upstream has no per-priority switch but the firmware's
+// ROCE_CC_PRIO_MASK_P<port>.
+func (Driver) CCModes(f driver.PortFacts) ([]string, string, bool) {
+	switch f.ECN {
+	case driver.ECNOFED:
+		return []string{policy.CCDCQCN, policy.CCOff}, "", true
+	case driver.ECNUpstream:
+		return []string{policy.CCDCQCN}, "on upstream mlx5 the priorities DCQCN acts on are set in firmware (" + ccPrioMask(f.PCI) + "): clearing the lossless ones there is PFC-only", true
+	}
+	return nil, "", false
+}

@@ -64,6 +64,7 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 	// the path.
 	hasMTU := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" })
 	mtuPinned := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" && w.Pinned })
+	mtuAfter := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" && w.Pinned && w.AfterFirst })
 	try := func(seq []intermediate) []Step {
 		places := 1
 		if pfcAt >= 0 && bufAt >= 0 {
@@ -74,11 +75,19 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 		// intermediate state, after that state's write: a larger MTU
 		// raises the least a lossless buffer may hold, which the buffers
 		// lossless now may have to grow to first.
-		mtuPlaces := 1
-		if hasMTU && len(seq) > 1 && !mtuPinned {
+		mtuPlaces, m0 := 1, 0
+		switch {
+		case mtuAfter:
+			// The bond placed it after every slave's first buffer
+			// write: only such paths.
+			if len(seq) == 0 {
+				return nil
+			}
+			mtuPlaces, m0 = 2, 1
+		case hasMTU && len(seq) > 1 && !mtuPinned:
 			mtuPlaces = 2
 		}
-		for m := range mtuPlaces {
+		for m := m0; m < mtuPlaces; m++ {
 			for k := range places {
 				if m > 0 && k == 0 && places > 1 {
 					// PFC stays after the MTU: the recomputes around a

@@ -1,0 +1,52 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rocectl/rocectl/driver"
+	"github.com/rocectl/rocectl/driver/known"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// ccMode checks [ecn] mode against what each matched port's driver can
+// run through rocectl (driver.Driver.CCModes): a mode it cannot is
+// refused on that port, naming the modes it can and where the others
+// live; one whose answer depends on an ECN interface the host did not
+// show is a warning, never a refusal (unknown is not unsupported).
+func (pl *planning) ccMode() {
+	if pl.d.Profile == nil || pl.d.Profile.ECN.Mode == nil {
+		return
+	}
+	mode := *pl.d.Profile.ECN.Mode
+	for i := range pl.d.Ports {
+		p := &pl.d.Ports[i].Port
+		if p.RDMADevice == "" {
+			continue // no RDMA device: no congestion control to run
+		}
+		facts := driver.PortFacts{PCI: p.PCI, ECN: driver.ECNUnknown}
+		if f := pl.h.Facts(p); f.ECN != nil {
+			facts.ECN = f.ECN()
+		}
+		modes, elsewhere, ok := known.For(p.Driver).CCModes(facts)
+		key := p.RDMAScope() + ".ecn.mode"
+		if !ok {
+			pl.plan.Warnings = append(pl.plan.Warnings, policy.Warning{Key: key, Port: p,
+				Message: fmt.Sprintf("whether %s can run congestion-control mode %q is unknown: its ECN interface is not known", p.Driver, mode)})
+			continue
+		}
+		if slices.Contains(modes, mode) {
+			continue
+		}
+		can := "none through rocectl"
+		if len(modes) > 0 {
+			can = strings.Join(modes, ", ")
+		}
+		why := fmt.Sprintf("%s cannot run congestion-control mode %q here; it can: %s", p.Driver, mode, can)
+		if elsewhere != "" {
+			why += "; " + elsewhere
+		}
+		pl.refuse(policy.Change{Setting: policy.Setting{Key: key, Scope: p.RDMAScope(), Value: mode, Port: p}}, why)
+	}
+}
