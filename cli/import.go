@@ -2,17 +2,21 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocectl/rocectl/internal/lib/input"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dump"
 	"github.com/rocectl/rocectl/nic/snapshot"
 )
+
+// ImportLimit bounds each input of rocectl import, a file or stdin: the
+// largest real dumps (lspci -vvv of a GPU host, ethtool -S of a bnxt_en
+// port with its per-ring counters) are a few MiB at most.
+var ImportLimit = input.Limit{Max: 16 << 20, What: "an import input"}
 
 func newImportCmd(env *Env) *cobra.Command {
 	var out, netdev, hostname string
@@ -32,24 +36,29 @@ Dumps that do not name their interface (mlnx_qos, ethtool -S without the
 command line) are tied to --netdev. Two ethtool -S dumps of one interface
 are two samples, in the order given: global pause counters that rose
 between them are shown by audit as "inferred: in use (from FILE:LINE →
-FILE:LINE)", still unknown, never as a value.`,
+FILE:LINE)", still unknown, never as a value.
+Each FILE must be a regular file (a FIFO or /dev/zero is refused, not
+read) of at most 16 MiB; stdin (-) is read up to 16 MiB. SIGINT and
+SIGTERM stop the import, a read of stdin included, and nothing is
+written.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var blocks []dump.Block
 			var warns []dump.Warning
+			ctx := cmd.Context()
 			for _, f := range args {
 				var b []byte
 				var err error
 				name := f
 				if f == "-" {
 					name = "stdin"
-					b, err = io.ReadAll(cmd.InOrStdin())
+					b, err = input.Read(ctx, cmd.InOrStdin(), name, ImportLimit)
 				} else {
-					b, err = os.ReadFile(f)
+					b, err = input.ReadFile(ctx, f, ImportLimit)
 					name = filepath.Base(f)
 				}
 				if err != nil {
-					return err
+					return fmt.Errorf("import: %w", err)
 				}
 				bs, ws := dump.Parse(name, b)
 				blocks = append(blocks, bs...)
