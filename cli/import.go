@@ -37,6 +37,12 @@ command line) are tied to --netdev. Two ethtool -S dumps of one interface
 are two samples, in the order given: global pause counters that rose
 between them are shown by audit as "inferred: in use (from FILE:LINE →
 FILE:LINE)", still unknown, never as a value.
+Dumps that contradict each other are refused, every disagreement
+listed: prompts naming two hosts; one netdev with two MACs or PCI
+functions; one RDMA port with two netdevs or default GIDs; two different
+mlnx_qos, ethtool -a/-i or dcb outputs of one interface from two files.
+A dump that names no host or device cannot contradict the others: the
+import notes it.
 Each FILE must be a regular file (a FIFO or /dev/zero is refused, not
 read) of at most 16 MiB; stdin (-) is read up to 16 MiB. SIGINT and
 SIGTERM stop the import, a read of stdin included, and nothing is
@@ -87,6 +93,11 @@ written.`,
 			}
 			for _, w := range warns {
 				fmt.Fprintf(env.Stdout, "  warning: %s\n", w)
+			}
+			if len(args) > 1 {
+				for _, f := range im.Anonymous {
+					fmt.Fprintf(env.Stdout, "  note: %s names no host, MAC, PCI function or RDMA port: nothing shows it is of the same host as the other dumps\n", f)
+				}
 			}
 			fmt.Fprintf(env.Stdout, "Snapshot written to %s: %d netdev(s), %d fact(s), %d warning(s); everything else is recorded as not captured.\n",
 				out, len(im.State.Links), len(im.Facts), len(warns))

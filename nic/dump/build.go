@@ -49,6 +49,10 @@ type Import struct {
 	State    *snapshot.KernelState // every op without data is in NotCaptured
 	Facts    []Fact
 	Warnings []Warning
+	// Anonymous are the files that name no host, MAC, PCI function or
+	// RDMA port (CheckIdentity): nothing shows they are of the same host
+	// as the others.
+	Anonymous []string
 
 	samples map[string][]statSample // netdev → its ethtool -S dumps, in argument order
 }
@@ -59,9 +63,14 @@ type Import struct {
 // member without data is listed as not captured. Two `ethtool -S` dumps
 // of one netdev are two samples in block (argument) order: the snapshot
 // keeps the later value of each counter, and counters that rose between
-// them may support an inference (finish).
+// them may support an inference (finish). Dumps that are not of one host
+// are refused first, with an *IdentityError (CheckIdentity).
 func Build(blocks []Block, netdev string) (*Import, error) {
-	im := &Import{State: &snapshot.KernelState{Links: map[string]*snapshot.LinkState{}, NotCaptured: []string{snapshot.OpDevlink}},
+	anonymous, err := CheckIdentity(blocks, netdev)
+	if err != nil {
+		return nil, err
+	}
+	im := &Import{Anonymous: anonymous, State: &snapshot.KernelState{Links: map[string]*snapshot.LinkState{}, NotCaptured: []string{snapshot.OpDevlink}},
 		samples: map[string][]statSample{}}
 	link := func(name string) *snapshot.LinkState {
 		ls := im.State.Links[name]

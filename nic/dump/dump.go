@@ -53,6 +53,9 @@ type Block struct {
 	// -S without its command line).
 	Netdev string
 	At     Source // first line of the output
+	// Host is the host name the prompt line before the output names
+	// ("[root@gpu-17 ~]#", "user@gpu-17:~$"); "" without one.
+	Host string `json:",omitempty"`
 	// Errno is set when the tool answered that the kernel refused the
 	// request (ethtool -a on a driver without pause support prints only
 	// "netlink error: Operation not supported"): the answer is known, and
@@ -87,6 +90,19 @@ type line struct {
 // promptRE matches a shell prompt with a command: "$ cmd", "# cmd",
 // "[root@h ~]# cmd", "user@h:~$ cmd", "+ cmd" (set -x).
 var promptRE = lazyRegexp(`^(?:\[[^\]]*\]\s*[#$]|[\w.-]+@[\w.-]+:[^$#]*[#$]|[#$>+])\s+(\S.*)$`)
+
+// promptHostRE finds the host name in a prompt: "[user@host dir]#" or
+// "user@host:dir$", also inside a prompt pasted twice ("$ user@host:~$").
+var promptHostRE = lazyRegexp(`(?:^\[[\w.-]+@([\w.-]+)[^\]]*\]\s*[#$]|(?:^|\s)[\w.-]+@([\w.-]+):[^$#\s]*[#$](?:\s|$))`)
+
+// promptHost is the host name a prompt line names, "" if none.
+func promptHost(text string) string {
+	m := promptHostRE().FindStringSubmatch(strings.TrimSpace(text))
+	if m == nil {
+		return ""
+	}
+	return m[1] + m[2]
+}
 
 // notSupportedRE is ethtool's answer when the driver has no pause
 // operations: "netlink error: Operation not supported" (ethtool 5.6 and
@@ -190,6 +206,7 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 	type segment struct {
 		kind   Kind
 		netdev string
+		host   string
 		lines  []line
 	}
 	var segs []segment
@@ -200,14 +217,14 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 			// name the interface of the output that follows.
 			k, nd, _ := commandNetdev(m[1])
 			segs = append(segs, cur)
-			cur = segment{kind: k, netdev: nd}
+			cur = segment{kind: k, netdev: nd, host: promptHost(l.text)}
 			continue
 		}
 		// One of our commands pasted without its prompt ("rdma link"
 		// above its output, as documentation shows it).
 		if k, nd, ok := bareCommand(l.text); ok {
 			segs = append(segs, cur)
-			cur = segment{kind: k, netdev: nd}
+			cur = segment{kind: k, netdev: nd, host: cur.host}
 			continue
 		}
 		cur.lines = append(cur.lines, l)
@@ -218,6 +235,9 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 	var warns []Warning
 	for _, s := range segs {
 		bs, ws := parseSegment(s.lines, s.kind, s.netdev)
+		for i := range bs {
+			bs[i].Host = s.host
+		}
 		blocks = append(blocks, bs...)
 		warns = append(warns, ws...)
 	}
