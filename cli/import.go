@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -29,7 +30,9 @@ lspci -vvv/-t and nvidia-smi topo -m, recognising each by its content (several
 commands per file, with or without prompt lines), and writes a snapshot to DIR
 for rocectl audit --snapshot DIR. It prints where each fact came from
 (file:line) and warns about what it recognised but could not use (a snapshot
-has no place for RDMA devices, PCI functions or the GPU/NIC matrix of dumps).
+has no place for RDMA devices, PCI functions or the GPU/NIC matrix of dumps;
+show_gids's GID tables it holds, as the sysfs files show_gids reads, so that
+nccl-env --snapshot DIR picks the GID index NCCL would).
 Everything the dumps do not contain is recorded as not captured: audit shows
 it as unknown (not in the snapshot), never as supported or unsupported.
 Dumps that do not name their interface (mlnx_qos, ethtool -S without the
@@ -75,7 +78,7 @@ written.`,
 				return err
 			}
 			warns = append(warns, im.Warnings...)
-			if len(im.State.Links) == 0 {
+			if len(im.State.Links) == 0 && im.GIDTables() == 0 {
 				for _, w := range warns {
 					fmt.Fprintf(env.Stderr, "warning: %s\n", w)
 				}
@@ -83,9 +86,20 @@ written.`,
 			}
 			meta := snapshot.Meta{CapturedAt: time.Now().UTC().Format(time.RFC3339), Hostname: hostname,
 				RocectlVersion: Version, Source: fmt.Sprintf("rocectl import of %d file(s)", len(args)),
-				// No sysfs/configfs/debugfs file came from the dumps.
-				NotCaptured: []string{"/sys"}}
-			if err := snapshot.Write(out, meta, im.State, nic.NewFS("/", true), nil); err != nil {
+				// No sysfs/configfs/debugfs file was captured: the
+				// only ones there are the GID tables show_gids printed,
+				// under dump.ImportDevices. Nor an NCCL config file.
+				NotCaptured: []string{"/sys", "/etc"}}
+			tmp, err := os.MkdirTemp("", "rocectl-import-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			gidPaths, err := im.WriteSysTree(tmp)
+			if err != nil {
+				return fmt.Errorf("import: GID tables: %w", err)
+			}
+			if err := snapshot.Write(out, meta, im.State, nic.NewFS(tmp, true), gidPaths); err != nil {
 				return err
 			}
 			for _, f := range im.Facts {
@@ -99,8 +113,12 @@ written.`,
 					fmt.Fprintf(env.Stdout, "  note: %s names no host, MAC, PCI function or RDMA port: nothing shows it is of the same host as the other dumps\n", f)
 				}
 			}
-			fmt.Fprintf(env.Stdout, "Snapshot written to %s: %d netdev(s), %d fact(s), %d warning(s); everything else is recorded as not captured.\n",
-				out, len(im.State.Links), len(im.Facts), len(warns))
+			gidTables := ""
+			if n := im.GIDTables(); n > 0 {
+				gidTables = fmt.Sprintf(", %d GID table(s)", n)
+			}
+			fmt.Fprintf(env.Stdout, "Snapshot written to %s: %d netdev(s)%s, %d fact(s), %d warning(s); everything else is recorded as not captured.\n",
+				out, len(im.State.Links), gidTables, len(im.Facts), len(warns))
 			return nil
 		},
 	}

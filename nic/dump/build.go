@@ -55,6 +55,7 @@ type Import struct {
 	Anonymous []string
 
 	samples map[string][]statSample // netdev → its ethtool -S dumps, in argument order
+	gids    map[string]*gidPort     // "dev/port" → its show_gids rows (SysTree)
 }
 
 // Build turns parsed blocks into a kernel state. Blocks that do not name
@@ -107,6 +108,7 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 				fact(l.Name, "link (mtu, state, mac)", l.At)
 			}
 		case KindShowGids:
+			im.addGIDs(b)
 			for _, g := range b.GIDs {
 				if g.Netdev != "" && g.RoCEv2 {
 					im.Facts = append(im.Facts, Fact{Netdev: g.Netdev, What: fmt.Sprintf("show_gids %s/%d index %d", g.Device, g.Port, g.Index), From: g.At,
@@ -176,6 +178,7 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 	for _, nd := range slices.Sorted(maps.Keys(im.State.Links)) {
 		im.finish(nd, im.State.Links[nd])
 	}
+	im.gidFacts()
 	sort.SliceStable(im.Facts, func(i, j int) bool { return im.Facts[i].Netdev < im.Facts[j].Netdev })
 	return im, im.State.Validate()
 }

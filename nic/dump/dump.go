@@ -199,7 +199,10 @@ func commandNetdev(cmd string) (Kind, string, bool) {
 // every line of a recognised block that it could not use.
 func Parse(file string, text []byte) ([]Block, []Warning) {
 	var lines []line
-	for i, t := range strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n") {
+	// No-break spaces are what a dump copied from a web page or a chat
+	// has between its columns and after its prompt: spaces to the tool.
+	s := strings.ReplaceAll(string(text), "\u00a0", " ")
+	for i, t := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
 		lines = append(lines, line{text: strings.TrimRight(t, " \t\r"), at: Source{file, i + 1}})
 	}
 	// Split at prompt lines; each segment has the netdev its command named.
