@@ -90,16 +90,21 @@ written.`,
 				// only ones there are the GID tables show_gids printed,
 				// under dump.ImportDevices. Nor an NCCL config file.
 				NotCaptured: []string{"/sys", "/etc"}}
-			tmp, err := os.MkdirTemp("", "rocectl-import-")
-			if err != nil {
-				return err
+			// The GID tables' files are written to a private directory
+			// first, the source snapshot.Write copies them from.
+			src, gidPaths := nic.NewFS("/", true), []string(nil)
+			if im.GIDTables() > 0 {
+				tmp, err := os.MkdirTemp("", "rocectl-import-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				if gidPaths, err = im.WriteSysTree(tmp); err != nil {
+					return fmt.Errorf("import: GID tables: %w", err)
+				}
+				src = nic.NewFS(tmp, true)
 			}
-			defer os.RemoveAll(tmp)
-			gidPaths, err := im.WriteSysTree(tmp)
-			if err != nil {
-				return fmt.Errorf("import: GID tables: %w", err)
-			}
-			if err := snapshot.Write(out, meta, im.State, nic.NewFS(tmp, true), gidPaths); err != nil {
+			if err := snapshot.Write(out, meta, im.State, src, gidPaths); err != nil {
 				return err
 			}
 			for _, f := range im.Facts {
