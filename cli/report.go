@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocectl/rocectl/internal/lib/input"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/report"
 )
+
+// expectLimit bounds --expect-file: a list of host names.
+var expectLimit = input.Limit{Max: 16 << 20, What: "an --expect-file"}
 
 func newReportCmd(env *Env) *cobra.Command {
 	var output, expectFile string
@@ -28,22 +33,35 @@ pairs and the hosts common to them.
 
 A host is named by the "host" of its document, else by its file name.
 -o html writes one self-contained page (no external assets).
-Exit 0; 1 when a named file cannot be read.`,
+Only regular files are read (a FIFO, or a symlink to /dev/zero, is listed
+as unreadable, not read), each of at most 16 MiB.
+Exit 0; 1 when the report lists unreadable files (it is printed all the
+same), when a named path does not exist, or on SIGINT/SIGTERM.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			docs, problems, err := report.Load(args)
+			ctx := cmd.Context()
+			docs, problems, err := report.Load(ctx, args)
 			if err != nil {
 				return err
 			}
 			if expectFile != "" {
-				data, err := os.ReadFile(expectFile)
+				data, err := input.ReadFile(ctx, expectFile, expectLimit)
 				if err != nil {
 					return err
 				}
 				expect = append(expect, strings.Fields(string(data))...)
 			}
 			f := report.Build(docs, problems, report.Options{Now: time.Now(), MaxAge: maxAge, Expected: expect})
-			return report.Render(env.Stdout, f, output)
+			if err := report.Render(env.Stdout, f, output); err != nil {
+				return err
+			}
+			if len(problems) > 0 {
+				// The fleet view is printed, and a play or script that
+				// reads only the exit code must still see that some of
+				// the fleet's documents are not in it.
+				return &ExitErr{Code: ExitError, Err: fmt.Errorf("report: %d file(s) could not be read (listed as unreadable)", len(problems))}
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()

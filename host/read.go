@@ -63,6 +63,10 @@ func (r *portReader) ncclConf() (vars []nccl.Var, absent bool, err error) {
 		switch {
 		case err != nil:
 			r.ncclErr = err
+		case !exists && r.h.notCaptured(r.ncclFile):
+			// A snapshot that holds no file there (an import) says
+			// nothing about the file: unknown, not absent.
+			r.ncclErr = &nic.NotCapturedError{Op: "NCCL config file", Name: r.ncclFile}
 		case !exists:
 			r.ncclAbsent = true
 		default:

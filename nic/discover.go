@@ -150,7 +150,10 @@ func Discover(fs FS, k Kernel, log *slog.Logger) *Inventory {
 // sysfs tree for discovery to find, would have to invent an RDMA device
 // (and its port, link layer and PCI function) for a netdev no dump tied to
 // one, and a reader could no longer tell those inventions from captured
-// files. The live kernel does not implement this interface: on a real
+// files. (Where a show_gids dump does tie a netdev to an RDMA port, the
+// import writes that port's GID table, the files show_gids read, under
+// /sys/devices/rocectl-import, and discovery finds the port there.)
+// The live kernel does not implement this interface: on a real
 // host a netdev without an RDMA device (eth0, docker0) is not a RoCE port,
 // and a profile without [match] must never reach it.
 type NetdevLister interface {

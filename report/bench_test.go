@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func BenchmarkReport10k(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		docs, problems, err := Load([]string{dir})
+		docs, problems, err := Load(context.Background(), []string{dir})
 		if err != nil || len(docs) != 10000 {
 			b.Fatalf("%d docs, %v", len(docs), err)
 		}

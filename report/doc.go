@@ -14,6 +14,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/doc"
+	"github.com/rocectl/rocectl/internal/lib/input"
 )
 
 // Kind is what command wrote a document.
@@ -330,16 +332,26 @@ type Problem struct {
 	Err  string `json:"error"`
 }
 
+// DocLimit bounds one file Load reads: an audit document of a 64-port
+// host is a few hundred KiB, an Ansible fact cache file a few MiB.
+var DocLimit = input.Limit{Max: 16 << 20, What: "a report document"}
+
 // Load reads every document in paths: files, and directories walked for
 // *.json files and for extension-less files (Ansible's jsonfile fact
 // cache names its files after the hosts). A file that is not a rocectl
 // document is skipped without a problem when it was found by walking a
-// directory, and is a problem when named on the command line.
-func Load(paths []string) ([]Doc, []Problem, error) {
+// directory, and is a problem when named on the command line. Every file
+// is read through input.ReadFile: one that is not a regular file (a FIFO,
+// a symlink to /dev/zero) or is larger than DocLimit is a problem, never
+// read. When ctx is done (SIGINT) Load stops and returns its cause.
+func Load(ctx context.Context, paths []string) ([]Doc, []Problem, error) {
 	var docs []Doc
 	var problems []Problem
 	read := func(p string, named bool) {
-		data, err := os.ReadFile(p)
+		data, err := input.ReadFile(ctx, p, DocLimit)
+		if ctx.Err() != nil {
+			return // Load returns the cause
+		}
 		if err != nil {
 			problems = append(problems, Problem{Path: p, Err: err.Error()})
 			return
@@ -361,17 +373,26 @@ func Load(paths []string) ([]Doc, []Problem, error) {
 		}
 		if !st.IsDir() {
 			read(root, true)
+			if ctx.Err() != nil {
+				return nil, nil, context.Cause(ctx)
+			}
 			continue
 		}
 		err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			if de.IsDir() || strings.HasPrefix(de.Name(), ".") {
 				return nil
 			}
 			if ext := filepath.Ext(de.Name()); ext == ".json" || ext == "" {
 				read(p, false)
+			}
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
 			}
 			return nil
 		})

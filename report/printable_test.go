@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"io"
 	"os"
@@ -38,7 +39,7 @@ func hostileFleet(t *testing.T) *Fleet {
 			t.Fatal(err)
 		}
 	}
-	docs, problems, err := Load([]string{dir})
+	docs, problems, err := Load(context.Background(), []string{dir})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("load: %v %v", err, problems)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -22,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden")
 // with rack-b-04 expected but silent.
 func corpusFleet(t *testing.T) *Fleet {
 	t.Helper()
-	docs, problems, err := Load([]string{filepath.Join("testdata", "corpus")})
+	docs, problems, err := Load(context.Background(), []string{filepath.Join("testdata", "corpus")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestSweepFailedPairSaysTheOtherEndsError(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	docs, problems, err := Load([]string{dir})
+	docs, problems, err := Load(context.Background(), []string{dir})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("load: %v %v", err, problems)
 	}
@@ -239,7 +240,7 @@ func TestSweepRoundFileReadsAsItsRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweepOf := func(dir string) (*Sweep, int) {
-		docs, problems, err := Load([]string{dir})
+		docs, problems, err := Load(context.Background(), []string{dir})
 		if err != nil || len(problems) != 0 {
 			t.Fatalf("load %s: %v %v", dir, err, problems)
 		}
@@ -281,7 +282,7 @@ func TestUnknownSettingsAreNotInSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	docs, problems, err := Load([]string{dir})
+	docs, problems, err := Load(context.Background(), []string{dir})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("load: %v %v", err, problems)
 	}
@@ -321,7 +322,7 @@ func TestBufferSizeDriftInOneUnit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	docs, problems, err := Load([]string{dir})
+	docs, problems, err := Load(context.Background(), []string{dir})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("load: %v %v", err, problems)
 	}
@@ -358,7 +359,7 @@ func TestHostThatMatchedNoPortIsNotInSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	docs, problems, err := Load([]string{dir})
+	docs, problems, err := Load(context.Background(), []string{dir})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("load: %v %v", err, problems)
 	}

@@ -69,6 +69,8 @@ var Table = []Row{
 		Job: "the few-at-a-time loop of per-port passes (discovery, GID tables, observation)"},
 	{Pkg: "internal/lib/thp", Layer: 0, Kind: Lib, Ext: []string{"golang.org/x/sys/"},
 		Job: "a one-shot command's few large buffers on transparent huge pages"},
+	{Pkg: "internal/lib/input", Layer: 0, Kind: Lib, Ext: []string{"golang.org/x/sys/"},
+		Job: "bounded reads of what a command line names (import's dumps, report's documents): regular files only, a cap named in the error, the command's context honoured, stdin included"},
 
 	// 1: the two sides that never meet.
 	{Pkg: "policy", Layer: 1, Kind: Product, May: []string{"port"}, Ext: []string{"github.com/pelletier/go-toml/v2"},

@@ -49,8 +49,13 @@ type Import struct {
 	State    *snapshot.KernelState // every op without data is in NotCaptured
 	Facts    []Fact
 	Warnings []Warning
+	// Anonymous are the files that name no host, MAC, PCI function or
+	// RDMA port (CheckIdentity): nothing shows they are of the same host
+	// as the others.
+	Anonymous []string
 
 	samples map[string][]statSample // netdev → its ethtool -S dumps, in argument order
+	gids    map[string]*gidPort     // "dev/port" → its show_gids rows (SysTree)
 }
 
 // Build turns parsed blocks into a kernel state. Blocks that do not name
@@ -59,9 +64,14 @@ type Import struct {
 // member without data is listed as not captured. Two `ethtool -S` dumps
 // of one netdev are two samples in block (argument) order: the snapshot
 // keeps the later value of each counter, and counters that rose between
-// them may support an inference (finish).
+// them may support an inference (finish). Dumps that are not of one host
+// are refused first, with an *IdentityError (CheckIdentity).
 func Build(blocks []Block, netdev string) (*Import, error) {
-	im := &Import{State: &snapshot.KernelState{Links: map[string]*snapshot.LinkState{}, NotCaptured: []string{snapshot.OpDevlink}},
+	anonymous, err := CheckIdentity(blocks, netdev)
+	if err != nil {
+		return nil, err
+	}
+	im := &Import{Anonymous: anonymous, State: &snapshot.KernelState{Links: map[string]*snapshot.LinkState{}, NotCaptured: []string{snapshot.OpDevlink}},
 		samples: map[string][]statSample{}}
 	link := func(name string) *snapshot.LinkState {
 		ls := im.State.Links[name]
@@ -98,6 +108,7 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 				fact(l.Name, "link (mtu, state, mac)", l.At)
 			}
 		case KindShowGids:
+			im.addGIDs(b)
 			for _, g := range b.GIDs {
 				if g.Netdev != "" && g.RoCEv2 {
 					im.Facts = append(im.Facts, Fact{Netdev: g.Netdev, What: fmt.Sprintf("show_gids %s/%d index %d", g.Device, g.Port, g.Index), From: g.At,
@@ -176,6 +187,7 @@ func Build(blocks []Block, netdev string) (*Import, error) {
 	for _, nd := range slices.Sorted(maps.Keys(im.State.Links)) {
 		im.finish(nd, im.State.Links[nd])
 	}
+	im.gidFacts()
 	sort.SliceStable(im.Facts, func(i, j int) bool { return im.Facts[i].Netdev < im.Facts[j].Netdev })
 	return im, im.State.Validate()
 }

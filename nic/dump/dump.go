@@ -54,6 +54,9 @@ type Block struct {
 	// -S without its command line).
 	Netdev string
 	At     Source // first line of the output
+	// Host is the host name the prompt line before the output names
+	// ("[root@gpu-17 ~]#", "user@gpu-17:~$"); "" without one.
+	Host string `json:",omitempty"`
 	// Errno is set when the tool answered that the kernel refused the
 	// request (ethtool -a on a driver without pause support prints only
 	// "netlink error: Operation not supported"): the answer is known, and
@@ -99,6 +102,19 @@ func promptMatch(s string) []string {
 		return nil
 	}
 	return promptRE().FindStringSubmatch(s)
+}
+
+// promptHostRE finds the host name in a prompt: "[user@host dir]#" or
+// "user@host:dir$", also inside a prompt pasted twice ("$ user@host:~$").
+var promptHostRE = lazyRegexp(`(?:^\[[\w.-]+@([\w.-]+)[^\]]*\]\s*[#$]|(?:^|\s)[\w.-]+@([\w.-]+):[^$#\s]*[#$](?:\s|$))`)
+
+// promptHost is the host name a prompt line names, "" if none.
+func promptHost(text string) string {
+	m := promptHostRE().FindStringSubmatch(strings.TrimSpace(text))
+	if m == nil {
+		return ""
+	}
+	return m[1] + m[2]
 }
 
 // notSupportedRE is ethtool's answer when the driver has no pause
@@ -195,21 +211,26 @@ func commandNetdev(cmd string) (Kind, string, bool) {
 // recognises. Text it does not recognise at all is a warning, as is
 // every line of a recognised block that it could not use.
 func Parse(file string, text []byte) ([]Block, []Warning) {
-	str := string(text)
+	// No-break spaces are what a dump copied from a web page or a chat
+	// has between its columns and after its prompt: spaces to the tool.
+	str := strings.ReplaceAll(string(text), "\u00a0", " ")
 	if strings.Contains(str, "\r\n") {
 		str = strings.ReplaceAll(str, "\r\n", "\n")
 	}
 	// Split at prompt lines; each segment has the netdev its command
-	// named. A segment is parsed as soon as the next command ends it:
-	// only one command's output is held as lines at a time, not the
-	// whole input (an import of 256 interfaces' ethtool -S is a million
-	// lines).
+	// named, and the host its prompt named. A segment is parsed as soon
+	// as the next command ends it: only one command's output is held as
+	// lines at a time, not the whole input (an import of 256 interfaces'
+	// ethtool -S is a million lines).
 	var blocks []Block
 	var warns []Warning
-	kind, netdev := Kind(""), ""
+	kind, netdev, host := Kind(""), "", ""
 	var lines []line
 	flush := func() {
 		bs, ws := parseSegment(lines, kind, netdev)
+		for i := range bs {
+			bs[i].Host = host
+		}
 		blocks = append(blocks, bs...)
 		warns = append(warns, ws...)
 		// A new slice, sized like the last (the parsers may keep what
@@ -222,12 +243,12 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 		t, rest, found := strings.Cut(str, "\n")
 		str = rest
 		l := line{text: strings.TrimRight(t, " \t\r"), at: Source{file, n}}
-		k, nd, cmd := Kind(""), "", false
+		k, nd, h, cmd := Kind(""), "", host, false
 		if m := promptMatch(strings.TrimSpace(l.text)); m != nil {
 			// Any command ends the previous output; one of ours may
 			// name the interface of the output that follows.
 			k, nd, _ = commandNetdev(m[1])
-			cmd = true
+			h, cmd = promptHost(l.text), true
 		} else if bk, bnd, ok := bareCommand(l.text); ok {
 			// One of our commands pasted without its prompt ("rdma
 			// link" above its output, as documentation shows it).
@@ -235,7 +256,7 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 		}
 		if cmd {
 			flush()
-			kind, netdev = k, nd
+			kind, netdev, host = k, nd, h
 		} else {
 			lines = append(lines, l)
 		}
