@@ -13,7 +13,7 @@ AGENT_BIN := bin/rocectl-agent
 # Debian packages the tests use: iproute2/ethtool only as cross-checks in
 # namespace tests, libibverbs-dev for the cgo verbs layer (-tags verbs),
 # util-linux's setpriv for the systemd unit test, ansible-core and PyYAML
-# for the Ansible role's tests, lintian for the Debian package's test,
+# for the Ansible role's tests, ansible-lint for its lint test, lintian for the Debian package's test,
 # tmux for rocectl watch's real-terminal test,
 # prometheus for `promtool check metrics` on the agent's exposition (no
 # smaller Debian package ships promtool; without recommends it adds ~100 MB;
@@ -23,7 +23,7 @@ AGENT_BIN := bin/rocectl-agent
 # renders the HTML headless and checks the DOM; without it the test
 # skips): ~124 MB to download with its libraries (chromium 81 MB,
 # chromium-common 32 MB), ~360 MB installed.
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml lintian prometheus tmux chromium
+DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml ansible-lint lintian prometheus tmux chromium
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 # What `rocectl version` prints. From git when this is a checkout; without

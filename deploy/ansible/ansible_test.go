@@ -835,3 +835,18 @@ func TestAnsibleDocShowsRole(t *testing.T) {
 		}
 	}
 }
+
+// ansible-lint passes on the role and the playbooks, its configuration
+// (.ansible-lint) as shipped: no finding an error (Makefile's deps install
+// Debian's ansible-lint).
+func TestAnsibleLint(t *testing.T) {
+	al, err := exec.LookPath("ansible-lint")
+	if err != nil {
+		t.Skip("ansible-lint not installed (apt-get install ansible-lint, or make deps)")
+	}
+	cmd := exec.Command(al, "-p", "--nocolor")
+	cmd.Env = append(os.Environ(), "ANSIBLE_NOCOLOR=1", "NO_COLOR=1", "ANSIBLE_LOCAL_TEMP="+t.TempDir(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("ansible-lint: %v\n%s", err, out)
+	}
+}

@@ -70,7 +70,7 @@ type labSweepHost struct {
 }
 
 // labSweepRecord is one end's record, as the playbook writes it
-// (sweep_round.yml, "Record round N's tests").
+// (sweep_round.yml, "Record the round's tests").
 type labSweepRecord struct {
 	Sweep struct {
 		Round    int      `json:"round"`
