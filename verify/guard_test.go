@@ -219,3 +219,42 @@ func BenchmarkDetectorPoll64Ports(b *testing.B) {
 		}
 	}
 }
+
+// A pause counter that dips for one poll and comes back is a bad sample,
+// not a reset to count from: read as a reset, the return looked like a
+// second of pause in 100 ms ("occupancy 24.6") and a healthy apply was
+// rolled back (issue 34, item 7). An occupancy above what time allows is
+// a bad sample too, never a storm; a real storm is still one.
+func TestGuardBadSamplesAreNoStorm(t *testing.T) {
+	cfg := GuardConfig{DetectionTime: 100 * time.Millisecond, MaxPauseOccupancy: 0.99}
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	obs := func(d *Detector, ms int, dur uint64) *Storm {
+		return d.Observe("p", at(ms), map[string]uint64{"rx_prio3_pause_duration": dur})
+	}
+
+	d := NewDetector(cfg)
+	for _, r := range []struct {
+		ms  int
+		dur uint64
+	}{{0, 1_000_000}, {100, 1_010_000}, {200, 100}, {300, 1_030_000}, {400, 1_040_000}} {
+		if s := obs(d, r.ms, r.dur); s != nil {
+			t.Fatalf("a dip and return read as a storm at %d ms: %v", r.ms, s)
+		}
+	}
+	if d.BadSamples != 1 || d.Worst > 0.21 {
+		t.Errorf("dip: %d bad samples, worst occupancy %.2f; want 1 and at most 0.2 (10 ms of pause in each 100 ms)", d.BadSamples, d.Worst)
+	}
+
+	d = NewDetector(cfg)
+	obs(d, 0, 0)
+	if s := obs(d, 100, 500_000); s != nil || d.BadSamples != 1 || d.Worst != 0 {
+		t.Errorf("500 ms of pause in 100 ms: storm %v, %d bad samples, worst %.2f; want no storm, 1 bad sample, nothing measured", s, d.BadSamples, d.Worst)
+	}
+
+	d = NewDetector(cfg)
+	obs(d, 0, 0)
+	if s := obs(d, 100, 100_000); s == nil || s.Occupancy != 1 {
+		t.Errorf("paused the whole window: %v, want a storm at occupancy 1", s)
+	}
+}
