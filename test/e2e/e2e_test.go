@@ -412,3 +412,45 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// What --confirm's messages say is what happened (issue 34, item 8): an
+// operator's rollback during `--wait` is reported as that, not as a
+// missed deadline; a commit after the deadline, with the watcher gone and
+// nothing reverting, says so and how to revert, not "it is being
+// reverted".
+func TestConfirmMessagesSayWhatHappened(t *testing.T) {
+	h := newHost(t)
+	t.Cleanup(func() { killWatchers(h.state) })
+	c := h.cmd("apply", "--confirm", "60s", "--wait", "-p", h.profile)
+	var out syncBuffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "rocectl commit") })
+	if code, msg := h.run("rollback"); code != 0 {
+		t.Fatalf("rollback during the window: exit %d\n%s", code, msg)
+	}
+	err := c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(out.String(), "before its confirm deadline") ||
+		strings.Contains(out.String(), "not committed in time") {
+		t.Errorf("apply --wait after a manual rollback: %v\n%s", err, out.String())
+	}
+
+	h2 := newHost(t)
+	t.Cleanup(func() { killWatchers(h2.state) })
+	if code, msg := h2.run("apply", "--confirm", "1s", "-p", h2.profile); code != 0 {
+		t.Fatalf("apply --confirm: exit %d\n%s", code, msg)
+	}
+	killWatchers(h2.state) // nothing left to revert it at the deadline
+	time.Sleep(1500 * time.Millisecond) // past the deadline: what the test is about
+	code, msg := h2.run("commit")
+	if code != 1 || strings.Contains(msg, "being reverted") || !strings.Contains(msg, "nothing is reverting it at this moment") ||
+		!strings.Contains(msg, "rocectl rollback") {
+		t.Errorf("commit after the deadline: exit %d\n%s", code, msg)
+	}
+	if m := h2.mtu("ens1f0np0"); m != 9000 {
+		t.Errorf("MTU %d: nothing should have reverted it yet", m)
+	}
+}
