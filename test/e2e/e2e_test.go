@@ -443,7 +443,7 @@ func TestConfirmMessagesSayWhatHappened(t *testing.T) {
 	if code, msg := h2.run("apply", "--confirm", "1s", "-p", h2.profile); code != 0 {
 		t.Fatalf("apply --confirm: exit %d\n%s", code, msg)
 	}
-	killWatchers(h2.state) // nothing left to revert it at the deadline
+	killWatchers(h2.state)              // nothing left to revert it at the deadline
 	time.Sleep(1500 * time.Millisecond) // past the deadline: what the test is about
 	code, msg := h2.run("commit")
 	if code != 1 || strings.Contains(msg, "being reverted") || !strings.Contains(msg, "nothing is reverting it at this moment") ||
