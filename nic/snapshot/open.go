@@ -198,6 +198,15 @@ func ReadMeta(dir string) (meta Meta, ok bool, err error) {
 // and root reading it must neither block on a FIFO put there (O_NONBLOCK
 // keeps the open from waiting, the check refuses the read) nor read a
 // file a link points at (its content would come back in a decoding error).
+// A file larger than MaxFile is refused before it is read.
+// MaxFile bounds one file of a snapshot that readRegular reads: a 512-port
+// host's kernel.json or files.pack is a few MiB; a snapshot that holds
+// more was not written by rocectl.
+const MaxFile = 256 << 20
+
+// ErrTooLarge is the refusal of a snapshot file above MaxFile.
+var ErrTooLarge = errors.New("snapshot file too large")
+
 func readRegular(p string) ([]byte, error) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err == unix.ELOOP {
@@ -215,6 +224,9 @@ func readRegular(p string) ([]byte, error) {
 	if err := nic.CheckRegular(st.Mode); err != nil {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
+	if st.Size > MaxFile {
+		return nil, &os.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: %d bytes, larger than the %d MiB cap for a snapshot file", ErrTooLarge, st.Size, MaxFile>>20)}
+	}
 	// Read into a buffer of the file's size (and a byte more, to see the
 	// end): io.ReadAll grows one from 512 bytes, copying a 64-port host's
 	// files (0.5 to 1 MB each) a dozen times over.
@@ -223,6 +235,9 @@ func readRegular(p string) ([]byte, error) {
 	buf := thp.Slice[byte](int(st.Size) + 1)
 	for {
 		if len(buf) == cap(buf) {
+			if len(buf) > MaxFile {
+				return nil, &os.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: it grew past the %d MiB cap for a snapshot file while read", ErrTooLarge, MaxFile>>20)}
+			}
 			buf = slices.Grow(buf, len(buf)) // it grew since the fstat
 		}
 		n, err := f.Read(buf[len(buf):cap(buf)])

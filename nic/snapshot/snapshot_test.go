@@ -576,3 +576,22 @@ func TestOpenRefusesSnapshotFilesThatAreNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot file larger than the cap is refused before it is read, the
+// cap in the error: a sparse kernel.json of 300 MiB allocates nothing.
+func TestSnapshotFileCap(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "kernel.json")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxFile + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = readRegular(p)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "256 MiB cap for a snapshot file") {
+		t.Errorf("read of a %d-byte file: %v", MaxFile+1, err)
+	}
+}
