@@ -86,6 +86,39 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		}
 	}
 
+	// A TOS is DSCP << 2 | ECN: with congestion control on, RoCE traffic
+	// must be ECN-capable (ECT(0), ECN bits 10), or a marking switch has
+	// nothing to mark and DCQCN never reacts; ECN 11 (CE) would read as
+	// congestion on every packet. The arithmetic goes in the message:
+	// operators get it wrong ("104 for DSCP 26").
+	ccOn := e.Mode == nil && (e.RPPriorities != nil && *e.RPPriorities != 0 || e.NPPriorities != nil && *e.NPPriorities != 0) ||
+		e.Mode != nil && *e.Mode != CCOff
+	if ccOn {
+		ecnCheck := func(key string, tos int) {
+			dscp, bits := tos>>2, tos&3
+			want := dscp<<2 | 2
+			switch bits {
+			case 0:
+				r.warnf(at(key), key, fmt.Sprintf("%d (DSCP %d << 2 | ECN 10, ECT(0))", want, dscp),
+					"TOS %d = DSCP %d << 2 | ECN 00: not ECN-capable, so congestion is never marked and DCQCN never reacts", tos, dscp)
+			case 3:
+				r.warnf(at(key), key, fmt.Sprintf("%d (DSCP %d << 2 | ECN 10, ECT(0))", want, dscp),
+					"TOS %d = DSCP %d << 2 | ECN 11: CE, every packet already reads as congestion experienced", tos, dscp)
+			}
+		}
+		if v := p.RoCE.DefaultTOS; v != nil {
+			ecnCheck("roce.default_tos", *v)
+		}
+		if v := p.RoCE.VerbsTrafficClass; v != nil {
+			ecnCheck("roce.verbs_traffic_class", *v)
+		}
+		if v, ok := p.NCCL.Var("IB_TC"); ok {
+			if tc, err := strconv.Atoi(v); err == nil {
+				ecnCheck("nccl.IB_TC", tc)
+			}
+		}
+	}
+
 	// Which priority RoCE traffic lands on, under the profile's own map.
 	dmap := q.DSCPToPriority
 	if dmap == nil && q.Trust != nil && *q.Trust == "dscp" {

@@ -184,6 +184,20 @@ func TestCrossFieldWarnings(t *testing.T) {
 		set  func(p *Profile)
 		want []string
 	}{
+		// TOS = DSCP << 2 | ECN: with congestion control on, ECN 00 and
+		// 11 are named with the arithmetic (issue 37, item 2).
+		{"TOS 104 with DCQCN", func(p *Profile) {
+			lossless(p)
+			p.ECN.RPPriorities, p.RoCE.DefaultTOS = prios(3), ptr(104)
+		}, []string{"warning: roce.default_tos: TOS 104 = DSCP 26 << 2 | ECN 00: not ECN-capable, so congestion is never marked and DCQCN never reacts (allowed: 106 (DSCP 26 << 2 | ECN 10, ECT(0)))"}},
+		{"TOS 107 with DCQCN", func(p *Profile) {
+			lossless(p)
+			p.ECN.Mode, p.RoCE.VerbsTrafficClass = ptr(CCDCQCN), ptr(107)
+		}, []string{"warning: roce.verbs_traffic_class: TOS 107 = DSCP 26 << 2 | ECN 11: CE, every packet already reads as congestion experienced (allowed: 106 (DSCP 26 << 2 | ECN 10, ECT(0)))"}},
+		{"TOS 104 PFC-only", func(p *Profile) {
+			lossless(p)
+			p.ECN.Mode, p.RoCE.DefaultTOS = ptr(CCOff), ptr(104)
+		}, nil},
 		{"TOS 106 is lossless", func(p *Profile) {
 			lossless(p)
 			p.RoCE.DefaultTOS, p.RoCE.VerbsTrafficClass = ptr(106), ptr(106)
