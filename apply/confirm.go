@@ -30,9 +30,6 @@ const (
 	// WaitExpired: not committed in time; the armed deadline reverted it
 	// (Journal.State says whether completely).
 	WaitExpired WaitOutcome = "expired"
-	// WaitRolledBack: rolled back before its deadline by someone else
-	// (`rocectl rollback`, the agent), not by the deadline.
-	WaitRolledBack WaitOutcome = "rolled back"
 	// WaitStorm: a pause storm during the window; WaitConfirm rolled back.
 	WaitStorm WaitOutcome = "storm"
 	// WaitLeft: the context ended first; the deadline stays armed.
@@ -73,11 +70,6 @@ func WaitConfirm(ctx context.Context, pr *Prepared, id string, opts WaitOptions)
 		case StateCommitted:
 			return &WaitResult{Outcome: WaitCommitted, Journal: j}, nil
 		case StateRolledBack, StateRollbackFailed:
-			// Saved before the deadline: someone rolled it back (a
-			// manual rollback), not the deadline's timer.
-			if j.Deadline != nil && j.Updated.Before(*j.Deadline) {
-				return &WaitResult{Outcome: WaitRolledBack, Journal: j}, nil
-			}
 			return &WaitResult{Outcome: WaitExpired, Journal: j}, nil
 		}
 		if g.Enabled {

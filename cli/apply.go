@@ -318,11 +318,7 @@ func newCommitCmd(env *Env) *cobra.Command {
 				return err
 			}
 			if j.Deadline != nil && time.Now().After(*j.Deadline) {
-				// This commit holds the lock: no rollback is running now.
-				// The deadline's timer or watcher reverts it when it runs
-				// (if it is still there), so does the next rollback or
-				// agent check; nothing is reverting it at this moment.
-				return fmt.Errorf("apply %s missed its confirm deadline (%s): too late to commit, and nothing is reverting it at this moment; run `rocectl rollback %s` to revert it now (its confirm timer, or the agent's next check, would too)", j.ID, j.Deadline.Format(time.RFC3339), j.ID)
+				return fmt.Errorf("apply %s missed its confirm deadline (%s); it is being reverted", j.ID, j.Deadline.Format(time.RFC3339))
 			}
 			j.State = apply.StateCommitted
 			if err := store.Save(j); err != nil {
@@ -493,16 +489,6 @@ func (env *Env) waitConfirm(ctx context.Context, pl *apply.Prepared, res *apply.
 	switch w.Outcome {
 	case apply.WaitCommitted:
 		fmt.Fprintf(env.Stdout, "Committed: apply %s stays.\n", id)
-	case apply.WaitRolledBack:
-		j := w.Journal
-		if j.State == apply.StateRollbackFailed {
-			fmt.Fprintf(env.Stderr, "apply %s was rolled back at %s, before its confirm deadline %s (by `rocectl rollback` or the agent), and the rollback FAILED: %s\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n",
-				id, j.Updated.Format(time.RFC3339), j.Deadline.Format(time.RFC3339), strings.Join(j.Failures, "; "), id)
-			return silent(ExitError)
-		}
-		fmt.Fprintf(env.Stderr, "apply %s was rolled back at %s, before its confirm deadline %s (by `rocectl rollback` or the agent, not by the deadline): %s\n",
-			id, j.Updated.Format(time.RFC3339), j.Deadline.Format(time.RFC3339), apply.RestoreSummary(j.Restored, j.Unchanged, j.Skipped))
-		return silent(ExitRolledBack)
 	case apply.WaitExpired:
 		if w.Journal.State == apply.StateRollbackFailed {
 			fmt.Fprintf(env.Stderr, "apply %s was not committed in time; reverting it FAILED: %s\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", id, strings.Join(w.Journal.Failures, "; "), id)
