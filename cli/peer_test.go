@@ -132,7 +132,7 @@ func TestPeerOverVeth(t *testing.T) {
 		{"no DCBX TLVs", [][]byte{frameOf(t, func(f *lldp.Frame) { f.IEEE = nil })}, "20s", 1, peer.Unknown,
 			[]string{"? host0: unknown: the switch sends LLDP without DCBX TLVs"}},
 		{"malformed", [][]byte{append(frameOf(t, func(*lldp.Frame) {})[:14], 0x02, 0x07, 0x04, 1)}, "1s", 1, peer.Unknown,
-			[]string{"? host0: unknown: heard", "malformed LLDP frame(s) and no valid one: malformed LLDPDU: Chassis ID TLV at byte 0: length 7 runs past the end"}},
+			[]string{"? host0: unknown: heard", "malformed LLDP frame(s) and no valid one; last: malformed LLDPDU: Chassis ID TLV at byte 0: length 7 runs past the end"}},
 		// Real captures (lldp/testdata/SOURCES.md), sent as they were heard.
 		{"captured Cisco Nexus 5K, CEE, 802.1Q tagged", [][]byte{capture(t, "cisco-nexus5k-cee")}, "20s", 0, peer.Consistent,
 			[]string{"host0 <-> N5K-5-Lab3-3 (00:05:73:f3:4d:4a) port Eth1/3: consistent (CEE DCBX, from LLDP)"}},
