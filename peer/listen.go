@@ -40,12 +40,12 @@ func Listen(ctx context.Context, k nic.Kernel, ports []Result, driverWhy []strin
 			defer l.Close()
 			stop := context.AfterFunc(ctx, func() { l.Close() })
 			defer stop()
-			var bad malformed
+			var bad []error
 			for {
 				rec, err := l.Read(deadline)
 				switch {
 				case err != nil:
-					r.Verdict, r.Reason = Unknown, silentReason(k, r, why, &bad, wait)
+					r.Verdict, r.Reason = Unknown, silentReason(k, r, why, bad, wait)
 					if !errors.Is(err, os.ErrDeadlineExceeded) {
 						r.Reason = err.Error()
 						if ctx.Err() != nil {
@@ -54,7 +54,7 @@ func Listen(ctx context.Context, k nic.Kernel, ports []Result, driverWhy []strin
 					}
 					return
 				case rec.Err != nil:
-					bad.add(rec.Err)
+					bad = append(bad, rec.Err)
 				default:
 					Judge(r, rec, e)
 					return
@@ -65,37 +65,12 @@ func Listen(ctx context.Context, k nic.Kernel, ports []Result, driverWhy []strin
 	wg.Wait()
 }
 
-// malformed is what a port's listener keeps of the malformed frames it
-// heard: how many, the first and the last error. However many arrive (a
-// million bad frames took peer from 9 MB to 147 MB when it kept every
-// error), it holds two.
-type malformed struct {
-	n           int
-	first, last error
-}
-
-func (m *malformed) add(err error) {
-	if m.n == 0 {
-		m.first = err
-	}
-	m.n++
-	m.last = err
-}
-
-// String words them for a port's reason.
-func (m *malformed) String() string {
-	if m.n == 1 || m.first.Error() == m.last.Error() {
-		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one: %v", m.n, m.last)
-	}
-	return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; first: %v; last: %v", m.n, m.first, m.last)
-}
-
 // silentReason words the likely reason a port heard no usable frame;
 // driverWhy is why its driver reported no peer either, if it has peer ops.
-func silentReason(k nic.Kernel, r *Result, driverWhy string, bad *malformed, wait time.Duration) string {
+func silentReason(k nic.Kernel, r *Result, driverWhy string, bad []error, wait time.Duration) string {
 	switch {
-	case bad.n > 0:
-		return bad.String()
+	case len(bad) > 0:
+		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v", len(bad), bad[len(bad)-1])
 	case driverWhy != "" && r.FirmwareLLDP != "":
 		return fmt.Sprintf("no LLDP frame in %s and %s; %s", wait, driverWhy, r.FirmwareLLDP)
 	case driverWhy != "":
