@@ -289,7 +289,7 @@ func (k *stormingKernel) Stats(name string) (map[string]uint64, error) {
 	}
 	d := time.Since(k.onset)
 	k.mu.Unlock()
-	st["rx_prio3_pause_duration"] = base + uint64(d.Microseconds()) // paused all the time since the onset
+	st["rx_prio3_pause_duration"] = base + uint64(2*d.Microseconds())
 	return st, nil
 }
 

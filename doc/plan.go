@@ -96,7 +96,7 @@ type Guard struct {
 	Polls int `json:"polls"`
 	// BadSamples counts the pause readings taken for bad samples (a
 	// counter that dipped for one poll and came back, an occupancy above
-	// 1.25): none counted toward a storm.
+	// 1.1): none counted toward a storm.
 	BadSamples    int               `json:"bad_samples,omitempty"`
 	WorstOccupied float64           `json:"worst_occupancy"`
 	WorstWhere    string            `json:"worst_where,omitempty"`

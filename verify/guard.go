@@ -170,12 +170,11 @@ type Detector struct {
 }
 
 // maxOccupancy is the most pause occupancy a window can honestly read:
-// a priority cannot be paused longer than the time that passed. The 25 %
-// is the jitter between when a duration counter is updated (in steps, by
-// the NIC's firmware, or by the lab guest's writer) and when the sample
-// is stamped; above it the sample is bad (a dip and return, a counter
-// read half-updated), never a storm.
-const maxOccupancy = 1.25
+// a priority cannot be paused longer than the time that passed. The 10 %
+// is the jitter between when the driver updates its duration counter and
+// when the sample is stamped; above it the sample is bad (a dip and
+// return, a counter read half-updated), never a storm.
+const maxOccupancy = 1.1
 
 // discKey is one port's discard counter (a struct key: a joined string
 // would be built for every counter of every port on every poll).
