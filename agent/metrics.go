@@ -182,12 +182,8 @@ type counterKey struct {
 }
 
 // counterTotal is a running total and the raw value it last saw.
-// dipped holds a reading below last until the next says what it was:
-// a bad sample (the next is back at or above last) or a reset.
 type counterTotal struct {
 	last, total uint64
-	dipped      bool
-	dip         uint64
 }
 
 // counters is the poller and what it has counted; Collect reads it.
@@ -289,26 +285,16 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 			c.totals[s.key] = &counterTotal{last: s.v, total: s.v}
 			continue
 		}
-		switch {
-		case s.v >= t.last:
-			// Counted up (a lower reading just before it, if any, was
-			// a bad sample: a dip for one poll is counted neither down
-			// nor, on its return, up again).
+		if s.v >= t.last {
 			t.total += s.v - t.last
-			t.last, t.dipped = s.v, false
-		case !t.dipped:
-			// Lower than the last reading: a reset or a bad sample;
-			// the next reading tells. Nothing counted meanwhile.
-			t.dipped, t.dip = true, s.v
-		default:
-			// Lower twice running: a reset (driver reload, firmware
-			// reset), and what it shows now was counted since. The
-			// counters read here are 64 bits wide in mlx5 and bnxt
-			// (PPCNT, congestion statistics), so a smaller value is no
-			// wrap.
+		} else {
+			// Reset (driver reload, firmware reset): what it shows
+			// now was counted since. The counters read here are 64 bits
+			// wide in mlx5 and bnxt (PPCNT, congestion statistics), so
+			// a smaller value is no wrap.
 			t.total += s.v
-			t.last, t.dipped = s.v, false
 		}
+		t.last = s.v
 	}
 }
 

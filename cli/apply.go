@@ -234,7 +234,7 @@ func setSoak(rep *doc.Plan, res *apply.Result) {
 
 // guardDoc is the soak's report as the plan document carries it.
 func guardDoc(g *verify.GuardReport) *doc.Guard {
-	d := &doc.Guard{Polls: g.Polls, BadSamples: g.BadSamples, WorstOccupied: g.WorstOccupied, WorstWhere: g.WorstWhere, Discards: g.Discards,
+	d := &doc.Guard{Polls: g.Polls, WorstOccupied: g.WorstOccupied, WorstWhere: g.WorstWhere, Discards: g.Discards,
 		ReadErrors: g.ReadErrors, NotWatched: g.NotWatched}
 	if g.Ports != nil {
 		d.Ports = make(map[string]*doc.GuardPort, len(g.Ports))

@@ -93,11 +93,7 @@ type Refused struct {
 
 // Guard summarises a soak that ended without a storm.
 type Guard struct {
-	Polls int `json:"polls"`
-	// BadSamples counts the pause readings taken for bad samples (a
-	// counter that dipped for one poll and came back, an occupancy above
-	// 1.1): none counted toward a storm.
-	BadSamples    int               `json:"bad_samples,omitempty"`
+	Polls         int               `json:"polls"`
 	WorstOccupied float64           `json:"worst_occupancy"`
 	WorstWhere    string            `json:"worst_where,omitempty"`
 	Discards      map[string]uint64 `json:"discards,omitempty"` // growth of the discard counters per port

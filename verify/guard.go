@@ -93,11 +93,7 @@ func (s *Storm) String() string {
 
 // GuardReport summarises a soak that ended without a storm.
 type GuardReport struct {
-	Polls int `json:"polls"`
-	// BadSamples counts pause readings taken for bad samples (a counter
-	// that dipped for one poll and came back, an occupancy above 1): none
-	// counts toward a storm.
-	BadSamples    int               `json:"bad_samples,omitempty"`
+	Polls         int               `json:"polls"`
 	WorstOccupied float64           `json:"worst_occupancy"`
 	WorstWhere    string            `json:"worst_where,omitempty"`
 	Discards      map[string]uint64 `json:"discards,omitempty"` // growth of the discard counters (counters.go) per port
@@ -134,10 +130,6 @@ type sample struct {
 type series struct {
 	names   pauseAlt
 	samples []sample
-	// suspect is a reading that went backwards: a bad sample if the
-	// next one is back above the last good one, a counter reset if it
-	// is not. It is in no window until the next reading says which.
-	suspect *sample
 }
 
 type seriesKey struct {
@@ -163,18 +155,7 @@ type Detector struct {
 	Worst   float64
 	WorstAt string
 	disc    map[discKey]uint64
-	// BadSamples counts the readings taken for bad samples: a counter
-	// that went back and returned, an occupancy above what a port can be
-	// paused (maxOccupancy). None of them is a storm.
-	BadSamples int
 }
-
-// maxOccupancy is the most pause occupancy a window can honestly read:
-// a priority cannot be paused longer than the time that passed. The 10 %
-// is the jitter between when the driver updates its duration counter and
-// when the sample is stamped; above it the sample is bad (a dip and
-// return, a counter read half-updated), never a storm.
-const maxOccupancy = 1.1
 
 // discKey is one port's discard counter (a struct key: a joined string
 // would be built for every counter of every port on every poll).
@@ -264,32 +245,13 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	if !t.After(last.at) {
 		return nil
 	}
-	_, durOK := counterDelta(last.dur, now.dur)
-	_, framesOK := counterDelta(last.frames, now.frames)
-	if !durOK || !framesOK {
-		if s.suspect != nil {
-			// Lower than the last good reading twice running: the
-			// counter was reset. Count from the first reading after
-			// the reset (the one held).
-			base := *s.suspect
-			s.suspect = nil
-			if _, ok := counterDelta(base.dur, now.dur); !ok || base.frames > now.frames {
-				s.samples = append(s.samples[:0], now)
-				return nil
-			}
-			s.samples = append(s.samples[:0], base)
-		} else {
-			// Went backwards: held until the next reading says whether
-			// it was a bad sample or a reset; the window goes on
-			// without it.
-			s.suspect = &now
-			return nil
-		}
-	} else if s.suspect != nil {
-		// Back above the last good reading: the lower one was a bad
-		// sample (a dip for one poll), not a reset to count from.
-		s.suspect = nil
-		d.BadSamples++
+	if _, ok := counterDelta(last.dur, now.dur); !ok {
+		s.samples = append(s.samples[:0], now) // reset: re-baseline
+		return nil
+	}
+	if _, ok := counterDelta(last.frames, now.frames); !ok {
+		s.samples = append(s.samples[:0], now)
+		return nil
 	}
 	s.samples = append(s.samples, now)
 	// Keep one sample at or before t - DetectionTime: the window's start.
@@ -305,14 +267,6 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	var occ, fps float64
 	if c.HasDuration {
 		occ = float64(now.dur-first.dur) / float64(span.Microseconds())
-		if occ > maxOccupancy {
-			// More pause than time: a bad sample somewhere in the
-			// window. Counted, and the window starts again from now.
-			d.BadSamples++
-			s.samples = append(s.samples[:0], now)
-			return nil
-		}
-		occ = min(occ, 1)
 		ps := d.ports[k.port]
 		if occ > ps.watch.WorstOccupancy {
 			ps.watch.WorstOccupancy, ps.watch.WorstWhere = occ, joinScope(c.Priority, c.Direction)
@@ -356,7 +310,6 @@ func (d *Detector) NotWatched() []string {
 // report fills rep's per-port parts.
 func (d *Detector) report(rep *GuardReport) {
 	rep.WorstOccupied, rep.WorstWhere = d.Worst, d.WorstAt
-	rep.BadSamples = d.BadSamples
 	for k, n := range d.disc {
 		if n > 0 {
 			rep.Discards[k.port+" "+k.name] = n
