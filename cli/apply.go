@@ -237,7 +237,7 @@ func setSoak(rep *doc.Plan, res *apply.Result) {
 // guardDoc is the soak's report as the plan document carries it.
 func guardDoc(g *verify.GuardReport) *doc.Guard {
 	d := &doc.Guard{Polls: g.Polls, WorstOccupied: g.WorstOccupied, WorstWhere: g.WorstWhere, Discards: g.Discards,
-		ReadErrors: g.ReadErrors, NotWatched: g.NotWatched}
+		ReadErrors: g.ReadErrors, BadSamples: g.BadSamples, NotWatched: g.NotWatched}
 	if g.Ports != nil {
 		d.Ports = make(map[string]*doc.GuardPort, len(g.Ports))
 		for name, p := range g.Ports {
@@ -246,7 +246,7 @@ func guardDoc(g *verify.GuardReport) *doc.Guard {
 				continue
 			}
 			d.Ports[name] = &doc.GuardPort{Watched: p.Watched, WorstOccupancy: p.WorstOccupancy, WorstWhere: p.WorstWhere,
-				Counters: pauseCounterDocs(p.Counters)}
+				Counters: pauseCounterDocs(p.Counters), BadSamples: p.BadSamples}
 		}
 	}
 	return d
@@ -282,6 +282,9 @@ func (env *Env) renderSoak(res *apply.Result) {
 	}
 	for k, v := range s.Discards {
 		fmt.Fprintf(env.Stdout, "  note: %s grew by %d during the soak\n", k, v)
+	}
+	if s.BadSamples > 0 {
+		fmt.Fprintf(env.Stdout, "  note: %d bad pause counter sample(s) skipped (a counter that fell for one poll, or more pause than time), not a storm\n", s.BadSamples)
 	}
 }
 
