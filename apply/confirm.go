@@ -137,20 +137,29 @@ func RolledBackBeforeDeadline(j *Journal) bool {
 // journal tells), or reverted after it; and whether completely.
 func Settled(j *Journal) string {
 	at := j.Updated.UTC().Format(time.RFC3339)
-	var s string
+	failed := j.State == StateRollbackFailed
+	why := ""
+	if failed {
+		why = ": " + strings.Join(j.Failures, "; ")
+	}
 	switch {
+	case j.Deadline == nil && failed:
+		return fmt.Sprintf("rolling back apply %s at %s FAILED%s", j.ID, at, why)
 	case j.Deadline == nil:
-		s = fmt.Sprintf("apply %s was rolled back at %s", j.ID, at)
+		return fmt.Sprintf("apply %s was rolled back at %s", j.ID, at)
+	}
+	deadline := j.Deadline.UTC().Format(time.RFC3339)
+	switch {
+	case RolledBackBeforeDeadline(j) && failed:
+		return fmt.Sprintf("apply %s's rollback at %s, before its confirm deadline (%s), by `rocectl rollback` (or the pause-storm guard of another rocectl waiting on it), not by the deadline, FAILED%s",
+			j.ID, at, deadline, why)
 	case RolledBackBeforeDeadline(j):
-		s = fmt.Sprintf("apply %s was rolled back at %s, before its confirm deadline (%s): by `rocectl rollback` (or the pause-storm guard of another rocectl waiting on it), not by the deadline",
-			j.ID, at, j.Deadline.UTC().Format(time.RFC3339))
-	default:
-		s = fmt.Sprintf("apply %s was not committed by its confirm deadline (%s) and was reverted at %s", j.ID, j.Deadline.UTC().Format(time.RFC3339), at)
+		return fmt.Sprintf("apply %s was rolled back at %s, before its confirm deadline (%s): by `rocectl rollback` (or the pause-storm guard of another rocectl waiting on it), not by the deadline",
+			j.ID, at, deadline)
+	case failed:
+		return fmt.Sprintf("apply %s was not committed by its confirm deadline (%s); reverting it at %s FAILED%s", j.ID, deadline, at, why)
 	}
-	if j.State == StateRollbackFailed {
-		return s + "; the rollback FAILED: " + strings.Join(j.Failures, "; ")
-	}
-	return s
+	return fmt.Sprintf("apply %s was not committed by its confirm deadline (%s) and was reverted at %s", j.ID, deadline, at)
 }
 
 // ErrDeadlinePassed is a commit refused because the confirm deadline

@@ -112,3 +112,57 @@ func TestConfirmWindowEndsAsItHappened(t *testing.T) {
 		}
 	})
 }
+
+// Settled and CheckCommit on every end of a confirm window, the journal
+// as each leaves it.
+func TestSettledAndCheckCommitTable(t *testing.T) {
+	deadline := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	before, after := deadline.Add(-time.Minute), deadline.Add(time.Minute)
+	dl := func() *time.Time { d := deadline; return &d }
+	for _, c := range []struct {
+		name   string
+		j      Journal
+		now    time.Time
+		settle string // Settled, for a rolled-back journal
+		is     error  // CheckCommit's error, nil: may commit
+		says   string
+	}{
+		{name: "pending within the window", j: Journal{ID: "A", State: StateConfirmPending, Deadline: dl()}, now: before},
+		{name: "pending past the deadline, nothing reverted it", j: Journal{ID: "A", State: StateConfirmPending, Deadline: dl()}, now: after,
+			is: ErrDeadlinePassed, says: "apply A's confirm deadline passed at 2026-01-02T03:04:05Z and nothing has reverted it yet: run `rocectl rollback A`"},
+		{name: "reverted after the deadline", j: Journal{ID: "A", State: StateRolledBack, Deadline: dl(), Updated: after}, now: after,
+			settle: "apply A was not committed by its confirm deadline (2026-01-02T03:04:05Z) and was reverted at 2026-01-02T03:05:05Z",
+			is:     ErrDeadlinePassed, says: "was reverted at 2026-01-02T03:05:05Z"},
+		{name: "revert after the deadline failed", j: Journal{ID: "A", State: StateRollbackFailed, Deadline: dl(), Updated: after, Failures: []string{"mtu: EBUSY"}}, now: after,
+			settle: "apply A was not committed by its confirm deadline (2026-01-02T03:04:05Z); reverting it at 2026-01-02T03:05:05Z FAILED: mtu: EBUSY",
+			is:     ErrDeadlinePassed, says: "FAILED: mtu: EBUSY"},
+		{name: "operator's rollback before the deadline", j: Journal{ID: "A", State: StateRolledBack, Deadline: dl(), Updated: before}, now: after,
+			settle: "apply A was rolled back at 2026-01-02T03:03:05Z, before its confirm deadline (2026-01-02T03:04:05Z): by `rocectl rollback`",
+			is:     ErrNotPending, says: "before its confirm deadline"},
+		{name: "operator's rollback before the deadline failed", j: Journal{ID: "A", State: StateRollbackFailed, Deadline: dl(), Updated: before, Failures: []string{"x"}}, now: before,
+			settle: "apply A's rollback at 2026-01-02T03:03:05Z, before its confirm deadline (2026-01-02T03:04:05Z), by `rocectl rollback`",
+			is:     ErrNotPending, says: "not by the deadline, FAILED: x"},
+		{name: "committed", j: Journal{ID: "A", State: StateCommitted, Deadline: dl()}, now: before, is: ErrNotPending, says: "apply A is committed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.settle != "" {
+				if got := Settled(&c.j); !strings.HasPrefix(got, c.settle) {
+					t.Errorf("Settled = %q, want it to start %q", got, c.settle)
+				}
+			}
+			err := CheckCommit(&c.j, c.now)
+			if c.is == nil {
+				if err != nil {
+					t.Errorf("CheckCommit: %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("CheckCommit: %v, want %v saying %q", err, c.is, c.says)
+			}
+			if c.is == ErrNotPending && errors.Is(err, ErrDeadlinePassed) {
+				t.Errorf("CheckCommit: %v also says the deadline was missed", err)
+			}
+		})
+	}
+}
