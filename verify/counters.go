@@ -116,8 +116,9 @@ func counterDelta(prev, cur uint64) (uint64, bool) {
 // reading tells. So no delta is taken across a dip: it is held, and the
 // next reading settles it. Back at or above the value before the dip: the
 // dip was a bad read, and the growth counts from the value before it,
-// once. Still below: a reset at the dip. Either way the dip's difference
-// is never counted twice.
+// once. Still below but at or above the dip: a reset at the dip, counted
+// from zero. Below the dip too: still undecided, held again. Either way
+// the dip's difference is never counted twice.
 type Monotonic struct {
 	last            uint64
 	dip             uint64
@@ -143,29 +144,30 @@ const (
 // Next takes one reading and returns what it adds and what it was. The
 // first reading is the baseline: Rise with no Delta.
 func (m *Monotonic) Next(v uint64) (delta uint64, kind StepKind) {
-	if !m.started {
+	switch {
+	case !m.started:
 		m.started, m.last = true, v
 		return 0, Rise
-	}
-	if m.dipped {
+	case m.dipped && v >= m.last:
+		// Back up: the dip was a bad read; the growth counts once,
+		// from before it.
 		m.dipped = false
-		if v >= m.last {
-			delta, m.last = v-m.last, v
-			return delta, BadRead
-		}
-		// A reset at the dip: what it showed was counted since.
-		delta, m.last, kind = m.dip, m.dip, Reset
-	}
-	if v < m.last {
+		delta, m.last = v-m.last, v
+		return delta, BadRead
+	case m.dipped && v >= m.dip:
+		// Still below, and on from the dip: a reset at the dip, and
+		// all it shows was counted since.
+		m.dipped = false
+		m.last = v
+		return v, Reset
+	case v < m.last || m.dipped:
+		// Below the last (or below the dip as well: neither tells yet):
+		// held until the next reading.
 		m.dipped, m.dip = true, v
-		if kind == Reset {
-			return delta, Reset
-		}
 		return 0, Dip
 	}
-	delta += v - m.last
-	m.last = v
-	return delta, kind
+	delta, m.last = v-m.last, v
+	return delta, Rise
 }
 
 // PauseCounter is one pause counter pair of a port as the guard reads it,

@@ -278,14 +278,21 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	}
 	ps := d.ports[k.port]
 	if s.dipped {
-		s.dipped = false
-		if now.dur >= last.dur && now.frames >= last.frames {
+		switch {
+		case now.dur >= last.dur && now.frames >= last.frames:
 			// Back up: the dip was one bad read, skipped.
+			s.dipped = false
 			ps.watch.BadSamples++
-		} else {
-			// Still below: a reset at the dip, the window's new start.
+		case now.dur >= s.dip.dur && now.frames >= s.dip.frames:
+			// Still below, on from the dip: a reset at the dip, the
+			// window's new start.
+			s.dipped = false
 			s.samples = append(s.samples[:0], s.dip)
 			last = s.dip
+		default:
+			// Below the dip too: still undecided.
+			s.dip = now
+			return nil
 		}
 	}
 	if now.dur < last.dur || now.frames < last.frames {
