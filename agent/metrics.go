@@ -33,7 +33,10 @@ import (
 // later), and a driver reload or firmware reset starts every counter from
 // zero. Prometheus' rate() would read either as a reset and lose what was
 // counted between the last scrape and the reset; polling every second
-// keeps that loss to one poll.
+// keeps that loss to one poll. A counter that reads lower for one poll and
+// comes back is a bad read, not a reset: a value below the last is held
+// until the next poll tells which (verify.Monotonic), so a dip is never
+// counted twice.
 //
 // A bond (RoCE LAG) has no NIC counters of its own: each slave is polled
 // as a port of its own (device = the slave's netdev), and the bond gets
@@ -181,9 +184,10 @@ type counterKey struct {
 	netdev string
 }
 
-// counterTotal is a running total and the raw value it last saw.
+// counterTotal is a running total and the raw counter it follows.
 type counterTotal struct {
-	last, total uint64
+	m     verify.Monotonic
+	total uint64
 }
 
 // counters is the poller and what it has counted; Collect reads it.
@@ -202,10 +206,13 @@ type counters struct {
 	lastPoll time.Time
 	// pollErrors counts failed reads per netdev (ethtool -S unanswered).
 	pollErrors map[string]uint64
+	// badReads counts, per netdev, counter readings that dipped for one
+	// poll and came back (verify.BadRead).
+	badReads map[string]uint64
 }
 
 func newCounters(h *host.Host, log *slog.Logger) *counters {
-	return &counters{smp: verify.Sampler{K: h.K, FS: &h.FS, Log: log}, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}}
+	return &counters{smp: verify.Sampler{K: h.K, FS: &h.FS, Log: log}, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}, badReads: map[string]uint64{}}
 }
 
 // run polls every interval until ctx ends, reading the port list from
@@ -275,6 +282,11 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 				delete(c.pollErrors, nd)
 			}
 		}
+		for nd := range c.badReads {
+			if !keep[nd] {
+				delete(c.badReads, nd)
+			}
+		}
 		c.ports = append(c.ports[:0], ports...)
 	}
 	for _, s := range samples {
@@ -282,19 +294,22 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 		if t == nil {
 			// First sight: start from the driver's count, so the series
 			// reads as ethtool -S does.
-			c.totals[s.key] = &counterTotal{last: s.v, total: s.v}
+			t = &counterTotal{total: s.v}
+			t.m.Next(s.v)
+			c.totals[s.key] = t
 			continue
 		}
-		if s.v >= t.last {
-			t.total += s.v - t.last
-		} else {
-			// Reset (driver reload, firmware reset): what it shows
-			// now was counted since. The counters read here are 64 bits
-			// wide in mlx5 and bnxt (PPCNT, congestion statistics), so
-			// a smaller value is no wrap.
-			t.total += s.v
+		// A value below the last is held until the next poll: back
+		// up, it was a bad read and the growth counts once from
+		// before it; still below, a reset (driver reload, firmware
+		// reset) and what it shows was counted since. The counters
+		// read here are 64 bits wide in mlx5 and bnxt (PPCNT,
+		// congestion statistics), so a smaller value is no wrap.
+		d, kind := t.m.Next(s.v)
+		t.total += d
+		if kind == verify.BadRead {
+			c.badReads[s.key.netdev]++
 		}
-		t.last = s.v
 	}
 }
 
@@ -347,6 +362,8 @@ var (
 		"Time of the last poll of the NIC statistics the NIC series come from.", nil, nil)
 	descPollErrors = prometheus.NewDesc("rocectl_stats_read_errors_total",
 		"Polls that could not read the port's ethtool statistics.", []string{"device"}, nil)
+	descBadReads = prometheus.NewDesc("rocectl_stats_bad_reads_total",
+		"NIC or RDMA counter readings of the port that fell below the one before and were back at the next poll: a bad read, not a reset; the totals skip it.", []string{"device"}, nil)
 	descBondSlave = prometheus.NewDesc("rocectl_bond_slave_info",
 		"A physical port (device) under a RoCE LAG bond (bond); always 1.", []string{"bond", "device"}, nil)
 )
@@ -401,7 +418,7 @@ func buildInfo(version, revision string) [3]string {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnknown, descUnsupported, descCheckSuccess, descCheckTime,
-		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBondSlave} {
+		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBadReads, descBondSlave} {
 		ch <- d
 	}
 	seen := map[*family]bool{}
@@ -493,6 +510,7 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 		} else {
 			ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.Netdev]), p.Netdev)
 		}
+		ch <- prometheus.MustNewConstMetric(descBadReads, prometheus.CounterValue, float64(ct.badReads[p.Netdev]), p.Netdev)
 		for i, s := range counterTable {
 			t := ct.totals[counterKey{i, p.Netdev}]
 			if t == nil {

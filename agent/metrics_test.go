@@ -309,7 +309,8 @@ func TestExpositionLint(t *testing.T) {
 // The totals stay monotonic where the driver's counters are not: a
 // counter that vanishes while PFC is off on its priority keeps its total
 // and continues from its last raw value; a reset (driver reload) adds what
-// was counted since; a port gone from the list loses its series.
+// was counted since, once the next poll shows it was one; a port gone from
+// the list loses its series.
 func TestCounterTotals(t *testing.T) {
 	h, sim, root := simHost(t)
 	ctrs := newCounters(h, discardLog())
@@ -333,10 +334,14 @@ func TestCounterTotals(t *testing.T) {
 		}, simPorts, 3, 25},
 		{"PFC off on priority 3: the counter is gone", func() { sim.DelStat("ens1f0np0", "rx_prio3_pause_duration") }, simPorts, 3, 25},
 		{"PFC back on: the counter continues", func() { sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 3_500_000) }, simPorts, 3.5, 25},
-		{"driver reload: counters restart", func() {
+		{"driver reload: counters restart, held until the next poll tells a reset from a bad read", func() {
 			sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 200_000)
 			setHWCounter(t, root, "mlx5_0", "np_cnp_sent", 5)
-		}, simPorts, 3.7, 30},
+		}, simPorts, 3.5, 25},
+		{"still below: a reset, and what was counted since it is added", func() {
+			sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", 300_000)
+			setHWCounter(t, root, "mlx5_0", "np_cnp_sent", 8)
+		}, simPorts, 3.8, 33},
 		{"port gone", func() {}, simPorts[1:], -1, -1},
 	}
 	at := time.Now()
@@ -349,6 +354,45 @@ func TestCounterTotals(t *testing.T) {
 		}
 		if got := value(t, c, "rocectl_cnp_sent_total", cnp); got != s.cnp {
 			t.Errorf("%s: CNPs sent %v, want %v", s.what, got, s.cnp)
+		}
+	}
+}
+
+// A counter that dips for one poll and comes back is a bad read: the
+// total grows by the true increase, not by the dip's difference as well,
+// and the bad read is counted.
+func TestCounterTotalsDipAndReturn(t *testing.T) {
+	h, sim, root := simHost(t)
+	ctrs := newCounters(h, discardLog())
+	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev", "")
+	pause := map[string]string{"device": "ens1f0np0", "priority": "3", "direction": "rx"}
+	cnp := map[string]string{"device": "ens1f0np0", "rdma_device": "mlx5_0", "port": "1"}
+	dev := map[string]string{"device": "ens1f0np0"}
+	at := time.Now()
+	for _, s := range []struct {
+		what       string
+		dur, cnps  uint64
+		pause, cnp float64
+		bad        float64
+	}{
+		{"start", 1_000_000, 10, 1, 10, 0},
+		{"growth", 3_000_000, 25, 3, 25, 0},
+		{"dip", 100_000, 2, 3, 25, 0},
+		{"back, a little higher", 3_200_000, 27, 3.2, 27, 2},
+		{"growth", 3_400_000, 30, 3.4, 30, 2},
+	} {
+		sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", s.dur)
+		setHWCounter(t, root, "mlx5_0", "np_cnp_sent", s.cnps)
+		at = at.Add(time.Second)
+		ctrs.poll(simPorts, at)
+		if got := value(t, c, "rocectl_pfc_pause_seconds_total", pause); got != s.pause {
+			t.Errorf("%s: pause seconds %v, want %v", s.what, got, s.pause)
+		}
+		if got := value(t, c, "rocectl_cnp_sent_total", cnp); got != s.cnp {
+			t.Errorf("%s: CNPs sent %v, want %v", s.what, got, s.cnp)
+		}
+		if got := value(t, c, "rocectl_stats_bad_reads_total", dev); got != s.bad {
+			t.Errorf("%s: bad reads %v, want %v", s.what, got, s.bad)
 		}
 	}
 }

@@ -2,8 +2,10 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rocectl/rocectl/host"
@@ -27,9 +29,14 @@ type WaitOutcome string
 const (
 	// WaitCommitted: `rocectl commit` kept the change.
 	WaitCommitted WaitOutcome = "committed"
-	// WaitExpired: not committed in time; the armed deadline reverted it
+	// WaitExpired: not committed in time; the armed deadline (or a
+	// later apply, rollback or agent check) reverted it after the deadline
 	// (Journal.State says whether completely).
 	WaitExpired WaitOutcome = "expired"
+	// WaitRolledBack: rolled back before its deadline by someone else (a
+	// `rocectl rollback`, or the storm guard of another rocectl waiting
+	// on it), not by the deadline (Journal.State says whether completely).
+	WaitRolledBack WaitOutcome = "rolled-back"
 	// WaitStorm: a pause storm during the window; WaitConfirm rolled back.
 	WaitStorm WaitOutcome = "storm"
 	// WaitLeft: the context ended first; the deadline stays armed.
@@ -70,6 +77,9 @@ func WaitConfirm(ctx context.Context, pr *Prepared, id string, opts WaitOptions)
 		case StateCommitted:
 			return &WaitResult{Outcome: WaitCommitted, Journal: j}, nil
 		case StateRolledBack, StateRollbackFailed:
+			if RolledBackBeforeDeadline(j) {
+				return &WaitResult{Outcome: WaitRolledBack, Journal: j}, nil
+			}
 			return &WaitResult{Outcome: WaitExpired, Journal: j}, nil
 		}
 		if g.Enabled {
@@ -112,4 +122,84 @@ func revertPending(ctx context.Context, h *host.Host, store Store, id string, st
 	}
 	rerr := Rollback(h, j, recoveryOptions(store))
 	return &WaitResult{Outcome: WaitStorm, Journal: j, Storm: storm, RollbackErr: rerr}, nil
+}
+
+// RolledBackBeforeDeadline says a rolled-back (or rollback-failed)
+// confirm journal was settled before its deadline: not by the deadline's
+// revert but by an operator's rollback (or another rocectl's storm guard).
+// The journal's last save is when its rollback ended.
+func RolledBackBeforeDeadline(j *Journal) bool {
+	return (j.State == StateRolledBack || j.State == StateRollbackFailed) && j.Deadline != nil && j.Updated.Before(*j.Deadline)
+}
+
+// Settled words how a confirm journal that was not committed ended, as it
+// happened: rolled back before its deadline (by whom, as far as the
+// journal tells), or reverted after it; and whether completely.
+func Settled(j *Journal) string {
+	at := j.Updated.UTC().Format(time.RFC3339)
+	failed := j.State == StateRollbackFailed
+	why := ""
+	if failed {
+		why = ": " + strings.Join(j.Failures, "; ")
+	}
+	switch {
+	case j.Deadline == nil && failed:
+		return fmt.Sprintf("rolling back apply %s at %s FAILED%s", j.ID, at, why)
+	case j.Deadline == nil:
+		return fmt.Sprintf("apply %s was rolled back at %s", j.ID, at)
+	}
+	deadline := j.Deadline.UTC().Format(time.RFC3339)
+	switch {
+	case RolledBackBeforeDeadline(j) && failed:
+		return fmt.Sprintf("apply %s's rollback at %s, before its confirm deadline (%s), by `rocectl rollback` (or the pause-storm guard of another rocectl waiting on it), not by the deadline, FAILED%s",
+			j.ID, at, deadline, why)
+	case RolledBackBeforeDeadline(j):
+		return fmt.Sprintf("apply %s was rolled back at %s, before its confirm deadline (%s): by `rocectl rollback` (or the pause-storm guard of another rocectl waiting on it), not by the deadline",
+			j.ID, at, deadline)
+	case failed:
+		return fmt.Sprintf("apply %s was not committed by its confirm deadline (%s); reverting it at %s FAILED%s", j.ID, deadline, at, why)
+	}
+	return fmt.Sprintf("apply %s was not committed by its confirm deadline (%s) and was reverted at %s", j.ID, deadline, at)
+}
+
+// ErrDeadlinePassed is a commit refused because the confirm deadline
+// passed: the change is reverted, or due to be.
+var ErrDeadlinePassed = errors.New("the confirm deadline passed")
+
+// ErrNotPending is a commit of an apply that is not waiting for one.
+var ErrNotPending = errors.New("not waiting for a commit")
+
+// CheckCommit says whether `rocectl commit` may keep j at now, and if not
+// why, as it is: nil for a confirm-pending apply within its deadline. The
+// caller holds the lock, so nothing is reverting j while it looks: a
+// pending journal past its deadline is one nothing has reverted yet.
+func CheckCommit(j *Journal, now time.Time) error {
+	switch j.State {
+	case StateConfirmPending:
+		if j.Deadline != nil && now.After(*j.Deadline) {
+			return fmt.Errorf("%w: apply %s's confirm deadline passed at %s and nothing has reverted it yet: run `rocectl rollback %s` (the next apply or agent check would revert it too)",
+				ErrDeadlinePassed, j.ID, j.Deadline.UTC().Format(time.RFC3339), j.ID)
+		}
+		return nil
+	case StateRolledBack, StateRollbackFailed:
+		err := ErrNotPending
+		if j.Deadline != nil && !RolledBackBeforeDeadline(j) {
+			err = ErrDeadlinePassed
+		}
+		return fmt.Errorf("%w: %s", err, Settled(j))
+	}
+	return fmt.Errorf("%w: apply %s is %s", ErrNotPending, j.ID, j.State)
+}
+
+// CommitLocked words a commit that found the lock held (lockErr) while j,
+// read without the lock, is pending past its deadline: another rocectl
+// holds the lock, which may be the deadline's revert at work (the timer's
+// `rollback --if-pending`, the watcher) or an apply or rollback that
+// reverts the expired window first. Otherwise lockErr as it is.
+func CommitLocked(j *Journal, now time.Time, lockErr error) error {
+	if j == nil || j.State != StateConfirmPending || j.Deadline == nil || !now.After(*j.Deadline) {
+		return lockErr
+	}
+	return fmt.Errorf("%w: apply %s's confirm deadline passed at %s and it is not reverted yet; %w: the deadline's revert (or an apply or rollback, which revert it first) may be at work: run `rocectl audit` after it",
+		ErrDeadlinePassed, j.ID, j.Deadline.UTC().Format(time.RFC3339), lockErr)
 }

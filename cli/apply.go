@@ -235,7 +235,7 @@ func setSoak(rep *doc.Plan, res *apply.Result) {
 // guardDoc is the soak's report as the plan document carries it.
 func guardDoc(g *verify.GuardReport) *doc.Guard {
 	d := &doc.Guard{Polls: g.Polls, WorstOccupied: g.WorstOccupied, WorstWhere: g.WorstWhere, Discards: g.Discards,
-		ReadErrors: g.ReadErrors, NotWatched: g.NotWatched}
+		ReadErrors: g.ReadErrors, BadSamples: g.BadSamples, NotWatched: g.NotWatched}
 	if g.Ports != nil {
 		d.Ports = make(map[string]*doc.GuardPort, len(g.Ports))
 		for name, p := range g.Ports {
@@ -244,7 +244,7 @@ func guardDoc(g *verify.GuardReport) *doc.Guard {
 				continue
 			}
 			d.Ports[name] = &doc.GuardPort{Watched: p.Watched, WorstOccupancy: p.WorstOccupancy, WorstWhere: p.WorstWhere,
-				Counters: pauseCounterDocs(p.Counters)}
+				Counters: pauseCounterDocs(p.Counters), BadSamples: p.BadSamples}
 		}
 	}
 	return d
@@ -281,6 +281,9 @@ func (env *Env) renderSoak(res *apply.Result) {
 	for k, v := range s.Discards {
 		fmt.Fprintf(env.Stdout, "  note: %s grew by %d during the soak\n", k, v)
 	}
+	if s.BadSamples > 0 {
+		fmt.Fprintf(env.Stdout, "  note: %d bad pause counter sample(s) skipped (a counter that fell for one poll, or more pause than time), not a storm\n", s.BadSamples)
+	}
 }
 
 // recoverOpen finishes what an earlier rocectl left open (apply.Recover)
@@ -310,15 +313,22 @@ func newCommitCmd(env *Env) *cobra.Command {
 			store := env.Store()
 			lock, err := store.Acquire("commit")
 			if err != nil {
+				if errors.Is(err, statedir.ErrLocked) {
+					// Read without the lock (saves are atomic): a
+					// window past its deadline may be being reverted.
+					if j, _ := commitTarget(store, args); j != nil {
+						return apply.CommitLocked(j, time.Now(), err)
+					}
+				}
 				return err
 			}
 			defer lock.Release()
-			j, err := pendingJournal(store, args)
+			j, err := commitTarget(store, args)
 			if err != nil {
 				return err
 			}
-			if j.Deadline != nil && time.Now().After(*j.Deadline) {
-				return fmt.Errorf("apply %s missed its confirm deadline (%s); it is being reverted", j.ID, j.Deadline.Format(time.RFC3339))
+			if err := apply.CheckCommit(j, time.Now()); err != nil {
+				return err
 			}
 			j.State = apply.StateCommitted
 			if err := store.Save(j); err != nil {
@@ -331,16 +341,12 @@ func newCommitCmd(env *Env) *cobra.Command {
 	}
 }
 
-func pendingJournal(store apply.Store, args []string) (*apply.Journal, error) {
+// commitTarget is the apply a commit is about: the named one, else the
+// open confirm window, else the newest apply if it was a confirm window
+// that ended without a commit (so that commit says how it ended).
+func commitTarget(store apply.Store, args []string) (*apply.Journal, error) {
 	if len(args) == 1 {
-		j, err := store.Load(args[0])
-		if err != nil {
-			return nil, err
-		}
-		if j.State != apply.StateConfirmPending {
-			return nil, fmt.Errorf("apply %s is %s, not waiting for a commit", j.ID, j.State)
-		}
-		return j, nil
+		return store.Load(args[0])
 	}
 	open, err := store.Open()
 	if err != nil {
@@ -351,7 +357,16 @@ func pendingJournal(store apply.Store, args []string) (*apply.Journal, error) {
 			return j, nil
 		}
 	}
-	return nil, errors.New("no apply is waiting for a commit")
+	all, err := store.List()
+	if err != nil {
+		return nil, err
+	}
+	if n := len(all); n > 0 {
+		if j := all[n-1]; j.Deadline != nil && (j.State == apply.StateRolledBack || j.State == apply.StateRollbackFailed) {
+			return j, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no apply is waiting for a commit", apply.ErrNotPending)
 }
 
 func newRollbackCmd(env *Env) *cobra.Command {
@@ -489,12 +504,14 @@ func (env *Env) waitConfirm(ctx context.Context, pl *apply.Prepared, res *apply.
 	switch w.Outcome {
 	case apply.WaitCommitted:
 		fmt.Fprintf(env.Stdout, "Committed: apply %s stays.\n", id)
-	case apply.WaitExpired:
+	case apply.WaitExpired, apply.WaitRolledBack:
+		// What happened, from the journal: reverted after the deadline,
+		// or rolled back before it by someone else.
 		if w.Journal.State == apply.StateRollbackFailed {
-			fmt.Fprintf(env.Stderr, "apply %s was not committed in time; reverting it FAILED: %s\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", id, strings.Join(w.Journal.Failures, "; "), id)
+			fmt.Fprintf(env.Stderr, "%s\nthe journal is kept: run `rocectl rollback %s` once the cause is fixed\n", apply.Settled(w.Journal), id)
 			return silent(ExitError)
 		}
-		fmt.Fprintf(env.Stderr, "apply %s was not committed in time and has been reverted: %s\n", id, apply.RestoreSummary(w.Journal.Restored, w.Journal.Unchanged, w.Journal.Skipped))
+		fmt.Fprintf(env.Stderr, "%s: %s\n", apply.Settled(w.Journal), apply.RestoreSummary(w.Journal.Restored, w.Journal.Unchanged, w.Journal.Skipped))
 		return silent(ExitRolledBack)
 	case apply.WaitStorm:
 		fmt.Fprintf(env.Stderr, "rolling back: %s\n", w.Storm)

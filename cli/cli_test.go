@@ -263,9 +263,10 @@ detection_time = "200ms"
 
 // stormingKernel is a host whose peer pauses priority 3 of ens1f0np0
 // without end once PFC is on for it (its counters exist): from then the
-// pause duration it reports runs at twice wall-clock time, computed when
+// pause duration it reports runs at 1.25 × wall-clock time, computed when
 // the guard reads it, so every poll sees a share above the 99 % threshold
-// however the test is scheduled. (A goroutine adding 20 ms every 20 ms of
+// and below verify.MaxPlausibleOccupancy (1.5: more is a bad sample, not
+// a storm) with up to a fifth of the window of scheduling lag either way. (A goroutine adding 20 ms every 20 ms of
 // sleep fell below it on a busy machine, 2 runs in 10, and outlived the
 // test.)
 type stormingKernel struct {
@@ -289,7 +290,7 @@ func (k *stormingKernel) Stats(name string) (map[string]uint64, error) {
 	}
 	d := time.Since(k.onset)
 	k.mu.Unlock()
-	st["rx_prio3_pause_duration"] = base + uint64(2*d.Microseconds())
+	st["rx_prio3_pause_duration"] = base + uint64(1.25*float64(d.Microseconds()))
 	return st, nil
 }
 

@@ -138,3 +138,85 @@ func TestV1JournalWithoutAPort(t *testing.T) {
 		t.Fatalf("rollback --abandon: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// `commit` after a missed deadline says what happened, from the journal
+// and the lock: nothing reverted it yet (and how to), it is held by
+// another rocectl now, it was reverted after the deadline, or an operator
+// rolled it back before the deadline. None says "it is being reverted"
+// when nothing is.
+func TestCommitSaysWhatHappenedToTheWindow(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	state := t.TempDir()
+	prof := repo("profiles/connectx-lossless.toml")
+	g := []string{"--root", root, "--state-dir", state}
+	store := apply.Store{Store: statedir.Store{Dir: state}}
+	// pending makes a fresh apply a --confirm one with the given deadline.
+	pending := func(deadline time.Time) *apply.Journal {
+		t.Helper()
+		if code, out, errs := run(t, sim, append(g, "apply", "--soak", "0", "-p", prof)...); code != ExitOK {
+			t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+		}
+		j, err := store.LastCommitted()
+		if err != nil || j == nil {
+			t.Fatal(j, err)
+		}
+		j.State, j.Deadline = apply.StateConfirmPending, &deadline
+		if err := store.Save(j); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	commit := func(args ...string) string {
+		t.Helper()
+		code, out, errs := run(t, sim, append(append(g, "commit"), args...)...)
+		if code == ExitOK {
+			t.Fatalf("commit %v: exit 0\n%s", args, out)
+		}
+		return errs
+	}
+	past := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	j := pending(past)
+
+	// The deadline passed, the lock is free: nothing is reverting it.
+	for _, args := range [][]string{nil, {j.ID}} {
+		errs := commit(args...)
+		want := "apply " + j.ID + "'s confirm deadline passed at " + past.Format(time.RFC3339) + " and nothing has reverted it yet: run `rocectl rollback " + j.ID + "`"
+		if !strings.Contains(errs, want) || strings.Contains(errs, "being reverted") {
+			t.Errorf("commit %v past the deadline, nothing reverting:\n%s\nwant %q", args, errs, want)
+		}
+	}
+	// Another rocectl holds the lock: it may be the revert at work.
+	lock, err := store.Acquire("rollback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := commit()
+	lock.Release()
+	if !strings.Contains(errs, "confirm deadline passed at "+past.Format(time.RFC3339)+" and it is not reverted yet; another rocectl is changing this host: pid") {
+		t.Errorf("commit with the lock held:\n%s", errs)
+	}
+	// The deadline's revert ran: reverted after the deadline, and when.
+	if code, out, errs := run(t, sim, append(g, "rollback", "--if-pending", j.ID)...); code != ExitOK {
+		t.Fatalf("rollback --if-pending: exit %d\n%s%s", code, out, errs)
+	}
+	for _, args := range [][]string{nil, {j.ID}} {
+		errs := commit(args...)
+		if !strings.Contains(errs, "apply "+j.ID+" was not committed by its confirm deadline ("+past.Format(time.RFC3339)+") and was reverted at ") {
+			t.Errorf("commit %v after the revert:\n%s", args, errs)
+		}
+	}
+
+	// An operator's rollback before the deadline is not a missed deadline.
+	future := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	j = pending(future)
+	if code, out, errs := run(t, sim, append(g, "rollback", j.ID)...); code != ExitOK {
+		t.Fatalf("rollback: exit %d\n%s%s", code, out, errs)
+	}
+	for _, args := range [][]string{nil, {j.ID}} {
+		errs := commit(args...)
+		if !strings.Contains(errs, "apply "+j.ID+" was rolled back at ") || !strings.Contains(errs, ", before its confirm deadline ("+future.Format(time.RFC3339)+"): by `rocectl rollback`") ||
+			strings.Contains(errs, "missed") {
+			t.Errorf("commit %v after an operator's rollback:\n%s", args, errs)
+		}
+	}
+}

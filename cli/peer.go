@@ -37,7 +37,9 @@ bit, on some drivers DSCP entries) is listed as not checked. Every other
 port listens for the partner's LLDP frames ("from LLDP") and returns as
 soon as every port has heard its partner. A port that heard nothing within
 --wait is "unknown", with the likely reason (a NIC whose firmware consumes
-LLDP, a link down, LLDP off). It coexists with lldpd/lldpad: every packet
+LLDP, a link down, LLDP off); one that heard only malformed frames says
+how many, the last one's error and, when they were of more than one kind,
+how many of each. It coexists with lldpd/lldpad: every packet
 socket gets its own copy.
 
 --netdev checks the named netdevs instead of the profile's matched RoCE

@@ -98,6 +98,9 @@ type Guard struct {
 	WorstWhere    string            `json:"worst_where,omitempty"`
 	Discards      map[string]uint64 `json:"discards,omitempty"` // growth of the discard counters per port
 	ReadErrors    map[string]string `json:"read_errors,omitempty"`
+	// BadSamples counts pause counter readings that were bad, not a
+	// storm, over every port (GuardPort.BadSamples).
+	BadSamples int `json:"bad_samples,omitempty"`
 	// NotWatched says, per port the guard could not watch, why.
 	NotWatched []string `json:"not_watched,omitempty"`
 	// Ports is what the guard read on each port, global pause included.
@@ -111,6 +114,9 @@ type GuardPort struct {
 	WorstWhere     string  `json:"worst_where,omitempty"`
 	// Counters are the pause counters of the last sample.
 	Counters []PauseCounter `json:"counters,omitempty"`
+	// BadSamples counts the port's pause counter readings that were bad:
+	// one that fell and was back at the next poll, or more pause than time.
+	BadSamples int `json:"bad_samples,omitempty"`
 }
 
 // PauseCounter is one pause counter pair of a port, whatever the driver

@@ -40,37 +40,52 @@ func Listen(ctx context.Context, k nic.Kernel, ports []Result, driverWhy []strin
 			defer l.Close()
 			stop := context.AfterFunc(ctx, func() { l.Close() })
 			defer stop()
-			var bad []error
-			for {
-				rec, err := l.Read(deadline)
-				switch {
-				case err != nil:
-					r.Verdict, r.Reason = Unknown, silentReason(k, r, why, bad, wait)
-					if !errors.Is(err, os.ErrDeadlineExceeded) {
-						r.Reason = err.Error()
-						if ctx.Err() != nil {
-							r.Reason = "interrupted: " + ctx.Err().Error()
-						}
+			rec, bad, err := awaitFrame(l, deadline)
+			if err != nil {
+				r.Verdict, r.Reason = Unknown, silentReason(k, r, why, bad, wait)
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					r.Reason = err.Error()
+					if ctx.Err() != nil {
+						r.Reason = "interrupted: " + ctx.Err().Error()
 					}
-					return
-				case rec.Err != nil:
-					bad = append(bad, rec.Err)
-				default:
-					Judge(r, rec, e)
-					return
 				}
+				return
 			}
+			Judge(r, rec, e)
 		}()
 	}
 	wg.Wait()
 }
 
+// frameReader is what awaitFrame reads: an *lldp.Listener.
+type frameReader interface {
+	Read(deadline time.Time) (lldp.Received, error)
+}
+
+// awaitFrame reads until the first well-formed frame, or Read's error
+// (os.ErrDeadlineExceeded when deadline passed); the malformed frames
+// before it are summed up in bad, whose size does not grow with their
+// number.
+func awaitFrame(l frameReader, deadline time.Time) (rec lldp.Received, bad lldp.Malformed, err error) {
+	for {
+		rec, err = l.Read(deadline)
+		switch {
+		case err != nil:
+			return lldp.Received{}, bad, err
+		case rec.Err != nil:
+			bad.Add(rec.Err)
+		default:
+			return rec, bad, nil
+		}
+	}
+}
+
 // silentReason words the likely reason a port heard no usable frame;
 // driverWhy is why its driver reported no peer either, if it has peer ops.
-func silentReason(k nic.Kernel, r *Result, driverWhy string, bad []error, wait time.Duration) string {
+func silentReason(k nic.Kernel, r *Result, driverWhy string, bad lldp.Malformed, wait time.Duration) string {
 	switch {
-	case len(bad) > 0:
-		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v", len(bad), bad[len(bad)-1])
+	case bad.Count > 0:
+		return fmt.Sprintf("heard %d malformed LLDP frame(s) and no valid one; last: %v%s", bad.Count, bad.Last, bad.ByKind())
 	case driverWhy != "" && r.FirmwareLLDP != "":
 		return fmt.Sprintf("no LLDP frame in %s and %s; %s", wait, driverWhy, r.FirmwareLLDP)
 	case driverWhy != "":

@@ -109,6 +109,67 @@ func counterDelta(prev, cur uint64) (uint64, bool) {
 	return cur - prev, true
 }
 
+// Monotonic follows one free-running 64-bit counter from reading to
+// reading. A reading below the last is either a reset (driver reload,
+// firmware recovery: the counter restarted from zero) or one bad read (a
+// counter that dips for one poll and comes back); which, only the next
+// reading tells. So no delta is taken across a dip: it is held, and the
+// next reading settles it. Back at or above the value before the dip: the
+// dip was a bad read, and the growth counts from the value before it,
+// once. Still below but at or above the dip: a reset at the dip, counted
+// from zero. Below the dip too: still undecided, held again. Either way
+// the dip's difference is never counted twice.
+type Monotonic struct {
+	last            uint64
+	dip             uint64
+	started, dipped bool
+}
+
+// StepKind says what a reading was to a Monotonic.
+type StepKind int
+
+const (
+	// Rise: at or above the last reading; Delta is the growth.
+	Rise StepKind = iota
+	// Dip: below the last; nothing counted until the next reading.
+	Dip
+	// BadRead: the reading before (a dip) was a bad read; Delta is the
+	// growth since the reading before the dip.
+	BadRead
+	// Reset: the reading before (a dip) was a reset; Delta is what was
+	// counted since the reset, from zero.
+	Reset
+)
+
+// Next takes one reading and returns what it adds and what it was. The
+// first reading is the baseline: Rise with no Delta.
+func (m *Monotonic) Next(v uint64) (delta uint64, kind StepKind) {
+	switch {
+	case !m.started:
+		m.started, m.last = true, v
+		return 0, Rise
+	case m.dipped && v >= m.last:
+		// Back up: the dip was a bad read; the growth counts once,
+		// from before it.
+		m.dipped = false
+		delta, m.last = v-m.last, v
+		return delta, BadRead
+	case m.dipped && v >= m.dip:
+		// Still below, and on from the dip: a reset at the dip, and
+		// all it shows was counted since.
+		m.dipped = false
+		m.last = v
+		return v, Reset
+	case v < m.last || m.dipped:
+		// Below the last (or below the dip as well: neither tells yet):
+		// held until the next reading.
+		m.dipped, m.dip = true, v
+		return 0, Dip
+	}
+	delta, m.last = v-m.last, v
+	return delta, Rise
+}
+
 // PauseCounter is one pause counter pair of a port as the guard reads it,
 // whatever the driver calls it: for metrics and reports.
 type PauseCounter struct {

@@ -163,3 +163,42 @@ func TestPauseDeltasLeaveOutResetAndNewCounters(t *testing.T) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }
+
+// Monotonic never takes a delta across a dip: a dip and return counts the
+// true increase once (a bad read), a reset counts from zero once the next
+// reading shows it, and a reading below the dip as well is held again.
+func TestMonotonic(t *testing.T) {
+	type step struct {
+		v     uint64
+		delta uint64
+		kind  StepKind
+	}
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"rise", []step{{100, 0, Rise}, {150, 50, Rise}, {150, 0, Rise}}},
+		{"dip and return", []step{{1000, 0, Rise}, {10, 0, Dip}, {1010, 10, BadRead}, {1020, 10, Rise}}},
+		{"dip and return to the same value", []step{{1000, 0, Rise}, {0, 0, Dip}, {1000, 0, BadRead}}},
+		{"reset", []step{{5_000_000, 0, Rise}, {0, 0, Dip}, {300, 300, Reset}, {400, 100, Rise}}},
+		{"reset with counts before the next poll", []step{{5_000_000, 0, Rise}, {200, 0, Dip}, {300, 300, Reset}}},
+		{"below the dip too: held again, then a reset", []step{{5_000_000, 0, Rise}, {200, 0, Dip}, {50, 0, Dip}, {260, 260, Reset}}},
+		{"two dips in a row, then back", []step{{1000, 0, Rise}, {10, 0, Dip}, {5, 0, Dip}, {1030, 30, BadRead}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var m Monotonic
+			var total, want uint64
+			for i, s := range c.steps {
+				d, k := m.Next(s.v)
+				if d != s.delta || k != s.kind {
+					t.Errorf("reading %d (%d): delta %d kind %d, want %d kind %d", i, s.v, d, k, s.delta, s.kind)
+				}
+				total += d
+				want += s.delta
+			}
+			if total != want {
+				t.Errorf("total %d, want %d", total, want)
+			}
+		})
+	}
+}

@@ -24,9 +24,14 @@ import (
 //
 // Counter names and units are in counters.go (mlx5, bnxt_en, ice). A
 // counter that appears or vanishes between polls (PFC just changed: mlx5
-// creates the per-priority ones only for PFC-enabled priorities) or goes
-// backwards (a reset: the counters are 64-bit, they do not wrap) starts
-// its window over: never a jump, never a storm.
+// creates the per-priority ones only for PFC-enabled priorities) starts
+// its window over. One that goes backwards is a reset (the counters are
+// 64-bit, they do not wrap) or a bad read, which only the next poll
+// tells: no delta is taken across it; still below at the next poll, the
+// window starts over at the reset, back up, the bad read is skipped and
+// counted (PortWatch.BadSamples). A window that shows more pause than
+// time (occupancy above MaxPlausibleOccupancy) holds a bad sample: it is
+// counted and the window starts over, never a storm.
 
 // CounterSource reads one port's ethtool statistics.
 type CounterSource struct {
@@ -98,6 +103,9 @@ type GuardReport struct {
 	WorstWhere    string            `json:"worst_where,omitempty"`
 	Discards      map[string]uint64 `json:"discards,omitempty"` // growth of the discard counters (counters.go) per port
 	ReadErrors    map[string]string `json:"read_errors,omitempty"`
+	// BadSamples counts, over every port, pause counter readings the
+	// guard could not use (PortWatch.BadSamples).
+	BadSamples int `json:"bad_samples,omitempty"`
 	// NotWatched says, per port the guard could not watch, why ("no
 	// pause counters on <port>"): a quiet soak there proves nothing.
 	NotWatched []string `json:"not_watched,omitempty"`
@@ -116,6 +124,11 @@ type PortWatch struct {
 	WorstWhere     string  `json:"worst_where,omitempty"`
 	// Counters are the pause counters of the last sample.
 	Counters []PauseCounter `json:"counters,omitempty"`
+	// BadSamples counts the pause counter readings that were bad, not a
+	// storm: one that fell and was back at the next poll, or one that
+	// put more pause than time in the window (occupancy above
+	// MaxPlausibleOccupancy).
+	BadSamples int `json:"bad_samples,omitempty"`
 }
 
 // sample is one reading of a pause counter pair.
@@ -130,7 +143,21 @@ type sample struct {
 type series struct {
 	names   pauseAlt
 	samples []sample
+	// dip is a reading below the last, held (dipped) until the next one
+	// tells a reset (still below: the window starts at the dip) from a
+	// bad read (back up: the window goes on as if it had not been).
+	dip    sample
+	dipped bool
 }
+
+// MaxPlausibleOccupancy is the most pause per unit of time a window can
+// show from a real counter. A 100 % storm reads a little above 1 (in the
+// Soft-RoCE lab 0.99-1.03 per poll: the counter runs a little fast and
+// is read a little stale), more on a loaded host whose reads lag their
+// timestamps by a share of the window; a bad sample (a dip back up from
+// near zero: "occupancy 24.6") reads far above. More than this is a bad
+// sample, never a storm.
+const MaxPlausibleOccupancy = 1.5
 
 type seriesKey struct {
 	port string
@@ -139,7 +166,6 @@ type seriesKey struct {
 
 // portState is what the detector keeps per port besides the windows.
 type portState struct {
-	prev     map[string]uint64 // the last sample, for events and discards
 	coverage Coverage
 	watch    PortWatch
 }
@@ -155,6 +181,7 @@ type Detector struct {
 	Worst   float64
 	WorstAt string
 	disc    map[discKey]uint64
+	mono    map[discKey]*Monotonic
 }
 
 // discKey is one port's discard counter (a struct key: a joined string
@@ -163,7 +190,7 @@ type discKey struct{ port, name string }
 
 // NewDetector returns a detector with cfg's thresholds.
 func NewDetector(cfg GuardConfig) *Detector {
-	return &Detector{cfg: cfg, series: map[seriesKey]*series{}, ports: map[string]*portState{}, disc: map[discKey]uint64{}}
+	return &Detector{cfg: cfg, series: map[seriesKey]*series{}, ports: map[string]*portState{}, disc: map[discKey]uint64{}, mono: map[discKey]*Monotonic{}}
 }
 
 // Observe feeds one sample of one port taken at t. It returns a storm as
@@ -175,28 +202,23 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		d.ports[port] = ps
 		d.order = append(d.order, port)
 	}
-	prev := ps.prev
-	ps.prev = cur
-	if prev != nil {
-		for _, ev := range stormEventNames {
-			c, ok1 := trimmedStat(cur, ev)
-			p, ok2 := trimmedStat(prev, ev)
-			if !ok1 || !ok2 {
-				continue
-			}
-			if n, ok := counterDelta(p, c); ok && n > 0 {
-				return &Storm{Port: port, Priority: -1, Direction: "tx", At: t,
-					Reason: fmt.Sprintf("the NIC counted %d new %s (its own PFC storm watchdog fired)", n, ev)}
-			}
+	// Events and discards through a Monotonic each: a reading that dips
+	// and comes back adds nothing twice (a dip then 5 again is no 5 new
+	// events), a reset adds what was counted since it.
+	for _, ev := range stormEventNames {
+		c, ok := trimmedStat(cur, ev)
+		if !ok {
+			continue
 		}
-		for _, name := range discardNames {
-			c, ok1 := cur[name]
-			p, ok2 := prev[name]
-			if ok1 && ok2 {
-				if n, ok := counterDelta(p, c); ok {
-					d.disc[discKey{port, name}] += n
-				}
-			}
+		if n, _ := d.track(port, ev, c); n > 0 {
+			return &Storm{Port: port, Priority: -1, Direction: "tx", At: t,
+				Reason: fmt.Sprintf("the NIC counted %d new %s (its own PFC storm watchdog fired)", n, ev)}
+		}
+	}
+	for _, name := range discardNames {
+		if c, ok := cur[name]; ok {
+			n, _ := d.track(port, name, c)
+			d.disc[discKey{port, name}] += n
 		}
 	}
 	if !ps.coverage.StormEvents {
@@ -229,6 +251,18 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 	return nil
 }
 
+// track feeds one reading of a port's event or discard counter to its
+// Monotonic.
+func (d *Detector) track(port, name string, v uint64) (uint64, StepKind) {
+	k := discKey{port, name}
+	m := d.mono[k]
+	if m == nil {
+		m = &Monotonic{}
+		d.mono[k] = m
+	}
+	return m.Next(v)
+}
+
 // window adds one reading to its series and applies the rule to the
 // window that ends with it.
 func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
@@ -245,12 +279,29 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	if !t.After(last.at) {
 		return nil
 	}
-	if _, ok := counterDelta(last.dur, now.dur); !ok {
-		s.samples = append(s.samples[:0], now) // reset: re-baseline
-		return nil
+	ps := d.ports[k.port]
+	if s.dipped {
+		switch {
+		case now.dur >= last.dur && now.frames >= last.frames:
+			// Back up: the dip was one bad read, skipped.
+			s.dipped = false
+			ps.watch.BadSamples++
+		case now.dur >= s.dip.dur && now.frames >= s.dip.frames:
+			// Still below, on from the dip: a reset at the dip, the
+			// window's new start.
+			s.dipped = false
+			s.samples = append(s.samples[:0], s.dip)
+			last = s.dip
+		default:
+			// Below the dip too: still undecided.
+			s.dip = now
+			return nil
+		}
 	}
-	if _, ok := counterDelta(last.frames, now.frames); !ok {
-		s.samples = append(s.samples[:0], now)
+	if now.dur < last.dur || now.frames < last.frames {
+		// Below the last (64-bit counters do not wrap): a reset or a
+		// bad read, which the next reading tells. No delta across it.
+		s.dip, s.dipped = now, true
 		return nil
 	}
 	s.samples = append(s.samples, now)
@@ -267,7 +318,13 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	var occ, fps float64
 	if c.HasDuration {
 		occ = float64(now.dur-first.dur) / float64(span.Microseconds())
-		ps := d.ports[k.port]
+		if occ > MaxPlausibleOccupancy {
+			// More pause than time: a bad sample (this one, or the
+			// window's start), never a storm. Start over from it.
+			ps.watch.BadSamples++
+			s.samples = append(s.samples[:0], now)
+			return nil
+		}
 		if occ > ps.watch.WorstOccupancy {
 			ps.watch.WorstOccupancy, ps.watch.WorstWhere = occ, joinScope(c.Priority, c.Direction)
 		}
@@ -310,6 +367,10 @@ func (d *Detector) NotWatched() []string {
 // report fills rep's per-port parts.
 func (d *Detector) report(rep *GuardReport) {
 	rep.WorstOccupied, rep.WorstWhere = d.Worst, d.WorstAt
+	rep.BadSamples = 0
+	for _, p := range d.order {
+		rep.BadSamples += d.ports[p].watch.BadSamples
+	}
 	for k, n := range d.disc {
 		if n > 0 {
 			rep.Discards[k.port+" "+k.name] = n

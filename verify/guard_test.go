@@ -219,3 +219,93 @@ func BenchmarkDetectorPoll64Ports(b *testing.B) {
 		}
 	}
 }
+
+// A pause counter that dips for one poll and comes back is one bad read:
+// no delta is taken across it (from the dip back up it read as
+// "occupancy 24.6" and rolled back a healthy apply), no storm, and the
+// bad sample is counted in the report.
+func TestGuardDipAndReturnIsABadSampleNotAStorm(t *testing.T) {
+	c := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	var v uint64 = 5_000_000
+	i := 0
+	read := func() (map[string]uint64, error) {
+		i++
+		// 10 % paused; poll 20 reads 0 once.
+		v += 10_000
+		if i == 20 {
+			return map[string]uint64{"rx_prio3_pause_duration": 0, "rx_prio3_pause": 0}, nil
+		}
+		return map[string]uint64{"rx_prio3_pause_duration": v, "rx_prio3_pause": v / 10}, nil
+	}
+	cfg := guardCfg(c)
+	cfg.MaxPauseFramesPerSecond = 100_000
+	storm, rep, err := Guard(context.Background(), []CounterSource{{Port: "p0", Read: read}}, cfg)
+	if err != nil || storm != nil {
+		t.Fatalf("dip and return: storm %v, err %v", storm, err)
+	}
+	if rep.WorstOccupied > 0.11 {
+		t.Errorf("worst occupancy %.2f, want 0.10: the dip leaked into a window", rep.WorstOccupied)
+	}
+	if rep.BadSamples != 1 || rep.Ports["p0"].BadSamples != 1 {
+		t.Errorf("bad samples %d (port %d), want 1", rep.BadSamples, rep.Ports["p0"].BadSamples)
+	}
+}
+
+// A dip in the middle of a real storm does not hide it: the window goes
+// on from before the dip, and the storm is called.
+func TestGuardStormDetectedAcrossADip(t *testing.T) {
+	d := NewDetector(GuardConfig{DetectionTime: 200 * time.Millisecond, MaxPauseOccupancy: 0.99})
+	t0 := time.Unix(0, 0)
+	var storm *Storm
+	for i := 0; i < 10 && storm == nil; i++ {
+		v := uint64(1_000_000 + i*100_000) // 100 % paused
+		if i == 2 {
+			v = 7
+		}
+		storm = d.Observe("p", t0.Add(time.Duration(i)*100*time.Millisecond), map[string]uint64{"rx_prio3_pause_duration": v})
+	}
+	if storm == nil {
+		t.Fatal("storm hidden by a dip")
+	}
+	// Windows from poll 0 to 2 would need poll 2; skipping the dip, the
+	// window 1..3 is whole at poll 3.
+	if want := t0.Add(300 * time.Millisecond); !storm.At.Equal(want) {
+		t.Errorf("storm at %v, want %v", storm.At.Sub(t0), want.Sub(t0))
+	}
+}
+
+// Occupancy well above 1 (more pause than time) is a bad sample, never a
+// storm, whatever the threshold: counted, and the window starts over.
+func TestDetectorImpossibleOccupancyIsABadSample(t *testing.T) {
+	d := NewDetector(GuardConfig{DetectionTime: 100 * time.Millisecond, MaxPauseOccupancy: 0.99})
+	t0 := time.Unix(0, 0)
+	for i, v := range []uint64{0, 10_000, 2_470_000, 2_480_000, 2_490_000} {
+		if s := d.Observe("p", t0.Add(time.Duration(i)*100*time.Millisecond), map[string]uint64{"rx_prio3_pause_duration": v}); s != nil {
+			t.Fatalf("poll %d: %v", i, s)
+		}
+	}
+	rep := &GuardReport{Discards: map[string]uint64{}}
+	d.report(rep)
+	if rep.BadSamples != 1 {
+		t.Errorf("bad samples %d, want 1", rep.BadSamples)
+	}
+	if rep.WorstOccupied > 0.11 {
+		t.Errorf("worst occupancy %.2f, want 0.10: the bad sample counted", rep.WorstOccupied)
+	}
+}
+
+// A storm-event counter that dips and comes back is no new event.
+func TestGuardStormEventDipIsNoEvent(t *testing.T) {
+	d := NewDetector(GuardConfig{DetectionTime: 100 * time.Millisecond, MaxPauseOccupancy: 0.99})
+	t0 := time.Unix(0, 0)
+	for i, v := range []uint64{5, 5, 0, 5, 5} {
+		if s := d.Observe("p", t0.Add(time.Duration(i)*100*time.Millisecond), map[string]uint64{"tx_pause_storm_error_events": v, "rx_discards_phy": v * 10}); s != nil {
+			t.Fatalf("poll %d: %v", i, s)
+		}
+	}
+	rep := &GuardReport{Discards: map[string]uint64{}}
+	d.report(rep)
+	if len(rep.Discards) != 0 {
+		t.Errorf("discards %v after a dip and return, want none", rep.Discards)
+	}
+}

@@ -387,7 +387,7 @@ func TestConfirmWaitInForeground(t *testing.T) {
 	h2 := newHost(t)
 	t.Cleanup(func() { killWatchers(h2.state) })
 	code, msg := h2.run("apply", "--confirm", "1s", "--wait", "-p", h2.profile)
-	if code != 3 || !strings.Contains(msg, "was not committed in time and has been reverted") {
+	if code != 3 || !strings.Contains(msg, "was not committed by its confirm deadline (") {
 		t.Fatalf("apply --wait without commit: exit %d\n%s", code, msg)
 	}
 	if m := h2.mtu("ens1f0np0"); m != 1500 {
