@@ -149,12 +149,25 @@ func (d *FileIn) Read() ([]byte, unix.Stat_t, error) {
 	if st.Nlink > 1 {
 		return nil, st, d.err("open", fmt.Errorf("%w (%d names)", ErrHardLinked, st.Nlink))
 	}
-	data, err := io.ReadAll(file)
+	if st.Size > MaxFileIn {
+		return nil, st, d.err("read", fmt.Errorf("%w: %d bytes, larger than the %d MiB cap for a file rocectl edits", ErrTooLarge, st.Size, MaxFileIn>>20))
+	}
+	data, err := io.ReadAll(io.LimitReader(file, MaxFileIn+1))
 	if err != nil {
 		return nil, st, d.err("read", err)
 	}
+	if len(data) > MaxFileIn {
+		return nil, st, d.err("read", fmt.Errorf("%w: it grew past the %d MiB cap for a file rocectl edits while read", ErrTooLarge, MaxFileIn>>20))
+	}
 	return data, st, nil
 }
+
+// MaxFileIn bounds what FileIn.Read reads: the files rocectl edits in
+// place (an NCCL config file) are a few KiB.
+const MaxFileIn = 16 << 20
+
+// ErrTooLarge is the refusal of a file above its cap.
+var ErrTooLarge = errors.New("file too large")
 
 // Replace puts data at the name atomically: a new file in the same
 // directory is written, given mode (and owner uid:gid unless owner is

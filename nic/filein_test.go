@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -170,5 +171,29 @@ func TestFileInReplaceDoesNotWriteThroughASymlink(t *testing.T) {
 	}
 	if st, err := os.Lstat(filepath.Join(root, "etc", "nccl.conf")); err != nil || !st.Mode().IsRegular() {
 		t.Errorf("the name is not a regular file now: %v", err)
+	}
+}
+
+// A file rocectl edits in place (the NCCL config file) above the cap is
+// refused before it is read, the cap in the error: a sparse 17 MiB
+// nccl.conf allocates nothing.
+func TestFileInReadCap(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "nccl.conf")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxFileIn + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	in, err := NewFS(root, false).OpenFileIn("/nccl.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if _, _, err := in.Read(); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "16 MiB cap") {
+		t.Errorf("read of a %d-byte file: %v", MaxFileIn+1, err)
 	}
 }
