@@ -197,3 +197,21 @@ func TestFileInReadCap(t *testing.T) {
 		t.Errorf("read of a %d-byte file: %v", MaxFileIn+1, err)
 	}
 }
+
+// An attribute file of a --root tree above the cap is refused as it is
+// read, the cap in the error, not read whole.
+func TestAttributeReadCap(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "attr")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxAttr + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := NewFS(root, true).ReadFile("/attr"); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "16 MiB cap for an attribute") {
+		t.Errorf("read of a %d-byte attribute: %v", MaxAttr+1, err)
+	}
+}

@@ -244,7 +244,7 @@ func (f FS) readAttr(w where, buf []byte) ([]byte, error) {
 	copy(out, buf)
 	for {
 		if len(out) == cap(out) {
-			out = slices.Grow(out, len(out))
+			out = slices.Grow(out, min(len(out), MaxAttr+1-len(out)))
 		}
 		free := out[len(out):cap(out)]
 		n, err := retryEINTR(func() (int, error) { return unix.Read(fd, free) })
@@ -252,6 +252,9 @@ func (f FS) readAttr(w where, buf []byte) ([]byte, error) {
 			return nil, readErr(err)
 		}
 		out = out[:len(out)+n]
+		if len(out) > MaxAttr {
+			return nil, readErr(fmt.Errorf("%w: more than the %d MiB cap for an attribute", ErrTooLarge, MaxAttr>>20))
+		}
 		// A read that leaves the buffer part empty has reached the
 		// end: sysfs, configfs and debugfs attributes hand over their
 		// whole value in the first read, and regular files read short
@@ -262,6 +265,11 @@ func (f FS) readAttr(w where, buf []byte) ([]byte, error) {
 		}
 	}
 }
+
+// MaxAttr bounds one attribute readAttr reads: sysfs hands over at most a
+// page, configfs and debugfs little more; a --root tree's file that holds
+// more is no attribute.
+const MaxAttr = 16 << 20
 
 // openFile opens the attribute p (flags O_RDONLY or O_WRONLY|O_TRUNC) and
 // refuses anything but a regular file.
