@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -788,12 +787,6 @@ func checkNCCLRestored(h *Host, st Step) error {
 	b := st.Undo
 	if b == nil {
 		return nil
-	}
-	if left, err := nccl.TempLeft(h.FS, b.Path); err != nil || left {
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("verify: %s is still beside %s, left by an interrupted write", nic.TempName(filepath.Base(b.Path)), b.Path)
 	}
 	data, mode, exists, err := nccl.ReadConf(h.FS, b.Path)
 	switch {

@@ -7,9 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rocectl/rocectl/nic"
+	"golang.org/x/sys/unix"
 )
 
 // NCCL reads its configuration files like this (NVIDIA/nccl@5067397
@@ -331,12 +330,6 @@ func RestoreConf(fs nic.FS, p string, dir *nic.DirID, data []byte, mode os.FileM
 		return err
 	}
 	defer f.Close()
-	// An apply killed while it wrote the file left its temporary file
-	// (nic.TempName of p): the restore removes it, whatever else it does,
-	// so that "restored" is true of the directory too.
-	if err := f.RemoveTemp(); err != nil {
-		return err
-	}
 	if !exists {
 		if err := f.Remove(); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -348,21 +341,6 @@ func RestoreConf(fs nic.FS, p string, dir *nic.DirID, data []byte, mode os.FileM
 		return err
 	}
 	return replaceIn(f, old, st, there, data, mode)
-}
-
-// TempLeft says whether an interrupted write of p left its temporary
-// file (nic.TempName) beside it: a restore is not whole while it is
-// there, and RestoreConf removes it.
-func TempLeft(fs nic.FS, p string) (bool, error) {
-	f, err := fs.OpenFileIn(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil // no directory: nothing beside it either
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	return f.TempLeft()
 }
 
 // ReadConf reads the file at p as UpdateConf does, refusing what it

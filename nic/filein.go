@@ -1,6 +1,8 @@
 package nic
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -179,14 +181,11 @@ func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
 	if d.dir == nil {
 		return d.err("write", ErrReadOnly)
 	}
-	// The temporary file's name is the name's own (TempName), never a
-	// random one: a journal that names the file names it too, so that a
-	// recovery after a kill -9 in the middle of this write removes it
-	// (RemoveTemp). One a killed write left is removed first.
-	tmp := TempName(d.name)
-	if err := d.RemoveTemp(); err != nil {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
+	tmp := "." + d.name + ".rocectl-" + hex.EncodeToString(rnd[:])
 	fd, err := retryEINTR(func() (int, error) {
 		return unix.Openat(d.fd(), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	})
@@ -223,40 +222,6 @@ func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
 		return d.err("fsync directory of", err)
 	}
 	return nil
-}
-
-// TempName is the temporary file Replace writes name's new content to,
-// in the same directory: ".NAME.rocectl-tmp".
-func TempName(name string) string { return "." + name + ".rocectl-tmp" }
-
-// RemoveTemp removes what a Replace killed before its rename left at
-// TempName (not what a symlink there points to); nothing there is no
-// error.
-func (d *FileIn) RemoveTemp() error {
-	if d.dir == nil {
-		return nil // nothing on disk: an in-memory or read-only FS
-	}
-	if err := unix.Unlinkat(d.fd(), TempName(d.name), 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return d.err("remove the temporary file of", err)
-	}
-	return nil
-}
-
-// TempLeft says whether something is at TempName (a link is not
-// followed): what a Replace killed before its rename left.
-func (d *FileIn) TempLeft() (bool, error) {
-	if d.dir == nil {
-		return false, nil
-	}
-	var st unix.Stat_t
-	err := unix.Fstatat(d.fd(), TempName(d.name), &st, unix.AT_SYMLINK_NOFOLLOW)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.ENOENT):
-		return false, nil
-	}
-	return false, d.err("stat the temporary file of", err)
 }
 
 // Remove removes the name (not what a symlink there points to). A missing
