@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/rocectl/rocectl/host"
@@ -344,51 +343,11 @@ func (j *Journal) check() error {
 		if len(st.Changes) == 0 {
 			return fmt.Errorf("%w: step %d has no changes", ErrJournalDamaged, i+1)
 		}
-		for _, c := range st.Changes {
-			if err := checkChange(c); err != nil {
-				return fmt.Errorf("%w: step %d: %v", ErrJournalDamaged, i+1, err)
-			}
-		}
-		if u := st.Undo; u != nil && (u.Path == "" || !filepath.IsAbs(u.Path) || filepath.Clean(u.Path) != u.Path) {
-			return fmt.Errorf("%w: step %d: the saved file's path %q is not a clean absolute path", ErrJournalDamaged, i+1, u.Path)
-		}
 		if err := checkSlaves(st); err != nil {
 			return fmt.Errorf("%w: step %d: %v", ErrJournalDamaged, i+1, err)
 		}
 	}
 	return nil
-}
-
-// checkChange: every field of a change that a rollback, a recovery or
-// an abandon uses is there before any of them runs: its key and scope; a
-// port for every setting but the host's NCCL file, with the port's netdev,
-// and for the RDMA device's settings (ECN, rdma_cm, the verbs traffic
-// class) the device and its port number. A journal edited by hand or by
-// a bug ("Port": null) is damaged, never a nil pointer later.
-func checkChange(c policy.Change) error {
-	switch {
-	case c.Key == "" || c.Scope == "":
-		return errors.New("a change without a key or scope")
-	case c.Kind == policy.KindNCCL:
-		return nil
-	case c.Port == nil:
-		return fmt.Errorf("%s: a %s change without a port", c.Key, c.Kind)
-	case c.Port.Netdev == "" && !rdmaScoped(c.Kind):
-		return fmt.Errorf("%s: a %s change on a port without a netdev", c.Key, c.Kind)
-	case rdmaScoped(c.Kind) && (c.Port.RDMADevice == "" || c.Port.PortNum <= 0):
-		return fmt.Errorf("%s: a %s change on a port without its RDMA device and port number", c.Key, c.Kind)
-	}
-	return nil
-}
-
-// rdmaScoped says whether k is a setting of the RDMA device's port
-// (policy's onRDMAPort scope), not of the netdev.
-func rdmaScoped(k policy.Kind) bool {
-	switch k {
-	case policy.KindECNEnable, policy.KindECNParam, policy.KindRoCEMode, policy.KindRoCETOS, policy.KindTrafficClass:
-		return true
-	}
-	return false
 }
 
 // checkSlaves: a LAG step names each slave once, every slave has a change

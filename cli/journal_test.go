@@ -96,49 +96,6 @@ func TestRollbackAbandonUnblocks(t *testing.T) {
 	}
 }
 
-// A version 1 journal (no checksum) whose change says "Port": null used
-// to crash rollback, apply and even rollback --abandon with a nil pointer
-// (issue 34, item 2). Decoding now checks every field a rollback uses:
-// the journal is damaged, each command says so with the way out, and
-// --abandon takes it.
-func TestV1JournalWithoutAPort(t *testing.T) {
-	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
-	state := t.TempDir()
-	golden, err := os.ReadFile(repo("apply/testdata/journal-v1-connectx-lossless.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j map[string]any
-	if err := json.Unmarshal(golden, &j); err != nil {
-		t.Fatal(err)
-	}
-	id := j["id"].(string)
-	j["state"], j["done"], j["root"] = "applying", 0, root // as a crash mid-apply leaves it
-	j["steps"].([]any)[0].(map[string]any)["changes"].([]any)[0].(map[string]any)["Port"] = nil
-	data, err := json.Marshal(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(state, "journal"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(state, "journal", id+".json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := []string{"--root", root, "--state-dir", state}
-	prof := repo("profiles/connectx-lossless.toml")
-	for _, args := range [][]string{{"rollback"}, {"rollback", id}, {"apply", "--soak", "0", "-p", prof}} {
-		code, out, errs := run(t, sim, append(g, args...)...)
-		if code != ExitError || !strings.Contains(errs, "a mtu change without a port") || !strings.Contains(errs, "rocectl rollback --abandon "+id) {
-			t.Errorf("%v: exit %d\n%s%s", args, code, out, errs)
-		}
-	}
-	code, out, errs := run(t, sim, append(g, "rollback", "--abandon", id)...)
-	if code != ExitOK || !strings.Contains(out, filepath.Join(state, "journal", "abandoned", id+".json")) {
-		t.Fatalf("rollback --abandon: exit %d\n%s%s", code, out, errs)
-	}
-}
-
 // `commit` after a missed deadline says what happened, from the journal
 // and the lock: nothing reverted it yet (and how to), it is held by
 // another rocectl now, it was reverted after the deadline, or an operator
