@@ -66,7 +66,7 @@ func (r *rig) assertRestored(t *testing.T, before hostState, what string) {
 
 // newRig is a writable copy of a fixture host with a profile resolved and
 // planned against it.
-func newRig(t *testing.T, fixture, profile string) *rig {
+func newRig(t testing.TB, fixture, profile string) *rig {
 	t.Helper()
 	root, sim := fixturehost.Copy(t, fixture)
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil { // for [nccl] write

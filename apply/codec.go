@@ -14,6 +14,7 @@ import (
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
+	"github.com/rocectl/rocectl/statedir"
 )
 
 // The journal's on-disk format (docs/journal-format.md). It is written
@@ -327,14 +328,21 @@ func decodeV2(data []byte, version int) (*Journal, error) {
 	return j, nil
 }
 
-// check is what every decoded journal must satisfy before rollback may
-// act on it.
+// check is what every decoded journal must satisfy before rollback,
+// recovery, the agent or abandon may act on it: whatever its version, a
+// journal that passes has every field they use (host.Step.Validate).
 func (j *Journal) check() error {
 	if j.ID == "" {
 		return fmt.Errorf("%w: it has no ID", ErrJournalDamaged)
 	}
+	if err := statedir.CheckID(j.ID); err != nil {
+		return fmt.Errorf("%w: %v", ErrJournalDamaged, err)
+	}
 	if !knownStates[j.State] {
 		return fmt.Errorf("%w: unknown state %q", ErrJournalDamaged, j.State)
+	}
+	if j.State == StateConfirmPending && j.Deadline == nil {
+		return fmt.Errorf("%w: it waits for a commit but has no confirm deadline", ErrJournalDamaged)
 	}
 	if j.Done < 0 || j.Done > len(j.Steps) {
 		return fmt.Errorf("%w: %d of %d steps done", ErrJournalDamaged, j.Done, len(j.Steps))
@@ -342,6 +350,11 @@ func (j *Journal) check() error {
 	for i, st := range j.Steps {
 		if len(st.Changes) == 0 {
 			return fmt.Errorf("%w: step %d has no changes", ErrJournalDamaged, i+1)
+		}
+		// Every field a rollback, recovery or abandon uses, checked
+		// before any of them reads the host through it.
+		if err := st.Validate(); err != nil {
+			return fmt.Errorf("%w: step %d: %w", ErrJournalDamaged, i+1, err)
 		}
 		if err := checkSlaves(st); err != nil {
 			return fmt.Errorf("%w: step %d: %v", ErrJournalDamaged, i+1, err)

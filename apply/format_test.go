@@ -226,6 +226,9 @@ func FuzzDecodeJournal(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(lag)
+	for _, g := range goldenJournalFiles(f) {
+		f.Add(g)
+	}
 	f.Add([]byte(`{"version":2}`))
 	f.Add([]byte(`{"version":3}`))
 	f.Add([]byte(`{"version":1,"id":"x","state":"applying","steps":[{"changes":[]}]}`))
@@ -237,9 +240,16 @@ func FuzzDecodeJournal(f *testing.F) {
 			}
 			return
 		}
-		// Decoded means verified: whole, and the same after a round trip.
+		// Decoded means verified: whole, every step with every field a
+		// rollback uses (no port setting without its port), and the
+		// same after a round trip.
 		if err := j.check(); err != nil {
 			t.Fatalf("decoded journal fails its check: %v", err)
+		}
+		for i, st := range j.Steps {
+			if err := st.Validate(); err != nil {
+				t.Fatalf("decoded journal's step %d is invalid: %v", i+1, err)
+			}
 		}
 		out, err := encodeJournal(j)
 		if err != nil {

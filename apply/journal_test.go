@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/statedir"
 )
 
@@ -20,7 +21,8 @@ func journalAt(sec int, state string) *Journal {
 	return &Journal{Version: 1, ID: fmt.Sprintf("%s-%06x", start.Format("20060102T150405Z"), sec), Profile: "p",
 		Started: start, State: state, Steps: []host.Step{{Scope: "ens1f0np0", Group: "link.mtu",
 			Changes: []policy.Change{{Setting: policy.Setting{Key: "ens1f0np0.link.mtu", Scope: "ens1f0np0",
-				Name: "link.mtu", Kind: policy.KindMTU, Value: "9000"}, Before: "1500"}}}}}
+				Name: "link.mtu", Kind: policy.KindMTU, Value: "9000", Port: &port.Port{Netdev: "ens1f0np0", Driver: "mlx5_core"}},
+				Before: "1500"}}}}}
 }
 
 // files lists the journal files of journal/ (s.OpenIDs) or journal/done/

@@ -782,11 +782,22 @@ func restoreNCCL(w *stepWriter) error {
 	return nccl.RestoreConf(w.h.FS, b.Path, b.Dir, b.Data, os.FileMode(b.Mode).Perm(), !b.Absent)
 }
 
-// checkNCCLRestored says whether the NCCL file is back as it was saved.
+// checkNCCLRestored says whether the NCCL file is back as it was saved,
+// with no temp file of a rewrite left beside it.
 func checkNCCLRestored(h *Host, st Step) error {
 	b := st.Undo
 	if b == nil {
 		return nil
+	}
+	// A rewrite killed before its rename leaves a temp file beside it:
+	// until that is gone the host is not as it was.
+	temps, err := nccl.Temps(h.FS, b.Path)
+	if err != nil {
+		return err
+	}
+	if len(temps) > 0 {
+		return &policy.Mismatch{Key: policy.HostScope + ".nccl.temp_file", Want: "none",
+			Have: strings.Join(temps, ", ") + " (a rewrite of " + b.Path + " that was cut short)"}
 	}
 	data, mode, exists, err := nccl.ReadConf(h.FS, b.Path)
 	switch {

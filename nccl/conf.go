@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
-	"github.com/rocectl/rocectl/nic"
 	"golang.org/x/sys/unix"
+
+	"github.com/rocectl/rocectl/nic"
 )
 
 // NCCL reads its configuration files like this (NVIDIA/nccl@5067397
@@ -320,7 +322,9 @@ func openIn(fs nic.FS, p string, want *nic.DirID) (*nic.FileIn, error) {
 // RestoreConf puts a saved copy back at p (what ReadConfDir returned before
 // a change): data with its mode, keeping the owner of the file there now;
 // or, when the file did not exist (exists false), removes whatever is at p
-// now, a symlink as the link. Refusals are UpdateConf's, dir's included.
+// now, a symlink as the link. Either way it first removes the temp files
+// of a rewrite that was killed before its rename (nic.FileIn.Temps).
+// Refusals are UpdateConf's, dir's included.
 func RestoreConf(fs nic.FS, p string, dir *nic.DirID, data []byte, mode os.FileMode, exists bool) error {
 	if err := fs.CheckWrite("write", p); err != nil {
 		return err
@@ -330,6 +334,11 @@ func RestoreConf(fs nic.FS, p string, dir *nic.DirID, data []byte, mode os.FileM
 		return err
 	}
 	defer f.Close()
+	// A rewrite killed before its rename left its temp file: it goes
+	// too, or the host is not as it was.
+	if err := f.RemoveTemps(); err != nil {
+		return err
+	}
 	if !exists {
 		if err := f.Remove(); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -341,6 +350,26 @@ func RestoreConf(fs nic.FS, p string, dir *nic.DirID, data []byte, mode os.FileM
 		return err
 	}
 	return replaceIn(f, old, st, there, data, mode)
+}
+
+// Temps lists the temp files a rewrite of p killed before its rename left
+// beside it (nic.FileIn.Temps), as host paths; none when p's directory
+// does not exist.
+func Temps(fs nic.FS, p string) ([]string, error) {
+	f, err := fs.OpenFileIn(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Temps()
+	var out []string
+	for _, n := range names {
+		out = append(out, path.Join(path.Dir(f.Path()), n))
+	}
+	return out, err
 }
 
 // ReadConf reads the file at p as UpdateConf does, refusing what it

@@ -1,13 +1,14 @@
 package nic
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -171,8 +172,77 @@ const MaxFileIn = 16 << 20
 // ErrTooLarge is the refusal of a file above its cap.
 var ErrTooLarge = errors.New("file too large")
 
+// TempName is the name of the file Replace writes before renaming it over
+// name: fixed, not random, so that a rocectl killed before the rename
+// leaves a file that the next one knows is its own (a journal that records
+// the file's path records it too), and removes (RemoveTemps). rocectl holds
+// its state dir's lock while it writes, so no two of them share it.
+func TempName(name string) string { return "." + name + ".rocectl-tmp" }
+
+// legacyTemp says whether n is the random temp name of a rocectl before
+// TempName ("."+name+".rocectl-" and 16 hex digits), which a kill left
+// for good.
+func legacyTemp(name, n string) bool {
+	rest, ok := strings.CutPrefix(n, "."+name+".rocectl-")
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
+}
+
+// Temps lists the temp files of the name that are left in its directory:
+// TempName's, and those of older rocectl versions.
+func (d *FileIn) Temps() ([]string, error) {
+	if d.dir == nil {
+		return nil, nil // a tree in memory is never written
+	}
+	dup, err := unix.Dup(d.fd())
+	if err != nil {
+		return nil, d.err("list the directory of", err)
+	}
+	dir := os.NewFile(uintptr(dup), d.dir.Name())
+	defer dir.Close()
+	if _, err := dir.Seek(0, io.SeekStart); err != nil {
+		return nil, d.err("list the directory of", err)
+	}
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, d.err("list the directory of", err)
+	}
+	var out []string
+	for _, n := range names {
+		if n == TempName(d.name) || legacyTemp(d.name, n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// RemoveTemps removes the temp files a killed Replace left (Temps): the
+// names only, a symlink as the link.
+func (d *FileIn) RemoveTemps() error {
+	temps, err := d.Temps()
+	if err != nil {
+		return err
+	}
+	for _, n := range temps {
+		if err := unix.Unlinkat(d.fd(), n, 0); err != nil && err != unix.ENOENT {
+			return &os.PathError{Op: "remove", Path: path.Join(path.Dir(d.path), n), Err: err}
+		}
+	}
+	if len(temps) > 0 {
+		if err := d.dir.Sync(); err != nil {
+			return d.err("fsync directory of", err)
+		}
+	}
+	return nil
+}
+
 // Replace puts data at the name atomically: a new file in the same
-// directory is written, given mode (and owner uid:gid unless owner is
+// directory (TempName, after any temp file a killed rocectl left is
+// removed) is written, given mode (and owner uid:gid unless owner is
 // nil), fsynced and renamed over the name; then the directory is fsynced.
 // Readers see the old file or the new one, never a mix, even across a
 // crash. Whatever was at the name (a symlink included) is replaced, not
@@ -181,17 +251,17 @@ func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
 	if d.dir == nil {
 		return d.err("write", ErrReadOnly)
 	}
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	if err := d.RemoveTemps(); err != nil {
 		return err
 	}
-	tmp := "." + d.name + ".rocectl-" + hex.EncodeToString(rnd[:])
+	tmp := TempName(d.name)
 	fd, err := retryEINTR(func() (int, error) {
 		return unix.Openat(d.fd(), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	})
 	if err != nil {
 		return d.err("create", err)
 	}
+	killPoint("filein-created")
 	file := os.NewFile(uintptr(fd), tmp)
 	renamed := false
 	defer func() {
@@ -203,6 +273,7 @@ func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
 	if _, err := file.Write(data); err != nil {
 		return d.err("write", err)
 	}
+	killPoint("filein-written")
 	if err := file.Chmod(mode.Perm()); err != nil {
 		return d.err("chmod", err)
 	}
@@ -214,10 +285,12 @@ func (d *FileIn) Replace(data []byte, mode os.FileMode, owner *[2]int) error {
 	if err := file.Sync(); err != nil {
 		return d.err("fsync", err)
 	}
+	killPoint("filein-synced")
 	if err := unix.Renameat(d.fd(), tmp, d.fd(), d.name); err != nil {
 		return d.err("rename", err)
 	}
 	renamed = true
+	killPoint("filein-renamed")
 	if err := d.dir.Sync(); err != nil {
 		return d.err("fsync directory of", err)
 	}

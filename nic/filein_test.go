@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -213,5 +215,46 @@ func TestAttributeReadCap(t *testing.T) {
 	f.Close()
 	if _, err := NewFS(root, true).ReadFile("/attr"); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "16 MiB cap for an attribute") {
 		t.Errorf("read of a %d-byte attribute: %v", MaxAttr+1, err)
+	}
+}
+
+// A temp file a killed Replace left has a name Replace knows (TempName,
+// or an older rocectl's random one): the next Replace removes it, and
+// does not write through a symlink put at the name, nor touch what it
+// points to or a file that merely looks alike.
+func TestFileInReplaceRemovesLeftTemps(t *testing.T) {
+	root, fs := fileInRoot(t)
+	etc := filepath.Join(root, "etc")
+	secret := filepath.Join(root, "secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(etc, TempName("nccl.conf"))); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{".nccl.conf.rocectl-0123456789abcdef": "old", ".nccl.conf.rocectl-keep": "not ours"} {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := openIn(t, fs, "/etc/nccl.conf")
+	temps, err := f.Temps()
+	if err != nil || !slices.Equal(temps, []string{".nccl.conf.rocectl-0123456789abcdef", ".nccl.conf.rocectl-tmp"}) {
+		t.Fatalf("Temps = %q, %v", temps, err)
+	}
+	if err := f.Replace([]byte("A=1\n"), 0o644, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(etc, "nccl.conf")); got != "A=1\n" {
+		t.Errorf("nccl.conf holds %q", got)
+	}
+	if got := readFile(t, secret); got != "s3cret\n" {
+		t.Errorf("the symlink's target holds %q", got)
+	}
+	if temps, err := f.Temps(); err != nil || len(temps) != 0 {
+		t.Errorf("Temps after Replace = %q, %v", temps, err)
+	}
+	if got := readFile(t, filepath.Join(etc, ".nccl.conf.rocectl-keep")); got != "not ours" {
+		t.Errorf("a file that is no temp of rocectl's holds %q", got)
 	}
 }

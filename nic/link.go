@@ -53,9 +53,12 @@ func (l *Live) SetMTU(ifname string, mtu int) error {
 	return nil
 }
 
-// checkLinkName refuses names the kernel cannot have: empty, or longer than
-// ALTIFNAMSIZ-1 (altnames may be up to 127 bytes), or containing '/', NUL or
-// white space (dev_valid_name).
+// CheckLinkName refuses names the kernel cannot have (syscall.EINVAL):
+// empty, "." or "..", longer than ALTIFNAMSIZ-1 (altnames may be up to 127
+// bytes), or containing '/', ':', NUL or white space (dev_valid_name). A
+// name that passes is one path element, safe to put in a sysfs path.
+func CheckLinkName(name string) error { return checkLinkName(name) }
+
 func checkLinkName(name string) error {
 	if name == "" || len(name) >= altIfNameSize || name == "." || name == ".." {
 		return syscall.EINVAL

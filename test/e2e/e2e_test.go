@@ -412,3 +412,62 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// kill -9 at each point of the NCCL file's rewrite (the test build's kill
+// points in nic.FileIn.Replace: its temp file created, written, fsynced,
+// renamed over nccl.conf); afterwards `rocectl rollback`, or the next
+// apply's recovery, leaves the root's files exactly as before: nccl.conf
+// as it was and no temp file beside it (issue #34 item 1).
+func TestKill9DuringNCCLWriteThenRecover(t *testing.T) {
+	for _, point := range []string{"filein-created", "filein-written", "filein-synced", "filein-renamed"} {
+		for _, recovery := range []string{"rollback", "apply"} {
+			t.Run(point+"/"+recovery, func(t *testing.T) {
+				h := newHost(t)
+				// The e2e profile with the NCCL file written.
+				prof, err := os.ReadFile(h.profile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prof = append(prof, "[nccl]\nwrite = \"/etc/nccl.conf\"\n"...)
+				if err := os.WriteFile(h.profile, prof, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Join(h.root, "etc"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(h.root, "etc", "nccl.conf"), []byte("NCCL_DEBUG=WARN\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				beforeFiles := fixturehost.Files(t, h.root)
+				var out bytes.Buffer
+				c := h.cmd("apply", "-p", h.profile)
+				c.Env = append(os.Environ(), "ROCECTL_TEST_KILL_AT="+point)
+				c.Stdout, c.Stderr = &out, &out
+				err = c.Run()
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("apply was not killed at %s: %v\n%s", point, err, out.String())
+				}
+				if recovery == "apply" {
+					code, out := h.run("apply", "-p", h.profile)
+					if code != 0 || !strings.Contains(out, "found an unfinished apply") {
+						t.Fatalf("apply exit %d\n%s", code, out)
+					}
+					if temps, _ := filepath.Glob(filepath.Join(h.root, "etc", ".nccl.conf.*")); len(temps) > 0 {
+						t.Errorf("temp files left after the next apply: %v", temps)
+					}
+				}
+				code, out2 := h.run("rollback")
+				if code != 0 {
+					t.Fatalf("rollback exit %d\n%s", code, out2)
+				}
+				if m := h.mtu("ens1f0np0"); m != 1500 {
+					t.Errorf("MTU = %d after rollback, want 1500\n%s", m, out2)
+				}
+				if d := fixturehost.DiffTrees(beforeFiles, fixturehost.Files(t, h.root)); len(d) > 0 {
+					t.Errorf("files differ after recovery: %v\n%s", d, out2)
+				}
+			})
+		}
+	}
+}

@@ -15,7 +15,9 @@ import (
 // directory (so that `rocectl agent` finds the daemon beside it), stores
 // rocectl's path in *bin, runs the package's tests and exits with their
 // code. The build has the test hooks (-tags rocectl_testhooks,
-// cli/testhooks.go: ROCECTL_TEST_STEP_DELAY slows each apply step), which
+// cli/testhooks.go: ROCECTL_TEST_STEP_DELAY slows each apply step;
+// nic/killpoint_testhooks.go: ROCECTL_TEST_KILL_AT kill -9s rocectl at a
+// named point of a file replacement), which
 // the shipped binaries lack. Without a Go toolchain on PATH *bin stays empty (tests that need
 // it skip); a build that fails stops the run. Like leaktest.Main, it fails
 // the run when a goroutine of this module outlives the tests.
