@@ -74,6 +74,11 @@ type Driver interface {
 	// takes the switch's frames before the host sees them, "" when not
 	// or when it cannot be told.
 	FirmwareLLDP(f LLDPFacts) string
+
+	// RefuseECN says why the driver cannot hold the profile's [ecn]
+	// priorities as written, "" when it can. It is asked for each of a
+	// port's ECN changes.
+	RefuseECN(ecn *policy.ECN) string
 }
 
 // Caps says which models of a driver's resources the planner follows
@@ -93,6 +98,11 @@ type Caps struct {
 	// PFCTogglesLink: a write that changes the PFC priorities takes the
 	// link down and up (mlx5e_dcbnl_ieee_setpfc).
 	PFCTogglesLink bool
+	// CCCommit: the driver stages congestion-control writes and takes
+	// them only when a commit file is written (bnxt_re configfs
+	// apply_store): a port's ECN changes are one step that ends with the
+	// commit, and rollback writes the old values and commits again.
+	CCCommit bool
 }
 
 // DCBXPlan is what a driver says of a qos.dcbx setting: at most one of
@@ -154,6 +164,7 @@ func (Base) WillingDCBX([]string) string                          { return "" }
 func (Base) Disruptions(*policy.Change) []string                  { return nil }
 func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, "" }
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
+func (Base) RefuseECN(*policy.ECN) string                         { return "" }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
 
 // LLDManagedLLDP is FirmwareLLDP for a driver that says nothing more

@@ -81,8 +81,10 @@ var (
 	objPFC       = &object{group: "pfc", write: writePFC}
 	objBuffer    = &object{group: "buffer", write: writeBuffer}
 	objStorm     = &object{write: writeStorm}
-	objECNEnable = &object{write: writeECN} // one sysfs file per priority
-	objECNParam  = &object{write: writeECN} // one file per parameter
+	// One sysfs file per priority, one file per parameter; on bnxt_re
+	// a port's are one step ending with an apply (cc.go).
+	objECNEnable = &object{write: writeECN, undo: undoCC, capture: captureCC}
+	objECNParam  = &object{write: writeECN, undo: undoCC, capture: captureCC}
 	objRoCEMode  = &object{write: writeRoCEMode}
 	objRoCETOS   = &object{write: writeRoCETOS}
 	objTrafficCl = &object{write: writeTrafficClass, clear: clearTrafficClass}
