@@ -1,0 +1,116 @@
+package apply
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bnxt_re's configfs cc group (Broadcom's configfs.c): the profile's
+// per-priority ECN enable is its one ecn_enable and roce_prio, each
+// attribute's store only stages a value, and apply_store sends them to
+// the firmware together. A port's CC writes are one journalled step that
+// ends with the apply; rollback writes back what each attribute held,
+// roce_prio too (which the before-values of the enables do not say when
+// ECN was off), and applies again.
+
+const bnxtCCDir = "sys/kernel/config/bnxt_re/bnxt_re0/ports/1/cc"
+
+const bnxtECNProfile = "[match]\ndrivers = [\"bnxt_en\"]\n[ecn]\nrp_priorities = [3]\nnp_priorities = [3]\ncnp_dscp = 48\ncnp_priority = 6\n"
+
+func writeCC(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, v := range files {
+		if err := os.WriteFile(filepath.Join(root, bnxtCCDir, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readCC(t *testing.T, root string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(root, bnxtCCDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = string(b)
+	}
+	return out
+}
+
+var ccNames = []string{"ecn_enable", "roce_prio", "cnp_dscp", "cnp_prio", "apply"}
+
+func TestBnxtCCIsOneStepEndingInApplyAndRollsBackWhole(t *testing.T) {
+	r := driverRig(t, "bnxt-re-factory", bnxtECNProfile, nil)
+	// ECN off, a RoCE priority of 5 left from before: no enable reads
+	// on, and only the saved attributes can give roce_prio back.
+	writeCC(t, r.root, map[string]string{"ecn_enable": "0x0\n", "roce_prio": "0x5\n", "apply": ""})
+	d, pl := planOf(r.h, r.d)
+	r.d, r.plan = d, pl
+	if len(r.plan.Refused) != 0 {
+		t.Fatalf("refused: %+v", r.plan.Refused)
+	}
+	before := readCC(t, r.root, ccNames...)
+
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc int
+	for _, st := range txn.J.Steps {
+		if st.Group != "cc" {
+			continue
+		}
+		cc++
+		if len(st.Changes) != 4 || st.CC == nil {
+			t.Errorf("cc step: %d changes, saved %+v; want the port's 4 ECN changes and their attributes saved", len(st.Changes), st.CC)
+		}
+	}
+	if cc != 1 {
+		t.Fatalf("%d cc steps in %+v, want one", cc, txn.J.Steps)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := readCC(t, r.root, ccNames...)
+	want := map[string]string{"ecn_enable": "0x1\n", "roce_prio": "0x3\n", "cnp_dscp": "0x30\n", "cnp_prio": "0x6\n", "apply": "0x1\n"}
+	for n, v := range want {
+		if got[n] != v {
+			t.Errorf("after apply %s = %q, want %q", n, got[n], v)
+		}
+	}
+	// The apply marks the step's end: cleared, a rollback must write it again.
+	writeCC(t, r.root, map[string]string{"apply": ""})
+	if err := txn.RollbackNow(); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	got = readCC(t, r.root, ccNames...)
+	for _, n := range ccNames[:4] {
+		if got[n] != before[n] {
+			t.Errorf("after rollback %s = %q, want %q as before", n, got[n], before[n])
+		}
+	}
+	if got["apply"] != "0x1\n" {
+		t.Errorf("rollback did not apply the restored values: apply = %q", got["apply"])
+	}
+}
+
+// bnxt_re has one enable for reaction and notification and one RoCE
+// priority: a profile that asks for ECN reaction and notification on
+// different priorities, or on two, is refused before any write.
+func TestBnxtCCRefusesWhatOneEnableCannotHold(t *testing.T) {
+	for _, ecn := range []string{
+		"rp_priorities = [3]\nnp_priorities = [4]\n",
+		"rp_priorities = [3, 4]\nnp_priorities = [3, 4]\n",
+		"rp_priorities = [3]\n",
+	} {
+		r := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[ecn]\n"+ecn, nil)
+		if len(r.plan.Refused) == 0 || !strings.Contains(r.plan.Refused[0].Error, "ecn_enable") {
+			t.Errorf("%q: refused %+v, want the one-enable refusal", ecn, r.plan.Refused)
+		}
+	}
+}
