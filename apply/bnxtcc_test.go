@@ -2,10 +2,14 @@ package apply
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocectl/rocectl/driver/bnxt"
+	"github.com/rocectl/rocectl/nic/nictest/bnxtsim"
 )
 
 // bnxt_re's configfs cc group (Broadcom's configfs.c): the profile's
@@ -111,6 +115,23 @@ func TestBnxtCCRefusesWhatOneEnableCannotHold(t *testing.T) {
 		r := driverRig(t, "bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[ecn]\n"+ecn, nil)
 		if len(r.plan.Refused) == 0 || !strings.Contains(r.plan.Refused[0].Error, "ecn_enable") {
 			t.Errorf("%q: refused %+v, want the one-enable refusal", ecn, r.plan.Refused)
+		}
+	}
+}
+
+// The planner's ranges of bnxt_re's configfs stores (driver/bnxt
+// CCValueProblem) against the simulator's model of them (bnxtsim.CC),
+// written apart: a value the planner lets through must be stored as it
+// is, and one it refuses must be refused or changed by the store.
+func TestBnxtCCRangesAgreeWithTheSimulator(t *testing.T) {
+	for _, attr := range []string{"cnp_dscp", "roce_dscp", "cnp_prio", "roce_prio", "cc_mode"} {
+		for v := int64(0); v < 80; v++ {
+			m := bnxtsim.NewCC(nil)
+			err := m.Write(attr, fmt.Sprintf("0x%x", v))
+			storedAsIs := err == nil && m.Read(attr) == bnxtsim.NewCCWith(attr, uint32(v)).Read(attr)
+			if refused := bnxt.CCValueProblem(attr, v) != ""; refused == storedAsIs {
+				t.Errorf("%s = %d: planner refuses %v, driver model stores it as is %v (err %v)", attr, v, refused, storedAsIs, err)
+			}
 		}
 	}
 }
