@@ -2,7 +2,9 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +135,30 @@ func TestBnxtCCRangesAgreeWithTheSimulator(t *testing.T) {
 				t.Errorf("%s = %d: planner refuses %v, driver model stores it as is %v (err %v)", attr, v, refused, storedAsIs, err)
 			}
 		}
+	}
+}
+
+// An apply the driver refuses (apply_store answers EINVAL when
+// bnxt_qplib_modify_cc fails; here the attribute cannot be written at
+// all) fails the step, naming the setting and the apply, and rollback
+// writes back every attribute the step staged: nothing of it is left
+// half-applied in the driver's cache.
+func TestBnxtCCFailedApplyLeavesNothingStaged(t *testing.T) {
+	r := driverRig(t, "bnxt-re-factory", bnxtECNProfile, nil)
+	before := readCC(t, r.root, ccNames[:4]...)
+	applyPath := filepath.Join(r.root, bnxtCCDir, "apply")
+	if err := os.Remove(applyPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(applyPath, 0o755); err != nil { // a write to it fails
+		t.Fatal(err)
+	}
+	err := r.apply(t)
+	var ae *ApplyError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Err.Error(), "bnxt_re0.ecn.") || !strings.Contains(ae.Err.Error(), "/apply") {
+		t.Fatalf("apply with a failing commit: %v, want the step's setting and the apply named", err)
+	}
+	if got := readCC(t, r.root, ccNames[:4]...); !maps.Equal(got, before) {
+		t.Errorf("after the failed apply and its rollback: %v, want %v", got, before)
 	}
 }
