@@ -51,6 +51,14 @@ func readCC(t *testing.T, root string, names ...string) map[string]string {
 var ccNames = []string{"ecn_enable", "roce_prio", "cnp_dscp", "cnp_prio", "apply"}
 
 func TestBnxtCCIsOneStepEndingInApplyAndRollsBackWhole(t *testing.T) {
+	for _, fromDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in process", true: "from the journal on disk"}[fromDisk], func(t *testing.T) {
+			testBnxtCCRoundTrip(t, fromDisk)
+		})
+	}
+}
+
+func testBnxtCCRoundTrip(t *testing.T, fromDisk bool) {
 	r := driverRig(t, "bnxt-re-factory", bnxtECNProfile, nil)
 	// ECN off, a RoCE priority of 5 left from before: no enable reads
 	// on, and only the saved attributes can give roce_prio back.
@@ -91,7 +99,12 @@ func TestBnxtCCIsOneStepEndingInApplyAndRollsBackWhole(t *testing.T) {
 	}
 	// The apply marks the step's end: cleared, a rollback must write it again.
 	writeCC(t, r.root, map[string]string{"apply": ""})
-	if err := txn.RollbackNow(); err != nil {
+	if fromDisk {
+		err = r.rollBackFromDisk(t)
+	} else {
+		err = txn.RollbackNow()
+	}
+	if err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
 	got = readCC(t, r.root, ccNames...)

@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rocectl/rocectl/driver/bnxt"
 	"github.com/rocectl/rocectl/driver/known"
@@ -35,6 +36,22 @@ type CCSaved struct {
 type CCAttr struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
+}
+
+// CheckCCSaved refuses saved attributes a journal could not have
+// recorded: a name that is not one file of the interface's directory, or
+// a value longer than an attribute holds (undo writes each below the
+// port's cc directory).
+func CheckCCSaved(s *CCSaved) error {
+	for _, a := range s.Attrs {
+		if a.Name == "" || a.Name == "." || a.Name == ".." || strings.ContainsAny(a.Name, "/\x00") {
+			return fmt.Errorf("saved congestion-control attribute %q is not a file name", a.Name)
+		}
+		if len(a.Value) > 64 {
+			return fmt.Errorf("saved congestion-control attribute %s holds %d bytes, more than the 64 an attribute holds", a.Name, len(a.Value))
+		}
+	}
+	return nil
 }
 
 // ccAttrs lists the attributes below e's directory that st writes.
@@ -100,6 +117,9 @@ func captureCC(h *Host, _ *policy.Desired, st *Step) error {
 func undoCC(w *stepWriter) error {
 	if w.st.CC == nil {
 		return writeECN(w)
+	}
+	if err := CheckCCSaved(w.st.CC); err != nil {
+		return err
 	}
 	e, err := w.h.ecnOf(w.port)
 	if err != nil {
