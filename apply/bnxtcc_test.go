@@ -175,3 +175,63 @@ func TestBnxtCCFailedApplyLeavesNothingStaged(t *testing.T) {
 		t.Errorf("after the failed apply and its rollback: %v, want %v", got, before)
 	}
 }
+
+// Mainline bnxt_re (debugfs.c) has no configfs group: its cc_config
+// files under the PCI function's debugfs directory take the CNP's DSCP
+// and priority (alt_vlan_dscp, alt_vlan_pcp) in decimal, each sent to
+// the firmware at once (no apply), and it has no RoCE priority, so the
+// per-priority enable is unsupported there, saying where it lives
+// instead. Apply and rollback round-trip through it.
+func TestBnxtMainlineDebugfsCCRoundTrip(t *testing.T) {
+	r := driverRig(t, "bnxt-re-factory", bnxtECNProfile, nil)
+	if err := os.RemoveAll(filepath.Join(r.root, "sys/kernel/config/bnxt_re")); err != nil {
+		t.Fatal(err)
+	}
+	dbg := filepath.Join(r.root, "sys/kernel/debug/bnxt_re/0000:ca:00.1/cc_config")
+	if err := os.MkdirAll(dbg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]string{"enable_cc": "1\n", "alt_vlan_dscp": "46\n", "alt_vlan_pcp": "7\n", "tos_dscp": "26\n"}
+	for n, v := range before {
+		if err := os.WriteFile(filepath.Join(dbg, n), []byte(v), 0o400); err != nil { // debugfs.c creates them 0400
+			t.Fatal(err)
+		}
+	}
+	r.h.Discover() // forget the configfs probe
+	r.d, r.plan = planOf(r.h, r.d)
+	var unsupported []string
+	for _, u := range r.plan.Unsupported {
+		unsupported = append(unsupported, u.Reason)
+	}
+	if len(r.plan.Unsupported) != 16 || !strings.Contains(unsupported[0], "no RoCE priority") {
+		t.Errorf("unsupported: %q, want the 16 per-priority enables, saying debugfs has no RoCE priority", unsupported)
+	}
+	if len(r.plan.Changes) != 2 {
+		t.Fatalf("changes %+v, want the CNP DSCP and priority", r.plan.Changes)
+	}
+	txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	read := func(n string) string {
+		b, err := os.ReadFile(filepath.Join(dbg, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if read("alt_vlan_dscp") != "48\n" || read("alt_vlan_pcp") != "6\n" {
+		t.Errorf("after apply: alt_vlan_dscp %q alt_vlan_pcp %q", read("alt_vlan_dscp"), read("alt_vlan_pcp"))
+	}
+	if err := r.rollBackFromDisk(t); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	for n, v := range before {
+		if got := read(n); got != v {
+			t.Errorf("after rollback %s = %q, want %q", n, got, v)
+		}
+	}
+}
