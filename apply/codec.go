@@ -85,6 +85,9 @@ type stepV2 struct {
 	// Slaves (version 3) are the slaves of the RoCE LAG bond a step
 	// writes, in write order, each with its saved state.
 	Slaves []slaveV3 `json:"slaves,omitempty"`
+	// CC (version 3) is what a bnxt_re congestion-control step's
+	// attributes held before it, restored exactly on undo.
+	CC *host.CCSaved `json:"cc,omitempty"`
 }
 
 type slaveV3 struct {
@@ -191,6 +194,10 @@ func encodeJournal(j *Journal) ([]byte, error) {
 			s.Undo = &undoV2{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode, Dir: u.Dir}
 		}
 		s.DSCPApps = encodeApps(st.DSCPApps)
+		if st.CC != nil {
+			s.CC = st.CC
+			version = JournalVersion
+		}
 		for _, sl := range st.Slaves {
 			s.Slaves = append(s.Slaves, slaveV3{Netdev: sl.Netdev, DSCPApps: encodeApps(sl.DSCPApps)})
 			version = JournalVersion
@@ -317,6 +324,15 @@ func decodeV2(data []byte, version int) (*Journal, error) {
 			st.Undo = &host.UndoBlob{Path: u.Path, Absent: u.Absent, Data: u.Data, Mode: u.Mode, Dir: u.Dir}
 		}
 		st.DSCPApps = decodeApps(s.DSCPApps)
+		if s.CC != nil {
+			if version < 3 {
+				return nil, fmt.Errorf("%w: step %d: saved congestion-control attributes are not in format version %d", ErrJournalDamaged, i+1, version)
+			}
+			if err := host.CheckCCSaved(s.CC); err != nil {
+				return nil, fmt.Errorf("%w: step %d: %v", ErrJournalDamaged, i+1, err)
+			}
+			st.CC = s.CC
+		}
 		if len(s.Slaves) > 0 && version < 3 {
 			return nil, fmt.Errorf("%w: step %d: a step's slaves are not in format version %d", ErrJournalDamaged, i+1, version)
 		}

@@ -350,3 +350,43 @@ func TestLAGJournalVersion3(t *testing.T) {
 		}
 	})
 }
+
+// A bnxt_re congestion-control step keeps what its attributes held
+// (host.CCSaved): version 3, decoded as encoded, and refused as damaged
+// when an attribute's name is not one file name (undo writes each below
+// the port's cc directory) or in a version 2 journal.
+func TestCCJournalVersion3(t *testing.T) {
+	p := &port.Port{Netdev: "enp202s0f1np1", RDMADevice: "bnxt_re0", PortNum: 1, Driver: "bnxt_en", PCI: "0000:ca:00.1", RoCEv2GID: -1}
+	c := policy.Change{Setting: policy.Setting{Key: "bnxt_re0.ecn.rp.enable.3", Scope: "bnxt_re0", Name: "ecn.rp.enable.3", Kind: policy.KindECNEnable, Arg: "rp/3", Value: "on", From: "ecn.rp_priorities", Port: p}, Before: "off"}
+	j := &Journal{Version: JournalVersion, ID: "20260101T000000Z-000002", Profile: "cc", ProfileHash: "h", Root: "/",
+		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), State: StateCommitted, Done: 1, PID: 1,
+		Steps: []host.Step{{Scope: "enp202s0f1np1", Group: "cc", Changes: []policy.Change{c},
+			CC: &host.CCSaved{Attrs: []host.CCAttr{{Name: "roce_prio", Value: "0x5"}, {Name: "ecn_enable", Value: "0"}}}}}}
+	data, err := encodeJournal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"version":3`)) || !bytes.Contains(data, []byte(`"cc":{"attrs":[{"name":"roce_prio","value":"0x5"}`)) {
+		t.Fatalf("encoded: %s", data)
+	}
+	got, err := DecodeJournal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(j)) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got.Steps, j.Steps)
+	}
+	for _, name := range []string{"../../../../etc/passwd", "", ".."} {
+		bad := reseal(t, data, func(b map[string]any) {
+			st := b["steps"].([]any)[0].(map[string]any)
+			st["cc"].(map[string]any)["attrs"].([]any)[0].(map[string]any)["name"] = name
+		})
+		if _, err := DecodeJournal(bad); !errors.Is(err, ErrJournalDamaged) {
+			t.Errorf("attribute %q: DecodeJournal = %v, want damaged", name, err)
+		}
+	}
+	v2 := bytes.Replace(data, []byte(`"version":3`), []byte(`"version":2`), 1)
+	if _, err := DecodeJournal(v2); !errors.Is(err, ErrJournalDamaged) {
+		t.Errorf("as version 2: %v, want damaged", err)
+	}
+}

@@ -89,6 +89,11 @@ type Driver interface {
 	// false when that depends on a fact the host did not give (an ECN
 	// interface not probed): then nothing is refused on it.
 	CCModes(f PortFacts) (modes []string, elsewhere string, known bool)
+
+	// RefuseECN says why the driver cannot hold the profile's [ecn]
+	// priorities as written, "" when it can. It is asked for each of a
+	// port's ECN changes.
+	RefuseECN(ecn *policy.ECN) string
 }
 
 // PortFacts is what Instead may say more with: the port's PCI address
@@ -115,6 +120,11 @@ type Caps struct {
 	// PFCTogglesLink: a write that changes the PFC priorities takes the
 	// link down and up (mlx5e_dcbnl_ieee_setpfc).
 	PFCTogglesLink bool
+	// CCCommit: the driver stages congestion-control writes and takes
+	// them only when a commit file is written (bnxt_re configfs
+	// apply_store): a port's ECN changes are one step that ends with the
+	// commit, and rollback writes the old values and commits again.
+	CCCommit bool
 }
 
 // DCBXPlan is what a driver says of a qos.dcbx setting: at most one of
@@ -178,6 +188,7 @@ func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, ""
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
 func (Base) Instead(policy.Kind, PortFacts) string                { return "" }
 func (Base) CCModes(PortFacts) ([]string, string, bool)           { return nil, "", false }
+func (Base) RefuseECN(*policy.ECN) string                         { return "" }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
 
 // IsDCB says whether k is set through dcbnl: DCBX, trust, the DSCP map,

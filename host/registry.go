@@ -71,18 +71,20 @@ type object struct {
 
 // The kernel objects settings are written through.
 var (
-	objMTU       = &object{write: writeMTU}
-	objRings     = &object{group: "rings", write: writeRings}
-	objPrivFlag  = &object{write: writePrivFlag}
-	objPause     = &object{write: writePause}
-	objDCBX      = &object{write: writeDCBX}
-	objApp       = &object{group: "app", write: writeApp, undo: undoApp, capture: captureApps, checkUndo: checkAppRestored}
-	objETS       = &object{group: "ets", write: writeETS}
-	objPFC       = &object{group: "pfc", write: writePFC}
-	objBuffer    = &object{group: "buffer", write: writeBuffer}
-	objStorm     = &object{write: writeStorm}
-	objECNEnable = &object{write: writeECN} // one sysfs file per priority
-	objECNParam  = &object{write: writeECN} // one file per parameter
+	objMTU      = &object{write: writeMTU}
+	objRings    = &object{group: "rings", write: writeRings}
+	objPrivFlag = &object{write: writePrivFlag}
+	objPause    = &object{write: writePause}
+	objDCBX     = &object{write: writeDCBX}
+	objApp      = &object{group: "app", write: writeApp, undo: undoApp, capture: captureApps, checkUndo: checkAppRestored}
+	objETS      = &object{group: "ets", write: writeETS}
+	objPFC      = &object{group: "pfc", write: writePFC}
+	objBuffer   = &object{group: "buffer", write: writeBuffer}
+	objStorm    = &object{write: writeStorm}
+	// One sysfs file per priority, one file per parameter; on bnxt_re
+	// a port's are one step ending with an apply (cc.go).
+	objECNEnable = &object{write: writeECN, undo: undoCC, capture: captureCC}
+	objECNParam  = &object{write: writeECN, undo: undoCC, capture: captureCC}
 	objRoCEMode  = &object{write: writeRoCEMode}
 	objRoCETOS   = &object{write: writeRoCETOS}
 	objTrafficCl = &object{write: writeTrafficClass, clear: clearTrafficClass}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/policy"
 )
 
 // ErrInvalidStep is a step that no rocectl writes: read from a journal,
@@ -26,7 +27,8 @@ const rdmaNameMax = 64
 // recovery and abandon that read it.
 //
 //   - at least one change, each of a known kind, all through the one
-//     kernel object the step writes (Steps groups by object);
+//     kernel object the step writes (Steps groups by object), or, in a
+//     congestion-control step (ccGroup), ECN settings of one port;
 //   - a port setting's change names its port: a netdev the kernel could
 //     have, the RDMA device for a setting of the RDMA port, and the one
 //     port of the step (a LAG step's changes are on its slaves, which
@@ -46,9 +48,13 @@ func (st Step) Validate() error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInvalidStep, c.Key, err)
 		}
+		ecnKind := func(k policy.Kind) bool { return k == policy.KindECNEnable || k == policy.KindECNParam }
 		if i == 0 {
 			obj = k.obj
-		} else if k.obj != obj {
+		} else if k.obj != obj && !(st.Group == ccGroup && ecnKind(c.Kind) && ecnKind(st.Changes[0].Kind)) {
+			// A congestion-control step (ccGroup: bnxt_re's staged
+			// writes and one commit) holds the enable and the
+			// parameters of one port together.
 			return fmt.Errorf("%w: %s (%s) is not written through the same kernel object as %s (%s)",
 				ErrInvalidStep, c.Key, c.Kind, st.Changes[0].Key, st.Changes[0].Kind)
 		}

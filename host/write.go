@@ -42,6 +42,9 @@ type Step struct {
 	// back those it wrote when one fails, before it goes on (package
 	// apply). Parts splits such a step into one step per slave.
 	Slaves []SlaveState `json:"slaves,omitempty"`
+	// CC is what a bnxt_re congestion-control step's attributes held
+	// before it (cc.go): undo writes them back and commits again.
+	CC *CCSaved `json:"cc,omitempty"`
 }
 
 // SlaveState is one slave's part of a LAG step: its netdev and its saved
@@ -60,7 +63,7 @@ func (st Step) Parts() []Step {
 	}
 	parts := make([]Step, 0, len(st.Slaves))
 	for _, s := range st.Slaves {
-		p := Step{Scope: s.Netdev, Group: st.Group, Undo: st.Undo, DSCPApps: s.DSCPApps}
+		p := Step{Scope: s.Netdev, Group: st.Group, Undo: st.Undo, DSCPApps: s.DSCPApps, CC: st.CC}
 		for _, c := range st.Changes {
 			if c.Port != nil && c.Port.Netdev == s.Netdev {
 				p.Changes = append(p.Changes, c)
@@ -135,6 +138,9 @@ func Steps(plan *policy.Plan) ([]Step, error) {
 			// A buffer write to an intermediate state of a path
 			// (plan.placePath: Arg "stepN") is a step of its own.
 			g += "." + c.Arg
+		}
+		if g == "" && ccStep(c) {
+			g = ccGroup
 		}
 		scope := c.Scope
 		if c.Port != nil {
@@ -477,30 +483,6 @@ func writeStorm(w *stepWriter) error {
 		return err
 	}
 	return w.h.K.SetPFCPreventionTimeout(w.port.Netdev, ms)
-}
-
-func writeECN(w *stepWriter) error {
-	c, v := w.only()
-	e, err := w.h.ecnOf(w.port)
-	if err != nil {
-		return err
-	}
-	arg, err := policy.ParseECNArg(c.Kind, c.Arg)
-	if err != nil {
-		return err
-	}
-	if c.Kind == policy.KindECNEnable {
-		on, err := policy.BoolCodec.Parse(v)
-		if err != nil {
-			return err
-		}
-		return e.SetEnabled(arg.Dir, arg.Prio, on)
-	}
-	n, err := policy.Int64Codec.Parse(v)
-	if err != nil {
-		return err
-	}
-	return e.SetParam(arg.Dir, arg.Param, policy.ECNUpstreamName(arg.Param), n)
 }
 
 func writeRoCEMode(w *stepWriter) error {

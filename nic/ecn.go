@@ -25,14 +25,33 @@ const (
 	// /sys/kernel/config/bnxt_re/<dev>/ports/<p>/cc/: hex values, taken
 	// into effect by writing 0x1 to "apply" (reference §E).
 	ECNBnxt
+	// ECNBnxtDebugfs is mainline bnxt_re's debugfs (v6.14+)
+	// /sys/kernel/debug/bnxt_re/<pci>/cc_config/: one file per
+	// parameter, decimal, each write sent to the firmware at once
+	// (debugfs.c bnxt_re_cc_config_set); no RoCE priority, no apply.
+	ECNBnxtDebugfs
 )
 
 func (k ECNKind) String() string {
-	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs", "bnxt_re-configfs"}[k]
+	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs", "bnxt_re-configfs", "bnxt_re-debugfs"}[k]
 }
 
-// bnxtParams maps the profile's (OFED) names to bnxt_re's cc attributes.
-var bnxtParams = map[string]string{"cnp_dscp": "cnp_dscp", "cnp_802p_prio": "cnp_prio"}
+// bnxtParams maps the profile's (OFED) names to bnxt_re's configfs cc
+// attributes (configfs.c cnp_dscp_store, cnp_prio_store); bnxtDebugfs to
+// mainline's cc_config files (debugfs.c bnxt_re_cc_gen0_name:
+// alt_vlan_dscp is the CNP's DSCP, ALT_TOS_DSCP in the firmware's mask).
+var (
+	bnxtParams  = map[string]string{"cnp_dscp": "cnp_dscp", "cnp_802p_prio": "cnp_prio"}
+	bnxtDebugfs = map[string]string{"cnp_dscp": "alt_vlan_dscp", "cnp_802p_prio": "alt_vlan_pcp"}
+)
+
+// The bnxt_re configfs attributes that hold the per-priority ECN enable
+// (one port-wide enable, one RoCE priority) and the one that commits.
+const (
+	BnxtECNEnable = "ecn_enable"
+	BnxtRoCEPrio  = "roce_prio"
+	BnxtApply     = "apply"
+)
 
 // ErrUnsupported marks a setting this NIC/driver cannot take; the error text
 // says why. errors.Is(err, ErrUnsupported) holds for every such error.
@@ -81,6 +100,13 @@ func OpenECN(fs FS, p port.Port) (*ECN, error) {
 	if fs.Exists(bnxt) {
 		return newECN(fs, ECNBnxt, bnxt), nil
 	}
+	if p.PCI != "" && strings.HasPrefix(p.Driver, "bnxt") {
+		dbg := BnxtDebugfsDir(p)
+		if fs.Exists(dbg) {
+			return newECN(fs, ECNBnxtDebugfs, dbg), nil
+		}
+		return nil, Unsupportedf("no congestion-control interface for bnxt_re on %s: neither the out-of-tree driver's configfs %s (Broadcom's bnxt_re, after mkdir of its bnxt_re/%s group) nor mainline bnxt_re's debugfs %s (v6.14+, debugfs mounted)", p.Netdev, bnxt, p.RDMADevice, dbg)
+	}
 	if p.PCI != "" && strings.HasPrefix(p.Driver, "mlx5") {
 		if fs.Exists(cc) {
 			return newECN(fs, ECNUpstreamMlx5, cc), nil
@@ -100,6 +126,13 @@ func ECNDirs(p port.Port) (ofed, bnxt, mlx5 string) {
 	return "/sys/class/net/" + p.Netdev + "/ecn",
 		fmt.Sprintf("/sys/kernel/config/bnxt_re/%s/ports/%d/cc", p.RDMADevice, p.PortNum),
 		"/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params"
+}
+
+// BnxtDebugfsDir is mainline bnxt_re's cc_config directory of p's PCI
+// function (debugfs.c bnxt_re_debugfs_add_pdev names it after the PCI
+// device, not the RDMA device).
+func BnxtDebugfsDir(p port.Port) string {
+	return "/sys/kernel/debug/bnxt_re/" + p.PCI + "/cc_config"
 }
 
 // Held returns e reading below its directory held open, for a burst of
@@ -145,8 +178,8 @@ func (e *ECN) enablePath(dir string, prio int) (string, error) {
 	switch e.Kind {
 	case ECNUpstreamMlx5:
 		return "", Unsupportedf("upstream mlx5 has no per-priority ECN enable (its cc_params are port-wide; the per-priority files are DOCA-OFED's ecn sysfs)")
-	case ECNBnxt:
-		return "", Unsupportedf("bnxt_re has one port-wide ecn_enable in configfs, not a per-priority enable")
+	case ECNBnxtDebugfs:
+		return "", Unsupportedf("mainline bnxt_re's debugfs cc_config has one port-wide enable_cc and no RoCE priority, so no per-priority enable (Broadcom's out-of-tree bnxt_re has roce_prio in configfs)")
 	}
 	if prio >= 0 && prio < 8 {
 		switch dir {
@@ -166,8 +199,18 @@ var (
 	npEnable = [8]string{"roce_np/enable/0", "roce_np/enable/1", "roce_np/enable/2", "roce_np/enable/3", "roce_np/enable/4", "roce_np/enable/5", "roce_np/enable/6", "roce_np/enable/7"}
 )
 
-// Enabled reads roce_{rp,np}/enable/<prio>.
+// Enabled reads roce_{rp,np}/enable/<prio>; on bnxt_re's configfs, a
+// priority is enabled when ecn_enable is on and roce_prio is it (one
+// port-wide enable for reaction and notification, one RoCE priority).
 func (e *ECN) Enabled(dir string, prio int) (bool, error) {
+	if e.Kind == ECNBnxt {
+		on, err := e.Hex(BnxtECNEnable)
+		if err != nil || on == 0 {
+			return false, err
+		}
+		rp, err := e.Hex(BnxtRoCEPrio)
+		return err == nil && rp == int64(prio), err
+	}
 	p, err := e.enablePath(dir, prio)
 	if err != nil {
 		return false, err
@@ -183,6 +226,9 @@ func (e *ECN) Enabled(dir string, prio int) (bool, error) {
 // this package it leaves the read-back to its caller: apply reads each step
 // back, with retries, through the same readers.
 func (e *ECN) SetEnabled(dir string, prio int, on bool) error {
+	if e.Kind == ECNBnxt {
+		return e.StageBnxtEnable(on, prio)
+	}
 	p, err := e.enablePath(dir, prio)
 	if err != nil {
 		return err
@@ -211,6 +257,12 @@ func (e *ECN) paramPaths(dir, name, upstream string) (first, second string, err 
 		attr, ok := bnxtParams[name]
 		if !ok {
 			return "", "", Unsupportedf("bnxt_re's congestion control has no equivalent of %s", name)
+		}
+		return attr, "", nil
+	case ECNBnxtDebugfs:
+		attr, ok := bnxtDebugfs[name]
+		if !ok {
+			return "", "", Unsupportedf("mainline bnxt_re's debugfs cc_config has no equivalent of %s", name)
 		}
 		return attr, "", nil
 	case ECNUpstreamMlx5:
@@ -259,20 +311,72 @@ func (e *ECN) Param(dir, name, upstream string) (int64, error) {
 	return strconv.ParseInt(s, 0, 64)
 }
 
-// SetParam writes a DCQCN parameter (bnxt_re: and commits it).
+// SetParam writes a DCQCN parameter. On bnxt_re's configfs the write
+// is only staged: Commit sends it to the firmware.
 func (e *ECN) SetParam(dir, name, upstream string, v int64) error {
 	val := strconv.FormatInt(v, 10)
 	if e.Kind == ECNBnxt {
-		val = fmt.Sprintf("0x%x", v) // bnxt_setupcc.sh writes hex
+		val = fmt.Sprintf("0x%x", v) // configfs.c parses with sscanf("%x")
 	}
-	if err := e.onParam(dir, name, upstream, func(p string) error { return e.fs.WriteString(e.base+"/"+p, val) }); err != nil {
+	return e.onParam(dir, name, upstream, func(p string) error { return e.fs.WriteString(e.base+"/"+p, val) })
+}
+
+// ParamAttr is the file below the interface's directory that holds the
+// parameter (bnxt_re: its configfs or debugfs attribute).
+func (e *ECN) ParamAttr(dir, name, upstream string) (string, error) {
+	first, _, err := e.paramPaths(dir, name, upstream)
+	return first, err
+}
+
+// StageBnxtEnable stages, in bnxt_re's configfs, ECN on priority prio
+// (roce_prio, then ecn_enable 0x1) or ECN off (ecn_enable 0x0, roce_prio
+// left as it is); Commit takes it into effect.
+func (e *ECN) StageBnxtEnable(on bool, prio int) error {
+	if e.Kind != ECNBnxt {
+		return Unsupportedf("not bnxt_re's configfs")
+	}
+	if !on {
+		return e.SetAttr(BnxtECNEnable, "0x0")
+	}
+	if err := e.SetAttr(BnxtRoCEPrio, fmt.Sprintf("0x%x", prio)); err != nil {
 		return err
 	}
-	if e.Kind == ECNBnxt {
-		// Values take effect, and read back, once committed.
-		if err := e.fs.WriteString(e.base+"/apply", "0x1"); err != nil {
-			return fmt.Errorf("commit %s/apply: %w", e.base, err)
-		}
+	return e.SetAttr(BnxtECNEnable, "0x1")
+}
+
+// Hex reads an attribute below the interface's directory as a number
+// in any base ("0x3" from bnxt_re's configfs, "3" from its debugfs).
+func (e *ECN) Hex(attr string) (int64, error) {
+	s, err := e.read(attr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(s, 0, 64)
+}
+
+// Attr reads an attribute below the interface's directory as it is.
+func (e *ECN) Attr(attr string) (string, error) { return e.read(attr) }
+
+// SetAttr writes raw to an attribute below the interface's directory.
+// A missing attribute is an unsupported setting, named.
+func (e *ECN) SetAttr(attr, raw string) error {
+	err := e.fs.WriteString(e.base+"/"+attr, raw)
+	if isNotExist(err) {
+		return Unsupportedf("%s/%s is absent", e.base, attr)
+	}
+	return err
+}
+
+// Commit takes staged writes into effect: bnxt_re's configfs apply
+// (apply_store with 0x1 sends every staged field in one
+// bnxt_qplib_modify_cc, EINVAL when the firmware refuses). Every other
+// interface takes each write at once: nothing to do.
+func (e *ECN) Commit() error {
+	if e.Kind != ECNBnxt {
+		return nil
+	}
+	if err := e.fs.WriteString(e.base+"/"+BnxtApply, "0x1"); err != nil {
+		return fmt.Errorf("commit %s/%s: %w", e.base, BnxtApply, err)
 	}
 	return nil
 }

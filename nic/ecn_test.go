@@ -110,7 +110,73 @@ func TestECNUpstreamAndBnxtParams(t *testing.T) {
 	if err := bn.SetParam("np", "cnp_dscp", "np_cnp_dscp", 46); err != nil {
 		t.Fatal(err)
 	}
+	// configfs.c cnp_dscp_store only stages the value: the step that
+	// wrote it commits once, after all its writes (apply_store).
+	if commit := readRoot(t, root, bnxt+"/apply"); commit != "0x0\n" {
+		t.Errorf("SetParam committed on its own: apply %q", commit)
+	}
+	if err := bn.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	if got, commit := readRoot(t, root, bnxt+"/cnp_dscp"), readRoot(t, root, bnxt+"/apply"); got != "0x2e\n" || commit != "0x1\n" {
 		t.Errorf("bnxt after SetParam 46: cnp_dscp %q, apply %q", got, commit)
+	}
+}
+
+// bnxt_re's per-priority enable is its configfs ecn_enable and roce_prio
+// (configfs.c): a priority reads enabled when ECN is on and roce_prio is
+// it. Mainline bnxt_re's debugfs (debugfs.c) names the CNP's DSCP
+// alt_vlan_dscp under the PCI function's directory, takes decimal, and
+// has no RoCE priority: its per-priority enable is unsupported, saying
+// where the setting lives instead.
+func TestBnxtEnableAndMainlineDebugfs(t *testing.T) {
+	const bnxt = "/sys/kernel/config/bnxt_re/bnxt_re0/ports/1/cc"
+	const dbg = "/sys/kernel/debug/bnxt_re/0000:ca:00.1/cc_config"
+	root, fs := ecnRoot(t, map[string]string{
+		bnxt + "/ecn_enable":   "0x1\n",
+		bnxt + "/roce_prio":    "0x3\n",
+		dbg + "/alt_vlan_dscp": "48\n",
+		dbg + "/alt_vlan_pcp":  "6\n",
+		dbg + "/enable_cc":     "1\n",
+	})
+	p := port.Port{Netdev: "enp202s0f1np1", RDMADevice: "bnxt_re0", PortNum: 1, Driver: "bnxt_en", PCI: "0000:ca:00.1"}
+	bn, err := OpenECN(fs, p)
+	if err != nil || bn.Kind != ECNBnxt {
+		t.Fatalf("OpenECN bnxt configfs = %+v, %v", bn, err)
+	}
+	for prio := range 8 {
+		on, err := bn.Enabled("rp", prio)
+		if err != nil || on != (prio == 3) {
+			t.Errorf("configfs rp enable %d = %v, %v", prio, on, err)
+		}
+	}
+	if err := bn.SetEnabled("rp", 5, true); err != nil {
+		t.Fatal(err)
+	}
+	if e, r := readRoot(t, root, bnxt+"/ecn_enable"), readRoot(t, root, bnxt+"/roce_prio"); e != "0x1\n" || r != "0x5\n" {
+		t.Errorf("after enabling 5: ecn_enable %q roce_prio %q", e, r)
+	}
+
+	p.RDMADevice = "bnxt_re1" // no configfs group: mainline's debugfs
+	db, err := OpenECN(fs, p)
+	if err != nil || db.Kind != ECNBnxtDebugfs {
+		t.Fatalf("OpenECN bnxt debugfs = %+v, %v", db, err)
+	}
+	if v, err := db.Param("np", "cnp_dscp", "np_cnp_dscp"); err != nil || v != 48 {
+		t.Errorf("debugfs cnp_dscp = %d, %v", v, err)
+	}
+	if err := db.SetParam("np", "cnp_802p_prio", "np_cnp_prio", 5); err != nil {
+		t.Fatal(err)
+	}
+	if got := readRoot(t, root, dbg+"/alt_vlan_pcp"); got != "5\n" {
+		t.Errorf("debugfs alt_vlan_pcp after 5: %q", got)
+	}
+	if _, err := db.Enabled("rp", 3); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "roce_prio in configfs") {
+		t.Errorf("debugfs per-priority enable: %v", err)
+	}
+
+	p.PCI = "0000:cb:00.0" // neither
+	if _, err := OpenECN(fs, p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "mainline bnxt_re's debugfs") {
+		t.Errorf("bnxt without either interface: %v", err)
 	}
 }

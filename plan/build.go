@@ -17,7 +17,8 @@ import (
 //     Implied), journalled so that rollback restores them;
 //  3. driverOrder: the mlx5 buffer checks and write order, and the ETS
 //     write bnxt needs before PFC;
-//  4. refuseETS: ETS values a driver would not take as written;
+//  4. refuseETS, refuseECN: ETS values and ECN priorities a driver would
+//     not take as written;
 //  5. losslessQueues: bnxt's lossless-queue limits and remap;
 //  6. dcbx: what each port's DCBX mode means on its driver;
 //  7. recomputes: the buffer-threshold recomputes an MTU change or a PFC
@@ -31,6 +32,7 @@ func Build(d *policy.Desired, o *policy.Observed, h Host) *policy.Plan {
 	pl.addCompanions()
 	pl.driverOrder()
 	pl.refuseETS()
+	pl.refuseECN()
 	pl.losslessQueues()
 	pl.dcbx()
 	pl.ccMode()

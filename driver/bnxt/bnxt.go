@@ -16,8 +16,10 @@ type Driver struct{ driver.Base }
 func (Driver) Name() string { return "bnxt" }
 
 // Caps: bnxt_en keeps PFC priorities lossless only on the traffic classes
-// it has moved onto its lossless queues (LosslessProblem, RemapNote).
-func (Driver) Caps() driver.Caps { return driver.Caps{LosslessQueues: true} }
+// it has moved onto its lossless queues (LosslessProblem, RemapNote);
+// bnxt_re's configfs takes congestion-control writes only on apply
+// (cc.go).
+func (Driver) Caps() driver.Caps { return driver.Caps{LosslessQueues: true, CCCommit: true} }
 
 // RefuseETS: bnxt_ets_validate rejects an ETS TC at 0 % when the ETS
 // TCs' bandwidths sum to 100 ("rejecting ETS config starving a TC",

@@ -65,7 +65,7 @@ const (
 	srcBnxtGID    = "link-local GID of the placeholder MAC only (no IP address configured)"
 	srcBnxtHW     = "bnxt_re hw_counters name from upstream hw_counters.c bnxt_re_stat_descs (§A4.2 lists them with wildcards), value 0 (RoCE idle: the capture says RoCE is not configured); the out-of-tree driver's own names may differ"
 	srcBnxtHWLife = "hw_counters/lifespan: 10 (RDMA_HW_STATS_DEFAULT_LIFESPAN, as in the mlx5 capture)"
-	srcBnxtCC     = "bnxt_re configfs cc attribute (Broadcom out-of-tree configfs.c bnxt_re_cc_attrs; §E) as after `mkdir bnxt_re/bnxt_re0` (pre-created). Value: placeholder 0 — shows print \"%#x\\n\" of the driver's cached parameter, which is \"0\\n\" for 0; the real values come from firmware and were not captured. Writes are hex (sscanf %x) and take effect on `apply`"
+	srcBnxtCC     = "bnxt_re configfs cc attribute (Broadcom out-of-tree configfs.c bnxt_re_cc_attrs; §E) as after `mkdir bnxt_re/bnxt_re0` (pre-created). Value: placeholder 0 — shows print \"%#x\\n\" of the driver's cached parameter, which is \"0\\n\" for 0; the real values come from firmware and were not captured. The driver's own defaults (bnxt_re.h BNXT_RE_DEFAULT_ROCE_PRI 3, ROCE_DSCP 26, CNP_PRI 7, CNP_DSCP 48) are what it programs into the DCB APP table, not what these attributes show, so they are not used here. Writes are hex (sscanf %x; newer releases kstrtouint with base 0) and are only staged until `apply`; rocectl reads ecn_enable 0 as ECN off on every priority"
 	srcBnxtApply  = "bnxt_re configfs cc/apply: reading it queries firmware and prints a multi-line, chip-dependent summary; left empty here (not captured) — treat apply as a write trigger"
 )
 

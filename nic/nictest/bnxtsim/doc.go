@@ -6,7 +6,10 @@
 // PFCMasks, Model.UnprotectedPFC, SetQueueCaps), the placeholder ETS and
 // PFC it reports in host mode for what it does not hold (Hidden), and the
 // HWRM dscp2pri table — each behaviour citing the driver function it
-// plays. nictest's Sim uses a Model for every bnxt_en link.
+// plays. nictest's Sim uses a Model for every bnxt_en link. CC is the
+// out-of-tree bnxt_re's configfs congestion-control group (stores that
+// stage, apply that commits, the stores' ranges); the Sim does not play
+// files, so tests drive it directly and check driver/bnxt against it.
 //
 // Test only: only nictest and tests import it; the shipped binaries do
 // not link it. It may import nic/dcb, nic/snapshot and port (state types)
