@@ -237,3 +237,21 @@ func TestBnxtMainlineDebugfsCCRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// roce_prio_store and cnp_prio_store test the value the driver holds,
+// not the one written: while roce_prio holds more than 7 every write of
+// it is EINVAL. The step says so before its first write, naming the
+// setting, and nothing of it is written.
+func TestBnxtCCHeldPriorityOutOfRangeWritesNothing(t *testing.T) {
+	r := driverRig(t, "bnxt-re-factory", bnxtECNProfile, nil)
+	writeCC(t, r.root, map[string]string{"roce_prio": "0x9\n"})
+	r.d, r.plan = planOf(r.h, r.d)
+	before := readCC(t, r.root, ccNames...)
+	err := r.apply(t)
+	if err == nil || !strings.Contains(err.Error(), "bnxt_re0.ecn.") || !strings.Contains(err.Error(), "roce_prio holds 9") {
+		t.Fatalf("apply with roce_prio 9 held: %v", err)
+	}
+	if got := readCC(t, r.root, ccNames...); !maps.Equal(got, before) {
+		t.Errorf("cc files after the refused step: %v, want %v", got, before)
+	}
+}
