@@ -193,7 +193,9 @@ func TestBnxtMainlineDebugfsCCRoundTrip(t *testing.T) {
 	}
 	before := map[string]string{"enable_cc": "1\n", "alt_vlan_dscp": "46\n", "alt_vlan_pcp": "7\n", "tos_dscp": "26\n"}
 	for n, v := range before {
-		if err := os.WriteFile(filepath.Join(dbg, n), []byte(v), 0o400); err != nil { // debugfs.c creates them 0400
+		// debugfs.c creates them 0400 and root writes them all the same
+		// (CAP_DAC_OVERRIDE); 0600 keeps the test to the owner's rights.
+		if err := os.WriteFile(filepath.Join(dbg, n), []byte(v), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -233,5 +235,23 @@ func TestBnxtMainlineDebugfsCCRoundTrip(t *testing.T) {
 		if got := read(n); got != v {
 			t.Errorf("after rollback %s = %q, want %q", n, got, v)
 		}
+	}
+}
+
+// roce_prio_store and cnp_prio_store test the value the driver holds,
+// not the one written: while roce_prio holds more than 7 every write of
+// it is EINVAL. The step says so before its first write, naming the
+// setting, and nothing of it is written.
+func TestBnxtCCHeldPriorityOutOfRangeWritesNothing(t *testing.T) {
+	r := driverRig(t, "bnxt-re-factory", bnxtECNProfile, nil)
+	writeCC(t, r.root, map[string]string{"roce_prio": "0x9\n"})
+	r.d, r.plan = planOf(r.h, r.d)
+	before := readCC(t, r.root, ccNames...)
+	err := r.apply(t)
+	if err == nil || !strings.Contains(err.Error(), "bnxt_re0.ecn.") || !strings.Contains(err.Error(), "roce_prio holds 9") {
+		t.Fatalf("apply with roce_prio 9 held: %v", err)
+	}
+	if got := readCC(t, r.root, ccNames...); !maps.Equal(got, before) {
+		t.Errorf("cc files after the refused step: %v, want %v", got, before)
 	}
 }

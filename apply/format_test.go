@@ -229,6 +229,11 @@ func FuzzDecodeJournal(f *testing.F) {
 	for _, g := range goldenJournalFiles(f) {
 		f.Add(g)
 	}
+	cc, err := encodeJournal(ccJournal())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(cc)
 	f.Add([]byte(`{"version":2}`))
 	f.Add([]byte(`{"version":3}`))
 	f.Add([]byte(`{"version":1,"id":"x","state":"applying","steps":[{"changes":[]}]}`))
@@ -356,12 +361,7 @@ func TestLAGJournalVersion3(t *testing.T) {
 // when an attribute's name is not one file name (undo writes each below
 // the port's cc directory) or in a version 2 journal.
 func TestCCJournalVersion3(t *testing.T) {
-	p := &port.Port{Netdev: "enp202s0f1np1", RDMADevice: "bnxt_re0", PortNum: 1, Driver: "bnxt_en", PCI: "0000:ca:00.1", RoCEv2GID: -1}
-	c := policy.Change{Setting: policy.Setting{Key: "bnxt_re0.ecn.rp.enable.3", Scope: "bnxt_re0", Name: "ecn.rp.enable.3", Kind: policy.KindECNEnable, Arg: "rp/3", Value: "on", From: "ecn.rp_priorities", Port: p}, Before: "off"}
-	j := &Journal{Version: JournalVersion, ID: "20260101T000000Z-000002", Profile: "cc", ProfileHash: "h", Root: "/",
-		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), State: StateCommitted, Done: 1, PID: 1,
-		Steps: []host.Step{{Scope: "enp202s0f1np1", Group: "cc", Changes: []policy.Change{c},
-			CC: &host.CCSaved{Attrs: []host.CCAttr{{Name: "roce_prio", Value: "0x5"}, {Name: "ecn_enable", Value: "0"}}}}}}
+	j := ccJournal()
 	data, err := encodeJournal(j)
 	if err != nil {
 		t.Fatal(err)
@@ -389,4 +389,16 @@ func TestCCJournalVersion3(t *testing.T) {
 	if _, err := DecodeJournal(v2); !errors.Is(err, ErrJournalDamaged) {
 		t.Errorf("as version 2: %v, want damaged", err)
 	}
+}
+
+// ccJournal is a journal with one bnxt_re cc step and its saved
+// attributes.
+func ccJournal() *Journal {
+	p := &port.Port{Netdev: "enp202s0f1np1", RDMADevice: "bnxt_re0", PortNum: 1, Driver: "bnxt_en", PCI: "0000:ca:00.1", RoCEv2GID: -1}
+	c := policy.Change{Setting: policy.Setting{Key: "bnxt_re0.ecn.rp.enable.3", Scope: "bnxt_re0", Name: "ecn.rp.enable.3", Kind: policy.KindECNEnable, Arg: "rp/3", Value: "on", From: "ecn.rp_priorities", Port: p}, Before: "off"}
+	j := &Journal{Version: JournalVersion, ID: "20260101T000000Z-000002", Profile: "cc", ProfileHash: "h", Root: "/",
+		Started: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), State: StateCommitted, Done: 1, PID: 1,
+		Steps: []host.Step{{Scope: "enp202s0f1np1", Group: "cc", Changes: []policy.Change{c},
+			CC: &host.CCSaved{Attrs: []host.CCAttr{{Name: "roce_prio", Value: "0x5"}, {Name: "ecn_enable", Value: "0"}}}}}}
+	return j
 }

@@ -133,6 +133,14 @@ func undoCC(w *stepWriter) error {
 	return e.Commit()
 }
 
+// param is one ECN parameter change of a step, parsed.
+type param struct {
+	c    policy.Change
+	arg  policy.ECNArg
+	n    int64
+	attr string // bnxt_re: its configfs or debugfs attribute
+}
+
 // writeECN writes a step's ECN settings: one file each, except on
 // bnxt_re's configfs, where the per-priority enables of the step become
 // its one ecn_enable and roce_prio, every value is checked against what
@@ -141,12 +149,6 @@ func writeECN(w *stepWriter) error {
 	e, err := w.h.ecnOf(w.port)
 	if err != nil {
 		return err
-	}
-	type param struct {
-		c    policy.Change
-		arg  policy.ECNArg
-		n    int64
-		attr string
 	}
 	var (
 		params  []param
@@ -186,6 +188,11 @@ func writeECN(w *stepWriter) error {
 		}
 		params = append(params, p)
 	}
+	if e.Kind == nic.ECNBnxt {
+		if err := checkHeldPrios(e, w, params, enableC); err != nil {
+			return err
+		}
+	}
 	if e.Kind == nic.ECNBnxt && len(enableC) > 0 {
 		on, prio, ok := bnxt.EnableWrite(prios, enables)
 		if !ok {
@@ -211,6 +218,33 @@ func writeECN(w *stepWriter) error {
 	}
 	if err := e.Commit(); err != nil {
 		return w.fail(w.st.Changes[len(w.st.Changes)-1], err)
+	}
+	return nil
+}
+
+// checkHeldPrios refuses, before the step's first write, a bnxt_re
+// configfs step that writes a priority attribute whose store refuses
+// every write because of the value it holds (bnxt.HeldPrioProblem).
+func checkHeldPrios(e *nic.ECN, w *stepWriter, params []param, enableC []policy.Change) error {
+	check := func(c policy.Change, attr string) error {
+		held, err := e.Hex(attr)
+		if err != nil {
+			return nil // the write reports it
+		}
+		if why := bnxt.HeldPrioProblem(attr, held); why != "" {
+			return w.fail(c, fmt.Errorf("%s", why))
+		}
+		return nil
+	}
+	if len(enableC) > 0 {
+		if err := check(enableC[0], nic.BnxtRoCEPrio); err != nil {
+			return err
+		}
+	}
+	for _, p := range params {
+		if err := check(p.c, p.attr); err != nil {
+			return err
+		}
 	}
 	return nil
 }

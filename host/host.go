@@ -226,10 +226,14 @@ func (h *Host) filesNotCaptured(s policy.Setting) string {
 
 // ecnFiles are the directories nic.OpenECN looks in for a port's ECN
 // knobs, and the RDMA device's sysfs, which names the device whose
-// bnxt_re directory it looks in.
+// bnxt_re directory it looks in; mainline bnxt_re's debugfs is named
+// after the PCI function.
 func ecnFiles(p *port.Port) []string {
 	ofed, bnxt, mlx5 := nic.ECNDirs(*p)
 	paths := []string{ofed, mlx5}
+	if p.PCI != "" {
+		paths = append(paths, nic.BnxtDebugfsDir(*p))
+	}
 	if p.RDMADevice != "" {
 		paths = append(paths, bnxt, "/sys/class/infiniband/"+p.RDMADevice)
 	}

@@ -54,6 +54,15 @@ func TestFilesNotCapturedAreUnknown(t *testing.T) {
 			kinds:   []policy.Kind{policy.KindECNParam},
 		},
 		{
+			// No configfs group: mainline bnxt_re's debugfs, named after
+			// the PCI function, is where the settings would be.
+			name: "bnxt_re mainline debugfs", fixture: "bnxt-re-factory",
+			profile: "[ecn]\ncnp_dscp = 48\n",
+			drop:    func(p *port.Port) string { _, bnxt, _ := nic.ECNDirs(*p); return bnxt },
+			prefix:  func(*port.Port) string { return "/sys/kernel/debug" },
+			kinds:   []policy.Kind{policy.KindECNParam},
+		},
+		{
 			name: "rdma_cm configfs", fixture: "cx6dx-ofed-factory", profile: roce,
 			drop:   func(p *port.Port) string { return "/sys/kernel/config/rdma_cm/" + p.RDMADevice },
 			prefix: func(*port.Port) string { return "/sys/kernel/config" },

@@ -60,6 +60,17 @@ func CCValueProblem(attr string, v int64) string {
 	return fmt.Sprintf("bnxt_re's %s takes 0-%d: %s_store refuses %d (EINVAL)", attr, max, attr, v)
 }
 
+// HeldPrioProblem says why bnxt_re's configfs would refuse any write of
+// the priority attribute attr (roce_prio, cnp_prio) while it holds held:
+// roce_prio_store and cnp_prio_store test the cached value, not the new
+// one, and answer EINVAL while it is above 7. "" when they take a write.
+func HeldPrioProblem(attr string, held int64) string {
+	if (attr != "roce_prio" && attr != "cnp_prio") || (held >= 0 && held <= 7) {
+		return ""
+	}
+	return fmt.Sprintf("bnxt_re's %s holds %d, above 7: %s_store refuses every write while it does (EINVAL; it checks the value held, not the one written), so nothing of this step is written; reload bnxt_re to reset it", attr, held, attr)
+}
+
 // EnableNote is how the profile's per-priority ECN enable maps onto
 // bnxt_re, for docs and errors.
 const EnableNote = "bnxt_re has one port-wide ecn_enable and one RoCE priority (roce_prio) for congestion control, reaction and notification together (configfs.c ecn_enable_store, roce_prio_store)"

@@ -68,3 +68,12 @@ func TestEnableWrite(t *testing.T) {
 		t.Error("two priorities on: ok")
 	}
 }
+
+func TestHeldPrioProblem(t *testing.T) {
+	if HeldPrioProblem("roce_prio", 7) != "" || HeldPrioProblem("cnp_dscp", 9) != "" {
+		t.Error("refused a priority in range, or a DSCP")
+	}
+	if !strings.Contains(HeldPrioProblem("roce_prio", 9), "refuses every write") {
+		t.Error("roce_prio holding 9 not refused")
+	}
+}
