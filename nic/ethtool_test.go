@@ -322,31 +322,40 @@ func TestStatsConsistentWhileSetChanges(t *testing.T) {
 		t.Fatalf("rx 1 and rx 2 give the same stat set: %v", sets)
 	}
 
+	// The flipping runs until the reads are done: with a fixed number of
+	// flips, a busy machine could finish them before the first read, and
+	// nothing was checked (the test failed "no Stats call succeeded").
+	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		for i := range 3000 {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
 			if err := setRxChannels(l.ioctlFD, "ca", uint32(1+i%2)); err != nil {
 				done <- err
 				return
 			}
 		}
-		done <- nil
 	}()
+	stopped := false
+	halt := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		close(stop)
+		return <-done
+	}
+	t.Cleanup(func() { _ = halt() }) // a Fatal below: the goroutine ends with the test
 	seen := map[string]int{}
 	var again int
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("results: %v; EAGAIN %d times", seen, again)
-			if len(seen) == 0 {
-				t.Fatal("no Stats call succeeded while the set changed")
-			}
-			return
-		default:
-		}
+	// 500 reads while the set flips, and on until one has succeeded
+	// (EAGAIN is a read that met a change each time it tried).
+	for n := 0; n < 500 || len(seen) == 0 && n < 100_000; n++ {
 		m, err := l.Stats("ca")
 		if errors.Is(err, syscall.EAGAIN) {
 			again++
@@ -360,6 +369,13 @@ func TestStatsConsistentWhileSetChanges(t *testing.T) {
 			t.Fatalf("Stats returned a set that is neither configuration's: %v", slices.Sorted(maps.Keys(m)))
 		}
 		seen[which]++
+	}
+	if err := halt(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("results: %v; EAGAIN %d times", seen, again)
+	if len(seen) == 0 {
+		t.Fatal("no Stats call succeeded while the set changed")
 	}
 }
 
