@@ -65,6 +65,8 @@ var Table = []Row{
 		Job: "the state dir as a trust boundary: the lock, the journal files (durable writes, done/abandoned, prune), state files, and the ownership/mode/symlink checks"},
 	{Pkg: "nic/dcb", Layer: 0, Kind: Product, Ext: []string{"golang.org/x/sys/", "github.com/vishvananda/"},
 		Job: "the dcbnl codec: DCB state (ETS, PFC, APP, buffers, DCBX) to and from netlink messages, byte for byte"},
+	{Pkg: "nic/nvconfig", Layer: 0, Kind: Product, Ext: []string{},
+		Job: "firmware NVConfig: mstconfig/mlxconfig query output parsed into default, current and next-boot per setting, and the one place rocectl runs an external program (mstconfig, bounded)"},
 	{Pkg: "internal/lib/parallel", Layer: 0, Kind: Lib, Ext: []string{},
 		Job: "the few-at-a-time loop of per-port passes (discovery, GID tables, observation)"},
 	{Pkg: "internal/lib/thp", Layer: 0, Kind: Lib, Ext: []string{"golang.org/x/sys/"},
