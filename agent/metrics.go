@@ -98,6 +98,14 @@ var (
 		"Congestion notification packets the reaction point received and slowed down for.", true, 1)
 	famECNMarked = newFamily("rocectl_ecn_marked_packets_total",
 		"RoCE packets received with ECN congestion experienced (CE) marks.", true, 1)
+	famOutOfSequence = newFamily("rocectl_rdma_out_of_sequence_packets_total",
+		"RoCE packets the RDMA port received out of sequence: on a lossless class, loss where there should be none.", true, 1)
+	famPacketSeqErr = newFamily("rocectl_rdma_sequence_error_naks_total",
+		"NAKs for a sequence error the RDMA port received: the peer saw a packet of ours go missing.", true, 1)
+	famLocalAckTimeout = newFamily("rocectl_rdma_ack_timeouts_total",
+		"Times a queue pair's ACK timer expired at the sender, each a retransmit after loss or a stalled peer.", true, 1)
+	famOutOfBuffer = newFamily("rocectl_rdma_out_of_buffer_drops_total",
+		"RoCE packets dropped because no receive WQE was posted: the application posts receives too slowly.", true, 1)
 )
 
 // counterSeries is one series: a family, its label values after the port's,
@@ -154,6 +162,10 @@ var counterTable = func() []counterSeries {
 		{famCNPSent, verify.CNPSent},
 		{famCNPHandled, verify.CNPHandled},
 		{famECNMarked, verify.ECNMarked},
+		{famOutOfSequence, verify.OutOfSequence},
+		{famPacketSeqErr, verify.PacketSeqErr},
+		{famLocalAckTimeout, verify.LocalAckTimeout},
+		{famOutOfBuffer, verify.OutOfBuffer},
 	} {
 		t = append(t, counterSeries{fam: c.fam, cong: c.cong, rdma: true})
 	}

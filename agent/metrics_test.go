@@ -410,8 +410,12 @@ func TestCounterTotalsBnxt(t *testing.T) {
 	sim.SetStat(port.Netdev, "pfc_pri3_tx_duration_us", 750_000)
 	sim.SetStat(port.Netdev, "tx_pfc_ena_frames_pri3", 42)
 	sim.SetStat(port.Netdev, "rx_pause_frames", 3)
-	if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/hw_counters/%s", port.RDMADevice, port.PortNum, "rx_cnp_pkts")), []byte("77\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// bnxt_re's names for the CNP and the transport loss counters
+	// (hw_counters.c).
+	for name, v := range map[string]string{"rx_cnp_pkts": "77", "oos_drop_count": "5", "seq_err_naks_rcvd": "6", "to_retransmits": "7", "rx_out_of_buffer": "8"} {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/hw_counters/%s", port.RDMADevice, port.PortNum, name)), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctrs := newCounters(h, discardLog())
 	ctrs.poll([]portRef{port}, time.Now())
@@ -425,6 +429,10 @@ func TestCounterTotalsBnxt(t *testing.T) {
 		{"rocectl_pfc_pause_frames_total", map[string]string{"device": port.Netdev, "priority": "3", "direction": "tx"}, 42},
 		{"rocectl_global_pause_frames_total", map[string]string{"device": port.Netdev, "direction": "rx"}, 3},
 		{"rocectl_cnp_handled_total", map[string]string{"device": port.Netdev, "rdma_device": port.RDMADevice, "port": "1"}, 77},
+		{"rocectl_rdma_out_of_sequence_packets_total", map[string]string{"device": port.Netdev, "rdma_device": port.RDMADevice, "port": "1"}, 5},
+		{"rocectl_rdma_sequence_error_naks_total", map[string]string{"device": port.Netdev, "rdma_device": port.RDMADevice, "port": "1"}, 6},
+		{"rocectl_rdma_ack_timeouts_total", map[string]string{"device": port.Netdev, "rdma_device": port.RDMADevice, "port": "1"}, 7},
+		{"rocectl_rdma_out_of_buffer_drops_total", map[string]string{"device": port.Netdev, "rdma_device": port.RDMADevice, "port": "1"}, 8},
 	} {
 		if got := value(t, c, w.name, w.labels); got != w.want {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.want)

@@ -133,16 +133,30 @@ const (
 	CNPSent CongCounter = iota
 	CNPHandled
 	ECNMarked
+	// The RDMA transport's loss signals: on a lossless class each rise
+	// means a packet was lost where none should be.
+	OutOfSequence   // packets received out of sequence
+	PacketSeqErr    // NAKs for a sequence error received (the peer saw a gap)
+	LocalAckTimeout // a QP's ACK timer expired at the sender (a retransmit)
+	OutOfBuffer     // packets dropped for want of a posted receive WQE
 	numCong
 )
 
-// congNames are each congestion counter's hw_counters names: mlx5
+// congNames are each RDMA port counter's hw_counters names: mlx5
 // (counters.c, the "cong" set, reference §A4.2) first, then bnxt_re
 // (hw_counters.c).
 var congNames = [numCong][]string{
 	CNPSent:    {"np_cnp_sent", "tx_cnp_pkts"},
 	CNPHandled: {"rp_cnp_handled", "rx_cnp_pkts"},
 	ECNMarked:  {"np_ecn_marked_roce_packets", "rx_ecn_marked_pkts"},
+	// mlx5's q counters (counters.c: out_of_sequence, packet_seq_err,
+	// local_ack_timeout_err, out_of_buffer), then bnxt_re's of the same
+	// meaning (hw_counters.c: oos_drop_count, seq_err_naks_rcvd,
+	// to_retransmits, rx_out_of_buffer).
+	OutOfSequence:   {"out_of_sequence", "oos_drop_count"},
+	PacketSeqErr:    {"packet_seq_err", "seq_err_naks_rcvd"},
+	LocalAckTimeout: {"local_ack_timeout_err", "to_retransmits"},
+	OutOfBuffer:     {"out_of_buffer", "rx_out_of_buffer"},
 }
 
 // Cong is one congestion counter of the port's RDMA port, ok false where
