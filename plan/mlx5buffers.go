@@ -184,20 +184,16 @@ func (pl *planning) slavePathExists(netdev, bond string, desired []policy.Settin
 	idx := kindPositions(pl.plan, at)
 	_, p2bChange := idx[policy.KindPrioBuffer]
 	_, sizeChange := idx[policy.KindBufferSize]
-	if !p2bChange && !sizeChange || !slices.ContainsFunc(desired, func(s policy.Setting) bool {
-		return s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize
-	}) {
+	if !p2bChange && !sizeChange || !managesBuffers(desired) {
 		return false, false
 	}
 	cur, ok := pl.mlx5State(netdev, 0)
 	if !ok {
 		return false, false
 	}
-	final := cur
-	for _, i := range idx {
-		if setMLX5(&final, pl.plan.Changes[i]) != nil {
-			return false, false
-		}
+	final, _, err := pl.finalState(cur, idx)
+	if err != nil {
+		return false, false
 	}
 	_, refused := mlx5.PlanPath(cur, final, mlx5Writes(pl.plan, at, cur, final, mtuAfterFirst), p2bChange)
 	return refused == nil, true
@@ -262,16 +258,14 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 	if !pfcChange && !cableChange && !p2bChange && !sizeChange {
 		return
 	}
-	managesBuffers := slices.ContainsFunc(desired, func(s policy.Setting) bool {
-		return s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize
-	})
-	if cableChange && !managesBuffers {
+	manual := managesBuffers(desired)
+	if cableChange && !manual {
 		i := idx[policy.KindCableLength]
 		plan.Changes[i].Note = joinNote(plan.Changes[i].Note, mlx5.CableOnlyInManualNote)
 	}
 	// A port whose buffers the profile manages is in manual buffer mode,
 	// where a PFC or cable change is checked against the buffers too.
-	if !managesBuffers {
+	if !manual {
 		pl.noteIfManual(netdev, speedMbps, at, idx)
 		return
 	}
@@ -284,12 +278,10 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		}
 		return
 	}
-	final := cur
-	for _, i := range idx {
-		if err := setMLX5(&final, plan.Changes[i]); err != nil {
-			pl.undecodable(plan.Changes[i], err)
-			return
-		}
+	final, bad, err := pl.finalState(cur, idx)
+	if err != nil {
+		pl.undecodable(plan.Changes[bad], err)
+		return
 	}
 	if sizeChange {
 		// What the driver will program: whole cells.
@@ -319,6 +311,18 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 	pl.noteBufferChange(idx, cur, p2bChange && !pauseWritten)
 }
 
+// finalState is cur with the changes at idx (kindPositions) written;
+// bad is the change whose value did not decode, with its error.
+func (pl *planning) finalState(cur mlx5.Port, idx map[policy.Kind]int) (final mlx5.Port, bad int, err error) {
+	final = cur
+	for _, i := range idx {
+		if err := setMLX5(&final, pl.plan.Changes[i]); err != nil {
+			return final, i, err
+		}
+	}
+	return final, -1, nil
+}
+
 // noteIfManual says, on a PFC or cable change of a port whose buffers the
 // profile leaves alone, what mlx5 would refuse if an earlier buffer write
 // (someone else's) left the port in manual buffer mode, which rocectl
@@ -336,11 +340,9 @@ func (pl *planning) noteIfManual(netdev string, speedMbps int, at []int, idx map
 	if !ok {
 		return
 	}
-	final := cur
-	for _, j := range idx {
-		if err := setMLX5(&final, pl.plan.Changes[j]); err != nil {
-			return // the change's own error is the planner's to report
-		}
+	final, _, err := pl.finalState(cur, idx)
+	if err != nil {
+		return // the change's own error is the planner's to report
 	}
 	if sf := mlx5.RunWrites(cur, mlx5Writes(pl.plan, at, cur, final, false)); sf != nil {
 		c := &pl.plan.Changes[i]

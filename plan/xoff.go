@@ -161,8 +161,21 @@ func buffersReachedByMTU(dp policy.DesiredPort, pt *port.Port) []*port.Port {
 // buffers, which puts (or keeps) an mlx5 port in manual buffer mode.
 func managesMLX5Buffers(ss []policy.Setting, netdev string) bool {
 	return slices.ContainsFunc(ss, func(s policy.Setting) bool {
-		return s.Port != nil && s.Port.Netdev == netdev && (s.Kind == policy.KindPrioBuffer || s.Kind == policy.KindBufferSize)
+		return s.Port != nil && s.Port.Netdev == netdev && isBufferWrite(s.Kind)
 	})
+}
+
+// managesBuffers says whether one port's (or bond's) desired settings
+// write its receive buffers; on a bond they name the bond, not the slave
+// whose buffers they are.
+func managesBuffers(desired []policy.Setting) bool {
+	return slices.ContainsFunc(desired, func(s policy.Setting) bool { return isBufferWrite(s.Kind) })
+}
+
+// isBufferWrite says whether k writes the receive buffers themselves
+// (prio→buffer map or sizes), not only what they are sized from.
+func isBufferWrite(k policy.Kind) bool {
+	return k == policy.KindPrioBuffer || k == policy.KindBufferSize
 }
 
 func isBufferKind(k policy.Kind) bool {
