@@ -129,6 +129,11 @@ func (r *Result) Errors() []string {
 	return out
 }
 
+// TrafficWait bounds how long an apply waits for the traffic lock
+// (statedir.Store.Traffic): a probe holds it for seconds; a longer holder
+// is a verify with traffic, and the apply says so instead of hanging.
+const TrafficWait = time.Minute
+
 // Run applies a prepared plan that has changes. It returns an error, with
 // no Result worth reporting, only when it could not start (the journal
 // cannot be written) or could not record a successful apply as committed;
@@ -137,6 +142,17 @@ func (r *Result) Errors() []string {
 func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 	if err := Refusal(pr.Plan, opts.SkipUnreadable); err != nil {
 		return nil, err
+	}
+	if opts.Store.Dir != "" {
+		// No probe of the agent's runs while this apply writes and
+		// verifies; one under way ends within its own deadline.
+		wctx, cancel := context.WithTimeout(ctx, TrafficWait)
+		tl, err := opts.Store.Traffic(wctx, "apply")
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("test traffic is running on this host: %w", err)
+		}
+		defer tl.Release()
 	}
 	start := opts.now()
 	res := &Result{Changes: len(pr.Plan.Changes)}

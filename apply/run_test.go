@@ -267,3 +267,37 @@ func TestRunInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// An agent probe holds the traffic lock: an apply waits for it and, when
+// the probe does not end in time, writes nothing and names the holder;
+// once the probe ends, the apply runs.
+func TestRunWaitsForTestTrafficToEnd(t *testing.T) {
+	pr, sim := prepared(t, nil)
+	before := sim.Config()
+	store := Store{Store: statedir.Store{Dir: t.TempDir()}}
+	noSoak := time.Duration(0)
+	probe, err := store.TryTraffic("agent probe 10.0.0.2:18516")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Run(ctx, pr, RunOptions{Store: store, Soak: &noSoak})
+	if err == nil || !strings.Contains(err.Error(), "test traffic is running on this host") || !strings.Contains(err.Error(), "agent probe 10.0.0.2:18516") {
+		t.Fatalf("apply during a probe: %v", err)
+	}
+	if sim.Config() != before {
+		t.Fatal("the apply wrote while a probe held the traffic lock")
+	}
+	if ids, _ := store.OpenIDs(); len(ids) != 0 {
+		t.Fatalf("journals opened: %v", ids)
+	}
+	probe.Release()
+	res, err := Run(context.Background(), pr, RunOptions{Store: store, Soak: &noSoak})
+	if err != nil || res.Outcome != Committed {
+		t.Fatalf("apply after the probe: %v, %+v", err, res)
+	}
+	if _, err := store.TryTraffic("next probe"); err != nil {
+		t.Fatalf("the apply kept the traffic lock: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -134,6 +136,24 @@ known (a snapshot that did not capture it) is not checked, so it fails too.`,
 					return fail(requireMatchError(why))
 				}
 				d.Message = strings.Replace(pl.NoPortsMessage(), "nothing to do", "nothing checked", 1)
+			}
+			if traffic := loopback || peer != "" || listen != "" || pl.Profile.Verify.Loopback; traffic && env.Snapshot == "" && len(pl.Desired.Ports) > 0 {
+				// No agent probe runs during this verify's traffic (and
+				// none starts): the state dir's traffic lock, as apply
+				// holds it. Waiting for a probe under way is bounded.
+				wctx, cancel := context.WithTimeout(cmd.Context(), apply.TrafficWait)
+				tl, err := env.Store().Traffic(wctx, "verify -p "+profile)
+				cancel()
+				switch {
+				case err == nil:
+					defer tl.Release()
+				case errors.Is(err, statedir.ErrLocked) || wctx.Err() != nil:
+					return fail(fmt.Errorf("test traffic is running on this host: %w", err))
+				default:
+					// No state dir to lock (not root, say): said, not
+					// fatal; the traffic itself needs no state dir.
+					env.Log.Warn("verify: the traffic lock cannot be taken, so an agent's probes are not held off during this verify", "err", err)
+				}
 			}
 			res := verify.Run(cmd.Context(), verify.RunConfig{Desired: pl.Desired, Observe: h.Observe, K: h.K,
 				TrafficConfig: apply.TrafficConfig(pl, env.Log), Loopback: loopback, Peer: peer, Listen: listen, Waiting: env.Stderr})

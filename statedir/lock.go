@@ -32,13 +32,27 @@ var ErrLocked = errors.New("another rocectl is changing this host")
 
 // Acquire takes the lock without waiting.
 func (s Store) Acquire(command string) (*Lock, error) {
+	f, err := s.flock("lock", command)
+	if err != nil {
+		return nil, err
+	}
+	// Holding the lock, no save is under way: what an interrupted one
+	// left behind can go.
+	s.cleanStale()
+	return &Lock{f: f}, nil
+}
+
+// flock takes an exclusive flock on the state dir's file name without
+// waiting, naming command as its holder inside; ErrLocked (naming the
+// holder) when another process holds it.
+func (s Store) flock(name, command string) (*os.File, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return nil, err
 	}
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(s.Dir, "lock")
+	path := filepath.Join(s.Dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, &UnsafePathError{Path: path, Want: uint32(os.Geteuid()), Why: "is a symlink"}
@@ -73,10 +87,7 @@ func (s Store) Acquire(command string) (*Lock, error) {
 		// the flock, not the file, is the lock.
 		_, _ = f.WriteAt(data, 0)
 	}
-	// Holding the lock, no save is under way: what an interrupted one
-	// left behind can go.
-	s.cleanStale()
-	return &Lock{f: f}, nil
+	return f, nil
 }
 
 // cleanStale removes the temp files of journal saves a crash interrupted
@@ -131,4 +142,39 @@ func (l *Lock) Release() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
+}
+
+// The traffic lock keeps rocectl's own test traffic apart from changes:
+// apply and verify hold it while they write or measure, and the agent's
+// continuous probes run only when they can take it at once, so a probe
+// never runs while an apply or a verify does (and an apply that starts
+// during a probe waits for it: probes are short and bounded). It is a
+// lock of its own, not the change lock, so that a probe never makes an
+// operator's apply fail with "another rocectl is changing this host".
+const trafficLock = "traffic"
+
+// TryTraffic takes the traffic lock without waiting: ErrLocked (naming
+// the holder) while an apply or a verify holds it.
+func (s Store) TryTraffic(who string) (*Lock, error) {
+	f, err := s.flock(trafficLock, who)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{f: f}, nil
+}
+
+// Traffic takes the traffic lock, waiting while another holder (a probe)
+// has it, until ctx ends.
+func (s Store) Traffic(ctx context.Context, who string) (*Lock, error) {
+	for {
+		lock, err := s.TryTraffic(who)
+		if !errors.Is(err, ErrLocked) {
+			return lock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the traffic lock (%v): %w", err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

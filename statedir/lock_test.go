@@ -1,6 +1,7 @@
 package statedir
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -56,5 +57,43 @@ func TestStaleTempFilesCleanedAtStart(t *testing.T) {
 	}
 	if _, err := os.Stat(s.ReservePath(open)); err != nil {
 		t.Errorf("the open journal's reserve went: %v", err)
+	}
+}
+
+// The traffic lock is its own: a probe holding it never makes an apply's
+// change lock fail, and apply/verify waiting for it get it once the probe
+// ends; a waiter whose context ends says who held it.
+func TestTrafficLockIsApartFromTheChangeLock(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	probe, err := s.TryTraffic("agent probe 10.0.0.2:18516")
+	if err != nil {
+		t.Fatal(err)
+	}
+	change, err := s.Acquire("apply -p a.toml")
+	if err != nil {
+		t.Fatalf("the change lock while a probe runs: %v", err)
+	}
+	defer change.Release()
+	if _, err := s.TryTraffic("another probe"); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "agent probe 10.0.0.2:18516") {
+		t.Fatalf("second TryTraffic: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Traffic(ctx, "apply"); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "agent probe") {
+		t.Fatalf("Traffic with an ended context: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := s.Traffic(context.Background(), "apply -p a.toml")
+		if err == nil {
+			err = l.Release()
+		}
+		got <- err
+	}()
+	if err := probe.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("Traffic after the probe ended: %v", err)
 	}
 }
