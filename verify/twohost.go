@@ -613,6 +613,10 @@ func runServer(ctx context.Context, pc *peerConn, cfg LoopbackConfig, open openE
 	if err := m.Test.validate(); err != nil {
 		return nil, err
 	}
+	if lim := cfg.maxTest; lim != nil && (m.Test.MsgSize > lim.MsgSize || m.Test.Iterations > lim.Iterations || m.Test.Iterations == 0 || m.Test.DurationNS > 0) {
+		return nil, protoErr("test plan of %d messages of %d bytes for %v is more than this end serves (at most %d of %d bytes, no duration)",
+			m.Test.Iterations, m.Test.MsgSize, time.Duration(m.Test.DurationNS), lim.Iterations, lim.MsgSize)
+	}
 	remote := m.QP
 	if err := remote.validate(1); err != nil {
 		return nil, err

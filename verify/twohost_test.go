@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net"
@@ -182,7 +183,7 @@ func (f *fakeFabric) open(cfg LoopbackConfig) (rcEndpoint, error) {
 }
 
 func (e *fakeEP) local() qpInfo {
-	return qpInfo{QPN: e.qpn, PSN: e.qpn * 3, GID: "::ffff:10.0.0." + string(rune('0'+e.qpn-0x10)), MTU: 1024,
+	return qpInfo{QPN: e.qpn, PSN: e.qpn * 3, GID: fmt.Sprintf("::ffff:10.0.%d.%d", e.qpn>>8, e.qpn&0xff), MTU: 1024,
 		RKey: 0xbeef, Addr: 0x10000 * uint64(e.qpn), Size: len(e.recv)}
 }
 

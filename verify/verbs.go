@@ -62,6 +62,9 @@ type LoopbackConfig struct {
 	stall time.Duration
 	// depth overrides the RDMA WRITEs in flight (1..qpSendDepth), for lab experiments.
 	depth int
+	// maxTest, on a passive end, refuses a test plan with larger
+	// messages or more iterations, or any duration (probe servers).
+	maxTest *wireTest
 }
 
 // LoopbackResult is what one test run measured. Two-host runs fill it on
