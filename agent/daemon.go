@@ -66,6 +66,9 @@ type Config struct {
 	// Watchdog is systemd's WatchdogSec: 0 takes it from $WATCHDOG_USEC
 	// (none: no pings).
 	Watchdog time.Duration
+	// Probe, when set, keeps verbs probes going to its peers and serves
+	// theirs (probe.go); nil: no probing.
+	Probe *ProbeConfig
 }
 
 // state is what the loop shares with the metrics endpoint.
@@ -86,6 +89,10 @@ type state struct {
 	guard  string
 	storms map[string]int
 	ports  []portRef
+	// probePort is the port probes run on, the first the profile
+	// matched at the last check (nil: none), with its traffic settings.
+	probePort *port.Port
+	traffic   verify.TrafficConfig
 }
 
 // driftGroup is the drift of one setting kind on one port ("" device:
@@ -245,6 +252,10 @@ func Run(ctx context.Context, cfg Config) error {
 		pw.pollDriver(h.K, peerPorts) // before the listeners: a port the driver answers for ignores its frames
 		pw.start(ctx, &wg, peerPorts)
 	}
+	var prb *prober
+	if cfg.Probe != nil && !cfg.ReadOnly && !cfg.Once {
+		prb = newProber(*cfg.Probe, l.log, l.probe, trafficGate(store.Store, "agent probe"))
+	}
 	var ctrs *counters
 	if cfg.MetricsAddr != "" {
 		ctrs = newCounters(h, l.log)
@@ -253,6 +264,9 @@ func Run(ctx context.Context, cfg Config) error {
 			newCollector(l.st, ctrs, cfg.Version, cfg.Revision))
 		if pw != nil {
 			reg.MustRegister(pw)
+		}
+		if prb != nil {
+			reg.MustRegister(prb)
 		}
 		ln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -289,6 +303,11 @@ func Run(ctx context.Context, cfg Config) error {
 			interval = counterDefaultInterval
 		}
 		wg.Go(func() { ctrs.run(ctx, interval, l.st.portRefs) })
+	}
+	if prb != nil {
+		if err := l.startProbing(ctx, &wg, prb); err != nil {
+			return err
+		}
 	}
 	l.notify(daemon.SdNotifyReady)
 	if cfg.Once {
@@ -403,6 +422,11 @@ func (l *loop) check(ctx context.Context, why string) error {
 	if err == nil {
 		st.driftGroups, st.unsupported = driftGroups(pr), len(pr.Plan.Unsupported)
 		st.ports = portRefsOf(pr.Desired.Ports)
+		st.probePort, st.traffic = nil, apply.TrafficConfig(pr, l.log)
+		if len(pr.Desired.Ports) > 0 {
+			p := pr.Desired.Ports[0].Port
+			st.probePort = &p
+		}
 	}
 	st.mu.Unlock()
 	if err != nil {

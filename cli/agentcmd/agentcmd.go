@@ -18,6 +18,7 @@ const Name = cli.AgentBinary
 func NewRootCommand(env *cli.Env) *cobra.Command {
 	var mode string
 	cfg := agent.Config{}
+	var probe agent.ProbeConfig
 	cmd := cli.Program(env, &cobra.Command{
 		Use:   Name + " -p PROFILE",
 		Short: "Keep the host on its profile: drift checks on a timer and on link events, metrics, sd_notify",
@@ -30,6 +31,9 @@ read-back, guard and rollback as rocectl apply, at most once per
 any apply a crash left unfinished and reverts unconfirmed changes whose
 --confirm deadline has passed, and it keeps honouring such deadlines.
 Under systemd it reports READY=1, STATUS= and watchdog pings.
+With --probe-peer it keeps small verbs probes going to other hosts' agents
+(--probe-listen on theirs), one every --probe-interval per peer and never
+while an apply or verify runs, and marks pairs that degrade (metrics).
 "rocectl agent ARGS" runs it with the same arguments.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +42,18 @@ Under systemd it reports READY=1, STATUS= and watchdog pings.
 			}
 			if env.Snapshot != "" && mode == "enforce" {
 				return errors.New("a snapshot is read-only: use --mode audit")
+			}
+			if len(probe.Peers) > 0 || probe.Listen != "" {
+				if err := probe.Check(); err != nil {
+					return err
+				}
+				switch {
+				case env.Snapshot != "":
+					return errors.New("--probe-peer/--probe-listen send traffic: not on a snapshot")
+				case agent.ProbingBuiltIn() != nil:
+					return fmt.Errorf("--probe-peer/--probe-listen: %w; this %s was built without them (make build-verbs, or the Debian package)", agent.ProbingBuiltIn(), Name)
+				}
+				cfg.Probe = &probe
 			}
 			// The profile's warnings once on stderr, as every command
 			// prints them; the daemon logs them too.
@@ -66,6 +82,9 @@ Under systemd it reports READY=1, STATUS= and watchdog pings.
 	fl.DurationVar(&cfg.MinApplyInterval, "min-apply-interval", 10*time.Minute, "enforce mode: at most one apply per this interval")
 	fl.BoolVar(&cfg.Once, "once", false, "run one check (and apply in enforce mode), then exit")
 	fl.BoolVar(&cfg.RequireMatch, "require-match", false, "fail (exit 1) when the first check finds no RoCE port matching the profile; later such checks count as failed (rocectl_last_check_success 0), not in sync")
+	fl.StringArrayVar(&probe.Peers, "probe-peer", nil, "probe the agent serving probes at `HOST:PORT` (repeat for each peer; at most 64)")
+	fl.StringVar(&probe.Listen, "probe-listen", "", "serve other agents' probes on `ADDR`, e.g. :18516")
+	fl.DurationVar(&probe.Interval, "probe-interval", agent.DefaultProbeInterval, "time between two probes of one peer (at least 10s)")
 	_ = cmd.MarkFlagRequired("profile")
 	_ = cmd.MarkFlagFilename("profile", "toml")
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"audit", "enforce"}, cobra.ShellCompDirectiveNoFileComp))
