@@ -850,3 +850,52 @@ func TestAnsibleLint(t *testing.T) {
 		t.Errorf("ansible-lint: %v\n%s", err, out)
 	}
 }
+
+// Probing: the peers, listener and interval become the agent's flags in
+// /etc/default/rocectl, and the peers' addresses are allowed in a drop-in
+// of the agent unit (it allows localhost only); without probing the
+// drop-in goes. A peer that is not HOST:PORT fails the play before
+// anything is written.
+func TestAgentProbingFlagsAndDropIn(t *testing.T) {
+	fx := newFixture(t, "cx6dx-ofed-lossless")
+	fx.vars["rocectl_apply"] = false
+	fx.vars["rocectl_agent_probe_peers"] = []string{"10.0.1.12:18516", "[fd00::13]:18516"}
+	fx.vars["rocectl_agent_probe_listen"] = ":18516"
+	fx.vars["rocectl_agent_probe_interval"] = "1m"
+	p := fx.run(t)
+	if !p.ok {
+		t.Fatalf("run failed:\n%s", p.out)
+	}
+	def, _ := os.ReadFile(fx.deflt)
+	want := `ROCECTL_ARGS="--interval 5m --metrics-addr 127.0.0.1:9469 --probe-peer=10.0.1.12:18516 --probe-peer=[fd00::13]:18516 --probe-listen=:18516 --probe-interval=1m"`
+	if !strings.Contains(string(def), want+"\n") {
+		t.Errorf("/etc/default/rocectl lacks\n%s\n%s", want, def)
+	}
+	dropin := filepath.Join(fx.units, "rocectl-agent.service.d/20-probe-allow.conf")
+	got, err := os.ReadFile(dropin)
+	if err != nil || !strings.Contains(string(got), "[Service]\nIPAddressAllow=10.0.1.12 fd00::13\n") {
+		t.Errorf("probe drop-in (%v):\n%s", err, got)
+	}
+	if p := fx.run(t); !p.ok || p.changed != 0 {
+		t.Errorf("second run: ok=%v changed=%d, want an idempotent run\n%s", p.ok, p.changed, p.out)
+	}
+
+	delete(fx.vars, "rocectl_agent_probe_peers")
+	delete(fx.vars, "rocectl_agent_probe_listen")
+	if p := fx.run(t); !p.ok {
+		t.Fatalf("run without probing failed:\n%s", p.out)
+	}
+	if _, err := os.Stat(dropin); !os.IsNotExist(err) {
+		t.Errorf("the probe drop-in stayed without probing: %v", err)
+	}
+	def, _ = os.ReadFile(fx.deflt)
+	if strings.Contains(string(def), "--probe") {
+		t.Errorf("probe flags stayed without probing:\n%s", def)
+	}
+
+	fx.vars["rocectl_agent_probe_peers"] = []string{"node12"}
+	p = fx.run(t)
+	if p.ok || !strings.Contains(p.out, "HOST:PORT in rocectl_agent_probe_peers") {
+		t.Errorf("a peer without a port passed:\n%s", p.out)
+	}
+}
