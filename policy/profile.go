@@ -1,6 +1,9 @@
 package policy
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Profile is a loaded, validated profile: what the operator wants every
 // matched RoCE port of a host to look like. Optional values are pointers (or
@@ -19,9 +22,11 @@ type Profile struct {
 	ECN     ECN
 	RoCE    RoCE
 	Devlink []DevlinkParam
-	NCCL    NCCL
-	Verify  VerifySpec
-	Guard   GuardSpec
+	// Firmware is [firmware]: NVConfig, written to the next-boot value.
+	Firmware Firmware
+	NCCL     NCCL
+	Verify   VerifySpec
+	Guard    GuardSpec
 
 	// Warnings found while validating; errors never reach a Profile.
 	Warnings Diagnostics
@@ -176,6 +181,53 @@ var CCModes = []string{CCDCQCN, CCOff, CCDCTCP, CCTimely}
 type DCQCNParam struct {
 	Name  string
 	Value int64
+}
+
+// Firmware is [firmware]: ConnectX non-volatile configuration (what
+// mstconfig/mlxconfig set). A write changes the next-boot value only; the
+// current value follows at the next firmware reset or reboot.
+type Firmware struct {
+	CCPriorities        *PrioSet // ROCE_CC_PRIO_MASK_P<port>: the priorities DCQCN acts on
+	CNPDSCP             *int     // CNP_DSCP_P<port>, 0..63
+	CNPPriority         *int     // CNP_802P_PRIO_P<port>, 0..7
+	ATS                 *bool    // ATS_ENABLED (per device)
+	AdvancedPCISettings *bool    // ADVANCED_PCI_SETTINGS (per device)
+}
+
+// FirmwareParam is one NVConfig parameter by its mstconfig name and value.
+type FirmwareParam struct {
+	Name  string
+	Value uint64
+}
+
+// Params expands [firmware] for the port numbered port (1-based, the
+// firmware's P<n>): per-port keys get its _P<n> suffix, per-device keys
+// none; in a fixed order.
+func (f Firmware) Params(port int) []FirmwareParam {
+	var out []FirmwareParam
+	suffix := fmt.Sprintf("_P%d", port)
+	if f.CCPriorities != nil {
+		out = append(out, FirmwareParam{"ROCE_CC_PRIO_MASK" + suffix, uint64(*f.CCPriorities)})
+	}
+	if f.CNPDSCP != nil {
+		out = append(out, FirmwareParam{"CNP_DSCP" + suffix, uint64(*f.CNPDSCP)})
+	}
+	if f.CNPPriority != nil {
+		out = append(out, FirmwareParam{"CNP_802P_PRIO" + suffix, uint64(*f.CNPPriority)})
+	}
+	b := func(v bool) uint64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	if f.ATS != nil {
+		out = append(out, FirmwareParam{"ATS_ENABLED", b(*f.ATS)})
+	}
+	if f.AdvancedPCISettings != nil {
+		out = append(out, FirmwareParam{"ADVANCED_PCI_SETTINGS", b(*f.AdvancedPCISettings)})
+	}
+	return out
 }
 
 // RoCE is [roce]: rdma_cm defaults and the verbs traffic class.
