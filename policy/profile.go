@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -200,32 +201,141 @@ type FirmwareParam struct {
 	Value uint64
 }
 
+// FirmwareSpec is one [firmware] key: the NVConfig parameter it sets
+// (PerPort: with the port's _P<n> suffix) and how its value is written
+// in a Setting (Codec: "Prio" a priority list "[3]" for a bit mask, "Int"
+// the number, "Bool" on/off for 1/0).
+type FirmwareSpec struct {
+	Key     string // the profile key under [firmware]
+	Param   string // the mstconfig name, without _P<n>
+	PerPort bool
+	Codec   string
+	Max     uint64 // the largest value the firmware takes
+}
+
+// FirmwareSpecs lists the [firmware] keys in the order a plan writes them.
+// The ranges are the firmware's (mlxconfig's tools_layouts: the mask is
+// 8 bits, one per priority; CNP DSCP 6 bits; the 802.1p priority 3).
+var FirmwareSpecs = []FirmwareSpec{
+	{Key: "cc_priorities", Param: "ROCE_CC_PRIO_MASK", PerPort: true, Codec: "Prio", Max: 255},
+	{Key: "cnp_dscp", Param: "CNP_DSCP", PerPort: true, Codec: "Int", Max: 63},
+	{Key: "cnp_priority", Param: "CNP_802P_PRIO", PerPort: true, Codec: "Int", Max: 7},
+	{Key: "ats", Param: "ATS_ENABLED", Codec: "Bool", Max: 1},
+	{Key: "advanced_pci_settings", Param: "ADVANCED_PCI_SETTINGS", Codec: "Bool", Max: 1},
+}
+
+// FirmwareSpecByKey returns the spec of a [firmware] key.
+func FirmwareSpecByKey(key string) (FirmwareSpec, bool) {
+	for _, s := range FirmwareSpecs {
+		if s.Key == key {
+			return s, true
+		}
+	}
+	return FirmwareSpec{}, false
+}
+
+// ParamFor is the parameter's mstconfig name on the firmware's port
+// fwPort (1-based): NAME_P<n> for a per-port parameter, NAME otherwise.
+func (s FirmwareSpec) ParamFor(fwPort int) string {
+	if !s.PerPort {
+		return s.Param
+	}
+	return fmt.Sprintf("%s_P%d", s.Param, fwPort)
+}
+
+// Format is the canonical Setting value of the firmware's number n.
+func (s FirmwareSpec) Format(n uint64) string {
+	switch s.Codec {
+	case "Prio":
+		if n <= 255 {
+			return FormatPrioBitmap(uint8(n))
+		}
+	case "Bool":
+		if n <= 1 {
+			return FormatBool(n == 1)
+		}
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// Parse is the firmware's number of a canonical Setting value.
+func (s FirmwareSpec) Parse(v string) (uint64, error) {
+	var n uint64
+	switch s.Codec {
+	case "Prio":
+		b, err := ParsePrioBitmap(v)
+		if err != nil {
+			return 0, err
+		}
+		n = uint64(b)
+	case "Bool":
+		b, err := ParseBool(v)
+		if err != nil {
+			return 0, err
+		}
+		if b {
+			n = 1
+		}
+	default:
+		x, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number", v)
+		}
+		n = x
+	}
+	if n > s.Max {
+		return 0, fmt.Errorf("%s: %d is out of range (allowed: 0..%d)", s.Key, n, s.Max)
+	}
+	return n, nil
+}
+
+type firmwareSetting struct {
+	spec  FirmwareSpec
+	value string
+}
+
+// settings is what [firmware] sets, in FirmwareSpecs order, as canonical
+// values.
+func (f Firmware) settings() []firmwareSetting {
+	var out []firmwareSetting
+	for _, p := range f.Params(1) {
+		for _, s := range FirmwareSpecs {
+			if s.ParamFor(1) == p.Name {
+				out = append(out, firmwareSetting{s, s.Format(p.Value)})
+			}
+		}
+	}
+	return out
+}
+
 // Params expands [firmware] for the port numbered port (1-based, the
 // firmware's P<n>): per-port keys get its _P<n> suffix, per-device keys
-// none; in a fixed order.
+// none; in FirmwareSpecs order.
 func (f Firmware) Params(port int) []FirmwareParam {
 	var out []FirmwareParam
-	suffix := fmt.Sprintf("_P%d", port)
-	if f.CCPriorities != nil {
-		out = append(out, FirmwareParam{"ROCE_CC_PRIO_MASK" + suffix, uint64(*f.CCPriorities)})
-	}
-	if f.CNPDSCP != nil {
-		out = append(out, FirmwareParam{"CNP_DSCP" + suffix, uint64(*f.CNPDSCP)})
-	}
-	if f.CNPPriority != nil {
-		out = append(out, FirmwareParam{"CNP_802P_PRIO" + suffix, uint64(*f.CNPPriority)})
-	}
 	b := func(v bool) uint64 {
 		if v {
 			return 1
 		}
 		return 0
 	}
-	if f.ATS != nil {
-		out = append(out, FirmwareParam{"ATS_ENABLED", b(*f.ATS)})
-	}
-	if f.AdvancedPCISettings != nil {
-		out = append(out, FirmwareParam{"ADVANCED_PCI_SETTINGS", b(*f.AdvancedPCISettings)})
+	for _, s := range FirmwareSpecs {
+		var v uint64
+		switch {
+		case s.Key == "cc_priorities" && f.CCPriorities != nil:
+			v = uint64(*f.CCPriorities)
+		case s.Key == "cnp_dscp" && f.CNPDSCP != nil:
+			v = uint64(*f.CNPDSCP)
+		case s.Key == "cnp_priority" && f.CNPPriority != nil:
+			v = uint64(*f.CNPPriority)
+		case s.Key == "ats" && f.ATS != nil:
+			v = b(*f.ATS)
+		case s.Key == "advanced_pci_settings" && f.AdvancedPCISettings != nil:
+			v = b(*f.AdvancedPCISettings)
+		default:
+			continue
+		}
+		out = append(out, FirmwareParam{s.ParamFor(port), v})
 	}
 	return out
 }

@@ -1,0 +1,214 @@
+package apply
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/testkit/fakemst"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/nccl"
+	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
+)
+
+// fwProfile sets the RoCE firmware keys only.
+const fwProfile = `name = "fw"
+[match]
+drivers = ["mlx5_core"]
+[firmware]
+cc_priorities = [3]
+cnp_dscp = 48
+cnp_priority = 6
+ats = true
+`
+
+// factoryFirmware is a ConnectX-6 Dx at its firmware defaults (the mask
+// 255, CNP DSCP 48 and priority 6 mlxconfig's query shows on a fresh card,
+// testdata/SOURCES.md of nic/nvconfig), both PCI functions of one adapter.
+func factoryFirmware() *fakemst.State {
+	p := func(name string, v uint64) *fakemst.Param {
+		return &fakemst.Param{Name: name, Default: v, Current: v, Next: v}
+	}
+	return &fakemst.State{
+		Devices: map[string]*fakemst.Device{"0000:3b:00.0": {Type: "ConnectX6DX", Params: []*fakemst.Param{
+			p("ROCE_CC_PRIO_MASK_P1", 255), p("CNP_DSCP_P1", 48), p("CNP_802P_PRIO_P1", 6),
+			p("ROCE_CC_PRIO_MASK_P2", 255), p("CNP_DSCP_P2", 48), p("CNP_802P_PRIO_P2", 6),
+			{Name: "ATS_ENABLED", Bool: true},
+		}}},
+		Alias: map[string]string{"0000:3b:00.1": "0000:3b:00.0"},
+	}
+}
+
+type fwRig struct {
+	root string
+	h    *host.Host
+	fake *fakemst.Fake
+	p    *policy.Profile
+	opts Options
+}
+
+func newFWRig(t *testing.T, st *fakemst.State) *fwRig {
+	t.Helper()
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	fake := fakemst.New(t, st)
+	path := filepath.Join(t.TempDir(), "fw.toml")
+	if err := os.WriteFile(path, []byte(fwProfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(path, policy.LoadOptions{AllowInsecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fwRig{root: root, fake: fake, p: p,
+		h:    &host.Host{FS: nic.NewFS(root, false), K: sim, FW: fake.Reader()},
+		opts: Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1}}
+}
+
+func (r *fwRig) prepare() *Prepared {
+	pr := Prepare(r.h, r.p, false)
+	nccl.Resolve(pr.Desired)
+	return pr
+}
+
+func keysOf[T any](xs []T, key func(T) string) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, key(x))
+	}
+	return out
+}
+
+// A firmware apply writes the next-boot values with one mstconfig set per
+// PCI function, byte for byte; the journal keeps the previous next-boot
+// values by parameter name; the read-back passes on the next-boot value
+// while the current one waits for a firmware reset, which audit reports
+// as pending, not drift; rollback writes the saved values back.
+func TestFirmwareApplyPendingRollback(t *testing.T) {
+	r := newFWRig(t, factoryFirmware())
+	pr := r.prepare()
+	got := keysOf(pr.Plan.Changes, func(c policy.Change) string { return c.Key + "=" + c.Before + "->" + c.Value })
+	want := []string{
+		"ens1f0np0.firmware.ats=off->on",
+		"ens1f0np0.firmware.cc_priorities=[0,1,2,3,4,5,6,7]->[3]",
+		"ens1f1np1.firmware.ats=off->on",
+		"ens1f1np1.firmware.cc_priorities=[0,1,2,3,4,5,6,7]->[3]",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if pr.Plan.InSync != 4 || len(pr.Plan.Pending) != 0 {
+		t.Errorf("in sync %d, pending %v", pr.Plan.InSync, pr.Plan.Pending)
+	}
+	for _, c := range pr.Plan.Changes {
+		if !strings.Contains(c.Note, "pending: takes effect at the next firmware reset (`mstfwreset -d 0000:3b:00.") {
+			t.Errorf("%s: note %q", c.Key, c.Note)
+		}
+	}
+	r.fake.Save(func() *fakemst.State { st := r.fake.Load(); st.Argv = nil; return st }())
+	txn, err := Begin(r.h, pr.Desired, pr.Plan, "fw", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Finish(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	st := r.fake.Load()
+	var sets []string
+	for _, a := range st.Argv {
+		if a[len(a)-1] != "q" {
+			sets = append(sets, strings.Join(a, " "))
+		}
+	}
+	wantSets := []string{
+		"mstconfig -y -d 0000:3b:00.0 set ATS_ENABLED=1 ROCE_CC_PRIO_MASK_P1=8",
+		"mstconfig -y -d 0000:3b:00.1 set ATS_ENABLED=1 ROCE_CC_PRIO_MASK_P2=8",
+	}
+	if !reflect.DeepEqual(sets, wantSets) {
+		t.Errorf("sets:\n%s\nwant\n%s", strings.Join(sets, "\n"), strings.Join(wantSets, "\n"))
+	}
+	if q := strings.Join(st.Argv[0], " "); q != "mstconfig -e -d 0000:3b:00.0 q" {
+		t.Errorf("first query %q", q)
+	}
+	for _, name := range []string{"ROCE_CC_PRIO_MASK_P1", "ROCE_CC_PRIO_MASK_P2"} {
+		if p := st.Get("0000:3b:00.0", name); p.Next != 8 || p.Current != 255 {
+			t.Errorf("%s: %+v", name, p)
+		}
+	}
+	// The journal on disk: each firmware step's previous next-boot values.
+	j, err := r.opts.Store.LastCommitted()
+	if err != nil || j == nil {
+		t.Fatal(err)
+	}
+	var saved []host.FirmwareSaved
+	for _, s := range j.Steps {
+		saved = append(saved, s.Firmware...)
+	}
+	wantSaved := []host.FirmwareSaved{
+		{PCI: "0000:3b:00.0", Params: []host.FirmwareValue{{Name: "ATS_ENABLED", NextBoot: 0}, {Name: "ROCE_CC_PRIO_MASK_P1", NextBoot: 255}}},
+		{PCI: "0000:3b:00.1", Params: []host.FirmwareValue{{Name: "ATS_ENABLED", NextBoot: 0}, {Name: "ROCE_CC_PRIO_MASK_P2", NextBoot: 255}}},
+	}
+	if !reflect.DeepEqual(saved, wantSaved) {
+		t.Errorf("journal's saved values %+v, want %+v", saved, wantSaved)
+	}
+	if j.Version != JournalVersion {
+		t.Errorf("journal version %d, want %d", j.Version, JournalVersion)
+	}
+	// Audit now: nothing to write, every written setting pending.
+	pr2 := r.prepare()
+	if pr2.Plan.Changed() {
+		t.Errorf("changes after apply: %v", pr2.Plan.Changes)
+	}
+	pend := keysOf(pr2.Plan.Pending, func(p policy.Pending) string { return p.Key + " current " + p.Current + " want " + p.Want })
+	wantPend := []string{
+		"ens1f0np0.firmware.ats current off want on",
+		"ens1f0np0.firmware.cc_priorities current [0,1,2,3,4,5,6,7] want [3]",
+		"ens1f1np1.firmware.ats current off want on",
+		"ens1f1np1.firmware.cc_priorities current [0,1,2,3,4,5,6,7] want [3]",
+	}
+	if !reflect.DeepEqual(pend, wantPend) {
+		t.Errorf("pending:\n%s\nwant\n%s", strings.Join(pend, "\n"), strings.Join(wantPend, "\n"))
+	}
+	// A firmware reset: current takes the next-boot values; in sync.
+	st = r.fake.Load()
+	for _, p := range st.Devices["0000:3b:00.0"].Params {
+		p.Current = p.Next
+	}
+	r.fake.Save(st)
+	if pr3 := r.prepare(); pr3.Plan.Changed() || len(pr3.Plan.Pending) != 0 || pr3.Plan.InSync != 8 {
+		t.Errorf("after reset: %d changes, %d pending, %d in sync", len(pr3.Plan.Changes), len(pr3.Plan.Pending), pr3.Plan.InSync)
+	}
+	// Rollback from the journal on disk, in a new process: the saved
+	// next-boot values come back; current stays until the next reset.
+	h2 := &host.Host{FS: r.h.FS, K: r.h.K, FW: r.fake.Reader()}
+	if err := Rollback(h2, j, r.opts); err != nil {
+		t.Fatal(err)
+	}
+	st = r.fake.Load()
+	for name, want := range map[string]uint64{"ROCE_CC_PRIO_MASK_P1": 255, "ROCE_CC_PRIO_MASK_P2": 255, "ATS_ENABLED": 0, "CNP_DSCP_P1": 48} {
+		if p := st.Get("0000:3b:00.0", name); p.Next != want {
+			t.Errorf("after rollback %s next %d, want %d", name, p.Next, want)
+		}
+	}
+	last := strings.Join(st.Argv[len(st.Argv)-1], " ")
+	if !strings.Contains(strings.Join(flat(st.Argv), "\n"), "mstconfig -y -d 0000:3b:00.1 set ATS_ENABLED=0 ROCE_CC_PRIO_MASK_P2=255") {
+		t.Errorf("no rollback set of 0000:3b:00.1 (last command %q)", last)
+	}
+}
+
+func flat(argv [][]string) []string {
+	var out []string
+	for _, a := range argv {
+		out = append(out, strings.Join(a, " "))
+	}
+	return out
+}
