@@ -91,8 +91,8 @@ var (
 	objDevlink   = &object{write: writeDevlink}
 	// One mstconfig set per port's device: the next-boot values.
 	objFirmware = &object{group: "firmware", write: writeFirmware, undo: undoFirmware, capture: captureFirmware}
-	objNCCLFile  = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
-	objXoff      = &object{write: writeIdenticalPFC, action: true} // an identical ieee_pfc (xoff.go)
+	objNCCLFile = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
+	objXoff     = &object{write: writeIdenticalPFC, action: true} // an identical ieee_pfc (xoff.go)
 	// An identical ieee_pfc too, on bnxt (bnxt.go).
 	objLosslessRemap = &object{write: writeIdenticalPFC, action: true}
 )
