@@ -76,7 +76,11 @@ type state struct {
 	lastOK      bool
 	driftGroups []driftGroup
 	unsupported int
-	applies     map[string]int
+	// fwPending counts, per netdev, the firmware settings whose next-boot
+	// value holds the profile's and whose current value does not yet
+	// (rocectl_firmware_pending_settings): a reset or reboot is due.
+	fwPending map[string]int
+	applies   map[string]int
 	// lastApply is the last apply's result ("" before the first),
 	// lastApplyAt when it ended.
 	lastApply   string
@@ -402,6 +406,14 @@ func (l *loop) check(ctx context.Context, why string) error {
 	st.lastCheck, st.lastOK = time.Now(), err == nil
 	if err == nil {
 		st.driftGroups, st.unsupported = driftGroups(pr), len(pr.Plan.Unsupported)
+		st.fwPending = map[string]int{}
+		for _, pd := range pr.Plan.Pending {
+			dev := ""
+			if pd.Port != nil {
+				dev = pd.Port.Netdev
+			}
+			st.fwPending[dev]++
+		}
 		st.ports = portRefsOf(pr.Desired.Ports)
 	}
 	st.mu.Unlock()
@@ -416,7 +428,8 @@ func (l *loop) check(ctx context.Context, why string) error {
 	change := l.drift.Observe(keys)
 	switch change {
 	case DriftCleared:
-		l.log.Info("host matches profile", "profile", p.Name, "in_sync", pr.Plan.InSync, "unsupported", len(pr.Plan.Unsupported))
+		l.log.Info("host matches profile", "profile", p.Name, "in_sync", pr.Plan.InSync, "unsupported", len(pr.Plan.Unsupported),
+			"firmware_pending", len(pr.Plan.Pending))
 	case DriftChanged:
 		l.log.Warn("drift", "profile", p.Name, "settings", len(keys), "keys", strings.Join(keys, " "))
 	default:
