@@ -212,3 +212,122 @@ func flat(argv [][]string) []string {
 	}
 	return out
 }
+
+// Bad input: each firmware setting ends up unknown, unsupported or
+// unreadable with the reason, and nothing is written: no mstconfig set
+// runs, the firmware's next-boot values stay as they were.
+func TestFirmwareBadInputWritesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mutate  func(st *fakemst.State)
+		reader  func(r *fwRig)
+		state   string // "unknown", "unsupported" or "error", for the 0000:3b:00.0 port's cc_priorities
+		reason  string
+		noApply bool // the plan is refused
+	}{
+		{name: "tool missing", reader: func(r *fwRig) {
+			rd := r.fake.Reader()
+			rd.Path = filepath.Join(t.TempDir(), "mstconfig")
+			r.h.FW = rd
+		}, state: "unknown", reason: "mstconfig not found (install the mstflint package)"},
+		{name: "not a ConnectX", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Type = "" },
+			state: "unknown", reason: "device is not a ConnectX"},
+		{name: "busy", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Fail = "busy" },
+			state: "error", reason: "Semaphore locked", noApply: true},
+		{name: "locked down", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Fail = "open" },
+			state: "error", reason: "kernel lockdown under secure boot", noApply: true},
+		{name: "timeout", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Fail = "hang" },
+			reader: func(r *fwRig) { rd := r.fake.Reader(); rd.Timeout = 300 * time.Millisecond; r.h.FW = rd },
+			state: "error", reason: "mstconfig query timed out", noApply: true},
+		{name: "garbage", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Fail = "garbage" },
+			state: "error", reason: "unexpected mstconfig output", noApply: true},
+		{name: "parameter unknown to the firmware", mutate: func(st *fakemst.State) {
+			d := st.Devices["0000:3b:00.0"]
+			d.Params = d.Params[1:] // no ROCE_CC_PRIO_MASK_P1
+		}, state: "unsupported", reason: "parameter ROCE_CC_PRIO_MASK_P1 unknown to this firmware"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := factoryFirmware()
+			if tc.mutate != nil {
+				tc.mutate(st)
+			}
+			r := newFWRig(t, st)
+			if tc.reader != nil {
+				tc.reader(r)
+			}
+			pr := r.prepare()
+			key := "ens1f0np0.firmware.cc_priorities"
+			var got string
+			switch tc.state {
+			case "unknown":
+				for _, u := range pr.Plan.Unknown {
+					if u.Key == key {
+						got = u.Reason
+					}
+				}
+			case "unsupported":
+				for _, u := range pr.Plan.Unsupported {
+					if u.Key == key {
+						got = u.Reason
+					}
+				}
+			case "error":
+				for _, e := range pr.Plan.Errors {
+					if e.Key == key {
+						got = e.Error
+					}
+				}
+			}
+			if !strings.Contains(got, tc.reason) {
+				t.Fatalf("%s: %s %q, want one saying %q\nplan: changes %v\nunknown %v\nunsupported %v\nerrors %v",
+					key, tc.state, got, tc.reason, pr.Plan.Changes, pr.Plan.Unknown, pr.Plan.Unsupported, pr.Plan.Errors)
+			}
+			for _, c := range pr.Plan.Changes {
+				if c.Key == key {
+					t.Errorf("%s planned as a change", key)
+				}
+			}
+			if refusal := Refusal(pr.Plan, false); (refusal != nil) != tc.noApply {
+				t.Errorf("refusal %v, want refused %v", refusal, tc.noApply)
+			}
+			if tc.noApply || tc.name == "tool missing" {
+				for _, a := range r.fake.Load().Argv {
+					if a[len(a)-1] != "q" {
+						t.Errorf("a write ran: %q", a)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A set that fails mid-apply (the firmware refuses the write) fails the
+// apply and rolls back: the other port's set is undone, and every
+// next-boot value is what it was.
+func TestFirmwareSetFailsRollsBack(t *testing.T) {
+	r := newFWRig(t, factoryFirmware())
+	pr := r.prepare()
+	// The first port's set goes through; the device then refuses writes.
+	r.opts.BeforeStep = func(i int, st host.Step) error {
+		if len(st.Changes) > 0 && st.Changes[0].Port != nil && st.Changes[0].Port.Netdev == "ens1f1np1" {
+			s := r.fake.Load()
+			s.Devices["0000:3b:00.0"].Fail = "set-fail-once"
+			r.fake.Save(s)
+		}
+		return nil
+	}
+	txn, err := Begin(r.h, pr.Desired, pr.Plan, "fw", r.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = txn.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "Failed to set configuration") {
+		t.Fatalf("apply: %v", err)
+	}
+	st := r.fake.Load()
+	for _, p := range st.Devices["0000:3b:00.0"].Params {
+		if p.Next != p.Default {
+			t.Errorf("%s next %d after the failed apply, want %d", p.Name, p.Next, p.Default)
+		}
+	}
+}

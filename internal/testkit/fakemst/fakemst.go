@@ -35,7 +35,8 @@ type Device struct {
 	Type   string   `json:"type"` // "ConnectX6DX"; "" for a device mstconfig does not know
 	Params []*Param `json:"params"`
 	// Fail makes the next runs fail: "busy", "open" (not root / lockdown),
-	// "hang", "garbage", "set-fail" (the write itself fails), "set-silent"
+	// "hang", "garbage", "set-fail" (the write itself fails; "set-fail-once"
+	// the next one only), "set-silent"
 	// (a set that says "Done!" and changes nothing).
 	Fail string `json:"fail,omitempty"`
 }
@@ -306,7 +307,10 @@ func set(d *Device, pci string, sets []string) int {
 	fmt.Printf("\n Apply new Configuration? (y/n) [n] : y\n")
 	fmt.Printf("Applying... ")
 	switch d.Fail {
-	case "set-fail":
+	case "set-fail", "set-fail-once":
+		if d.Fail == "set-fail-once" {
+			d.Fail = ""
+		}
 		fmt.Println("Failed!")
 		fmt.Println("-E- Failed to set configuration: Operation not permitted by the firmware's lock")
 		return exitError
