@@ -105,6 +105,20 @@ type driftGroup struct {
 	notCaptured, unreadable int
 }
 
+// firmwarePending counts the plan's pending firmware settings per netdev
+// (rocectl_firmware_pending_settings).
+func firmwarePending(pr *apply.Prepared) map[string]int {
+	out := map[string]int{}
+	for _, pd := range pr.Plan.Pending {
+		dev := ""
+		if pd.Port != nil {
+			dev = pd.Port.Netdev
+		}
+		out[dev]++
+	}
+	return out
+}
+
 // portRefs returns the ports of the last good check.
 func (st *state) portRefs() []portRef {
 	st.mu.Lock()
@@ -406,14 +420,7 @@ func (l *loop) check(ctx context.Context, why string) error {
 	st.lastCheck, st.lastOK = time.Now(), err == nil
 	if err == nil {
 		st.driftGroups, st.unsupported = driftGroups(pr), len(pr.Plan.Unsupported)
-		st.fwPending = map[string]int{}
-		for _, pd := range pr.Plan.Pending {
-			dev := ""
-			if pd.Port != nil {
-				dev = pd.Port.Netdev
-			}
-			st.fwPending[dev]++
-		}
+		st.fwPending = firmwarePending(pr)
 		st.ports = portRefsOf(pr.Desired.Ports)
 	}
 	st.mu.Unlock()
@@ -436,6 +443,11 @@ func (l *loop) check(ctx context.Context, why string) error {
 		l.log.Debug("drift unchanged", "profile", p.Name, "settings", len(keys))
 	}
 	if len(keys) == 0 {
+		if n := len(pr.Plan.Pending); n > 0 {
+			// In sync for the next boot: the reset is the operator's.
+			l.notify(fmt.Sprintf("STATUS=in sync with %s; %d firmware setting(s) pending a firmware reset or reboot", p.Name, n))
+			return nil
+		}
 		l.notify("STATUS=in sync with " + p.Name)
 		return nil
 	}

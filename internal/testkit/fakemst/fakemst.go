@@ -3,6 +3,7 @@ package fakemst
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -125,6 +126,20 @@ func load(path string) (*State, error) {
 	return st, json.Unmarshal(b, st)
 }
 
+// QueryOutput is what `mstconfig -e -d pci q` prints for the device at
+// pci, for a test that needs the text (a snapshot's firmware) without
+// running the fake.
+func (st *State) QueryOutput(pci string) string {
+	d := st.Devices[pci]
+	if a, ok := st.Alias[pci]; ok {
+		d = st.Devices[a]
+	}
+	var b strings.Builder
+	opening(&b, d, pci)
+	table(&b, d, true, nil)
+	return b.String()
+}
+
 // Main acts as mstconfig when EnvState is set (and exits), else returns:
 // call it first in TestMain.
 func Main() {
@@ -211,8 +226,8 @@ func run(path string, args []string) int {
 	}
 	switch cmd {
 	case "q":
-		opening(d, pci)
-		table(d, extended, nil)
+		opening(os.Stdout, d, pci)
+		table(os.Stdout, d, extended, nil)
 		return exitOK
 	case "set":
 		return set(d, pci, sets)
@@ -221,14 +236,14 @@ func run(path string, args []string) int {
 	return exitError
 }
 
-func opening(d *Device, pci string) {
+func opening(w io.Writer, d *Device, pci string) {
 	// printOpening: "%-16s%-16s\n" per line.
-	fmt.Printf("\nDevice #1:\n----------\n\n")
-	fmt.Printf("%-16s%-16s\n", "Device type:", d.Type)
-	fmt.Printf("%-16s%-16s\n", "Name:", "N/A")
-	fmt.Printf("%-16s%-16s\n", "Description:", "N/A")
-	fmt.Printf("%-16s%-16s\n", "Device:", pci)
-	fmt.Println()
+	fmt.Fprintf(w, "\nDevice #1:\n----------\n\n")
+	fmt.Fprintf(w, "%-16s%-16s\n", "Device type:", d.Type)
+	fmt.Fprintf(w, "%-16s%-16s\n", "Name:", "N/A")
+	fmt.Fprintf(w, "%-16s%-16s\n", "Description:", "N/A")
+	fmt.Fprintf(w, "%-16s%-16s\n", "Device:", pci)
+	fmt.Fprintln(w)
 }
 
 func value(p *Param, v uint64) string {
@@ -243,17 +258,17 @@ func value(p *Param, v uint64) string {
 
 // table prints printConfHeader and printSingleParam's rows; news holds a
 // set's New column.
-func table(d *Device, extended bool, news map[string]uint64) {
+func table(w io.Writer, d *Device, extended bool, news map[string]uint64) {
 	switch {
 	case extended:
-		fmt.Printf("%-16s%36s%16s%18s", "Configurations:", "Default", "Current", "Next Boot")
+		fmt.Fprintf(w, "%-16s%36s%16s%18s", "Configurations:", "Default", "Current", "Next Boot")
 	default:
-		fmt.Printf("%-16s%38s", "Configurations:", "Next Boot")
+		fmt.Fprintf(w, "%-16s%38s", "Configurations:", "Next Boot")
 	}
 	if news != nil {
-		fmt.Printf("       %s", "New")
+		fmt.Fprintf(w, "       %s", "New")
 	}
-	fmt.Println()
+	fmt.Fprintln(w)
 	for _, p := range d.Params {
 		if news != nil {
 			if _, ok := news[p.Name]; !ok {
@@ -268,18 +283,18 @@ func table(d *Device, extended bool, news map[string]uint64) {
 		if extended && (p.Next != p.Default || p.Next != p.Current) {
 			mark = "*"
 		}
-		fmt.Printf("%s        %-36s", mark, p.Name)
+		fmt.Fprintf(w, "%s        %-36s", mark, p.Name)
 		if extended {
-			fmt.Printf("%-16s %-16s ", value(p, p.Default), cur)
+			fmt.Fprintf(w, "%-16s %-16s ", value(p, p.Default), cur)
 		}
-		fmt.Printf("%-16s", value(p, p.Next))
+		fmt.Fprintf(w, "%-16s", value(p, p.Next))
 		if news != nil {
-			fmt.Printf(" %-16s", value(p, news[p.Name]))
+			fmt.Fprintf(w, " %-16s", value(p, news[p.Name]))
 		}
-		fmt.Println()
+		fmt.Fprintln(w)
 	}
 	if extended {
-		fmt.Println("The '*' shows parameters with next value different from default/current value.")
+		fmt.Fprintln(w, "The '*' shows parameters with next value different from default/current value.")
 	}
 }
 
@@ -302,8 +317,8 @@ func set(d *Device, pci string, sets []string) int {
 		news[name] = n
 		order = append(order, name)
 	}
-	opening(d, pci)
-	table(d, false, news)
+	opening(os.Stdout, d, pci)
+	table(os.Stdout, d, false, news)
 	fmt.Printf("\n Apply new Configuration? (y/n) [n] : y\n")
 	fmt.Printf("Applying... ")
 	switch d.Fail {
