@@ -1,7 +1,9 @@
 package apply
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +17,7 @@ import (
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 	"github.com/rocectl/rocectl/statedir"
 )
 
@@ -238,7 +241,7 @@ func TestFirmwareBadInputWritesNothing(t *testing.T) {
 			state: "error", reason: "kernel lockdown under secure boot", noApply: true},
 		{name: "timeout", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Fail = "hang" },
 			reader: func(r *fwRig) { rd := r.fake.Reader(); rd.Timeout = 300 * time.Millisecond; r.h.FW = rd },
-			state: "error", reason: "mstconfig query timed out", noApply: true},
+			state:  "error", reason: "mstconfig query timed out", noApply: true},
 		{name: "garbage", mutate: func(st *fakemst.State) { st.Devices["0000:3b:00.0"].Fail = "garbage" },
 			state: "error", reason: "unexpected mstconfig output", noApply: true},
 		{name: "parameter unknown to the firmware", mutate: func(st *fakemst.State) {
@@ -330,4 +333,80 @@ func TestFirmwareSetFailsRollsBack(t *testing.T) {
 			t.Errorf("%s next %d after the failed apply, want %d", p.Name, p.Next, p.Default)
 		}
 	}
+}
+
+// fwJournal is a committed apply of one port's [firmware] keys, as the
+// transaction writes it.
+func fwJournal() *Journal {
+	p := &port.Port{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1, Driver: "mlx5_core", PCI: "0000:3b:00.0", RoCEv2GID: -1}
+	ch := func(arg, before, after string) policy.Change {
+		name := "firmware." + arg
+		return policy.Change{Setting: policy.Setting{Key: p.Netdev + "." + name, Scope: p.Netdev, Name: name, Kind: policy.KindFirmware,
+			Arg: arg, Value: after, From: name, Port: p}, Before: before}
+	}
+	return &Journal{Version: JournalVersion, ID: "20261204T000000Z-000001", Profile: "fw", ProfileHash: "h", Root: "/",
+		Started: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC), State: StateCommitted, Done: 1, PID: 1,
+		Steps: []host.Step{{Scope: "ens1f0np0", Group: "firmware",
+			Changes: []policy.Change{ch("ats", "off", "on"), ch("cc_priorities", "[0,1,2,3,4,5,6,7]", "[3]")},
+			Firmware: []host.FirmwareSaved{{PCI: "0000:3b:00.0", Params: []host.FirmwareValue{
+				{Name: "ATS_ENABLED", NextBoot: 0}, {Name: "ROCE_CC_PRIO_MASK_P1", NextBoot: 255}}}}}}}
+}
+
+// A firmware step keeps its previous next-boot values in version 3's
+// "firmware", byte for byte as recorded (testdata/journal-v3-firmware.json,
+// -update-journals), decoded as encoded; version 2 has no place for them,
+// and saved values a rollback must not act on are refused as damaged.
+func TestFirmwareJournalVersion3(t *testing.T) {
+	j := fwJournal()
+	data, err := encodeJournal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "testdata/journal-v3-firmware.json"
+	if *updateJournals {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (record it with -update-journals)", err)
+	}
+	if !bytes.Equal(data, golden) {
+		t.Errorf("the encoder no longer writes %s byte for byte", file)
+	}
+	if !bytes.Contains(data, []byte(`"firmware":[{"pci":"0000:3b:00.0","params":[{"name":"ATS_ENABLED","next_boot":0},{"name":"ROCE_CC_PRIO_MASK_P1","next_boot":255}]}]`)) {
+		t.Fatalf("encoded: %s", data)
+	}
+	got, err := DecodeJournal(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(j)) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got.Steps, j.Steps)
+	}
+	step := func(b map[string]any) map[string]any { return b["steps"].([]any)[0].(map[string]any) }
+	saved := func(b map[string]any) map[string]any { return step(b)["firmware"].([]any)[0].(map[string]any) }
+	for name, edit := range map[string]func(b map[string]any){
+		"pci not an address": func(b map[string]any) { saved(b)["pci"] = "3b:00.0 -y" },
+		"parameter name":     func(b map[string]any) { saved(b)["params"].([]any)[0].(map[string]any)["name"] = "ATS_ENABLED=1" },
+		"value over 32 bits": func(b map[string]any) { saved(b)["params"].([]any)[0].(map[string]any)["next_boot"] = 1 << 33 },
+		"no parameter":       func(b map[string]any) { saved(b)["params"] = []any{} },
+		"change's port's pci": func(b map[string]any) {
+			step(b)["changes"].([]any)[0].(map[string]any)["port"].(map[string]any)["pci"] = ""
+		},
+		"unknown key": func(b map[string]any) { step(b)["changes"].([]any)[0].(map[string]any)["arg"] = "link_type" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeJournal(reseal(t, data, edit)); !errors.Is(err, ErrJournalDamaged) {
+				t.Errorf("DecodeJournal = %v, want damaged", err)
+			}
+		})
+	}
+	t.Run("as version 2", func(t *testing.T) {
+		v2 := bytes.Replace(data, []byte(`"version":3`), []byte(`"version":2`), 1)
+		if _, err := DecodeJournal(v2); !errors.Is(err, ErrJournalDamaged) || !strings.Contains(err.Error(), "not in format version 2") {
+			t.Errorf("DecodeJournal = %v, want damaged: not in version 2", err)
+		}
+	})
 }
