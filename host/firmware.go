@@ -223,8 +223,10 @@ func (h *Host) setFirmware(ctx context.Context, pci string, ps []nvconfig.Param)
 		return fmt.Errorf("%s: firmware not reachable (no mstconfig on this source)", pci)
 	}
 	// Whatever the outcome, the next read asks the firmware again: a
-	// write that timed out may have reached it.
-	defer h.fw.forget(pci)
+	// write that timed out may have reached it. Every device's, not only
+	// pci's: the PCI functions of one adapter share its NVConfig (a
+	// per-device parameter written through one reads back through both).
+	defer h.fw.reset()
 	return h.FW.Set(ctx, pci, ps)
 }
 
