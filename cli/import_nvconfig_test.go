@@ -181,7 +181,7 @@ func TestAuditFirmwarePendingIsNotDrift(t *testing.T) {
 	// unknown, not unsupported and not drift.
 	snap = withFirmware(t, "cx6dx-ofed-factory", st(6), "0000:3b:00.0")
 	code, out, _ = run(t, nil, "--snapshot", snap, "audit", "-p", prof)
-	if code != ExitOK || !strings.Contains(out, "? ens1f1np1.firmware.cnp_dscp = unknown (unknown: mstconfig query 0000:3b:00.1: not in the snapshot") {
+	if code != ExitOK || !strings.Contains(out, "? ens1f1np1.firmware.cnp_dscp = unknown (mstconfig query 0000:3b:00.1: not in the snapshot") {
 		t.Errorf("one query: exit %d\n%s", code, out)
 	}
 }

@@ -117,7 +117,7 @@ func firmwareParam(s policy.Setting, p *port.Port) (policy.FirmwareSpec, string,
 		return spec, "", fmt.Errorf("%s: no firmware parameter %q", s.Key, s.Arg)
 	}
 	if p == nil || p.PCI == "" {
-		return spec, "", &unknownError{"unknown: the port has no PCI function, so no NVConfig"}
+		return spec, "", &unknownError{"the port has no PCI function, so no NVConfig"}
 	}
 	n, err := FirmwarePort(p.PCI)
 	if err != nil {
@@ -132,19 +132,19 @@ func firmwareParam(s policy.Setting, p *port.Port) (policy.FirmwareSpec, string,
 func (r *portReader) queryFirmware() (*nvconfig.Query, error) {
 	p := r.port
 	if !nvconfig.ConnectXDriver(r.driver) {
-		return nil, &unknownError{fmt.Sprintf("unknown: not a ConnectX (driver %s); NVConfig is ConnectX firmware configuration", orUnknown(r.driver))}
+		return nil, &unknownError{fmt.Sprintf("not a ConnectX (driver %s); NVConfig is ConnectX firmware configuration", orUnknown(r.driver))}
 	}
 	if r.h.FW == nil {
-		return nil, &unknownError{"unknown: firmware not read (no mstconfig on this source)"}
+		return nil, &unknownError{"firmware not read (no mstconfig on this source)"}
 	}
 	q, err := r.h.fw.query(r.h.FW, p.PCI)
 	switch {
 	case err == nil:
 		return q, nil
 	case errors.Is(err, nic.ErrNotCaptured):
-		return nil, &unknownError{"unknown: " + err.Error()}
+		return nil, &unknownError{err.Error()}
 	case errors.Is(err, nvconfig.ErrToolMissing), errors.Is(err, nvconfig.ErrNotConnectX):
-		return nil, &unknownError{"unknown: " + err.Error()}
+		return nil, &unknownError{err.Error()}
 	}
 	return nil, err
 }
