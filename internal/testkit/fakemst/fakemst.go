@@ -284,12 +284,21 @@ func table(w io.Writer, d *Device, extended bool, news map[string]uint64) {
 			mark = "*"
 		}
 		fmt.Fprintf(w, "%s        %-36s", mark, p.Name)
+		// printSingleParam: each value "%-16s", and one space before
+		// the next only after a value wider than 16 (PRINT_SPACE_IF_NEEDED).
+		cols := []string{value(p, p.Next)}
 		if extended {
-			fmt.Fprintf(w, "%-16s %-16s ", value(p, p.Default), cur)
+			cols = []string{value(p, p.Default), cur, value(p, p.Next)}
 		}
-		fmt.Fprintf(w, "%-16s", value(p, p.Next))
 		if news != nil {
-			fmt.Fprintf(w, " %-16s", value(p, news[p.Name]))
+			cols = append(cols, value(p, news[p.Name]))
+		}
+		width := 0
+		for _, c := range cols {
+			if width > 16 {
+				fmt.Fprint(w, " ")
+			}
+			width, _ = fmt.Fprintf(w, "%-16s", c)
 		}
 		fmt.Fprintln(w)
 	}
