@@ -135,7 +135,7 @@ func (r *portReader) queryFirmware() (*nvconfig.Query, error) {
 		return nil, &unknownError{fmt.Sprintf("not a ConnectX (driver %s); NVConfig is ConnectX firmware configuration", orUnknown(r.driver))}
 	}
 	if r.h.FW == nil {
-		return nil, &unknownError{"firmware not read (no mstconfig on this source)"}
+		return nil, &unknownError{"firmware not read: mstconfig does not run for this source (a --root other than / names a tree, not this machine)"}
 	}
 	q, err := r.h.fw.query(r.h.FW, p.PCI)
 	switch {
