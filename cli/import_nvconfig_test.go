@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,5 +185,65 @@ func TestAuditFirmwarePendingIsNotDrift(t *testing.T) {
 	code, out, _ = run(t, nil, "--snapshot", snap, "audit", "-p", prof)
 	if code != ExitOK || !strings.Contains(out, "? ens1f1np1.firmware.cnp_dscp = unknown (mstconfig query 0000:3b:00.1: not in the snapshot") {
 		t.Errorf("one query: exit %d\n%s", code, out)
+	}
+}
+
+// runFW is run with the fake mstconfig as the host's firmware.
+func runFW(t *testing.T, sim nic.Kernel, fw *fakemst.Fake, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := NewEnv(&out, &errb)
+	env.NewKernel = func(*slog.Logger) (nic.Kernel, func() error, error) { return sim, func() error { return nil }, nil }
+	env.Firmware = fw.Reader()
+	cmd := NewRootCommand(env)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	if msg := ErrorMessage(err); msg != "" {
+		errb.WriteString(msg + "\n")
+	}
+	return ExitCode(err), out.String(), errb.String()
+}
+
+// rocectl apply writes [firmware] for the next boot and says so per
+// setting, with the command that makes it take effect; JSON lists them in
+// pending[]; the next audit finds them pending, not drift (exit 0); and
+// rollback puts the next-boot values back.
+func TestApplyFirmwareSaysPending(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	prof := filepath.Join(t.TempDir(), "fw.toml")
+	if err := os.WriteFile(prof, []byte(fwAuditProfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := func(name string, v uint64) *fakemst.Param {
+		return &fakemst.Param{Name: name, Default: v, Current: v, Next: v}
+	}
+	fw := fakemst.New(t, &fakemst.State{Devices: map[string]*fakemst.Device{"0000:3b:00.0": {Type: "ConnectX6DX", Params: []*fakemst.Param{
+		p("ROCE_CC_PRIO_MASK_P1", 255), p("CNP_DSCP_P1", 48), p("CNP_802P_PRIO_P1", 6),
+		p("ROCE_CC_PRIO_MASK_P2", 255), p("CNP_DSCP_P2", 48), p("CNP_802P_PRIO_P2", 6),
+	}}}, Alias: map[string]string{"0000:3b:00.1": "0000:3b:00.0"}})
+	state := t.TempDir()
+	code, out, errs := runFW(t, sim, fw, "--root", root, "--state-dir", state, "apply", "--soak", "0", "-p", prof)
+	if code != ExitOK {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"pending: ens1f0np0.firmware.cc_priorities = [3]: takes effect at the next firmware reset (`mstfwreset -d 0000:3b:00.0 reset`) or reboot",
+		"pending: ens1f1np1.firmware.cc_priorities = [3]: takes effect at the next firmware reset (`mstfwreset -d 0000:3b:00.1 reset`) or reboot",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, out)
+		}
+	}
+	code, js, _ := runFW(t, sim, fw, "--root", root, "--state-dir", state, "audit", "-o", "json", "-p", prof)
+	doc := validDoc(t, compileSchema(t, "report"), js)
+	if code != ExitOK || len(doc["pending"].([]any)) != 2 || doc["changed"] != false {
+		t.Errorf("audit after apply: exit %d, pending %v, changed %v", code, doc["pending"], doc["changed"])
+	}
+	code, out, errs = runFW(t, sim, fw, "--root", root, "--state-dir", state, "rollback")
+	if code != ExitOK {
+		t.Fatalf("rollback: exit %d\n%s%s", code, out, errs)
+	}
+	if got := fw.Load().Get("0000:3b:00.0", "ROCE_CC_PRIO_MASK_P2").Next; got != 255 {
+		t.Errorf("after rollback ROCE_CC_PRIO_MASK_P2 next %d, want 255", got)
 	}
 }
