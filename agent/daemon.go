@@ -79,7 +79,11 @@ type state struct {
 	lastOK      bool
 	driftGroups []driftGroup
 	unsupported int
-	applies     map[string]int
+	// fwPending counts, per netdev, the firmware settings whose next-boot
+	// value holds the profile's and whose current value does not yet
+	// (rocectl_firmware_pending_settings): a reset or reboot is due.
+	fwPending map[string]int
+	applies   map[string]int
 	// lastApply is the last apply's result ("" before the first),
 	// lastApplyAt when it ended.
 	lastApply   string
@@ -106,6 +110,20 @@ type driftGroup struct {
 	// notCaptured counts settings the source does not hold (a snapshot
 	// imported from dumps), unreadable those whose read failed.
 	notCaptured, unreadable int
+}
+
+// firmwarePending counts the plan's pending firmware settings per netdev
+// (rocectl_firmware_pending_settings).
+func firmwarePending(pr *apply.Prepared) map[string]int {
+	out := map[string]int{}
+	for _, pd := range pr.Plan.Pending {
+		dev := ""
+		if pd.Port != nil {
+			dev = pd.Port.Netdev
+		}
+		out[dev]++
+	}
+	return out
 }
 
 // portRefs returns the ports of the last good check.
@@ -421,6 +439,7 @@ func (l *loop) check(ctx context.Context, why string) error {
 	st.lastCheck, st.lastOK = time.Now(), err == nil
 	if err == nil {
 		st.driftGroups, st.unsupported = driftGroups(pr), len(pr.Plan.Unsupported)
+		st.fwPending = firmwarePending(pr)
 		st.ports = portRefsOf(pr.Desired.Ports)
 		st.probePort, st.traffic = nil, apply.TrafficConfig(pr, l.log)
 		if len(pr.Desired.Ports) > 0 {
@@ -440,13 +459,19 @@ func (l *loop) check(ctx context.Context, why string) error {
 	change := l.drift.Observe(keys)
 	switch change {
 	case DriftCleared:
-		l.log.Info("host matches profile", "profile", p.Name, "in_sync", pr.Plan.InSync, "unsupported", len(pr.Plan.Unsupported))
+		l.log.Info("host matches profile", "profile", p.Name, "in_sync", pr.Plan.InSync, "unsupported", len(pr.Plan.Unsupported),
+			"firmware_pending", len(pr.Plan.Pending))
 	case DriftChanged:
 		l.log.Warn("drift", "profile", p.Name, "settings", len(keys), "keys", strings.Join(keys, " "))
 	default:
 		l.log.Debug("drift unchanged", "profile", p.Name, "settings", len(keys))
 	}
 	if len(keys) == 0 {
+		if n := len(pr.Plan.Pending); n > 0 {
+			// In sync for the next boot: the reset is the operator's.
+			l.notify(fmt.Sprintf("STATUS=in sync with %s; %d firmware setting(s) pending a firmware reset or reboot", p.Name, n))
+			return nil
+		}
 		l.notify("STATUS=in sync with " + p.Name)
 		return nil
 	}

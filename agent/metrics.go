@@ -353,6 +353,10 @@ var (
 		"Settings whose value the last check could not compare with the profile, per port (device; empty for host settings), setting kind and reason: "+
 			"not_captured (the source does not hold it: a snapshot imported from dumps), unreadable (the read failed). Neither in sync nor drift.",
 		[]string{"profile", "device", "kind", "reason"}, nil)
+	descFWPending = prometheus.NewDesc("rocectl_firmware_pending_settings",
+		"Firmware (NVConfig) settings per port (device) whose next-boot value holds the profile's while the device still runs with another, at the last check: "+
+			"they take effect at the next firmware reset (mstfwreset) or reboot, which rocectl never does. Absent for ports without any.",
+		[]string{"profile", "device"}, nil)
 	descUnsupported = prometheus.NewDesc("rocectl_unsupported_settings",
 		"Profile settings this host cannot take.", []string{"profile"}, nil)
 	descCheckSuccess = prometheus.NewDesc("rocectl_last_check_success",
@@ -429,7 +433,7 @@ func buildInfo(version, revision string) [3]string {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnknown, descUnsupported, descCheckSuccess, descCheckTime,
+	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnknown, descFWPending, descUnsupported, descCheckSuccess, descCheckTime,
 		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBadReads, descBondSlave} {
 		ch <- d
 	}
@@ -476,6 +480,9 @@ func (c *collector) collectState(gauge func(*prometheus.Desc, float64, ...string
 		if g.unreadable > 0 {
 			gauge(descUnknown, float64(g.unreadable), st.profile, g.device, g.kind, "unreadable")
 		}
+	}
+	for dev, n := range st.fwPending {
+		gauge(descFWPending, float64(n), st.profile, dev)
 	}
 	gauge(descUnsupported, float64(st.unsupported), st.profile)
 	gauge(descCheckSuccess, boolFloat(st.lastOK))

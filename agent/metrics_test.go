@@ -20,6 +20,7 @@ import (
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/testkit/fakemst"
 	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/nictest"
@@ -542,5 +543,55 @@ func TestBuildInfoRevision(t *testing.T) {
 	exp := string(exposition(t, newCollector(st, nil, "v1.2.3", "0123abcd")))
 	if !strings.Contains(exp, `rocectl_build_info{goversion="`) || !strings.Contains(exp, `revision="0123abcd"`) {
 		t.Errorf("exposition lacks the revision:\n%s", exp)
+	}
+}
+
+// A host whose firmware holds the profile's CC mask for the next boot only
+// (one port) has a pending firmware setting on that port: the series says
+// so per device, and a port without any has none; the pending setting is
+// not drift.
+func TestExpositionFirmwarePending(t *testing.T) {
+	s, err := snapshot.Open(fixturehost.Dir("cx6dx-ofed-factory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := func(name string, cur, next uint64) *fakemst.Param {
+		return &fakemst.Param{Name: name, Default: 255, Current: cur, Next: next}
+	}
+	fw := &fakemst.State{Devices: map[string]*fakemst.Device{"0000:3b:00.0": {Type: "ConnectX6DX", Params: []*fakemst.Param{
+		p("ROCE_CC_PRIO_MASK_P1", 255, 8), p("ROCE_CC_PRIO_MASK_P2", 8, 8)}}},
+		Alias: map[string]string{"0000:3b:00.1": "0000:3b:00.0"}}
+	st := s.State()
+	st.Firmware = map[string]string{"0000:3b:00.0": fw.QueryOutput("0000:3b:00.0"), "0000:3b:00.1": fw.QueryOutput("0000:3b:00.1")}
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := snapshot.Write(dir, s.Meta, st, s.FS(), []string{"/sys"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = snapshot.Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(t.TempDir(), "fw.toml")
+	if err := os.WriteFile(prof, []byte("name = \"fw\"\n[match]\ndrivers = [\"mlx5_core\"]\n[firmware]\ncc_priorities = [3]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(prof, policy.LoadOptions{AllowInsecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := apply.Prepare(&host.Host{FS: s.FS(), K: s.Kernel(), FW: s.Firmware(), NotCaptured: s.Meta.NotCaptured}, pol, false)
+	state := &state{profile: pol.Name, lastOK: true, driftGroups: driftGroups(pr), fwPending: firmwarePending(pr),
+		applies: map[string]int{}, storms: map[string]int{}, ports: simPorts}
+	got := exposition(t, newCollector(state, nil, "v1.2.3", ""))
+	for _, line := range []string{
+		`rocectl_firmware_pending_settings{device="ens1f0np0",profile="fw"} 1`,
+		`rocectl_drift_settings{device="ens1f0np0",kind="firmware",profile="fw"} 0`,
+		`rocectl_drift_settings{device="ens1f1np1",kind="firmware",profile="fw"} 0`,
+	} {
+		if !bytes.Contains(got, []byte(line+"\n")) {
+			t.Errorf("exposition lacks %s\n%s", line, got)
+		}
+	}
+	if bytes.Contains(got, []byte(`rocectl_firmware_pending_settings{device="ens1f1np1"`)) {
+		t.Errorf("a port without pending settings has the series")
 	}
 }

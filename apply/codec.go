@@ -88,6 +88,19 @@ type stepV2 struct {
 	// CC (version 3) is what a bnxt_re congestion-control step's
 	// attributes held before it, restored exactly on undo.
 	CC *host.CCSaved `json:"cc,omitempty"`
+	// Firmware (version 3) is what a firmware step's NVConfig parameters
+	// held at the next boot before it, per device, restored on undo.
+	Firmware []firmwareV3 `json:"firmware,omitempty"`
+}
+
+type firmwareV3 struct {
+	PCI    string            `json:"pci"`
+	Params []firmwareValueV3 `json:"params"`
+}
+
+type firmwareValueV3 struct {
+	Name     string `json:"name"`
+	NextBoot uint64 `json:"next_boot"`
 }
 
 type slaveV3 struct {
@@ -200,6 +213,14 @@ func encodeJournal(j *Journal) ([]byte, error) {
 		}
 		for _, sl := range st.Slaves {
 			s.Slaves = append(s.Slaves, slaveV3{Netdev: sl.Netdev, DSCPApps: encodeApps(sl.DSCPApps)})
+			version = JournalVersion
+		}
+		for _, f := range st.Firmware {
+			fv := firmwareV3{PCI: f.PCI, Params: []firmwareValueV3{}}
+			for _, v := range f.Params {
+				fv.Params = append(fv.Params, firmwareValueV3{Name: v.Name, NextBoot: v.NextBoot})
+			}
+			s.Firmware = append(s.Firmware, fv)
 			version = JournalVersion
 		}
 		b.Steps = append(b.Steps, s)
@@ -335,6 +356,16 @@ func decodeV2(data []byte, version int) (*Journal, error) {
 		}
 		if len(s.Slaves) > 0 && version < 3 {
 			return nil, fmt.Errorf("%w: step %d: a step's slaves are not in format version %d", ErrJournalDamaged, i+1, version)
+		}
+		if len(s.Firmware) > 0 && version < 3 {
+			return nil, fmt.Errorf("%w: step %d: saved firmware values are not in format version %d", ErrJournalDamaged, i+1, version)
+		}
+		for _, f := range s.Firmware {
+			fs := host.FirmwareSaved{PCI: f.PCI}
+			for _, v := range f.Params {
+				fs.Params = append(fs.Params, host.FirmwareValue{Name: v.Name, NextBoot: v.NextBoot})
+			}
+			st.Firmware = append(st.Firmware, fs)
 		}
 		for _, sl := range s.Slaves {
 			st.Slaves = append(st.Slaves, host.SlaveState{Netdev: sl.Netdev, DSCPApps: decodeApps(sl.DSCPApps)})

@@ -12,6 +12,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/statedir"
 	"github.com/rocectl/rocectl/verify"
 )
@@ -157,6 +158,7 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	if code, done := env.renderResult(rep, res, text, f.confirm); done {
 		return silent(code)
 	}
+	env.renderFirmwarePending(rep, pl, text)
 	if res.Outcome == apply.ConfirmPending && f.wait {
 		// The commit comes from another rocectl, which needs the lock.
 		lock.Release()
@@ -166,6 +168,23 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		return writeJSON(env.Stdout, rep)
 	}
 	return nil
+}
+
+// renderFirmwarePending says, after an apply that kept its changes, which
+// firmware settings it wrote for the next boot: pending until a firmware
+// reset or reboot, which rocectl never does (JSON pending[], with the
+// settings that already were).
+func (env *Env) renderFirmwarePending(rep *doc.Plan, pl *apply.Prepared, text bool) {
+	for _, c := range pl.Plan.Changes {
+		if c.Kind != policy.KindFirmware {
+			continue
+		}
+		p := policy.Pending{Key: c.Key, Scope: c.Scope, Want: c.Value, Current: c.Before, Port: c.Port}
+		rep.Pending = append(rep.Pending, pendingDocs([]policy.Pending{p})...)
+		if text {
+			fmt.Fprintf(env.Stdout, "pending: %s = %s: %s\n", c.Key, c.Value, pendingAction(p))
+		}
+	}
 }
 
 // renderResult prints what apply.Run did. A failed or rolled-back apply is

@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/host"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/nvconfig"
 	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/statedir"
@@ -85,6 +86,10 @@ type Env struct {
 	// its own process, whose collector is not theirs to change.
 	TuneGC bool
 
+	// Firmware reaches the ConnectX NVConfig of the live host; nil: the
+	// real mstconfig when --root is /, none under another root (a fixture
+	// tree's PCI addresses are not this machine's). Tests set a fake.
+	Firmware host.Firmware
 	// NewKernel builds the live kernel; tests may replace it.
 	NewKernel func(log *slog.Logger) (nic.Kernel, func() error, error)
 
@@ -127,13 +132,17 @@ func (env *Env) Host(ctx context.Context) (*host.Host, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return &host.Host{FS: s.FS(), K: s.Kernel(), Log: env.Log, NotCaptured: s.Meta.NotCaptured}, func() {}, nil
+		return &host.Host{FS: s.FS(), K: s.Kernel(), FW: s.Firmware(), Log: env.Log, NotCaptured: s.Meta.NotCaptured}, func() {}, nil
 	}
 	k, closeFn, err := env.NewKernel(env.Log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the kernel interfaces: %w", err)
 	}
-	return &host.Host{FS: nic.NewFS(env.Root, false), K: k, Log: env.Log}, func() { _ = closeFn() }, nil
+	fw := env.Firmware
+	if fw == nil && (env.Root == "" || env.Root == "/") {
+		fw = nvconfig.Reader{}
+	}
+	return &host.Host{FS: nic.NewFS(env.Root, false), K: k, FW: fw, Log: env.Log}, func() { _ = closeFn() }, nil
 }
 
 // State is the state dir as --state-dir and --keep-journals name it: the

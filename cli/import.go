@@ -23,10 +23,12 @@ func newImportCmd(env *Env) *cobra.Command {
 	var out, netdev, hostname string
 	cmd := &cobra.Command{
 		Use:   "import -o DIR FILE... (- for stdin)",
-		Short: "Build a snapshot from pasted tool output (mlnx_qos, ethtool, show_gids, ip, dcb, devlink, rdma, ibv_devinfo, lspci, nvidia-smi)",
+		Short: "Build a snapshot from pasted tool output (mlnx_qos, ethtool, show_gids, ip, dcb, devlink, rdma, ibv_devinfo, lspci, nvidia-smi, mstconfig)",
 		Long: `import reads the text output of mlnx_qos, ethtool -S/-a/-i, show_gids,
 ip -d -s link, iproute2's dcb, devlink dev param show, rdma link, ibv_devinfo,
-lspci -vvv/-t and nvidia-smi topo -m, recognising each by its content (several
+lspci -vvv/-t, nvidia-smi topo -m and mstconfig/mlxconfig q (a ConnectX's
+firmware NVConfig: default, current and next-boot values, kept by the
+device's PCI address for audit's [firmware] settings), recognising each by its content (several
 commands per file, with or without prompt lines), and writes a snapshot to DIR
 for rocectl audit --snapshot DIR. It prints where each fact came from
 (file:line) and warns about what it recognised but could not use (a snapshot
@@ -78,7 +80,7 @@ written.`,
 				return err
 			}
 			warns = append(warns, im.Warnings...)
-			if len(im.State.Links) == 0 && im.GIDTables() == 0 {
+			if len(im.State.Links) == 0 && im.GIDTables() == 0 && len(im.State.Firmware) == 0 {
 				for _, w := range warns {
 					fmt.Fprintf(env.Stderr, "warning: %s\n", w)
 				}
@@ -121,6 +123,9 @@ written.`,
 			gidTables := ""
 			if n := im.GIDTables(); n > 0 {
 				gidTables = fmt.Sprintf(", %d GID table(s)", n)
+			}
+			if n := len(im.State.Firmware); n > 0 {
+				gidTables += fmt.Sprintf(", %d device(s)' firmware NVConfig", n)
 			}
 			fmt.Fprintf(env.Stdout, "Snapshot written to %s: %d netdev(s)%s, %d fact(s), %d warning(s); everything else is recorded as not captured.\n",
 				out, len(im.State.Links), gidTables, len(im.Facts), len(warns))

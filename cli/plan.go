@@ -84,6 +84,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		errors      []policy.PlanError
 		refused     []policy.PlanError
 		unknown     []policy.Unknown
+		pending     []policy.Pending
 		warnings    []policy.Warning
 	}
 	disruptions := plan.Disruptions(pl.Plan)
@@ -144,9 +145,13 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		s := get(wn.Port)
 		s.warnings = append(s.warnings, wn)
 	}
+	for _, p := range pl.Plan.Pending {
+		s := get(p.Port)
+		s.pending = append(s.pending, p)
+	}
 	for _, id := range order {
 		s := sections[id]
-		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused)+len(s.unknown)+len(s.warnings) == 0 {
+		if len(s.changes)+len(s.unsupported)+len(s.errors)+len(s.refused)+len(s.unknown)+len(s.warnings)+len(s.pending) == 0 {
 			fmt.Fprintf(w, "  %s: in sync\n", s.header)
 			continue
 		}
@@ -171,6 +176,11 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 		for _, e := range s.refused {
 			fmt.Fprintf(w, "    x %s: refused: %s\n", e.Key, e.Error)
 		}
+		for _, p := range s.pending {
+			// Written for the next boot already: nothing to do but
+			// the reset rocectl never does by itself.
+			fmt.Fprintf(w, "    > %s = %s -> %s: pending (%s)\n", p.Key, p.Current, p.Want, pendingAction(p))
+		}
 		for _, u := range s.unknown {
 			if u.Inferred != "" {
 				// Still unknown (counted so, and an error under
@@ -187,6 +197,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	}
 	if !pl.Plan.Changed() {
 		fmt.Fprint(w, noChangesHeadline(pl.Plan))
+		if n := len(pl.Plan.Pending); n > 0 {
+			fmt.Fprintf(w, " %d firmware setting(s) pending: in effect after the next firmware reset or reboot, listed above.", n)
+		}
 		if n := len(pl.Plan.Unsupported); n > 0 {
 			fmt.Fprintf(w, " (%d setting(s) unsupported here, listed above)", n)
 		}
@@ -199,6 +212,9 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 	}
 	if n := len(pl.Plan.Refused); n > 0 {
 		fmt.Fprintf(w, ", %d refused (nothing will be applied)", n)
+	}
+	if n := len(pl.Plan.Pending); n > 0 {
+		fmt.Fprintf(w, ", %d pending (firmware, next reset)", n)
 	}
 	fmt.Fprintln(w, ".")
 }
@@ -213,6 +229,8 @@ func noChangesHeadline(p *policy.Plan) string {
 	n := len(p.Unknown)
 	why := fmt.Sprintf("not captured or not readable%s", inferredCount(p.Unknown))
 	switch {
+	case n == 0 && len(p.Pending) > 0:
+		return "No changes to write: the host matches the profile once its firmware's next-boot values take effect."
 	case n == 0:
 		return "No changes. Host matches profile."
 	case p.InSync == 0:
@@ -267,6 +285,7 @@ func newReport(pl *apply.Prepared) *doc.Plan {
 		r.Refused = append(r.Refused, doc.Refused{Key: e.Key, Error: e.Error})
 	}
 	r.Unknown = unknownDocs(r.Unknown, pl.Plan.Unknown)
+	r.Pending = pendingDocs(pl.Plan.Pending)
 	if d := plan.Disruptions(pl.Plan); len(d) > 0 {
 		r.Disruptions = d
 	}
@@ -310,6 +329,23 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
+}
+
+// pendingDocs lists policy's pending settings as a document does.
+func pendingDocs(ps []policy.Pending) []doc.Pending {
+	var out []doc.Pending
+	for _, p := range ps {
+		out = append(out, doc.Pending{Key: p.Key, Scope: p.Scope, Want: p.Want, Current: p.Current, Action: pendingAction(p)})
+	}
+	return out
+}
+
+// pendingAction is what makes a pending setting take effect.
+func pendingAction(p policy.Pending) string {
+	if p.Port != nil && p.Port.PCI != "" {
+		return host.PendingAction(p.Port.PCI)
+	}
+	return "takes effect at the next firmware reset or reboot"
 }
 
 // unknownDocs appends policy's unknown settings as a document lists them.

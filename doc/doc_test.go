@@ -26,6 +26,7 @@ var samples = []struct {
 		Changes:     []Change{{Key: "ens1f0np0.qos.pfc_priorities", Scope: "ens1f0np0", Netdev: "ens1f0np0", Before: "none", After: "3", Absent: true, Note: "n"}},
 		Unsupported: []Unsupported{{Key: "k", Scope: "s", Reason: "r"}}, Errors: []string{"e"}, Refused: []Refused{{Key: "k", Error: "no"}},
 		Unknown:     []Unknown{{Key: "k", Scope: "s", Reason: "r", Want: "w", Inferred: "i", Note: "n"}},
+		Pending:     []Pending{{Key: "k", Scope: "s", Want: "w", Current: "c", Action: "a"}},
 		Disruptions: map[string][]string{"ens1f0np0": {"link toggle"}}, InSync: 4, MatchedPorts: ptr(1), Ports: json.RawMessage(`[{"netdev":"ens1f0np0"}]`),
 		Applied: true, RolledBack: true, Restored: []string{"a"}, Unchanged: []string{"b"}, JournalID: "j1", Confirm: "2026-01-02T03:04:05Z",
 		Message: "m", Warnings: []string{"w"}, Diagnostics: []Diagnostic{{File: "p.toml", Line: 1, Column: 2, Key: "k", Message: "m", Allowed: "a", Severity: "error"}},

@@ -18,6 +18,11 @@ type Plan struct {
 	// Unknown lists the settings whose value the source does not hold
 	// (a snapshot imported from text dumps): neither in sync nor drift.
 	Unknown []Unknown `json:"unknown"`
+	// Pending lists the firmware settings whose next-boot value holds
+	// the profile's while the device still runs with another (current):
+	// they take effect at the next firmware reset or reboot, which
+	// rocectl never does. Neither drift nor in sync; absent when none.
+	Pending []Pending `json:"pending,omitempty"`
 	// Disruptions lists, per netdev, what applying the plan disturbs
 	// (link toggles, channel resets, changes that cannot be undone).
 	Disruptions map[string][]string `json:"disruptions,omitempty"`
@@ -83,6 +88,17 @@ type Unknown struct {
 	// with where from; Note a weaker observation. Neither is a value.
 	Inferred string `json:"inferred,omitempty"`
 	Note     string `json:"note,omitempty"`
+}
+
+// Pending is a setting written for the next boot, not yet in effect.
+type Pending struct {
+	Key     string `json:"key"`
+	Scope   string `json:"scope"`
+	Want    string `json:"want"`    // the profile's value, which the next boot holds
+	Current string `json:"current"` // what the device runs with now ("unknown" when the firmware did not say)
+	// Action says what makes it take effect: the mstfwreset command line
+	// or a reboot.
+	Action string `json:"action,omitempty"`
 }
 
 // Refused is a change the plan refuses to make, and why.

@@ -29,6 +29,10 @@ type Host struct {
 	// under because nobody captured them (snapshot.Meta.NotCaptured): a
 	// setting read from there is unknown rather than unsupported.
 	NotCaptured []string
+	// FW reaches the ConnectX devices' NVConfig ([firmware]); nil: the
+	// firmware settings are unknown.
+	FW Firmware
+	fw firmwareCache
 
 	// ecn is, per netdev, the interface that reaches its ECN knobs (or
 	// why there is none): probed once per discovery, not before each of a
@@ -48,6 +52,7 @@ func (h *Host) Discover() *nic.Inventory {
 	h.mu.Lock()
 	h.ecn = nil
 	h.mu.Unlock()
+	h.fw.reset()
 	return nic.Discover(h.FS, h.K, h.logger())
 }
 
@@ -117,6 +122,7 @@ func (h *Host) Ports(inv *nic.Inventory, withGID bool) []port.Port {
 // (one netlink request at a time per socket).
 func (h *Host) Observe(d *policy.Desired) *policy.Observed {
 	d = Place(d) // a copy, unless the caller placed it (and must, to compare)
+	h.fw.reset() // the firmware is asked again on every observation
 	parts := make([]*policy.Observed, len(d.Ports))
 	parallel.Each(len(d.Ports), func(i int) { parts[i] = h.observe(nil, d.Ports[i].Settings) })
 	ncclFile := ""
@@ -150,6 +156,7 @@ func mergeObserved(parts []*policy.Observed) *policy.Observed {
 		Errors:      merge(func(o *policy.Observed) map[string]string { return o.Errors }),
 		Unknown:     merge(func(o *policy.Observed) map[string]string { return o.Unknown }),
 		Inferred:    merge(func(o *policy.Observed) map[string]string { return o.Inferred }),
+		Pending:     merge(func(o *policy.Observed) map[string]string { return o.Pending }),
 	}
 }
 
@@ -174,10 +181,16 @@ func (h *Host) observe(hostReader *portReader, settings []policy.Setting) *polic
 		if s.Port != nil && s.Port.Master != "" && err == nil {
 			lag.add(s, v, present)
 		}
+		var unknown *unknownError
 		switch {
 		case err == nil && present:
 			o.Values[s.Key] = v
+			if cur, ok := r.fwPending[s.Key]; ok {
+				o.Pending[s.Key] = cur
+			}
 		case err == nil:
+		case errors.As(err, &unknown):
+			o.Unknown[s.Key] = unknown.why
 		case errors.Is(err, nic.ErrNotCaptured):
 			// Checked before "unsupported": a snapshot that does not
 			// hold a value says nothing about the driver.

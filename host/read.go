@@ -50,6 +50,10 @@ type portReader struct {
 	ncclErr    error
 
 	drvFacts driver.Facts // facts' answer, made once
+
+	// fwPending: the current values of firmware settings whose next-boot
+	// value differs (readFirmware), by key.
+	fwPending map[string]string
 }
 
 // ncclConf reads and parses the reader's NCCL config file, once.

@@ -89,8 +89,10 @@ var (
 	objRoCETOS   = &object{write: writeRoCETOS}
 	objTrafficCl = &object{write: writeTrafficClass, clear: clearTrafficClass}
 	objDevlink   = &object{write: writeDevlink}
-	objNCCLFile  = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
-	objXoff      = &object{write: writeIdenticalPFC, action: true} // an identical ieee_pfc (xoff.go)
+	// One mstconfig set per port's device: the next-boot values.
+	objFirmware = &object{group: "firmware", write: writeFirmware, undo: undoFirmware, capture: captureFirmware}
+	objNCCLFile = &object{group: "nccl", write: writeNCCL, undo: restoreNCCL, capture: captureNCCL, checkUndo: checkNCCLRestored}
+	objXoff     = &object{write: writeIdenticalPFC, action: true} // an identical ieee_pfc (xoff.go)
 	// An identical ieee_pfc too, on bnxt (bnxt.go).
 	objLosslessRemap = &object{write: writeIdenticalPFC, action: true}
 )
@@ -126,6 +128,7 @@ func registry() map[policy.Kind]kind {
 		policy.KindRoCETOS:         {read: readRoCETOS, obj: objRoCETOS, where: onRDMAPort, files: rdmaCMFiles},
 		policy.KindTrafficClass:    {read: readTrafficClass, obj: objTrafficCl, where: onRDMAPort, files: rdmaDeviceFiles},
 		policy.KindDevlink:         {read: readDevlink, obj: objDevlink, where: onPhysical, pfOnly: true},
+		policy.KindFirmware:        {read: readFirmware, obj: objFirmware, where: onPhysical, pfOnly: true},
 		policy.KindNCCL:            {read: readNCCL, obj: objNCCLFile, where: onHost},
 		// Not a profile setting: the planner adds it (xoff.go). It reads
 		// the port's MTU, which the recompute uses.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
+	"github.com/rocectl/rocectl/nic/nvconfig"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -102,6 +103,22 @@ func (st Step) Validate() error {
 		}
 	} else if obj != objNCCLFile && st.Undo != nil {
 		return fmt.Errorf("%w: a %s step has a saved file (%q); only the NCCL file's has", ErrInvalidStep, st.Changes[0].Kind, st.Undo.Path)
+	}
+	if len(st.Firmware) > 0 && obj != objFirmware {
+		return fmt.Errorf("%w: a %s step has saved firmware values; only a firmware step has", ErrInvalidStep, st.Changes[0].Kind)
+	}
+	if obj == objFirmware {
+		for _, c := range st.Changes {
+			if _, err := FirmwarePort(c.Port.PCI); err != nil || !nvconfig.ValidAddress(c.Port.PCI) {
+				return fmt.Errorf("%w: %s: firmware setting on %q, not a PCI address", ErrInvalidStep, c.Key, c.Port.PCI)
+			}
+			if _, ok := policy.FirmwareSpecByKey(c.Arg); !ok {
+				return fmt.Errorf("%w: %s: no firmware parameter %q", ErrInvalidStep, c.Key, c.Arg)
+			}
+		}
+		if err := CheckFirmwareSaved(st); err != nil {
+			return err
+		}
 	}
 	tables := []*AppTable{st.DSCPApps}
 	for _, s := range st.Slaves {

@@ -45,6 +45,9 @@ type Step struct {
 	// CC is what a bnxt_re congestion-control step's attributes held
 	// before it (cc.go): undo writes them back and commits again.
 	CC *CCSaved `json:"cc,omitempty"`
+	// Firmware is what a firmware step's parameters held at the next
+	// boot before it, per device (firmware.go): undo writes them back.
+	Firmware []FirmwareSaved `json:"firmware,omitempty"`
 }
 
 // SlaveState is one slave's part of a LAG step: its netdev and its saved
@@ -63,7 +66,7 @@ func (st Step) Parts() []Step {
 	}
 	parts := make([]Step, 0, len(st.Slaves))
 	for _, s := range st.Slaves {
-		p := Step{Scope: s.Netdev, Group: st.Group, Undo: st.Undo, DSCPApps: s.DSCPApps, CC: st.CC}
+		p := Step{Scope: s.Netdev, Group: st.Group, Undo: st.Undo, DSCPApps: s.DSCPApps, CC: st.CC, Firmware: st.Firmware}
 		for _, c := range st.Changes {
 			if c.Port != nil && c.Port.Netdev == s.Netdev {
 				p.Changes = append(p.Changes, c)
@@ -248,10 +251,12 @@ func (h *Host) CaptureUndo(d *policy.Desired, st *Step) error {
 		return k.obj.capture(h, d, st)
 	}
 	for i, p := range st.Parts() {
+		n := len(p.Firmware)
 		if err := k.obj.capture(h, d, &p); err != nil {
 			return err
 		}
 		st.Slaves[i].DSCPApps = p.DSCPApps
+		st.Firmware = append(st.Firmware, p.Firmware[n:]...)
 	}
 	return nil
 }

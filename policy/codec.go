@@ -63,7 +63,7 @@ var KindCodecs = map[Kind]string{
 	KindPFC: "Prio", KindCableLength: "Int", KindPrioBuffer: "Ints8", KindBufferSize: "Sizes8",
 	KindStormPrevention: "Storm", KindECNEnable: "Bool", KindECNParam: "Text",
 	KindRoCEMode: "Text", KindRoCETOS: "Int", KindTrafficClass: "Int",
-	KindDevlink: "Text", KindNCCL: "Text", KindXoffRecompute: "Int", KindLosslessRemap: "Prio",
+	KindDevlink: "Text", KindFirmware: "Text", KindNCCL: "Text", KindXoffRecompute: "Int", KindLosslessRemap: "Prio",
 }
 
 // CheckValue says whether v is a canonical value of kind k: the codec

@@ -388,6 +388,7 @@ func (d *decoder) decodeProfile(root *node, p *Profile) {
 		{"ecn", func(k string, v *node) { d.ecn(k, v, &p.ECN) }},
 		{"roce", func(k string, v *node) { d.roce(k, v, &p.RoCE) }},
 		{"devlink", func(k string, v *node) { d.devlink(k, v, p) }},
+		{"firmware", func(k string, v *node) { d.firmware(k, v, &p.Firmware) }},
 		{"nccl", func(k string, v *node) { d.nccl(k, v, &p.NCCL) }},
 		{"verify", func(k string, v *node) { d.verify(k, v, &p.Verify) }},
 		{"guard", func(k string, v *node) { d.guard(k, v, &p.Guard) }},
@@ -730,6 +731,22 @@ func (d *decoder) roce(key string, n *node, r *RoCE) {
 		}},
 		{"default_tos", func(k string, v *node) { r.DefaultTOS = d.intp(k, v, 0, 255) }},
 		{"verbs_traffic_class", func(k string, v *node) { r.VerbsTrafficClass = d.intp(k, v, 0, 255) }},
+	})
+}
+
+func (d *decoder) firmware(key string, n *node, f *Firmware) {
+	boolp := func(k string, v *node) *bool {
+		if b, ok := d.bool(k, v); ok {
+			return &b
+		}
+		return nil
+	}
+	d.fields(key, n, []field{
+		{"cc_priorities", func(k string, v *node) { f.CCPriorities = d.prioSet(k, v) }},
+		{"cnp_dscp", func(k string, v *node) { f.CNPDSCP = d.intp(k, v, 0, 63) }},
+		{"cnp_priority", func(k string, v *node) { f.CNPPriority = d.intp(k, v, 0, 7) }},
+		{"ats", func(k string, v *node) { f.ATS = boolp(k, v) }},
+		{"advanced_pci_settings", func(k string, v *node) { f.AdvancedPCISettings = boolp(k, v) }},
 	})
 }
 

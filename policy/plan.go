@@ -26,11 +26,29 @@ type Observed struct {
 	// value ("in use (from a.txt:37 → b.txt:37)"): shown as an inference,
 	// never compared as a value.
 	Inferred map[string]string
+	// Pending holds, for keys whose value (Values) is the next-boot one
+	// (firmware NVConfig), the current value when it differs: the value
+	// in Values takes effect only at the next firmware reset or reboot.
+	Pending map[string]string
 }
 
 // NewObserved returns an empty Observed.
 func NewObserved() *Observed {
-	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}, Inferred: map[string]string{}}
+	return &Observed{Values: map[string]string{}, Unsupported: map[string]string{}, Errors: map[string]string{}, Notes: map[string]string{}, Unknown: map[string]string{}, Inferred: map[string]string{}, Pending: map[string]string{}}
+}
+
+// Pending is a setting whose next-boot value already holds the profile's
+// while its current value does not (firmware NVConfig): neither drift
+// (nothing is left to write) nor in sync (the host does not run with it
+// yet). It takes effect at the next firmware reset or reboot, which
+// rocectl never does by itself; Note says which.
+type Pending struct {
+	Key     string     `json:"key"`
+	Scope   string     `json:"scope"`
+	Want    string     `json:"want"`
+	Current string     `json:"current"`
+	Note    string     `json:"note,omitempty"`
+	Port    *port.Port `json:"-"`
 }
 
 // Change is one planned change.
@@ -104,6 +122,9 @@ type Plan struct {
 	// warning says so per port, and apply writes them only with
 	// --skip-unreadable.
 	Unchecked []PlanError
+	// Pending are settings whose next-boot value holds the profile's and
+	// whose current value does not yet (Pending): not counted in InSync.
+	Pending []Pending
 	// InSync counts the settings that already hold their desired value.
 	InSync int
 }
@@ -173,6 +194,10 @@ func (p *Plan) diff(ss []Setting, o *Observed) {
 		}
 		before, present := o.Values[s.Key]
 		if present == (s.Value != NoValue) && (!present || before == s.Value) {
+			if cur, ok := o.Pending[s.Key]; ok {
+				p.Pending = append(p.Pending, Pending{Key: s.Key, Scope: s.Scope, Want: s.Value, Current: cur, Note: o.Notes[s.Key], Port: s.Port})
+				continue
+			}
 			p.InSync++
 			continue
 		}

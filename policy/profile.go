@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // Profile is a loaded, validated profile: what the operator wants every
 // matched RoCE port of a host to look like. Optional values are pointers (or
@@ -19,9 +23,11 @@ type Profile struct {
 	ECN     ECN
 	RoCE    RoCE
 	Devlink []DevlinkParam
-	NCCL    NCCL
-	Verify  VerifySpec
-	Guard   GuardSpec
+	// Firmware is [firmware]: NVConfig, written to the next-boot value.
+	Firmware Firmware
+	NCCL     NCCL
+	Verify   VerifySpec
+	Guard    GuardSpec
 
 	// Warnings found while validating; errors never reach a Profile.
 	Warnings Diagnostics
@@ -176,6 +182,162 @@ var CCModes = []string{CCDCQCN, CCOff, CCDCTCP, CCTimely}
 type DCQCNParam struct {
 	Name  string
 	Value int64
+}
+
+// Firmware is [firmware]: ConnectX non-volatile configuration (what
+// mstconfig/mlxconfig set). A write changes the next-boot value only; the
+// current value follows at the next firmware reset or reboot.
+type Firmware struct {
+	CCPriorities        *PrioSet // ROCE_CC_PRIO_MASK_P<port>: the priorities DCQCN acts on
+	CNPDSCP             *int     // CNP_DSCP_P<port>, 0..63
+	CNPPriority         *int     // CNP_802P_PRIO_P<port>, 0..7
+	ATS                 *bool    // ATS_ENABLED (per device)
+	AdvancedPCISettings *bool    // ADVANCED_PCI_SETTINGS (per device)
+}
+
+// FirmwareParam is one NVConfig parameter by its mstconfig name and value.
+type FirmwareParam struct {
+	Name  string
+	Value uint64
+}
+
+// FirmwareSpec is one [firmware] key: the NVConfig parameter it sets
+// (PerPort: with the port's _P<n> suffix) and how its value is written
+// in a Setting (Codec: "Prio" a priority list "[3]" for a bit mask, "Int"
+// the number, "Bool" on/off for 1/0).
+type FirmwareSpec struct {
+	Key     string // the profile key under [firmware]
+	Param   string // the mstconfig name, without _P<n>
+	PerPort bool
+	Codec   string
+	Max     uint64 // the largest value the firmware takes
+}
+
+// FirmwareSpecs lists the [firmware] keys in the order a plan writes them.
+// The ranges are the firmware's (mlxconfig's tools_layouts: the mask is
+// 8 bits, one per priority; CNP DSCP 6 bits; the 802.1p priority 3).
+var FirmwareSpecs = []FirmwareSpec{
+	{Key: "cc_priorities", Param: "ROCE_CC_PRIO_MASK", PerPort: true, Codec: "Prio", Max: 255},
+	{Key: "cnp_dscp", Param: "CNP_DSCP", PerPort: true, Codec: "Int", Max: 63},
+	{Key: "cnp_priority", Param: "CNP_802P_PRIO", PerPort: true, Codec: "Int", Max: 7},
+	{Key: "ats", Param: "ATS_ENABLED", Codec: "Bool", Max: 1},
+	{Key: "advanced_pci_settings", Param: "ADVANCED_PCI_SETTINGS", Codec: "Bool", Max: 1},
+}
+
+// FirmwareSpecByKey returns the spec of a [firmware] key.
+func FirmwareSpecByKey(key string) (FirmwareSpec, bool) {
+	for _, s := range FirmwareSpecs {
+		if s.Key == key {
+			return s, true
+		}
+	}
+	return FirmwareSpec{}, false
+}
+
+// ParamFor is the parameter's mstconfig name on the firmware's port
+// fwPort (1-based): NAME_P<n> for a per-port parameter, NAME otherwise.
+func (s FirmwareSpec) ParamFor(fwPort int) string {
+	if !s.PerPort {
+		return s.Param
+	}
+	return fmt.Sprintf("%s_P%d", s.Param, fwPort)
+}
+
+// Format is the canonical Setting value of the firmware's number n.
+func (s FirmwareSpec) Format(n uint64) string {
+	switch s.Codec {
+	case "Prio":
+		if n <= 255 {
+			return FormatPrioBitmap(uint8(n))
+		}
+	case "Bool":
+		if n <= 1 {
+			return FormatBool(n == 1)
+		}
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// Parse is the firmware's number of a canonical Setting value.
+func (s FirmwareSpec) Parse(v string) (uint64, error) {
+	var n uint64
+	switch s.Codec {
+	case "Prio":
+		b, err := ParsePrioBitmap(v)
+		if err != nil {
+			return 0, err
+		}
+		n = uint64(b)
+	case "Bool":
+		b, err := ParseBool(v)
+		if err != nil {
+			return 0, err
+		}
+		if b {
+			n = 1
+		}
+	default:
+		x, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number", v)
+		}
+		n = x
+	}
+	if n > s.Max {
+		return 0, fmt.Errorf("%s: %d is out of range (allowed: 0..%d)", s.Key, n, s.Max)
+	}
+	return n, nil
+}
+
+type firmwareSetting struct {
+	spec  FirmwareSpec
+	value string
+}
+
+// settings is what [firmware] sets, in FirmwareSpecs order, as canonical
+// values.
+func (f Firmware) settings() []firmwareSetting {
+	var out []firmwareSetting
+	for _, p := range f.Params(1) {
+		for _, s := range FirmwareSpecs {
+			if s.ParamFor(1) == p.Name {
+				out = append(out, firmwareSetting{s, s.Format(p.Value)})
+			}
+		}
+	}
+	return out
+}
+
+// Params expands [firmware] for the port numbered port (1-based, the
+// firmware's P<n>): per-port keys get its _P<n> suffix, per-device keys
+// none; in FirmwareSpecs order.
+func (f Firmware) Params(port int) []FirmwareParam {
+	var out []FirmwareParam
+	b := func(v bool) uint64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, s := range FirmwareSpecs {
+		var v uint64
+		switch {
+		case s.Key == "cc_priorities" && f.CCPriorities != nil:
+			v = uint64(*f.CCPriorities)
+		case s.Key == "cnp_dscp" && f.CNPDSCP != nil:
+			v = uint64(*f.CNPDSCP)
+		case s.Key == "cnp_priority" && f.CNPPriority != nil:
+			v = uint64(*f.CNPPriority)
+		case s.Key == "ats" && f.ATS != nil:
+			v = b(*f.ATS)
+		case s.Key == "advanced_pci_settings" && f.AdvancedPCISettings != nil:
+			v = b(*f.AdvancedPCISettings)
+		default:
+			continue
+		}
+		out = append(out, FirmwareParam{s.ParamFor(port), v})
+	}
+	return out
 }
 
 // RoCE is [roce]: rdma_cm defaults and the verbs traffic class.

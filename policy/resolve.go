@@ -269,6 +269,9 @@ func portTemplate(p *Profile) []templateSetting {
 	for _, dp := range p.Devlink {
 		b.add(nd, "devlink."+dp.Name, KindDevlink, dp.Name, fmt.Sprint(dp.Value), "devlink."+dp.Name)
 	}
+	for _, fs := range p.Firmware.settings() {
+		b.add(nd, "firmware."+fs.spec.Key, KindFirmware, fs.spec.Key, fs.value, "firmware."+fs.spec.Key)
+	}
 	// Write order: by kind (Kind.WriteOrder), then name.
 	sort.SliceStable(b.out, func(i, j int) bool {
 		if b.out[i].Kind != b.out[j].Kind {

@@ -42,6 +42,12 @@ func checkRules(p *Profile, root *table) Diagnostics {
 			"CNP priority %d is also a PFC data priority", *e.CNPPriority)
 	}
 
+	// The firmware's boot-time CNP priority, likewise.
+	if f := p.Firmware.CNPPriority; f != nil && pfc != nil && pfc.Has(*f) {
+		r.errf(at("firmware.cnp_priority"), "firmware.cnp_priority", "a priority not in qos.pfc_priorities "+prioText(*pfc),
+			"CNP priority %d is also a PFC data priority", *f)
+	}
+
 	if q.GlobalPause != nil && *q.GlobalPause && pfcSome {
 		r.errf(at("qos.global_pause"), "qos.global_pause", "false when qos.pfc_priorities is not empty",
 			"global 802.3x pause and PFC are mutually exclusive on a port")
@@ -195,6 +201,30 @@ func checkRules(p *Profile, root *table) Diagnostics {
 				r.warnf(at(set.key), set.key, "include every PFC priority "+prioText(*q.PFCPriorities),
 					"PFC priority %d has no ECN here: congestion on it is handled by pause frames alone", prio)
 			}
+		}
+	}
+
+	// The firmware's CC mask is which priorities DCQCN acts on at all: a
+	// PFC priority left out of it is paused, never rate-limited, whatever
+	// [ecn] says (on upstream kernels nothing else can turn it on).
+	if f := p.Firmware.CCPriorities; f != nil && q.PFCPriorities != nil && !off {
+		for _, prio := range q.PFCPriorities.List() {
+			if !f.Has(prio) {
+				r.warnf(at("firmware.cc_priorities"), "firmware.cc_priorities", "include every PFC priority "+prioText(*q.PFCPriorities),
+					"PFC priority %d has no DCQCN in the firmware: congestion on it is handled by pause frames alone", prio)
+			}
+		}
+	}
+	// [firmware]'s CNP values are what the port starts with; [ecn]'s what
+	// the driver is set to at run time. Different values flip at every
+	// reboot until the next apply.
+	for _, pair := range []struct {
+		fw, ecn string
+		f, e    *int
+	}{{"firmware.cnp_dscp", "ecn.cnp_dscp", p.Firmware.CNPDSCP, e.CNPDSCP}, {"firmware.cnp_priority", "ecn.cnp_priority", p.Firmware.CNPPriority, e.CNPPriority}} {
+		if pair.f != nil && pair.e != nil && *pair.f != *pair.e {
+			r.warnf(at(pair.fw), pair.fw, fmt.Sprintf("the same value as %s (%d)", pair.ecn, *pair.e),
+				"the firmware's boot-time %d differs from %s = %d: the port starts each boot with %d until the next apply", *pair.f, pair.ecn, *pair.e, *pair.f)
 		}
 	}
 

@@ -39,6 +39,9 @@ const (
 	KindRoCETOS
 	KindTrafficClass
 	KindDevlink
+	// KindFirmware is a ConnectX NVConfig parameter ([firmware]): written
+	// to the next-boot value, in effect after a firmware reset or reboot.
+	KindFirmware
 	KindNCCL
 	// KindXoffRecompute is a driver action, not a setting: an identical
 	// PFC write that makes mlx5 recompute its receive buffers' xoff/xon
@@ -91,6 +94,7 @@ var kindTable = [...]struct {
 	KindRoCETOS:         {"roce_tos", 1210, false},
 	KindTrafficClass:    {"traffic_class", 1220, false},
 	KindDevlink:         {"devlink", 1300, false},
+	KindFirmware:        {"firmware", 1350, false}, // last of a port's: nothing else waits on a value that takes effect only at the next boot
 	KindNCCL:            {"nccl", 1400, false},
 	KindXoffRecompute:   {"xoff_recompute", 1500, false},
 	KindLosslessRemap:   {"lossless_remap", 1510, false},

@@ -58,6 +58,7 @@ var groups = []group{
 	{name: "ecn", kind: policy.KindECNEnable, prefixes: []string{"ecn."}},
 	{name: "roce", kind: policy.KindRoCEMode, prefixes: []string{"roce."}},
 	{name: "devlink", kind: policy.KindDevlink, prefixes: []string{"devlink."}},
+	{name: "firmware", kind: policy.KindFirmware, prefixes: []string{"firmware."}},
 	{name: "nccl", kind: policy.KindNCCL, prefixes: []string{"nccl."}},
 }
 

@@ -122,7 +122,7 @@ var taskKeywords = map[string]bool{
 	"notify": true, "changed_when": true, "failed_when": true, "check_mode": true,
 	"block": true, "rescue": true, "always": true, "retries": true, "delay": true,
 	"until": true, "become": true, "tags": true, "vars": true, "environment": true,
-	"ignore_errors": true, "no_log": true, "listen": true,
+	"ignore_errors": true, "no_log": true, "listen": true, "throttle": true,
 	"run_once": true, "delegate_to": true, "async": true, "poll": true,
 }
 

@@ -77,7 +77,7 @@ var Table = []Row{
 	// 1: the two sides that never meet.
 	{Pkg: "policy", Layer: 1, Kind: Product, May: []string{"port"}, Ext: []string{"github.com/pelletier/go-toml/v2"},
 		Job: "profiles: TOML → Profile (strict, all problems in one pass), Resolve per port, Diff; pure"},
-	{Pkg: "nic", Layer: 1, Kind: Product, May: []string{"port", "nic/dcb"},
+	{Pkg: "nic", Layer: 1, Kind: Product, May: []string{"port", "nic/dcb", "nic/nvconfig"},
 		Job: "kernel interfaces (rtnetlink, dcbnl, ethtool, devlink, sysfs/configfs/debugfs), discovery, snapshots, text-dump parsers"},
 
 	// 2-3: what reads both; the driver layer and the plan built on it.
@@ -95,17 +95,17 @@ var Table = []Row{
 		Job: "the plan, built in one place: diff, companions, driver passes (buffer checks, ETS before PFC, lossless queues, DCBX, recomputes), disruptions; reads the host through an interface"},
 
 	// 4-6: the host, transactions, the switch peer.
-	{Pkg: "host", Layer: 4, Kind: Product, May: []string{"policy", "nic", "nic/dcb", "nccl", "port", "driver", "plan"},
+	{Pkg: "host", Layer: 4, Kind: Product, May: []string{"policy", "nic", "nic/dcb", "nic/nvconfig", "nccl", "port", "driver", "plan"},
 		Job: "the registry: per setting kind, how it is observed and written through the kernel; the plan's passes, which ask the port's driver"},
-	{Pkg: "apply", Layer: 5, Kind: Product, May: []string{"statedir", "plan", "host", "verify", "policy", "nccl", "nic", "nic/dcb", "port"},
+	{Pkg: "apply", Layer: 5, Kind: Product, May: []string{"statedir", "plan", "host", "verify", "policy", "nccl", "nic", "nic/dcb", "nic/nvconfig", "port"},
 		Job: "transactions: write → read-back → soak → confirm → rollback, the journal, lock and recovery"},
 	{Pkg: "peer", Layer: 6, Kind: Product, May: []string{"statedir", "driver", "nic/dcb", "policy", "nic", "port", "lldp"},
 		Job: "the switch-peer check: what the switch announces in DCBX against the profile, and its state file"},
 
 	// 7-10: the daemon, the commands, the programs.
-	{Pkg: "agent", Layer: 7, Kind: Product, May: []string{"statedir", "plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
+	{Pkg: "agent", Layer: 7, Kind: Product, May: []string{"statedir", "plan", "driver", "nic/dcb", "nic/nvconfig", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp"},
 		Job: "the daemon: drift loop, counter sampling, metrics, sd_notify/watchdog, LLDP listener"},
-	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"statedir", "doc", "plan", "driver", "nic/dcb", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
+	{Pkg: "cli", Layer: 8, Kind: Product, May: []string{"statedir", "doc", "plan", "driver", "nic/dcb", "nic/nvconfig", "apply", "host", "verify", "peer", "policy", "nccl", "nic", "port", "lldp", "report"},
 		Job: "the cobra commands: flags in, rendering out; no work of its own (rocectl does not link the daemon)"},
 	{Pkg: "cli/agentcmd", Layer: 9, Kind: Product, May: []string{"cli", "agent"},
 		Job: "rocectl-agent's command: the daemon's flags → agent.Run"},
@@ -128,7 +128,7 @@ var Table = []Row{
 		Job: "the simulator's qede and cxgb4 models: the link partner's DCBX their peer ops report"},
 	{Pkg: "nic/nictest", Layer: 13, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest/simstate", "nic/nictest/mlx5sim", "nic/nictest/bnxtsim", "nic/nictest/peersim"},
 		Job: "the simulated kernel: the kernel's state, each write handed to the model of the link's driver (mlx5sim, bnxtsim, peersim, else generic)"},
-	{Pkg: "internal/testkit", Layer: 14, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nictest"},
+	{Pkg: "internal/testkit", Layer: 14, Kind: TestKit, May: []string{"nic", "nic/dcb", "nic/nvconfig", "nic/nictest"},
 		Job: "test kits: fixture hosts and their generator, network namespaces, built binaries, leak checks, dirtree, ttar, median"},
 
 	// 15: programs nothing imports.

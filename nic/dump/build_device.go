@@ -20,6 +20,8 @@ func (im *Import) addDeviceLevel(b Block) bool {
 	switch b.Kind {
 	case KindDevlinkParams:
 		im.addDevlink(b)
+	case KindMstconfig:
+		im.addNVConfig(b)
 	case KindIbvDevinfo:
 		var names []string
 		for _, d := range b.Devices {

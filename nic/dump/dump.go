@@ -27,6 +27,7 @@ const (
 	KindLspci         Kind = "lspci -vvv"
 	KindLspciTree     Kind = "lspci -t"
 	KindGPUTopo       Kind = "nvidia-smi topo -m"
+	KindMstconfig     Kind = "mstconfig q"
 	KindUnknownCmd    Kind = "" // text Parse did not recognise
 )
 
@@ -80,6 +81,7 @@ type Block struct {
 	PCI           []PCIFunction  `json:",omitempty"` // lspci -v…
 	PCITree       []PCITreeNode  `json:",omitempty"` // lspci -t
 	GPUTopo       *GPUTopo       `json:",omitempty"`
+	NVConfig      *NVConfigDump  `json:",omitempty"` // mstconfig/mlxconfig q
 }
 
 // line is one input line and where it is.
@@ -194,6 +196,8 @@ func commandNetdev(cmd string) (Kind, string, bool) {
 		return KindLspci, "", true
 	case "nvidia-smi":
 		return KindGPUTopo, "", true
+	case "mstconfig", "mlxconfig":
+		return KindMstconfig, "", true
 	case "dcb":
 		for i := 1; i+1 < len(f); i++ {
 			if f[i] == "dev" {
@@ -273,7 +277,8 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 // package reads starts with one of these words followed by an option or
 // subcommand.
 var bareCommands = map[string]bool{"mlnx_qos": true, "ethtool": true, "show_gids": true, "dcb": true, "rdma": true,
-	"devlink": true, "ibv_devinfo": true, "lspci": true, "nvidia-smi": true, "sudo": true}
+	"devlink": true, "ibv_devinfo": true, "lspci": true, "nvidia-smi": true, "sudo": true,
+	"mstconfig": true, "mlxconfig": true}
 
 func bareCommand(text string) (Kind, string, bool) {
 	if text == "" || indented(text) {
@@ -350,7 +355,7 @@ func skipUnknown(ls []line) []line {
 var parsers = []func([]line) (*Block, []line, []Warning){
 	parseMlnxQos, parseEthtoolS, parseEthtoolA, parseEthtoolI, parseShowGids, parseIPLink, parseDCBPFC, parseDCBApp,
 	parseIbvDevinfo, parseRdmaLink, parseRdmaLinkJSON, parseDevlinkParams, parseDevlinkParamsJSON, parseLspci,
-	parseLspciTree, parseGPUTopo,
+	parseLspciTree, parseGPUTopo, parseMstconfig,
 }
 
 func clip(s string) string {

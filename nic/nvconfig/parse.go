@@ -116,7 +116,14 @@ func (q *Query) Get(name string) (Setting, error) {
 // ToolError is an "-E- message" the tool printed.
 type ToolError struct{ Msg string }
 
-func (e *ToolError) Error() string { return "mstconfig: " + e.Msg }
+func (e *ToolError) Error() string {
+	// The tool's words, then what rocectl makes of them: "Failed to open
+	// the device" alone does not say that kernel lockdown is a cause.
+	if errs := e.Unwrap(); len(errs) > 1 {
+		return "mstconfig: " + e.Msg + " (" + errs[1].Error() + ")"
+	}
+	return "mstconfig: " + e.Msg
+}
 
 // Unwrap classifies the message by the strings mstflint's source prints.
 func (e *ToolError) Unwrap() []error {

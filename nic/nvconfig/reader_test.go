@@ -51,6 +51,24 @@ func fakeMstconfig(scenario string) int {
 		return 0
 	case "silent-fail":
 		return 3
+	case "set-ok":
+		// A real set's output (testdata/cx6-mlxconfig-set.txt).
+		b, err := os.ReadFile("testdata/cx6-mlxconfig-set.txt")
+		if err != nil {
+			return 5
+		}
+		os.Stdout.Write(b)
+		return 0
+	case "set-fail":
+		// setDevCfg: the write started and the commander threw.
+		fmt.Print("\n Apply new Configuration? (y/n) [n] : y\nApplying... Failed!\n-E- Failed to set configuration: Semaphore locked.\n")
+		return 3
+	case "set-unknown":
+		fmt.Println("-E- Unknown Parameter: ROCE_CC_PRIO_MASK_P3")
+		return 3
+	case "set-no-done":
+		fmt.Println("Applying... ")
+		return 0
 	}
 	return 5
 }
@@ -129,6 +147,71 @@ func TestReaderErrors(t *testing.T) {
 		}
 		if _, err := os.Stat(argvFile); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the tool ran on a bad address")
+		}
+	})
+}
+
+func TestSetArgvByteExact(t *testing.T) {
+	got := strings.Join(SetArgv("mstconfig", "0000:3b:00.1", []Param{{"ROCE_CC_PRIO_MASK_P2", 8}, {"CNP_DSCP_P2", 48}, {"ATS_ENABLED", 1}}), "\x00")
+	want := "mstconfig\x00-y\x00-d\x000000:3b:00.1\x00set\x00ROCE_CC_PRIO_MASK_P2=8\x00CNP_DSCP_P2=48\x00ATS_ENABLED=1"
+	if got != want {
+		t.Errorf("argv %q\nwant %q", got, want)
+	}
+}
+
+// Set runs the exact command line and reads the tool's answer as
+// setDevCfg (mlxcfg_ui.cpp) gives it: "Applying... Done!" and exit 0 is
+// success; "-E-" with exit 3 is the tool's error, classified; no "Done!"
+// is not trusted. A bad address or name runs nothing.
+func TestReaderSet(t *testing.T) {
+	r, argvFile := fakeReader(t, "set-ok")
+	if err := r.Set(context.Background(), "0000:c2:00.0", []Param{{"BOOT_UNDI_NETWORK_WAIT", 30}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(argvFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "-y\x00-d\x000000:c2:00.0\x00set\x00BOOT_UNDI_NETWORK_WAIT=30"; string(got) != want {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	for sc, want := range map[string][]error{
+		"set-fail":    {ErrSetFailed, ErrBusy, ErrTool},
+		"set-unknown": {ErrUnknownParam, ErrTool},
+		"set-no-done": {ErrFormat},
+		"busy":        {ErrBusy},
+		"open":        {ErrAccess},
+		"silent-fail": {ErrSetFailed},
+	} {
+		t.Run(sc, func(t *testing.T) {
+			r, _ := fakeReader(t, sc)
+			err := r.Set(context.Background(), "0000:3b:00.0", []Param{{"CNP_DSCP_P1", 48}})
+			for _, w := range want {
+				if !errors.Is(err, w) {
+					t.Errorf("err %v, want %v", err, w)
+				}
+			}
+		})
+	}
+	t.Run("timeout", func(t *testing.T) {
+		r, _ := fakeReader(t, "hang")
+		r.Timeout = 200 * time.Millisecond
+		if err := r.Set(context.Background(), "0000:3b:00.0", []Param{{"CNP_DSCP_P1", 48}}); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("refused before running", func(t *testing.T) {
+		r, argvFile := fakeReader(t, "set-ok")
+		if err := r.Set(context.Background(), "3b:00.0", []Param{{"X", 1}}); !errors.Is(err, ErrBadAddress) {
+			t.Errorf("short address: %v", err)
+		}
+		for _, name := range []string{"X Y", "X=1", "-e", "A[0]", ""} {
+			if err := r.Set(context.Background(), "0000:3b:00.0", []Param{{name, 1}}); !errors.Is(err, ErrFormat) {
+				t.Errorf("name %q: %v", name, err)
+			}
+		}
+		if _, err := os.Stat(argvFile); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the tool ran")
 		}
 	})
 }

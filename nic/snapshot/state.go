@@ -38,6 +38,11 @@ type Meta struct {
 type KernelState struct {
 	Links   map[string]*LinkState         `json:"links"`             // by netdev name
 	Devlink map[string][]nic.DevlinkParam `json:"devlink,omitempty"` // by "pci/<bdf>"
+	// Firmware holds, by PCI address (0000:3b:00.0), the text of an
+	// `mstconfig -e -d <pci> q` (or mlxconfig q) of the device: its
+	// NVConfig with default, current and next-boot values, parsed by
+	// nic/nvconfig when read. A device without one was not captured.
+	Firmware map[string]string `json:"firmware,omitempty"`
 	// Errors records failures that are not tied to one link, by op
 	// ("devlink"), as errno names ("EOPNOTSUPP").
 	Errors map[string]string `json:"errors,omitempty"`
