@@ -94,6 +94,17 @@ type Driver interface {
 	// priorities as written, "" when it can. It is asked for each of a
 	// port's ECN changes.
 	RefuseECN(ecn *policy.ECN) string
+
+	// PauseExcludesPFC says why the driver refuses a link flow control
+	// (global pause) write while PFC is enabled on the port, "" when it
+	// takes one.
+	PauseExcludesPFC() string
+	// LimitDCB says why the driver would not take the priority table
+	// prioTC with PFC on pfc, given the port's TC count maxTC (its
+	// ets_cap, 0 unknown): a first line with what is wrong and a second
+	// with what the driver allows; "" when it takes them. It is asked
+	// once per port with an ETS or PFC change.
+	LimitDCB(prioTC [8]int, pfc []int, maxTC int) string
 }
 
 // PortFacts is what Instead may say more with: the port's PCI address
@@ -189,6 +200,8 @@ func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
 func (Base) Instead(policy.Kind, PortFacts) string                { return "" }
 func (Base) CCModes(PortFacts) ([]string, string, bool)           { return nil, "", false }
 func (Base) RefuseECN(*policy.ECN) string                         { return "" }
+func (Base) PauseExcludesPFC() string                             { return "" }
+func (Base) LimitDCB([8]int, []int, int) string                   { return "" }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
 
 // IsDCB says whether k is set through dcbnl: DCBX, trust, the DSCP map,

@@ -19,9 +19,11 @@ func (d Driver) Instead(k policy.Kind, _ driver.PortFacts) string {
 		return "irdma's configfs (/sys/kernel/config/irdma/<dev>/: roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable, …)"
 	case policy.KindTrafficClass:
 		return driver.PerConnectionTC
+	case policy.KindStormPrevention:
+		return "the switch's PFC watchdog is the guard left (" + d.Module + "_ethtool.c has no pfc-prevention-tout tunable)"
 	}
 	if driver.IsDCB(k) {
-		return "the driver's dcbnl once the firmware LLDP agent is off (ice: ethtool --set-priv-flags <if> fw-lldp-agent off; i40e: disable-fw-lldp on); while it runs, the switch's DCBX sets DCB"
+		return "the driver's dcbnl once the firmware LLDP agent is off, which rocectl plans itself (ice: private flag fw-lldp-agent off; i40e: disable-fw-lldp on); while it runs, the switch's DCBX sets DCB"
 	}
 	return ""
 }
