@@ -142,6 +142,10 @@ type Caps struct {
 // a refusal of its change, a note on its change, or a warning.
 type DCBXPlan struct {
 	Refuse, Note, Warning string
+	// Drop: the driver makes the change itself through a companion of
+	// it (ice: the firmware LLDP agent's private flag), so the change
+	// leaves the plan and Note goes on that companion's change.
+	Drop bool
 }
 
 // Companion is a setting a driver changes by itself, or one a managed

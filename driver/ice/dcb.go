@@ -47,7 +47,7 @@ func (d Driver) fwLLDPFlag() (name, off string) {
 // steps first and starts the agent again last. Nothing is added when the
 // flag is already off (companionChange reads it).
 func (d Driver) Companions(c policy.Change) []driver.Companion {
-	if !driver.IsDCB(c.Kind) {
+	if !driver.IsDCB(c.Kind) || (c.Kind == policy.KindDCBX && c.Value != "host") {
 		return nil
 	}
 	name, off := d.fwLLDPFlag()
@@ -110,4 +110,38 @@ func (d Driver) LimitDCB(prioTC [8]int, pfc []int, maxTC int) string {
 		allows = "as many TCs as its ets_cap"
 	}
 	return strings.Join(problems, "; ") + "\n" + d.Module + " allows: " + allows + ", numbered from TC0 without gaps, with every PFC priority on one TC"
+}
+
+// PlanDCBX: on ice the DCBX mode follows the firmware LLDP agent's
+// private flag (ice_set_priv_flags: off makes dcbx_cap HOST, on
+// LLD_MANAGED), and ice_dcbnl_setdcbx refuses LLD_MANAGED and any mode
+// without HOST. "host" is therefore the flag off, which the change's
+// companion writes: the change leaves the plan (Drop). "firmware" only
+// the flag on brings back.
+func (d Driver) PlanDCBX(want string, changed bool, _ func() (uint8, bool)) driver.DCBXPlan {
+	if !changed {
+		return driver.DCBXPlan{}
+	}
+	name, off := d.fwLLDPFlag()
+	if want == "host" {
+		return driver.DCBXPlan{Drop: true, Note: "this also makes qos.dcbx host: " + d.Module + " takes DCBX from the firmware's agent to the host when the agent stops (" + d.Module + "_set_priv_flags)"}
+	}
+	on := policy.FormatBool(off == policy.FormatBool(false))
+	return driver.DCBXPlan{Refuse: d.Module + "'s firmware DCBX is its firmware LLDP agent, which only the private flag starts (" + d.Module + "_dcbnl_setdcbx refuses a mode without HOST)\nset link.private_flags." + name + " = " + on + " instead, with no DCB setting in the profile"}
+}
+
+// Companions of a qos.dcbx change to "firmware" are none: PlanDCBX
+// refuses it.
+
+// DCBXMode: on ice "firmware" DCBX is the firmware LLDP agent, which only
+// its private flag starts (ice_set_priv_flags); ice_dcbnl_setdcbx
+// refuses LLD_MANAGED and any mode without HOST. So a write of
+// "firmware" (a rollback's, before the flag's own undo) writes the mode
+// the port reports, which ice takes as no change (ICE_DCB_NO_HW_CHG),
+// and the flag's undo then gives DCBX back to the agent.
+func (Driver) DCBXMode(host bool, reported func() uint8) uint8 {
+	if !host {
+		return reported()
+	}
+	return driver.HostOrFirmware(true, reported)
 }
