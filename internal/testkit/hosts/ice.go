@@ -51,7 +51,7 @@ func icePrivFlags() []struct {
 func irdmaRoCEAttrs() [][2]string {
 	return [][2]string{
 		{"push_mode", "0"},
-		{"roce_cwnd", "1024"},   // IRDMA_ROCE_CWND_DEFAULT 0x400, the store's maximum
+		{"roce_cwnd", "1024"}, // IRDMA_ROCE_CWND_DEFAULT 0x400, the store's maximum
 		{"roce_rd_fence_rate", "0"},
 		{"roce_ackcreds", "30"}, // IRDMA_ROCE_ACKCREDS_DEFAULT 0x1E, the store's maximum
 		{"roce_timely_enable", "0"},
