@@ -89,6 +89,12 @@ type Driver interface {
 	// false when that depends on a fact the host did not give (an ECN
 	// interface not probed): then nothing is refused on it.
 	CCModes(f PortFacts) (modes []string, elsewhere string, known bool)
+	// CCSettings are the settings that make congestion-control mode on
+	// the port, for a driver whose algorithm is a switch of its own
+	// (irdma's configfs): the plan journals them like companions of the
+	// profile's [ecn] mode. nil where the mode is made of the ECN
+	// settings the profile resolves to.
+	CCSettings(mode string, f PortFacts) []Companion
 
 	// RefuseECN says why the driver cannot hold the profile's [ecn]
 	// priorities as written, "" when it can. It is asked for each of a
@@ -166,6 +172,8 @@ const (
 	ECNUnknown  ECNFlavour = iota // not probed, or no interface
 	ECNOFED                       // DOCA-OFED sysfs
 	ECNUpstream                   // upstream mlx5_ib debugfs cc_params
+	ECNIrdma                      // Intel's out-of-tree irdma configfs
+	ECNAbsent                     // probed: the host has no ECN interface for the port
 )
 
 // Facts is what the host read that a driver's answer depends on, each
@@ -203,6 +211,7 @@ func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, ""
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
 func (Base) Instead(policy.Kind, PortFacts) string                { return "" }
 func (Base) CCModes(PortFacts) ([]string, string, bool)           { return nil, "", false }
+func (Base) CCSettings(string, PortFacts) []Companion             { return nil }
 func (Base) RefuseECN(*policy.ECN) string                         { return "" }
 func (Base) PauseExcludesPFC() string                             { return "" }
 func (Base) LimitDCB([8]int, []int, int) string                   { return "" }
