@@ -138,11 +138,18 @@ func (m *Model) DelApps(l simstate.Link, d *dcb.State, apps []dcb.App) error {
 	return m.Generic.DelApps(l, d, apps)
 }
 
-// RefusePause is ice_set_pauseparam: EOPNOTSUPP for any link flow
-// control write while PFC is enabled ("Priority flow control enabled.
-// Cannot set link flow control.").
-func (m *Model) RefusePause(l simstate.Link, _ bool) error {
-	if d := l.State().DCB; d != nil && d.PFC != nil && d.PFC.Enable != 0 {
+// RefusePause is ice_set_pauseparam: EOPNOTSUPP for a write whose
+// autoneg differs from the PHY's ("To change autoneg please use: ethtool
+// -s <dev> autoneg <on|off>"), and for any link flow control write while
+// PFC is enabled ("Priority flow control enabled. Cannot set link flow
+// control."). (ice_get_pauseparam's report of LFC off while PFC is
+// enabled is not modelled: the Sim's pause read is the kernel's.)
+func (m *Model) RefusePause(l simstate.Link, autoneg bool) error {
+	ls := l.State()
+	if ls.Pause != nil && autoneg != ls.Pause.Autoneg {
+		return syscall.EOPNOTSUPP
+	}
+	if d := ls.DCB; d != nil && d.PFC != nil && d.PFC.Enable != 0 {
 		return syscall.EOPNOTSUPP
 	}
 	return nil

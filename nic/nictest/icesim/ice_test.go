@@ -69,10 +69,12 @@ func TestFirmwareAgentOwnsDCB(t *testing.T) {
 	}
 }
 
-// ice_set_pauseparam refuses link flow control while PFC is enabled.
+// ice_set_pauseparam refuses an autoneg change (ethtool -s owns it) and
+// link flow control while PFC is enabled.
 func TestPauseRefusedUnderPFC(t *testing.T) {
 	s := sim()
 	is(t, "agent off", s.SetPrivFlags("e0", map[string]bool{icesim.FWLLDPAgent: false}), nil)
+	is(t, "pause autoneg change", s.SetPause("e0", nic.Pause{Autoneg: true}), syscall.EOPNOTSUPP)
 	is(t, "pause without PFC", s.SetPause("e0", nic.Pause{}), nil)
 	is(t, "PFC", s.SetPFC("e0", dcb.PFC{Enable: 1 << 3}), nil)
 	is(t, "pause under PFC", s.SetPause("e0", nic.Pause{Rx: true, Tx: true}), syscall.EOPNOTSUPP)
