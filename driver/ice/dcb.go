@@ -130,18 +130,3 @@ func (d Driver) PlanDCBX(want string, changed bool, _ func() (uint8, bool)) driv
 	return driver.DCBXPlan{Refuse: d.Module + "'s firmware DCBX is its firmware LLDP agent, which only the private flag starts (" + d.Module + "_dcbnl_setdcbx refuses a mode without HOST)\nset link.private_flags." + name + " = " + on + " instead, with no DCB setting in the profile"}
 }
 
-// Companions of a qos.dcbx change to "firmware" are none: PlanDCBX
-// refuses it.
-
-// DCBXMode: on ice "firmware" DCBX is the firmware LLDP agent, which only
-// its private flag starts (ice_set_priv_flags); ice_dcbnl_setdcbx
-// refuses LLD_MANAGED and any mode without HOST. So a write of
-// "firmware" (a rollback's, before the flag's own undo) writes the mode
-// the port reports, which ice takes as no change (ICE_DCB_NO_HW_CHG),
-// and the flag's undo then gives DCBX back to the agent.
-func (Driver) DCBXMode(host bool, reported func() uint8) uint8 {
-	if !host {
-		return reported()
-	}
-	return driver.HostOrFirmware(true, reported)
-}
