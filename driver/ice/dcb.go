@@ -129,4 +129,3 @@ func (d Driver) PlanDCBX(want string, changed bool, _ func() (uint8, bool)) driv
 	on := policy.FormatBool(off == policy.FormatBool(false))
 	return driver.DCBXPlan{Refuse: d.Module + "'s firmware DCBX is its firmware LLDP agent, which only the private flag starts (" + d.Module + "_dcbnl_setdcbx refuses a mode without HOST)\nset link.private_flags." + name + " = " + on + " instead, with no DCB setting in the profile"}
 }
-
