@@ -60,6 +60,10 @@ func TestIceLosslessApplyRollbackRoundTrip(t *testing.T) {
 	if flags["fw-lldp-agent"] || *st.DCBX&dcb.DCBXLLDManaged != 0 || st.PFC.Enable != 1<<3 || st.ETS.PrioTC[3] != 1 {
 		t.Fatalf("after apply: flags %v dcbx %#x ETS %+v PFC %+v", flags, *st.DCBX, *st.ETS, *st.PFC)
 	}
+	// In sync afterwards: nothing left to change, qos.dcbx included.
+	if _, again := planOf(r.h, r.d); len(again.Changes) != 0 || len(again.Refused) != 0 {
+		t.Errorf("plan after apply: changes %+v refused %+v", again.Changes, again.Refused)
+	}
 	if err := r.rollBackFromDisk(t); err != nil {
 		t.Fatal(err)
 	}
