@@ -75,8 +75,13 @@ func IrdmaValueProblem(attr string, v int64) string {
 	return fmt.Sprintf("irdma's %s takes 0 or 1: %s_store parses kstrtobool and refuses %d (EINVAL)", attr, attr, v)
 }
 
-// Disruptions: an algorithm switch reaches new QPs only.
+// Disruptions: the firmware LLDP agent's flag hands DCB between the
+// firmware and the host, and an irdma algorithm switch reaches new QPs
+// only.
 func (d Driver) Disruptions(c *policy.Change) []string {
+	if name, _ := d.fwLLDPFlag(); c.Kind == policy.KindPrivFlag && c.Arg == name {
+		return []string{"DCB reset: " + d.Module + "_set_priv_flags re-inits DCB when the firmware LLDP agent stops (every priority on TC0, no PFC) until the plan's DCB writes, and gives DCB back to the agent (the switch's DCBX) when it starts again"}
+	}
 	if c.Kind != policy.KindECNParam {
 		return nil
 	}

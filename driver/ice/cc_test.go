@@ -53,6 +53,13 @@ func TestCCSettingsAreTheSwitches(t *testing.T) {
 	if ds := d.Disruptions(c); len(ds) != 1 || !strings.Contains(ds[0], "new QPs only") {
 		t.Errorf("disruptions %v", ds)
 	}
+	flag := &policy.Change{Setting: policy.Setting{Kind: policy.KindPrivFlag, Arg: "fw-lldp-agent"}}
+	if ds := d.Disruptions(flag); len(ds) != 1 || !strings.Contains(ds[0], "DCB reset") {
+		t.Errorf("flag disruptions %v", ds)
+	}
+	if ds := d.Disruptions(&policy.Change{Setting: policy.Setting{Kind: policy.KindPrivFlag, Arg: "legacy-rx"}}); ds != nil {
+		t.Errorf("another flag: %v", ds)
+	}
 }
 
 // qos.dcbx host on ice is the agent's flag (the change leaves the plan);
