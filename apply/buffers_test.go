@@ -351,6 +351,7 @@ func TestNoXoffRecomputeOffManualMLX5(t *testing.T) {
 	for _, tc := range []struct{ fixture, profile string }{
 		{"cx6dx-ofed-factory", "[match]\ndrivers = [\"mlx5_core\"]\n[link]\nmtu = 9000\n"},
 		{"bnxt-re-factory", "[match]\ndrivers = [\"bnxt_en\"]\n[link]\nmtu = 9000\n[qos]\ncable_length_m = 7\n"},
+		{"ice-e810-factory", "[match]\ndrivers = [\"ice\"]\n[link]\nmtu = 9000\n[qos]\ncable_length_m = 7\n"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			r := driverRig(t, tc.fixture, tc.profile, nil)

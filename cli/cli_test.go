@@ -143,7 +143,7 @@ func TestValidateShippedProfilesAndABadOne(t *testing.T) {
 // The capture round trip: capture a fixture host, audit the capture, get the
 // same answer as auditing the host itself.
 func TestCaptureRoundTrip(t *testing.T) {
-	for _, host := range []string{"cx6dx-ofed-factory", "cx7-upstream-factory", "bnxt-re-factory"} {
+	for _, host := range []string{"cx6dx-ofed-factory", "cx7-upstream-factory", "bnxt-re-factory", "ice-e810-factory"} {
 		s, err := snapshot.Open(fixturehost.Dir(host))
 		if err != nil {
 			t.Fatal(err)

@@ -174,7 +174,7 @@ func renderPlanText(out io.Writer, pl *apply.Prepared, verb string) {
 			fmt.Fprintf(w, "    x %s: cannot read: %s\n", e.Key, e.Error)
 		}
 		for _, e := range s.refused {
-			fmt.Fprintf(w, "    x %s: refused: %s\n", e.Key, e.Error)
+			fmt.Fprintf(w, "    x %s: refused: %s\n", e.Key, strings.ReplaceAll(e.Error, "\n", "\n        "))
 		}
 		for _, p := range s.pending {
 			// Written for the next boot already: nothing to do but

@@ -68,7 +68,7 @@ func TestNoBareUnsupportedOnShippedHosts(t *testing.T) {
 			}
 		}
 	}
-	for _, h := range []string{"bnxt-re-factory", "cx7-upstream-factory"} {
+	for _, h := range []string{"bnxt-re-factory", "cx7-upstream-factory", "ice-e810-factory"} {
 		if !seen[h] {
 			t.Errorf("no unsupported setting on %s: the test checks nothing there", h)
 		}

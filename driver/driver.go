@@ -89,11 +89,28 @@ type Driver interface {
 	// false when that depends on a fact the host did not give (an ECN
 	// interface not probed): then nothing is refused on it.
 	CCModes(f PortFacts) (modes []string, elsewhere string, known bool)
+	// CCSettings are the settings that make congestion-control mode on
+	// the port, for a driver whose algorithm is a switch of its own
+	// (irdma's configfs): the plan journals them like companions of the
+	// profile's [ecn] mode. nil where the mode is made of the ECN
+	// settings the profile resolves to.
+	CCSettings(mode string, f PortFacts) []Companion
 
 	// RefuseECN says why the driver cannot hold the profile's [ecn]
 	// priorities as written, "" when it can. It is asked for each of a
 	// port's ECN changes.
 	RefuseECN(ecn *policy.ECN) string
+
+	// PauseExcludesPFC says why the driver refuses a link flow control
+	// (global pause) write while PFC is enabled on the port, "" when it
+	// takes one.
+	PauseExcludesPFC() string
+	// LimitDCB says why the driver would not take the priority table
+	// prioTC with PFC on pfc, given the port's TC count maxTC (its
+	// ets_cap, 0 unknown): a first line with what is wrong and a second
+	// with what the driver allows; "" when it takes them. It is asked
+	// once per port with an ETS or PFC change.
+	LimitDCB(prioTC [8]int, pfc []int, maxTC int) string
 }
 
 // PortFacts is what Instead may say more with: the port's PCI address
@@ -131,6 +148,10 @@ type Caps struct {
 // a refusal of its change, a note on its change, or a warning.
 type DCBXPlan struct {
 	Refuse, Note, Warning string
+	// Drop: the driver makes the change itself through a companion of
+	// it (ice: the firmware LLDP agent's private flag), so the change
+	// leaves the plan and Note goes on that companion's change.
+	Drop bool
 }
 
 // Companion is a setting a driver changes by itself, or one a managed
@@ -151,6 +172,8 @@ const (
 	ECNUnknown  ECNFlavour = iota // not probed, or no interface
 	ECNOFED                       // DOCA-OFED sysfs
 	ECNUpstream                   // upstream mlx5_ib debugfs cc_params
+	ECNIrdma                      // Intel's out-of-tree irdma configfs
+	ECNAbsent                     // probed: the host has no ECN interface for the port
 )
 
 // Facts is what the host read that a driver's answer depends on, each
@@ -188,7 +211,10 @@ func (Base) BufferCell([8]uint32, uint32) (int, string)           { return 0, ""
 func (Base) FirmwareLLDP(LLDPFacts) string                        { return "" }
 func (Base) Instead(policy.Kind, PortFacts) string                { return "" }
 func (Base) CCModes(PortFacts) ([]string, string, bool)           { return nil, "", false }
+func (Base) CCSettings(string, PortFacts) []Companion             { return nil }
 func (Base) RefuseECN(*policy.ECN) string                         { return "" }
+func (Base) PauseExcludesPFC() string                             { return "" }
+func (Base) LimitDCB([8]int, []int, int) string                   { return "" }
 func (Base) DCBXMode(host bool, reported func() uint8) uint8      { return HostOrFirmware(host, reported) }
 
 // IsDCB says whether k is set through dcbnl: DCBX, trust, the DSCP map,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocectl/rocectl/driver/bnxt"
+	"github.com/rocectl/rocectl/driver/ice"
 	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
@@ -183,6 +184,11 @@ func writeECN(w *stepWriter) error {
 				return w.fail(c, err)
 			}
 			if why := bnxt.CCValueProblem(bnxtConfigfsName(p.attr), n); why != "" {
+				return w.fail(c, fmt.Errorf("%s", why))
+			}
+		}
+		if e.Kind == nic.ECNIrdma {
+			if why := ice.IrdmaValueProblem(arg.Param, n); why != "" {
 				return w.fail(c, fmt.Errorf("%s", why))
 			}
 		}

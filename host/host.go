@@ -248,7 +248,7 @@ func ecnFiles(p *port.Port) []string {
 		paths = append(paths, nic.BnxtDebugfsDir(*p))
 	}
 	if p.RDMADevice != "" {
-		paths = append(paths, bnxt, "/sys/class/infiniband/"+p.RDMADevice)
+		paths = append(paths, bnxt, nic.IrdmaDir(*p), "/sys/class/infiniband/"+p.RDMADevice)
 	}
 	return paths
 }

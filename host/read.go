@@ -110,6 +110,9 @@ func (r *portReader) portFacts() driver.PortFacts {
 func (r *portReader) ecnFlavour() driver.ECNFlavour {
 	e, err := r.ecnOf()
 	if err != nil {
+		if errors.Is(err, nic.ErrUnsupported) && !errors.Is(err, nic.ErrNotCaptured) {
+			return driver.ECNAbsent
+		}
 		return driver.ECNUnknown
 	}
 	switch e.Kind {
@@ -117,6 +120,8 @@ func (r *portReader) ecnFlavour() driver.ECNFlavour {
 		return driver.ECNOFED
 	case nic.ECNUpstreamMlx5:
 		return driver.ECNUpstream
+	case nic.ECNIrdma:
+		return driver.ECNIrdma
 	}
 	return driver.ECNUnknown
 }

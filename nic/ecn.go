@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,10 +31,28 @@ const (
 	// parameter, decimal, each write sent to the firmware at once
 	// (debugfs.c bnxt_re_cc_config_set); no RoCE priority, no apply.
 	ECNBnxtDebugfs
+	// ECNIrdma is Intel's out-of-tree irdma configfs group
+	// /sys/kernel/config/irdma/<dev>/ (configfs.c irdma_roce_vsi_attrs):
+	// one switch per congestion-control algorithm for the whole device
+	// (roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable), each a
+	// kstrtobool store read into a QP's context when the QP is created;
+	// no per-priority enable, no CNP DSCP or priority.
+	ECNIrdma
 )
 
 func (k ECNKind) String() string {
-	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs", "bnxt_re-configfs", "bnxt_re-debugfs"}[k]
+	return [...]string{"none", "ofed-sysfs", "mlx5-debugfs", "bnxt_re-configfs", "bnxt_re-debugfs", "irdma-configfs"}[k]
+}
+
+// IrdmaAlgorithms are the irdma configfs attributes that switch a RoCE
+// congestion-control algorithm on or off (configfs.c
+// roce_dcqcn_enable_store and the others: kstrtobool, else EINVAL).
+var IrdmaAlgorithms = []string{"roce_dcqcn_enable", "roce_dctcp_enable", "roce_timely_enable"}
+
+// IrdmaDir is the out-of-tree irdma's configfs group of p's RDMA device,
+// which exists after `mkdir` of it (configfs.c irdma_make_group).
+func IrdmaDir(p port.Port) string {
+	return "/sys/kernel/config/irdma/" + p.RDMADevice
 }
 
 // bnxtParams maps the profile's (OFED) names to bnxt_re's configfs cc
@@ -99,6 +118,16 @@ func OpenECN(fs FS, p port.Port) (*ECN, error) {
 	}
 	if fs.Exists(bnxt) {
 		return newECN(fs, ECNBnxt, bnxt), nil
+	}
+	if p.RDMADevice != "" && (p.Driver == "ice" || p.Driver == "i40e") {
+		dir := IrdmaDir(p)
+		if fs.Exists(dir + "/roce_dcqcn_enable") {
+			return newECN(fs, ECNIrdma, dir), nil
+		}
+		if fs.Exists(dir) {
+			return nil, Unsupportedf("irdma's configfs group %s has no roce_dcqcn_enable: the device is in iWARP mode (iw_* attributes) or the irdma build has no RoCE congestion-control switches", dir)
+		}
+		return nil, Unsupportedf("no congestion-control interface for irdma on %s: the out-of-tree irdma's configfs group %s is absent (mkdir it once the driver is loaded; mainline irdma has no configfs)", p.Netdev, dir)
 	}
 	if p.PCI != "" && strings.HasPrefix(p.Driver, "bnxt") {
 		dbg := BnxtDebugfsDir(p)
@@ -180,6 +209,8 @@ func (e *ECN) enablePath(dir string, prio int) (string, error) {
 		return "", Unsupportedf("upstream mlx5 has no per-priority ECN enable (its cc_params are port-wide; the per-priority files are DOCA-OFED's ecn sysfs)")
 	case ECNBnxtDebugfs:
 		return "", Unsupportedf("mainline bnxt_re's debugfs cc_config has one port-wide enable_cc and no RoCE priority, so no per-priority enable (Broadcom's out-of-tree bnxt_re has roce_prio in configfs)")
+	case ECNIrdma:
+		return "", Unsupportedf("irdma has no per-priority ECN enable: its configfs switches one congestion-control algorithm on for the whole device (roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable), which [ecn] mode sets")
 	}
 	if prio >= 0 && prio < 8 {
 		switch dir {
@@ -270,6 +301,11 @@ func (e *ECN) paramPaths(dir, name, upstream string) (first, second string, err 
 			return "", "", Unsupportedf("upstream mlx5 cc_params has no equivalent of %s", name)
 		}
 		return upstream, "", nil
+	case ECNIrdma:
+		if dir != "rp" || !slices.Contains(IrdmaAlgorithms, name) {
+			return "", "", Unsupportedf("irdma's configfs has no equivalent of %s (its DCQCN parameters are module parameters of the out-of-tree driver)", name)
+		}
+		return name, "", nil
 	}
 	return "", "", Unsupportedf("no ECN interface")
 }

@@ -180,3 +180,37 @@ func TestBnxtEnableAndMainlineDebugfs(t *testing.T) {
 		t.Errorf("bnxt without either interface: %v", err)
 	}
 }
+
+// Intel's out-of-tree irdma: its configfs group holds one switch per
+// algorithm for the device, read and written as 0/1; no per-priority
+// enable and no CNP parameters; no group, or a group without the RoCE
+// switches (iWARP), is unsupported saying which.
+func TestIrdmaConfigfs(t *testing.T) {
+	p := port.Port{Netdev: "enp59s0f0", RDMADevice: "irdma0", Driver: "ice", PCI: "0000:3b:00.0", PortNum: 1}
+	const dir = "/sys/kernel/config/irdma/irdma0"
+	root, fs := ecnRoot(t, map[string]string{dir + "/roce_dcqcn_enable": "0\n", dir + "/roce_dctcp_enable": "1\n", dir + "/roce_timely_enable": "0\n"})
+	e, err := OpenECN(fs, p)
+	if err != nil || e.Kind != ECNIrdma {
+		t.Fatalf("OpenECN: %v %v", e, err)
+	}
+	if v, err := e.Param("rp", "roce_dctcp_enable", ""); err != nil || v != 1 {
+		t.Errorf("dctcp %d %v", v, err)
+	}
+	if err := e.SetParam("rp", "roce_timely_enable", "", 1); err != nil || strings.TrimSpace(readRoot(t, root, dir+"/roce_timely_enable")) != "1" {
+		t.Errorf("set timely: %v", err)
+	}
+	if _, err := e.Enabled("rp", 3); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "[ecn] mode") {
+		t.Errorf("per-priority enable: %v", err)
+	}
+	if _, err := e.Param("np", "cnp_dscp", "np_cnp_dscp"); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("cnp_dscp: %v", err)
+	}
+	_, fs = ecnRoot(t, nil)
+	if _, err := OpenECN(fs, p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "mkdir") {
+		t.Errorf("no group: %v", err)
+	}
+	_, fs = ecnRoot(t, map[string]string{dir + "/iw_dctcp_enable": "0\n"})
+	if _, err := OpenECN(fs, p); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "iWARP") {
+		t.Errorf("iWARP group: %v", err)
+	}
+}

@@ -18,7 +18,8 @@ import (
 //  3. driverOrder: the mlx5 buffer checks and write order, and the ETS
 //     write bnxt needs before PFC;
 //  4. refuseETS, refuseECN: ETS values and ECN priorities a driver would
-//     not take as written;
+//     not take as written; refusePauseUnderPFC, limitDCB: link flow
+//     control under PFC, and the TC and PFC-class limits (ice);
 //  5. losslessQueues: bnxt's lossless-queue limits and remap;
 //  6. dcbx: what each port's DCBX mode means on its driver;
 //  7. recomputes: the buffer-threshold recomputes an MTU change or a PFC
@@ -33,6 +34,8 @@ func Build(d *policy.Desired, o *policy.Observed, h Host) *policy.Plan {
 	pl.driverOrder()
 	pl.refuseETS()
 	pl.refuseECN()
+	pl.refusePauseUnderPFC()
+	pl.limitDCB()
 	pl.losslessQueues()
 	pl.dcbx()
 	pl.ccMode()

@@ -8,6 +8,7 @@ import (
 	"github.com/rocectl/rocectl/driver"
 	"github.com/rocectl/rocectl/driver/known"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
 )
 
 // ccMode checks [ecn] mode against what each matched port's driver can
@@ -37,6 +38,7 @@ func (pl *planning) ccMode() {
 			continue
 		}
 		if slices.Contains(modes, mode) {
+			pl.ccSettings(p, mode, facts)
 			continue
 		}
 		can := "none through rocectl"
@@ -49,4 +51,40 @@ func (pl *planning) ccMode() {
 		}
 		pl.refuse(policy.Change{Setting: policy.Setting{Key: key, Scope: p.RDMAScope(), Value: mode, Port: p}}, why)
 	}
+}
+
+// ccSettings puts in the plan the settings that make mode on p's driver
+// (driver.Driver.CCSettings: irdma's algorithm switches), read and
+// journalled like companions of the profile's [ecn] mode.
+func (pl *planning) ccSettings(p *port.Port, mode string, facts driver.PortFacts) {
+	cps := known.For(p.Driver).CCSettings(mode, facts)
+	if len(cps) == 0 {
+		return
+	}
+	cause := policy.Setting{Key: p.RDMAScope() + ".ecn.mode", Scope: p.RDMAScope(), Name: "ecn.mode", Value: mode, Port: p}
+	// A switch that cannot be read refuses the mode: writing the others
+	// alone would leave the device running another algorithm, or two.
+	var unreadable []string
+	for _, cp := range cps {
+		s := policy.Setting{Key: cause.Scope + "." + cp.Name, Scope: cause.Scope, Name: cp.Name, Kind: cp.Kind, Arg: cp.Arg, Port: p}
+		if _, present, err := pl.h.Read(s); err != nil || !present {
+			why := "absent"
+			if err != nil {
+				why = err.Error()
+			}
+			unreadable = append(unreadable, cp.Name+": "+why)
+		}
+	}
+	if len(unreadable) > 0 {
+		pl.refuse(policy.Change{Setting: cause}, fmt.Sprintf("congestion-control mode %q needs every switch of %s read first; %s", mode, p.Driver, strings.Join(unreadable, "; ")))
+		return
+	}
+	planned := plannedKeys(pl.plan)
+	var added []policy.Change
+	for _, cp := range cps {
+		if ch, ok := pl.companionChange(cause, cp, "implied by ", planned); ok {
+			added = append(added, ch)
+		}
+	}
+	pl.insert(added)
 }

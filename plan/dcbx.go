@@ -95,6 +95,8 @@ func (pl *planning) planPortDCBX(p *dcbxPort, drv driver.Driver) {
 	reported := func() (uint8, bool) { return pl.h.DCBX(p.port) }
 	dp := drv.PlanDCBX(p.dcbx.Value, change >= 0, reported)
 	switch {
+	case dp.Drop && change >= 0:
+		pl.dropForCompanion(change, dp.Note)
 	case dp.Refuse != "" && change >= 0:
 		c := plan.Changes[change]
 		pl.refuse(c, dp.Refuse)
@@ -103,4 +105,25 @@ func (pl *planning) planPortDCBX(p *dcbxPort, drv driver.Driver) {
 	case dp.Warning != "":
 		plan.Warnings = append(plan.Warnings, policy.Warning{Key: p.dcbx.Key, Port: p.port, Message: dp.Warning})
 	}
+}
+
+// dropForCompanion takes change i out of the plan: a companion of it
+// makes it (driver.DCBXPlan.Drop), and note goes on that companion's
+// change, or becomes a warning when the plan has none.
+func (pl *planning) dropForCompanion(i int, note string) {
+	plan := pl.plan
+	c := plan.Changes[i]
+	from := "companion of " + c.Name
+	placed := false
+	for j := range plan.Changes {
+		if plan.Changes[j].Port == c.Port && plan.Changes[j].From == from {
+			plan.Changes[j].Note = joinNote(plan.Changes[j].Note, note)
+			placed = true
+		}
+	}
+	if !placed {
+		plan.Warnings = append(plan.Warnings, policy.Warning{Key: c.Key, Port: c.Port, Message: note})
+	}
+	plan.Changes = slices.Delete(plan.Changes, i, i+1)
+	pl.at = indexChanges(plan.Changes)
 }

@@ -8,6 +8,9 @@ import "github.com/rocectl/rocectl/driver"
 type Driver struct {
 	driver.Base
 	Module string // "ice" or "i40e"
+	// DisableFlag: the agent's private flag is i40e's disable-fw-lldp
+	// (on stops it), not ice's fw-lldp-agent (off stops it).
+	DisableFlag bool
 }
 
 func (Driver) Name() string { return "ice" }

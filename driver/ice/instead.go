@@ -15,20 +15,17 @@ func (d Driver) Instead(k policy.Kind, _ driver.PortFacts) string {
 	switch k {
 	case policy.KindPrioBuffer, policy.KindBufferSize, policy.KindCableLength:
 		return d.Module + "'s firmware sizes the receive buffers itself (no dcbnl buffer ops)"
-	case policy.KindECNEnable, policy.KindECNParam:
-		return "irdma's configfs (/sys/kernel/config/irdma/<dev>/: roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable, …)"
+	case policy.KindECNEnable:
+		return "[ecn] mode, which sets " + irdmaGroup + " for the whole device"
+	case policy.KindECNParam:
+		return "irdma's DCQCN parameters are module parameters of Intel's out-of-tree irdma; its configfs holds the algorithm switches ([ecn] mode)"
 	case policy.KindTrafficClass:
 		return driver.PerConnectionTC
+	case policy.KindStormPrevention:
+		return "the switch's PFC watchdog is the guard left (" + d.Module + "_ethtool.c has no pfc-prevention-tout tunable)"
 	}
 	if driver.IsDCB(k) {
-		return "the driver's dcbnl once the firmware LLDP agent is off (ice: ethtool --set-priv-flags <if> fw-lldp-agent off; i40e: disable-fw-lldp on); while it runs, the switch's DCBX sets DCB"
+		return "the driver's dcbnl once the firmware LLDP agent is off, which rocectl plans itself (ice: private flag fw-lldp-agent off; i40e: disable-fw-lldp on); while it runs, the switch's DCBX sets DCB"
 	}
 	return ""
-}
-
-// CCModes: irdma selects its algorithm in its configfs
-// (roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable, ...), which
-// rocectl does not manage yet: no mode can be run through rocectl.
-func (Driver) CCModes(driver.PortFacts) ([]string, string, bool) {
-	return nil, "irdma's configfs (/sys/kernel/config/irdma/<dev>/: roce_dcqcn_enable, roce_dctcp_enable, roce_timely_enable) selects the algorithm; rocectl does not manage it yet", true
 }

@@ -18,8 +18,10 @@ func For(module string) driver.Driver {
 		return mlx5.Driver{}
 	case module == "bnxt_en":
 		return bnxt.Driver{}
-	case module == "ice", module == "i40e":
+	case module == "ice":
 		return ice.Driver{Module: module}
+	case module == "i40e":
+		return ice.Driver{Module: module, DisableFlag: true}
 	}
 	return generic.Driver{Module: module}
 }

@@ -2,6 +2,7 @@ package nictest
 
 import (
 	"github.com/rocectl/rocectl/nic/nictest/bnxtsim"
+	"github.com/rocectl/rocectl/nic/nictest/icesim"
 	"github.com/rocectl/rocectl/nic/nictest/mlx5sim"
 	"github.com/rocectl/rocectl/nic/nictest/peersim"
 	"github.com/rocectl/rocectl/nic/nictest/simstate"
@@ -20,6 +21,7 @@ type DriverModel = simstate.Model
 var models = map[string]func() DriverModel{
 	snapshot.DriverMLX5:  func() DriverModel { return mlx5sim.New() },
 	snapshot.DriverBnxt:  func() DriverModel { return bnxtsim.New() },
+	icesim.Driver:        func() DriverModel { return icesim.New() },
 	snapshot.DriverQede:  func() DriverModel { return &peersim.Qede{} },
 	snapshot.DriverCxgb4: func() DriverModel { return &peersim.Cxgb4{} },
 }

@@ -418,6 +418,9 @@ func (s *Sim) SetPrivFlags(name string, flags map[string]bool) error {
 				return syscall.EINVAL
 			}
 		}
+		if err := s.modelOf(name, ls).SetPrivFlags(s.link(name, ls), flags); err != nil {
+			return err
+		}
 		maps.Copy(ls.PrivFlags, flags)
 		return nil
 	})

@@ -492,9 +492,9 @@ func BenchmarkSimPFCToggle(b *testing.B) {
 // table keeps what the APP table held before the first write.
 func TestSimGenericModel(t *testing.T) {
 	s := NewSim(&snapshot.KernelState{Links: map[string]*snapshot.LinkState{
-		"ice0": {
+		"igb0": {
 			Link:                 &nic.LinkInfo{Index: 7, MTU: 1500, OperState: "up", AdminUp: true},
-			Driver:               &nic.DriverInfo{Driver: "ice"},
+			Driver:               &nic.DriverInfo{Driver: "igb"},
 			Pause:                &nic.Pause{},
 			PFCPreventionTimeout: u16p(0),
 			DCB: &dcb.State{
@@ -503,30 +503,30 @@ func TestSimGenericModel(t *testing.T) {
 			},
 		},
 	}})
-	if err := s.SetPause("ice0", nic.Pause{Autoneg: true, Rx: true}); err != nil {
+	if err := s.SetPause("igb0", nic.Pause{Autoneg: true, Rx: true}); err != nil {
 		t.Errorf("autoneg refused: %v", err)
 	}
 	ets := dcb.ETS{PrioTC: [8]uint8{3: 1}, TCTSA: [8]uint8{dcb.TSAETS, dcb.TSAETS}, TCTxBW: [8]uint8{100, 0}}
-	noErr(t, "ETS", s.SetETS("ice0", ets))
+	noErr(t, "ETS", s.SetETS("igb0", ets))
 	ets.ETSCap = 8
-	if st, _ := s.DCB("ice0"); *st.ETS != ets {
+	if st, _ := s.DCB("igb0"); *st.ETS != ets {
 		t.Errorf("ETS read back %+v, want %+v", *st.ETS, ets)
 	}
-	noErr(t, "PFC", s.SetPFC("ice0", dcb.PFC{Enable: 1 << 3, Delay: 30}))
-	if st, _ := s.DCB("ice0"); st.PFC.Enable != 1<<3 || st.PFC.Delay != 30 || s.LinkToggles("ice0") != 0 {
-		t.Errorf("PFC %+v, %d toggles", st.PFC, s.LinkToggles("ice0"))
+	noErr(t, "PFC", s.SetPFC("igb0", dcb.PFC{Enable: 1 << 3, Delay: 30}))
+	if st, _ := s.DCB("igb0"); st.PFC.Enable != 1<<3 || st.PFC.Delay != 30 || s.LinkToggles("igb0") != 0 {
+		t.Errorf("PFC %+v, %d toggles", st.PFC, s.LinkToggles("igb0"))
 	}
-	noErr(t, "tunable", s.SetPFCPreventionTimeout("ice0", 0xffff))
-	if v, _ := s.PFCPreventionTimeout("ice0"); v != 0xffff {
+	noErr(t, "tunable", s.SetPFCPreventionTimeout("igb0", 0xffff))
+	if v, _ := s.PFCPreventionTimeout("igb0"); v != 0xffff {
 		t.Errorf("auto reads back %d", v)
 	}
 	a := dcb.App{Selector: dcb.SelDSCP, Priority: 3, Protocol: 26}
-	noErr(t, "APP", s.AddApps("ice0", []dcb.App{a}))
-	wantErrno(t, s.AddApps("ice0", []dcb.App{a}), syscall.EEXIST)
-	if hw := s.HardwareDSCP("ice0"); len(hw) != 1 || hw[10] != 1 {
+	noErr(t, "APP", s.AddApps("igb0", []dcb.App{a}))
+	wantErrno(t, s.AddApps("igb0", []dcb.App{a}), syscall.EEXIST)
+	if hw := s.HardwareDSCP("igb0"); len(hw) != 1 || hw[10] != 1 {
 		t.Errorf("hardware DSCP %v, want the APP table before the first write", hw)
 	}
-	if _, ok := s.Thresholds("ice0"); ok || s.ManualBuffer("ice0") || !s.FirmwareWilling("ice0") || s.UnprotectedPFC("ice0") != nil {
+	if _, ok := s.Thresholds("igb0"); ok || s.ManualBuffer("igb0") || !s.FirmwareWilling("igb0") || s.UnprotectedPFC("igb0") != nil {
 		t.Error("another driver's state reported on a generic link")
 	}
 }

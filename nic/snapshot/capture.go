@@ -82,6 +82,7 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log
 			}
 		}
 		add("/sys/kernel/config/bnxt_re/" + p.RDMADevice)
+		add(nic.IrdmaDir(p))
 		cm := "/sys/kernel/config/rdma_cm/" + p.RDMADevice
 		if fs.Exists("/sys/kernel/config/rdma_cm") && !fs.Exists(cm) && !fs.ReadOnly() {
 			if err := fs.Mkdir(cm); err == nil {

@@ -31,6 +31,9 @@ const (
 	capCentosMultiGids = "mlx5-show_gids-centos12-multidev.txt"
 	capCX5Bond         = "mlx5-cx5-ibv_devinfo-bond.txt"
 	capCX5TwoPort      = "mlx5-cx5-ibv_devinfo-2port-eth.txt"
+	capIceEthtoolS     = "ice-e810-ethq-ethtool-S.txt"
+	capIceEthtoolI     = "ice-e810-ethq-ethtool-i.txt"
+	capIcePrioIntelDoc = "ice-e810-ethtool-S-grep-prio-intel-doc.txt"
 )
 
 // Captures holds the parsed captures the hosts are built from.
@@ -40,6 +43,9 @@ type Captures struct {
 	CX6DxStats   Stats           // ethtool -S, ConnectX-6 Dx, kernel 5.15
 	BnxtStats    Stats           // ethtool -S, bnxt_en
 	BnxtInfo     dump.DriverInfo // ethtool -i, bnxt_en
+	IceStats     Stats           // ethtool -S, ice (E810), ethq's test capture
+	IceInfo      dump.DriverInfo // ethtool -i, ice (E810), ethq issue #27
+	IcePrioDoc   map[string]uint64
 	Procfs       map[string]ttar.Entry
 	IBMGids      []GidRow // show_gids, ConnectX-6 mlx5_0
 	CX6Devinfo   Devinfo  // ibv_devinfo -v, ConnectX-6 mlx5_0
@@ -202,6 +208,9 @@ func LoadCaptures(dir string) (*Captures, error) {
 	parse(capCX6DxEthtoolS, func(s string) (e error) { c.CX6DxStats, e = parseEthtoolS(s); return })
 	parse(capBnxtEthtoolS, func(s string) (e error) { c.BnxtStats, e = parseEthtoolS(s); return })
 	parse(capBnxtEthtoolI, func(s string) (e error) { c.BnxtInfo, e = parseEthtoolI(s); return })
+	parse(capIceEthtoolS, func(s string) (e error) { c.IceStats, e = parseEthtoolS(s); return })
+	parse(capIceEthtoolI, func(s string) (e error) { c.IceInfo, e = parseEthtoolI(s); return })
+	parse(capIcePrioIntelDoc, func(s string) (e error) { c.IcePrioDoc, e = parsePrioLines(s); return })
 	parse(capProcfsTtar, func(s string) error {
 		entries, e := ttar.Parse(strings.NewReader(s))
 		if e != nil {
@@ -366,4 +375,23 @@ func sysfsGID(s string) (string, error) {
 		a = netip.AddrFrom16(a.As16())
 	}
 	return a.StringExpanded(), nil
+}
+
+// parsePrioLines reads the `ethtool -S | grep prio` excerpt of Intel's
+// flow-control guide: "name: value" lines without the "NIC statistics:"
+// header.
+func parsePrioLines(s string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for i, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("line %d: no \"name: value\"", i+1)
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		out[strings.TrimSpace(name)] = v
+	}
+	return out, nil
 }

@@ -50,6 +50,7 @@ func Specs() []Spec {
 		{Name: "bnxt-re-factory", Build: BnxtREFactory},
 		{Name: "cx5-roce-lag", Build: CX5RoCELAG},
 		{Name: "cx4lx-sriov", Build: CX4LxSRIOV},
+		{Name: "ice-e810-factory", Build: IceE810Factory},
 	}
 }
 

@@ -23,6 +23,9 @@ func (Generic) RefusePause(Link, bool) error { return nil }
 // AfterPause does nothing.
 func (Generic) AfterPause(Link) {}
 
+// SetPrivFlags takes any flag the driver has and changes nothing else.
+func (Generic) SetPrivFlags(Link, map[string]bool) error { return nil }
+
 // Tunable keeps ms.
 func (Generic) Tunable(ms uint16) uint16 { return ms }
 

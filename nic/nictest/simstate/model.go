@@ -42,6 +42,10 @@ type Model interface {
 	// stored it.
 	RefusePause(l Link, autoneg bool) error
 	AfterPause(l Link)
+	// SetPrivFlags is the driver's set_priv_flags for the named flags
+	// (only names the driver has), before the kernel state holds them:
+	// it may refuse, or change what the flags drive.
+	SetPrivFlags(l Link, flags map[string]bool) error
 	// Tunable is what the driver programs, and a read returns, for a
 	// valid PFC storm prevention timeout of ms.
 	Tunable(ms uint16) uint16
