@@ -255,3 +255,87 @@ func TestBnxtCCHeldPriorityOutOfRangeWritesNothing(t *testing.T) {
 		t.Errorf("cc files after the refused step: %v, want %v", got, before)
 	}
 }
+
+// [ecn] mode = "dcqcn-p" / "dcqcn-d" is bnxt_re's cc_mode (configfs.c
+// cc_mode_store: 1 DCQCN-P, 0 DCQCN-D): written in the port's one cc step
+// before its apply, and given back by rollback with the other saved
+// attributes, through the vendor configfs and mainline debugfs alike; a
+// mode cc_mode does not hold (dctcp) is refused before any write.
+func TestBnxtCCModeRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode, before, after string
+		debugfs                   bool
+	}{
+		{"configfs dcqcn-p", "dcqcn-p", "0\n", "0x1\n", false},
+		{"configfs dcqcn-d", "dcqcn-d", "0x1\n", "0x0\n", false},
+		{"debugfs dcqcn-p", "dcqcn-p", "0\n", "1\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := driverRig(t, "bnxt-re-factory", strings.Replace(bnxtECNProfile, "[ecn]\n", "[ecn]\nmode = \""+tc.mode+"\"\n", 1), nil)
+			dir := filepath.Join(r.root, bnxtCCDir)
+			if tc.debugfs {
+				if err := os.RemoveAll(filepath.Join(r.root, "sys/kernel/config/bnxt_re")); err != nil {
+					t.Fatal(err)
+				}
+				dir = filepath.Join(r.root, "sys/kernel/debug/bnxt_re/0000:ca:00.1/cc_config")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for n, v := range map[string]string{"enable_cc": "1\n", "alt_vlan_dscp": "46\n", "alt_vlan_pcp": "7\n"} {
+					if err := os.WriteFile(filepath.Join(dir, n), []byte(v), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r.h.Discover()
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cc_mode"), []byte(tc.before), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r.d, r.plan = planOf(r.h, r.d)
+			if len(r.plan.Refused) != 0 {
+				t.Fatalf("refused: %+v", r.plan.Refused)
+			}
+			txn, err := Begin(r.h, r.d, r.plan, "test", r.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, st := range txn.J.Steps {
+				for _, c := range st.Changes {
+					if strings.HasSuffix(c.Key, ".ecn.rp.cc_mode") {
+						found = true
+						if !tc.debugfs && st.Group != "cc" {
+							t.Errorf("cc_mode in step group %q, want the port's cc step with its apply", st.Group)
+						}
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("no cc_mode change in %+v", txn.J.Steps)
+			}
+			if err := txn.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			read := func() string {
+				b, err := os.ReadFile(filepath.Join(dir, "cc_mode"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+			if got := read(); got != tc.after {
+				t.Errorf("cc_mode after apply %q, want %q", got, tc.after)
+			}
+			if err := r.rollBackFromDisk(t); err != nil {
+				t.Fatalf("rollback: %v", err)
+			}
+			if got := read(); got != tc.before {
+				t.Errorf("cc_mode after rollback %q, want %q as before", got, tc.before)
+			}
+		})
+	}
+	r := driverRig(t, "bnxt-re-factory", strings.Replace(bnxtECNProfile, "[ecn]\n", "[ecn]\nmode = \"dctcp\"\n", 1), nil)
+	if len(r.plan.Refused) != 1 || !strings.Contains(r.plan.Refused[0].Error, `cannot run congestion-control mode "dctcp" here; it can: dcqcn, dcqcn-d, dcqcn-p, off`) {
+		t.Fatalf("dctcp on bnxt_re: refused %+v", r.plan.Refused)
+	}
+}

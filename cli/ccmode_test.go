@@ -39,7 +39,12 @@ func TestCCModePerDriver(t *testing.T) {
 		{"cx6dx-ofed-factory", "dctcp", nil, `mlx5_core cannot run congestion-control mode "dctcp" here; it can: dcqcn, off`, ""},
 		{"cx7-upstream-factory", "", nil, `mlx5_core cannot run congestion-control mode "off" here; it can: dcqcn; on upstream mlx5 the priorities DCQCN acts on are set in firmware (ROCE_CC_PRIO_MASK_P`, ""},
 		{"cx7-upstream-factory", "dcqcn", nil, "", ""},
-		{"bnxt-re-factory", "", nil, `bnxt_en cannot run congestion-control mode "off" here; it can: dcqcn; bnxt_re's cc group`, ""},
+		// bnxt_re's configfs cc group: "off" is its ecn_enable, already
+		// 0 on the factory host; dcqcn-p is its cc_mode 1; DCTCP is not
+		// bnxt_re's.
+		{"bnxt-re-factory", "", nil, "", ""},
+		{"bnxt-re-factory", "dcqcn-p", []string{"bnxt_re0.ecn.rp.cc_mode"}, "", "1"},
+		{"bnxt-re-factory", "dctcp", nil, `bnxt_en cannot run congestion-control mode "dctcp" here; it can: dcqcn, dcqcn-d, dcqcn-p, off; bnxt_re's cc_mode holds DCQCN-D (0) and DCQCN-P (1)`, ""},
 		// ice with irdma's configfs: every mode; the factory host's
 		// switches are all off, so "off" is in sync and dctcp turns its
 		// own on.

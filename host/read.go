@@ -122,6 +122,10 @@ func (r *portReader) ecnFlavour() driver.ECNFlavour {
 		return driver.ECNUpstream
 	case nic.ECNIrdma:
 		return driver.ECNIrdma
+	case nic.ECNBnxt:
+		return driver.ECNBnxtConfigfs
+	case nic.ECNBnxtDebugfs:
+		return driver.ECNBnxtDebugfs
 	}
 	return driver.ECNUnknown
 }

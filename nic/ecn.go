@@ -60,8 +60,8 @@ func IrdmaDir(p port.Port) string {
 // mainline's cc_config files (debugfs.c bnxt_re_cc_gen0_name:
 // alt_vlan_dscp is the CNP's DSCP, ALT_TOS_DSCP in the firmware's mask).
 var (
-	bnxtParams  = map[string]string{"cnp_dscp": "cnp_dscp", "cnp_802p_prio": "cnp_prio"}
-	bnxtDebugfs = map[string]string{"cnp_dscp": "alt_vlan_dscp", "cnp_802p_prio": "alt_vlan_pcp"}
+	bnxtParams  = map[string]string{"cnp_dscp": "cnp_dscp", "cnp_802p_prio": "cnp_prio", BnxtCCMode: BnxtCCMode}
+	bnxtDebugfs = map[string]string{"cnp_dscp": "alt_vlan_dscp", "cnp_802p_prio": "alt_vlan_pcp", BnxtCCMode: BnxtCCMode}
 )
 
 // The bnxt_re configfs attributes that hold the per-priority ECN enable
@@ -70,6 +70,10 @@ const (
 	BnxtECNEnable = "ecn_enable"
 	BnxtRoCEPrio  = "roce_prio"
 	BnxtApply     = "apply"
+	// BnxtCCMode is bnxt_re's congestion-control mode (configfs.c
+	// cc_mode_store, debugfs.c's gen0 cc_mode): 0 or 1, which [ecn] mode
+	// dcqcn-d and dcqcn-p set.
+	BnxtCCMode = "cc_mode"
 )
 
 // ErrUnsupported marks a setting this NIC/driver cannot take; the error text

@@ -165,17 +165,21 @@ type ECN struct {
 // DCQCN (ECN marking answered by CNPs and rate limiting, what mlx5 and
 // bnxt_re run by default), off (PFC-only: no ECN reaction or
 // notification on the lossless priorities; large AI fabrics run so), and
-// the vendor algorithms irdma offers (DCTCP, TIMELY). Which a port can
-// take is its driver's (driver.Driver.CCModes), checked at plan time.
+// the vendor algorithms irdma offers (DCTCP, TIMELY), and bnxt_re's two
+// DCQCN variants on its cc_mode (DCQCN-D, deterministic marking, and
+// DCQCN-P, probabilistic). Which a port can take is its driver's
+// (driver.Driver.CCModes), checked at plan time.
 const (
 	CCDCQCN  = "dcqcn"
 	CCOff    = "off"
 	CCDCTCP  = "dctcp"
 	CCTimely = "timely"
+	CCDCQCND = "dcqcn-d"
+	CCDCQCNP = "dcqcn-p"
 )
 
 // CCModes are the values [ecn] mode takes.
-var CCModes = []string{CCDCQCN, CCOff, CCDCTCP, CCTimely}
+var CCModes = []string{CCDCQCN, CCOff, CCDCTCP, CCTimely, CCDCQCND, CCDCQCNP}
 
 // DCQCNParam is one congestion-control parameter by its mlx5 (OFED sysfs)
 // name, e.g. rpg_min_dec_fac.

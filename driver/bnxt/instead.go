@@ -29,8 +29,36 @@ func (Driver) Instead(k policy.Kind, _ driver.PortFacts) string {
 }
 
 // CCModes: bnxt_re runs DCQCN (its firmware's default, bnxt_re_setup_cc
-// in main.c); its cc group's port-wide ecn_enable and cc_mode are not
-// managed by rocectl yet.
-func (Driver) CCModes(driver.PortFacts) ([]string, string, bool) {
-	return []string{policy.CCDCQCN}, "bnxt_re's cc group (ecn_enable, cc_mode; vendor configfs or mainline debugfs cc_config) holds the others, not managed by rocectl yet", true
+// in main.c) in one of two variants its cc group's cc_mode selects
+// (configfs.c cc_mode_store, which refuses anything above 1; the mode
+// names are configfs.c's mode_name_p5: 0 DCQCN-D, deterministic
+// marking, 1 DCQCN-P, probabilistic). "dcqcn" leaves cc_mode as it is;
+// "off" clears the port-wide ecn_enable. With no cc group (probed), only
+// "dcqcn", the firmware's own; not probed, unknown.
+func (Driver) CCModes(f driver.PortFacts) ([]string, string, bool) {
+	switch f.ECN {
+	case driver.ECNBnxtConfigfs, driver.ECNBnxtDebugfs:
+		return []string{policy.CCDCQCN, policy.CCDCQCND, policy.CCDCQCNP, policy.CCOff}, bnxtCCElsewhere, true
+	case driver.ECNUnknown:
+		return nil, "", false
+	}
+	return []string{policy.CCDCQCN}, "bnxt_re's cc group, which holds ecn_enable and cc_mode, is absent (Broadcom's bnxt_re configfs after `mkdir /sys/kernel/config/bnxt_re/<dev>`, or mainline bnxt_re's debugfs cc_config, v6.14+)", true
+}
+
+// bnxtCCElsewhere: what bnxt_re's cc_mode does not offer.
+const bnxtCCElsewhere = "bnxt_re's cc_mode holds DCQCN-D (0) and DCQCN-P (1) on Thor and later (P5+); DCTCP and TIMELY are not bnxt_re's (on older NetXtreme-E chips cc_mode 1 is a TCP-like mode rocectl does not set)"
+
+// CCSettings: dcqcn-d and dcqcn-p are the cc group's cc_mode, written in
+// the port's congestion-control step (Caps.CCCommit) with its apply;
+// the other modes are made of the ECN enables alone.
+func (Driver) CCSettings(mode string, f driver.PortFacts) []driver.Companion {
+	if f.ECN != driver.ECNBnxtConfigfs && f.ECN != driver.ECNBnxtDebugfs {
+		return nil
+	}
+	v := map[string]string{policy.CCDCQCND: "0", policy.CCDCQCNP: "1"}[mode]
+	if v == "" {
+		return nil
+	}
+	return []driver.Companion{{Kind: policy.KindECNParam, Name: "ecn.rp.cc_mode", Arg: "rp/cc_mode", Value: v,
+		Note: "bnxt_re's congestion-control variant for [ecn] mode = \"" + mode + "\" (configfs.c cc_mode_store; 0 DCQCN-D, 1 DCQCN-P on P5+ chips, mode_name_p5)"}}
 }
