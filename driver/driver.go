@@ -169,13 +169,13 @@ type Companion struct {
 type ECNFlavour int
 
 const (
-	ECNUnknown  ECNFlavour = iota // not probed, or no interface
-	ECNOFED                       // DOCA-OFED sysfs
-	ECNUpstream                   // upstream mlx5_ib debugfs cc_params
-	ECNIrdma                      // Intel's out-of-tree irdma configfs
-	ECNAbsent                     // probed: the host has no ECN interface for the port
-	ECNBnxtConfigfs               // Broadcom's out-of-tree bnxt_re configfs cc group
-	ECNBnxtDebugfs                // mainline bnxt_re's debugfs cc_config
+	ECNUnknown      ECNFlavour = iota // not probed, or no interface
+	ECNOFED                           // DOCA-OFED sysfs
+	ECNUpstream                       // upstream mlx5_ib debugfs cc_params
+	ECNIrdma                          // Intel's out-of-tree irdma configfs
+	ECNAbsent                         // probed: the host has no ECN interface for the port
+	ECNBnxtConfigfs                   // Broadcom's out-of-tree bnxt_re configfs cc group
+	ECNBnxtDebugfs                    // mainline bnxt_re's debugfs cc_config
 )
 
 // Facts is what the host read that a driver's answer depends on, each
