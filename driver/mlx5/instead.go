@@ -27,7 +27,7 @@ import (
 func (Driver) Instead(k policy.Kind, f driver.PortFacts) string {
 	switch {
 	case k == policy.KindECNEnable:
-		return "set in firmware: " + ccPrioMask(f.PCI) + " (NVConfig, mstconfig; takes effect at the next firmware reset), or DOCA-OFED's per-priority ecn sysfs"
+		return "set in firmware: " + ccPrioMask(f.PCI) + " (NVConfig: the profile's [firmware] cc_priorities, written through mstconfig, takes effect at the next firmware reset), or DOCA-OFED's per-priority ecn sysfs"
 	case k == policy.KindECNParam:
 		return "DOCA-OFED's ecn sysfs, or upstream mlx5_ib's debugfs cc_params, which it creates only when the firmware allows congestion-control query and modify; else the firmware's defaults apply"
 	case k == policy.KindTrafficClass:
@@ -62,7 +62,7 @@ func (Driver) CCModes(f driver.PortFacts) ([]string, string, bool) {
 	case driver.ECNOFED:
 		return []string{policy.CCDCQCN, policy.CCOff}, "", true
 	case driver.ECNUpstream:
-		return []string{policy.CCDCQCN}, "on upstream mlx5 the priorities DCQCN acts on are set in firmware (" + ccPrioMask(f.PCI) + "): clearing the lossless ones there is PFC-only", true
+		return []string{policy.CCDCQCN}, "on upstream mlx5 the priorities DCQCN acts on are set in firmware (" + ccPrioMask(f.PCI) + "): PFC-only there is [firmware] cc_priorities without the lossless priorities (pending until the next firmware reset)", true
 	}
 	return nil, "", false
 }
