@@ -33,7 +33,13 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 			h.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
 		}
 	}
-	d := policy.Resolve(p, h.Ports(inv, p.NeedsGID() || withGID))
+	ports := h.Ports(inv, p.NeedsGID() || withGID)
+	if p.NeedsGIDTables() && p.NCCL.Write != nil {
+		// IB_GID_INDEX = "select" checks NCCL's selection against every
+		// entry of each port's table.
+		h.ReadGIDTables(ports)
+	}
+	d := policy.Resolve(p, ports)
 	nccl.Resolve(d)
 	d = host.Place(d)
 	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, h.Observe(d), h.ForPlan())}

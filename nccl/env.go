@@ -26,8 +26,14 @@ func Env(p *policy.Profile, ports []port.Port) ([]Var, []policy.Unsupported) {
 type Derivation struct {
 	Vars       []Var
 	Unresolved []policy.Unsupported
-	// GID is nil unless the profile sets IB_GID_INDEX = "auto".
+	// GID is nil unless the profile sets IB_GID_INDEX = "auto" or
+	// "select".
 	GID *GIDChoice
+	// Notes are what the operator should know about the variables though
+	// nothing fails (notes.go): a file-wide NCCL_IB_TC overriding
+	// communicators' own traffic class, several GIDs NCCL could select,
+	// a RoCE LAG's merged device.
+	Notes []string
 }
 
 // GIDChoice is how IB_GID_INDEX = "auto" was resolved.
@@ -78,11 +84,26 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	for _, v := range c.Vars {
 		val := v.Value
 		var extra []Var
+		if v.Name == "IB_GID_INDEX" && val == policy.GIDSelect {
+			choice, extra, notes := selectGID(c, ports)
+			d.GID = &choice
+			d.Notes = append(d.Notes, notes...)
+			if choice.Mode != GIDSelected {
+				d.Unresolved = append(d.Unresolved, policy.Unsupported{Key: policy.HostScope + ".nccl.NCCL_" + v.Name, Scope: policy.HostScope, Reason: choice.Reason})
+				continue
+			}
+			// No index: NCCL's default, -1, is its own selection.
+			d.Vars = append(d.Vars, extra...)
+			continue
+		}
 		if val == "auto" {
 			var reason string
 			switch v.Name {
 			case "IB_HCA":
 				val, reason = hcaList(hcaPorts(p, ports))
+				if reason == "" {
+					val = withRails(c, val)
+				}
 			case "IB_GID_INDEX":
 				var choice GIDChoice
 				choice, extra = gidIndex(c, ports, seen)
@@ -110,6 +131,7 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	for _, v := range c.Extra {
 		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, v.Value})
 	}
+	d.Notes = append(d.Notes, notes(p, ports, d.Vars)...)
 	return d
 }
 

@@ -203,6 +203,9 @@ func checkRules(p *Profile, root *table) Diagnostics {
 			"NCCL traffic class %s differs from roce.default_tos %d", tc, *p.RoCE.DefaultTOS)
 	}
 
+	checkNCCLGeneration(p, r, at)
+	checkClasses(p, r, at)
+
 	// A poll or detection time that failed to decode left its default in
 	// p.Guard: comparing that default would report a value nobody wrote.
 	g := &p.Guard

@@ -1,0 +1,82 @@
+package nccl
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/port"
+)
+
+// withRails writes [nccl.rails] into a derived exact-match HCA list:
+// dev:port becomes dev:port:rail[:plane] (NCCL 2.30, ncclIbInitDevices
+// reads rail and plane after the port). Devices the profile gives no
+// rail keep dev:port: NCCL leaves their rail and plane undefined (-1).
+func withRails(c *policy.NCCL, list string) string {
+	if len(c.Rails) == 0 {
+		return list
+	}
+	items := strings.Split(strings.TrimPrefix(list, "="), ",")
+	for i, item := range items {
+		dev, _, _ := strings.Cut(item, ":")
+		if r, ok := c.Rail(dev); ok {
+			items[i] = item + ":" + strconv.Itoa(r.Rail)
+			if r.Plane >= 0 {
+				items[i] += ":" + strconv.Itoa(r.Plane)
+			}
+		}
+	}
+	return "=" + strings.Join(items, ",")
+}
+
+// notes are what Derive tells the operator beside the variables:
+//   - from NCCL 2.26 a communicator carries its own traffic class
+//     (ncclConfig_t trafficClass), and ncclIbConnectImpl
+//     (src/transport/net_ib/connect.cc) takes NCCL_IB_TC, and NCCL_IB_SL
+//     for the SL, before it: a value in /etc/nccl.conf applies to every
+//     job on the host, whatever class the job asked for;
+//   - a RoCE LAG is one RDMA device already (mlx5_bond_0 over both
+//     physical ports): NCCL sees one device with the bond's bandwidth,
+//     and NCCL_IB_MERGE_NICS, which merges a dual-port NIC's devices,
+//     has nothing to merge there;
+//   - rails that name no matched device.
+func notes(p *policy.Profile, ports []port.Port, vars []Var) []string {
+	c := &p.NCCL
+	var out []string
+	if c.AtLeast(policy.NCCLCommTrafficClass) {
+		where := "the environment"
+		if c.Write != nil {
+			where = *c.Write
+		}
+		for _, v := range vars {
+			if v.Name == "NCCL_IB_TC" || v.Name == "NCCL_IB_SL" {
+				field := "traffic class"
+				if v.Name == "NCCL_IB_SL" {
+					field = "service level"
+				}
+				out = append(out, fmt.Sprintf("%s=%s in %s overrides the trafficClass a communicator asks for (ncclConfig_t, NCCL ≥ 2.26; ncclIbConnectImpl takes %s first): every job on this host gets %s %s",
+					v.Name, v.Value, where, v.Name, field, v.Value))
+			}
+		}
+	}
+	hca, _ := c.Var("IB_HCA")
+	listed := map[string]bool{}
+	for _, pt := range hcaPorts(p, ports) {
+		listed[pt.RDMADevice] = true
+		if pt.Bond != nil && hca == "auto" {
+			out = append(out, fmt.Sprintf("%s is a RoCE LAG (%s): one RDMA device over its bond's ports, which NCCL_IB_HCA lists once; NCCL sees one NIC with the bond's bandwidth, and NCCL_IB_MERGE_NICS (which merges a dual-port NIC's devices) has nothing to merge there",
+				pt.RDMADevice, strings.TrimSuffix(strings.TrimPrefix(pt.Describe(), pt.RDMADevice+" ("), ")")))
+		}
+	}
+	if hca == "auto" {
+		for _, r := range c.Rails {
+			if !listed[r.Device] {
+				out = append(out, fmt.Sprintf("nccl.rails names %s, which is not among this host's matched devices (%s)", r.Device, strings.Join(slices.Sorted(maps.Keys(listed)), ", ")))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+package policy
+
+func checkClasses(p *Profile, r *decoder, at func(string) *node) {}
