@@ -26,7 +26,7 @@ type NCCLEnv struct {
 
 // GIDChoice is how NCCL_IB_GID_INDEX = "auto" was decided.
 type GIDChoice struct {
-	// Mode is "pinned", "dynamic", "refused" or "unknown".
+	// Mode is "pinned", "dynamic", "refused", "unknown" or "select".
 	Mode   string `json:"mode"`
 	Index  *int   `json:"index,omitempty"` // the pinned index
 	Reason string `json:"reason"`

@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nccl-env with IB_GID_INDEX = "select" on the captured hosts: the
+// family and version instead of an index where every port has a GID
+// NCCL selects, and nothing printed, with the port named, where one has
+// none.
+func TestNCCLEnvSelect(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "select.toml")
+	if err := os.WriteFile(prof, []byte("[roce]\ndefault_tos = 106\n[nccl]\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"select\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "nccl-env", "-p", prof, "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
+	wantOut := "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET\nNCCL_IB_TC=106\n"
+	wantErr := "NCCL_IB_GID_INDEX: select: NCCL ≥ 2.21 selects per device with ROCE_VERSION_NUM=2, ADDR_FAMILY=AF_INET: mlx5_0:1 → 172.19.0.60 (index 5, RoCE v2, ens1f0np0), mlx5_1:1 → "
+	if code != ExitOK || out != wantOut || !strings.Contains(errs, wantErr) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	code, out, errs = run(t, nil, "nccl-env", "-p", prof, "--snapshot", repo("testdata/hosts/cx7-upstream-factory"))
+	if code != ExitError || out != "" || !strings.Contains(errs, "IB_GID_INDEX: cannot derive: rocep8s0f1:1: link-local only (fe80::ba59:9fff:fe37:8269 (index 0, IB/RoCE v1, enp8s0f1np1)") ||
+		strings.Contains(errs, "rocep8s0f0:1: ") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
