@@ -389,6 +389,7 @@ func (d *decoder) decodeProfile(root *node, p *Profile) {
 		{"roce", func(k string, v *node) { d.roce(k, v, &p.RoCE) }},
 		{"devlink", func(k string, v *node) { d.devlink(k, v, p) }},
 		{"nccl", func(k string, v *node) { d.nccl(k, v, &p.NCCL) }},
+		{"classes", func(k string, v *node) { p.Classes = d.classes(k, v) }},
 		{"verify", func(k string, v *node) { d.verify(k, v, &p.Verify) }},
 		{"guard", func(k string, v *node) { d.guard(k, v, &p.Guard) }},
 	})

@@ -20,6 +20,7 @@ type Profile struct {
 	RoCE    RoCE
 	Devlink []DevlinkParam
 	NCCL    NCCL
+	Classes []Class // [classes.<name>], in profile order (classes.go)
 	Verify  VerifySpec
 	Guard   GuardSpec
 

@@ -54,7 +54,9 @@ func checkRules(p *Profile, root *table) Diagnostics {
 	trustBroken := q.Trust == nil && at("qos.trust") != nil
 	if (q.DSCPToPriority != nil || at("qos.dscp_to_priority") != nil) && !trustBroken {
 		if q.Trust == nil {
-			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
+			if len(p.Classes) == 0 { // [classes] derive trust = "dscp"
+				r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
+			}
 		} else if *q.Trust == "pcp" {
 			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp", or remove dscp_to_priority`, "a DSCP map has no effect with trust = \"pcp\"")
 		}
