@@ -19,6 +19,9 @@ type Prepared struct {
 	Inventory *nic.Inventory
 	Desired   *policy.Desired
 	Plan      *policy.Plan
+	// Observed is what was read for Desired, which Plan compared; audit's
+	// QoS chain section judges it as a whole (policy.HostViews).
+	Observed *policy.Observed
 }
 
 // Prepare discovers the host's ports, resolves the profile on them, places
@@ -42,7 +45,8 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 	d := policy.Resolve(p, ports)
 	nccl.Resolve(d)
 	d = host.Place(d)
-	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, h.Observe(d), h.ForPlan())}
+	obs := h.Observe(d)
+	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, obs, h.ForPlan()), Observed: obs}
 }
 
 // NoPortsMessage explains an empty match, or "" when ports matched: the

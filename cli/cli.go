@@ -195,6 +195,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 				}
 			} else {
 				renderPlanText(env.Stdout, pl, "change")
+				env.renderChainSection(env.Stdout, pl)
 				env.renderPeerSection(env.Stdout)
 				for _, n := range notices {
 					fmt.Fprintf(env.Stdout, "Warning: %s\n", n)

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/peer"
+	"github.com/rocectl/rocectl/policy"
+)
+
+// chainLines are the QoS chain's disagreements, one line each, with the
+// side and the port: the host's facts per matched port (what audit read
+// for the settings the profile manages) and, when a recent peer result
+// holds the switch's DCBX, the switch's. Each line names both sides and
+// the arithmetic (policy.CheckChain). Empty when the profile states no
+// intent (no data class, no placed TOS) or nothing disagrees.
+func chainLines(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []string) {
+	in, ok := pl.Profile.Intent()
+	if !ok || pl.Observed == nil {
+		return in, nil
+	}
+	var out []string
+	for _, pv := range policy.HostViews(pl.Desired, pl.Observed) {
+		for _, pr := range policy.CheckChain(in, "host", pv.View) {
+			out = append(out, fmt.Sprintf("host %s: %s: %s", pv.Port, pr.Key, pr.Msg))
+		}
+	}
+	if switchRep != nil {
+		for _, r := range switchRep.Ports {
+			v, ok := switchView(r)
+			if !ok {
+				continue
+			}
+			for _, pr := range policy.CheckChain(in, "switch", v) {
+				out = append(out, fmt.Sprintf("switch %s (%s, %s): %s: %s", r.Switch(), r.Netdev, r.SourceText(), pr.Key, pr.Msg))
+			}
+		}
+	}
+	return in, out
+}
+
+// switchView is what the switch announces in DCBX, as a chain view: its
+// PFC enable set and, in IEEE DCBX, its DSCP application entries (CEE has
+// no DSCP selector; a DSCP announced on several priorities is left out,
+// the peer check reports it).
+func switchView(r peer.Result) (policy.View, bool) {
+	var v policy.View
+	if en, ok := r.PFCEnable(); ok {
+		s := policy.PrioSet(en)
+		v.PFC = &s
+	}
+	if f := r.Frame; f != nil && f.DCBX() == "ieee" && f.IEEE != nil {
+		m := map[int]int{}
+		twice := map[int]bool{}
+		for _, a := range f.IEEE.App {
+			if a.Selector != lldp.SelDSCP {
+				continue
+			}
+			d := int(a.Protocol)
+			if p, seen := m[d]; seen && p != int(a.Priority) {
+				twice[d] = true
+			}
+			m[d] = int(a.Priority)
+		}
+		for d := range twice {
+			delete(m, d)
+		}
+		if len(m) > 0 {
+			v.Map = m
+		}
+	}
+	return v, v.PFC != nil || v.Map != nil
+}
+
+// renderChainSection is audit's "QoS chain" section, printed only when
+// something along the chain disagrees with the profile's intent.
+func (env *Env) renderChainSection(w io.Writer, pl *apply.Prepared) {
+	var rep *peer.Report
+	if env.Snapshot == "" {
+		if r, err := peer.ReadState(env.StateDir); err == nil && r != nil && time.Since(r.CheckedAt) <= peerRecent {
+			rep = r
+		}
+	}
+	in, lines := chainLines(pl, rep)
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nQoS chain (%s):\n", in)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
