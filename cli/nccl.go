@@ -99,6 +99,9 @@ printed on stdout or written, and the exit status is 1.`,
 			d := nccl.Derive(p, ports)
 			nd.GIDIndex = gidChoiceDoc(d.GID)
 			if format != "json" {
+				for _, w := range d.Warnings {
+					fmt.Fprintf(env.Stderr, "warning: %s\n", w)
+				}
 				for _, n := range d.Notes {
 					fmt.Fprintf(env.Stderr, "note: %s\n", n)
 				}

@@ -30,10 +30,13 @@ type Derivation struct {
 	// "select".
 	GID *GIDChoice
 	// Notes are what the operator should know about the variables though
-	// nothing fails (notes.go): a file-wide NCCL_IB_TC overriding
-	// communicators' own traffic class, several GIDs NCCL could select,
-	// a RoCE LAG's merged device.
+	// nothing fails (notes.go): several GIDs NCCL could select, a RoCE
+	// LAG's merged device.
 	Notes []string
+	// Warnings are variables that do something the operator may not
+	// mean: from NCCL 2.26, an NCCL_IB_TC or NCCL_IB_SL in the file
+	// overriding every communicator's own traffic class.
+	Warnings []string
 }
 
 // GIDChoice is how IB_GID_INDEX = "auto" was resolved.
@@ -131,7 +134,8 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	for _, v := range c.Extra {
 		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, v.Value})
 	}
-	d.Notes = append(d.Notes, notes(p, ports, d.Vars)...)
+	d.Warnings = overrides(&p.NCCL, d.Vars)
+	d.Notes = append(d.Notes, notes(p, ports)...)
 	return d
 }
 

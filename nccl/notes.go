@@ -32,36 +32,43 @@ func withRails(c *policy.NCCL, list string) string {
 	return "=" + strings.Join(items, ",")
 }
 
+// overrides warns of what the file decides for every job: from NCCL
+// 2.26 a communicator carries its own traffic class (ncclConfig_t
+// trafficClass), and ncclIbConnectImpl (src/transport/net_ib/connect.cc)
+// takes NCCL_IB_TC, and NCCL_IB_SL for the SL, before it: a value in
+// /etc/nccl.conf applies to every job on the host, whatever class the job
+// asked for.
+func overrides(c *policy.NCCL, vars []Var) []string {
+	if !c.AtLeast(policy.NCCLCommTrafficClass) {
+		return nil
+	}
+	where := "the environment"
+	if c.Write != nil {
+		where = *c.Write
+	}
+	var out []string
+	for _, v := range vars {
+		if v.Name == "NCCL_IB_TC" || v.Name == "NCCL_IB_SL" {
+			field := "traffic class"
+			if v.Name == "NCCL_IB_SL" {
+				field = "service level"
+			}
+			out = append(out, fmt.Sprintf("%s=%s in %s overrides the trafficClass a communicator asks for (ncclConfig_t, NCCL ≥ 2.26; ncclIbConnectImpl takes %s first): every job on this host gets %s %s",
+				v.Name, v.Value, where, v.Name, field, v.Value))
+		}
+	}
+	return out
+}
+
 // notes are what Derive tells the operator beside the variables:
-//   - from NCCL 2.26 a communicator carries its own traffic class
-//     (ncclConfig_t trafficClass), and ncclIbConnectImpl
-//     (src/transport/net_ib/connect.cc) takes NCCL_IB_TC, and NCCL_IB_SL
-//     for the SL, before it: a value in /etc/nccl.conf applies to every
-//     job on the host, whatever class the job asked for;
 //   - a RoCE LAG is one RDMA device already (mlx5_bond_0 over both
 //     physical ports): NCCL sees one device with the bond's bandwidth,
 //     and NCCL_IB_MERGE_NICS, which merges a dual-port NIC's devices,
 //     has nothing to merge there;
 //   - rails that name no matched device.
-func notes(p *policy.Profile, ports []port.Port, vars []Var) []string {
+func notes(p *policy.Profile, ports []port.Port) []string {
 	c := &p.NCCL
 	var out []string
-	if c.AtLeast(policy.NCCLCommTrafficClass) {
-		where := "the environment"
-		if c.Write != nil {
-			where = *c.Write
-		}
-		for _, v := range vars {
-			if v.Name == "NCCL_IB_TC" || v.Name == "NCCL_IB_SL" {
-				field := "traffic class"
-				if v.Name == "NCCL_IB_SL" {
-					field = "service level"
-				}
-				out = append(out, fmt.Sprintf("%s=%s in %s overrides the trafficClass a communicator asks for (ncclConfig_t, NCCL ≥ 2.26; ncclIbConnectImpl takes %s first): every job on this host gets %s %s",
-					v.Name, v.Value, where, v.Name, field, v.Value))
-			}
-		}
-	}
 	hca, _ := c.Var("IB_HCA")
 	listed := map[string]bool{}
 	for _, pt := range hcaPorts(p, ports) {
