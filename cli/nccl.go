@@ -98,6 +98,7 @@ printed on stdout or written, and the exit status is 1.`,
 			}
 			d := nccl.Derive(p, ports)
 			nd.GIDIndex = gidChoiceDoc(d.GID)
+			nd.Warnings, nd.Notes = d.Warnings, d.Notes
 			if format != "json" {
 				for _, w := range d.Warnings {
 					fmt.Fprintf(env.Stderr, "warning: %s\n", w)

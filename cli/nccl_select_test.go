@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,5 +27,23 @@ func TestNCCLEnvSelect(t *testing.T) {
 	if code != ExitError || out != "" || !strings.Contains(errs, "IB_GID_INDEX: cannot derive: rocep8s0f1:1: link-local only (fe80::ba59:9fff:fe37:8269 (index 0, IB/RoCE v1, enp8s0f1np1)") ||
 		strings.Contains(errs, "rocep8s0f0:1: ") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+
+	// -o json carries the warning (NCCL 2.26: the file's IB_TC overrides
+	// communicators' classes) and the LAG's note.
+	if err := os.WriteFile(prof, []byte("[roce]\ndefault_tos = 106\n[nccl]\ngeneration = \"2.26\"\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"select\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = run(t, nil, "nccl-env", "-o", "json", "-p", prof, "--snapshot", repo("testdata/hosts/cx5-roce-lag"))
+	var nd struct {
+		Variables map[string]string     `json:"variables"`
+		Warnings  []string              `json:"warnings"`
+		Notes     []string              `json:"notes"`
+		GIDIndex  struct{ Mode string } `json:"gid_index"`
+	}
+	if err := json.Unmarshal([]byte(out), &nd); err != nil || nd.GIDIndex.Mode != "select" || nd.Variables["NCCL_IB_ADDR_FAMILY"] != "AF_INET" ||
+		len(nd.Warnings) != 1 || !strings.HasPrefix(nd.Warnings[0], "NCCL_IB_TC=106 in the environment overrides") ||
+		len(nd.Notes) != 1 || !strings.HasPrefix(nd.Notes[0], "mlx5_bond_0 is a RoCE LAG (bond0: ") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
