@@ -134,7 +134,7 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	for _, v := range c.Extra {
 		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, v.Value})
 	}
-	d.Warnings = overrides(&p.NCCL, d.Vars)
+	d.Warnings = append(overrides(&p.NCCL, d.Vars), mergedRails(&p.NCCL, hcaPorts(p, ports))...)
 	d.Notes = append(d.Notes, notes(p, ports)...)
 	return d
 }

@@ -87,3 +87,78 @@ func notes(p *policy.Profile, ports []port.Port) []string {
 	}
 	return out
 }
+
+// mergedRails warns of ports of one NIC that [nccl.rails] puts on
+// different rails or planes. NCCL merges a NIC's ports into one device
+// by default (NCCL_IB_MERGE_NICS=1, NCCL_NET_MERGE_LEVEL=PORT: ncclTopo's
+// fusion in src/graph/topo.cc), and ncclIbMakeVDeviceInternal
+// (src/transport/net_ib/init.cc) leaves the merged device's rail
+// undefined when its ports' rails differ: the rails written would be
+// lost. NCCL_NET_MERGE_POLICY=RAIL (2.30.5) merges same-rail ports only;
+// NCCL_IB_MERGE_NICS=0 merges none. A RoCE LAG is one device already.
+func mergedRails(c *policy.NCCL, ports []port.Port) []string {
+	if len(c.Rails) == 0 {
+		return nil
+	}
+	for _, v := range c.Extra {
+		if v.Name == "IB_MERGE_NICS" && v.Value == "0" || v.Name == "NET_MERGE_POLICY" && v.Value == "RAIL" || v.Name == "NET_MERGE_LEVEL" && v.Value == "LOC" {
+			return nil
+		}
+	}
+	nics := map[string][]port.Port{}
+	var order []string
+	for _, pt := range ports {
+		if pt.PCI == "" || pt.Bond != nil || pt.Role == port.RoleVF {
+			continue
+		}
+		nic := pt.PCI
+		if i := strings.LastIndexByte(nic, '.'); i > 0 {
+			nic = nic[:i] // domain:bus:device, without the function
+		}
+		if _, ok := nics[nic]; !ok {
+			order = append(order, nic)
+		}
+		nics[nic] = append(nics[nic], pt)
+	}
+	var out []string
+	for _, nic := range order {
+		ps := nics[nic]
+		seen := map[string]bool{}
+		var names, rails []string
+		for _, pt := range ps {
+			if seen[pt.RDMADevice] {
+				continue
+			}
+			seen[pt.RDMADevice] = true
+			names = append(names, pt.RDMADevice)
+			r, ok := c.Rail(pt.RDMADevice)
+			switch {
+			case !ok:
+				rails = append(rails, "no rail")
+			case r.Plane >= 0:
+				rails = append(rails, fmt.Sprintf("rail %d plane %d", r.Rail, r.Plane))
+			default:
+				rails = append(rails, fmt.Sprintf("rail %d", r.Rail))
+			}
+		}
+		if len(names) < 2 {
+			continue
+		}
+		differ := false
+		for _, r := range rails[1:] {
+			if r != rails[0] {
+				differ = true
+			}
+		}
+		if !differ {
+			continue
+		}
+		parts := make([]string, len(names))
+		for i := range names {
+			parts[i] = names[i] + " (" + rails[i] + ")"
+		}
+		out = append(out, fmt.Sprintf("%s are ports of one NIC (%s): NCCL merges them into one device, %s, by default (NCCL_IB_MERGE_NICS=1 at NCCL_NET_MERGE_LEVEL=PORT), and the merged device's rail is undefined when theirs differ (ncclIbMakeVDeviceInternal); set NCCL_NET_MERGE_POLICY = \"RAIL\" (NCCL 2.30.5) or NCCL_IB_MERGE_NICS = 0 in [nccl.extra]",
+			strings.Join(parts, " and "), nic, strings.Join(names, "+")))
+	}
+	return out
+}

@@ -76,3 +76,24 @@ func TestDeriveNotes(t *testing.T) {
 		t.Fatalf("notes %q", d.Notes)
 	}
 }
+
+// Rails that differ on two ports of one NIC: NCCL would merge them and
+// lose both rails, unless [nccl.extra] keeps them apart.
+func TestDeriveWarnsOfMergedRails(t *testing.T) {
+	const prof = "[nccl]\ngeneration = \"2.30\"\nIB_HCA = \"auto\"\n[nccl.rails]\nmlx5_0 = 0\nmlx5_1 = 1\n"
+	d := Derive(loadProfile(t, prof), twoPorts)
+	if len(d.Warnings) != 1 || !strings.HasPrefix(d.Warnings[0], "mlx5_0 (rail 0) and mlx5_1 (rail 1) are ports of one NIC (0000:3b:00): NCCL merges them into one device, mlx5_0+mlx5_1,") {
+		t.Fatalf("warnings %q", d.Warnings)
+	}
+	if v := d.Vars[0]; v.Value != "=mlx5_0:1:0,mlx5_1:1:1" {
+		t.Fatalf("HCA %v", v)
+	}
+	d = Derive(loadProfile(t, prof+"[nccl.extra]\nNCCL_NET_MERGE_POLICY = \"RAIL\"\n"), twoPorts)
+	if len(d.Warnings) != 0 {
+		t.Fatalf("with RAIL: %q", d.Warnings)
+	}
+	d = Derive(loadProfile(t, "[nccl]\ngeneration = \"2.30\"\nIB_HCA = \"auto\"\n[nccl.rails]\nmlx5_0 = 0\nmlx5_1 = 0\n"), twoPorts)
+	if len(d.Warnings) != 0 {
+		t.Fatalf("same rail: %q", d.Warnings)
+	}
+}
