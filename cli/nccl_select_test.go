@@ -47,3 +47,32 @@ func TestNCCLEnvSelect(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// An IPv6-only Thor2 host known only from its show_gids dump (imported):
+// "select" writes AF_INET6, as NCCL must select there; "auto" could not
+// pin an index (there is no IPv4 GID) and leaves NCCL to AF_INET, which
+// finds none.
+func TestNCCLEnvSelectOnImportedIPv6OnlyDump(t *testing.T) {
+	tmp := t.TempDir()
+	snap := filepath.Join(tmp, "snap")
+	if code, out, errs := run(t, nil, "import", "-o", snap, repo("nic/dump/testdata/constructed/bnxt-thor2-show_gids-ipv6only.txt")); code != ExitOK {
+		t.Fatalf("import: exit %d\n%s%s", code, out, errs)
+	}
+	prof := filepath.Join(tmp, "p.toml")
+	if err := os.WriteFile(prof, []byte("[match]\nrdma_devices = [\"bnxt_re*\"]\n[nccl]\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"select\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "nccl-env", "-p", prof, "--snapshot", snap)
+	if code != ExitOK || out != "NCCL_IB_HCA==bnxt_re0:1,bnxt_re1:1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET6\n" ||
+		!strings.Contains(errs, "bnxt_re0:1 → 2001:db8:c11:1:5e6f:69ff:fe31:a200 (index 3, RoCE v2, ens1f0np0)") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	// Forcing AF_INET names each port and says why.
+	if err := os.WriteFile(prof, []byte("[match]\nrdma_devices = [\"bnxt_re*\"]\n[nccl]\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"select\"\nIB_ADDR_FAMILY = \"AF_INET\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, nil, "nccl-env", "-p", prof, "--snapshot", snap)
+	if code != ExitError || out != "" || !strings.Contains(errs, "bnxt_re0:1: IPv6-only (") || !strings.Contains(errs, "bnxt_re1:1: IPv6-only (") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

@@ -236,6 +236,16 @@ type fixturePort struct {
 	host, dev string
 	num       int
 	dir       string
+	dump      *dumpTable // a table from a show_gids dump, not a sysfs tree
+}
+
+// dumpTable is one port's table as a show_gids dump shows it: NCCL's
+// view (every index up to the highest listed; those not listed are unused,
+// all zero, without a type) and rocectl's (the populated entries, as
+// nic.ReadGIDs returns them from sysfs and `rocectl import` from the dump).
+type dumpTable struct {
+	ncclPortTable
+	gids []port.GID
 }
 
 // fixturePorts lists every Ethernet RDMA port of every fixture host root:
@@ -278,8 +288,87 @@ func fixturePorts(t *testing.T) []fixturePort {
 			}
 		}
 	}
-	if len(out) < 15 {
+	out = append(out, dumpPorts(t)...)
+	if len(out) < 25 {
 		t.Fatalf("only %d fixture ports found", len(out))
+	}
+	return out
+}
+
+// dumpPorts are the Ethernet ports of every show_gids dump in the
+// repository: the captures (testdata/captures, nic/dump/testdata/corpus)
+// and the dumps built to real hosts' descriptions
+// (nic/dump/testdata/constructed: an IPv6-only Thor2 host; a bnxt host
+// with a VLAN's GIDs, an IPv6 ULA and another driver's rows). Columns:
+// DEV PORT INDEX GID [IPv4] VER [DEV], separated by any white space (the
+// constructed bnxt dump uses no-break spaces, as pasted).
+func dumpPorts(t *testing.T) []fixturePort {
+	t.Helper()
+	var files []string
+	for _, pat := range []string{"../testdata/captures/*show_gids*", "../nic/dump/testdata/corpus/*show_gids*", "../nic/dump/testdata/constructed/*show_gids*"} {
+		m, _ := filepath.Glob(pat)
+		files = append(files, m...)
+	}
+	if len(files) < 4 {
+		t.Fatalf("show_gids dumps: %v", files)
+	}
+	var out []fixturePort
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type key struct {
+			dev  string
+			port int
+		}
+		tables := map[key]*dumpTable{}
+		var order []key
+		for _, line := range strings.Split(string(raw), "\n") {
+			fl := strings.Fields(line)
+			if len(fl) < 5 {
+				continue
+			}
+			pn, err1 := strconv.Atoi(fl[1])
+			idx, err2 := strconv.Atoi(fl[2])
+			ip := net.ParseIP(fl[3])
+			if err1 != nil || err2 != nil || ip == nil {
+				continue // the header, the prompt
+			}
+			rest := fl[4:]
+			if strings.Contains(rest[0], ".") {
+				rest = rest[1:] // the IPv4 column
+			}
+			typ := map[string]string{"v1": nic.GIDTypeRoCEv1, "v2": nic.GIDTypeRoCEv2}[rest[0]]
+			if typ == "" {
+				t.Fatalf("%s: %q", f, line)
+			}
+			ndev := ""
+			if len(rest) > 1 {
+				ndev = rest[1]
+			}
+			k := key{fl[0], pn}
+			tb := tables[k]
+			if tb == nil {
+				tb = &dumpTable{}
+				tables[k] = tb
+				order = append(order, k)
+			}
+			for len(tb.ncclPortTable.gids) <= idx {
+				tb.ncclPortTable.gids = append(tb.ncclPortTable.gids, [16]byte{})
+				tb.types = append(tb.types, "")
+			}
+			copy(tb.ncclPortTable.gids[idx][:], ip.To16())
+			tb.types[idx] = typ
+			tb.gids = append(tb.gids, port.GID{Index: idx, GID: ip.To16(), Type: typ, Netdev: ndev})
+		}
+		for _, k := range order {
+			tb := tables[k]
+			if tb.gids[0].Netdev == "" && len(tb.gids) == 1 {
+				continue // an InfiniBand port (no netdev, one GUID-based GID)
+			}
+			out = append(out, fixturePort{host: "dump:" + filepath.Base(f), dev: k.dev, num: k.port, dump: tb})
+		}
 	}
 	return out
 }
@@ -287,6 +376,9 @@ func fixturePorts(t *testing.T) []fixturePort {
 // rocectlPort is the port as rocectl sees it: its table read by nic.
 func rocectlPort(t *testing.T, fp fixturePort) port.Port {
 	t.Helper()
+	if fp.dump != nil {
+		return port.Port{RDMADevice: fp.dev, PortNum: fp.num, Netdev: "netdev-of-" + fp.dev, GIDs: fp.dump.gids, RoCEv2GID: -1}
+	}
 	root := fp.dir[:strings.Index(fp.dir, "/sys/class/")]
 	gids, err := nic.ReadGIDs(nic.NewFS(root, true), fp.dev, fp.num)
 	if err != nil {
@@ -363,7 +455,12 @@ func casesFor(tbl ncclPortTable) []ncclEnv {
 func TestSelectMatchesNCCL(t *testing.T) {
 	agreed, refused := 0, 0
 	for _, fp := range fixturePorts(t) {
-		tbl := readNCCLTable(t, fp.dir)
+		var tbl ncclPortTable
+		if fp.dump != nil {
+			tbl = fp.dump.ncclPortTable
+		} else {
+			tbl = readNCCLTable(t, fp.dir)
+		}
 		pt := rocectlPort(t, fp)
 		for _, c := range casesFor(tbl) {
 			name := fmt.Sprintf("%s/%s:%d %+v", fp.host, fp.dev, fp.num, c)
@@ -445,6 +542,10 @@ func TestSelectOnFixtureHosts(t *testing.T) {
 		{"mixed: a range no GID is in", host("derived-mixed", "mlx5_0"), ncclEnv{rng: "10.9.0.0/16"}, want{"AF_INET", "mlx5_0:1=!", "no AF_INET GID in IB_ADDR_RANGE 10.9.0.0/16 (it has 192.168.1.11 (index 4"}},
 		{"centos12: only mlx5_2 and mlx5_3 have IPv4", host("centos12-multidev"), ncclEnv{}, want{"AF_INET", "mlx5_0:1=! mlx5_1:1=! mlx5_2:1=3 mlx5_3:1=3 mlx5_4:1=! mlx5_6:1=! mlx5_7:1=!", "mlx5_0:1: link-local only"}},
 		{"cx7 upstream: one port without an address", host("cx7-upstream-factory"), ncclEnv{}, want{"AF_INET", "rocep8s0f0:1=3 rocep8s0f1:1=!", "rocep8s0f1:1: link-local only"}},
+		{"Thor2 show_gids dump: IPv6-only", host("dump:bnxt-thor2-show_gids-ipv6only.txt"), ncclEnv{}, want{"AF_INET6", "bnxt_re0:1=3 bnxt_re1:1=3", ""}},
+		{"bnxt dump: VLAN, ULA and mlx5 rows", host("dump:bnxt-show_gids-nbsp-vlan-mixed.txt"), ncclEnv{}, want{"AF_INET", "bnxt_re0:1=7 mlx5_0:1=3", ""}},
+		{"bnxt dump: the VLAN's subnet", host("dump:bnxt-show_gids-nbsp-vlan-mixed.txt", "bnxt_re0"), ncclEnv{rng: "10.200.11.0/24"}, want{"AF_INET", "bnxt_re0:1=9", ""}},
+		{"bnxt dump: the ULA under AF_INET6", host("dump:bnxt-show_gids-nbsp-vlan-mixed.txt", "bnxt_re0"), ncclEnv{family: "AF_INET6"}, want{"AF_INET6", "bnxt_re0:1=5", ""}},
 		{"RoCE v1 asked of a v2-only range", host("derived-mixed", "mlx5_0"), ncclEnv{version: 1, rng: "192.168.1.0/24"}, want{"AF_INET", "mlx5_0:1=4", ""}},
 	} {
 		s := Select(profileVars(tc.c), tc.ports)
