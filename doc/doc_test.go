@@ -49,7 +49,7 @@ var samples = []struct {
 		func(b []byte) (any, error) { return DecodePeer(b) }},
 	{"nccl-env", "nccl-env", &NCCLEnv{SchemaVersion: SchemaVersion, Profile: "p", ProfileHash: "h", Complete: true,
 		Variables: map[string]string{"NCCL_IB_TC": "106"}, Order: []string{"NCCL_IB_TC"}, GIDIndex: &GIDChoice{Mode: "pinned", Index: ptr(3), Reason: "r"},
-		Errors: []string{}, Diagnostics: []Diagnostic{}, Message: "m", Written: "/etc/nccl.conf"},
+		Errors: []string{}, Diagnostics: []Diagnostic{}, Message: "m", Written: "/etc/nccl.conf", Warnings: []string{"w"}, Notes: []string{"n"}},
 		func(b []byte) (any, error) { return DecodeNCCLEnv(b) }},
 	{"topo", "topo", &Topo{SchemaVersion: SchemaVersion, Topology: &Topology{GPUs: json.RawMessage(`[]`), NICs: json.RawMessage(`[]`),
 		Pairs: json.RawMessage(`[]`), Degraded: json.RawMessage(`[]`), Affinity: json.RawMessage(`[]`), HCAOrder: "=mlx5_0"}, Errors: []string{}},
