@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 )
@@ -152,6 +153,24 @@ func checkNCCLGeneration(p *Profile, r *decoder, at func(string) *node) {
 	if _, ok := c.Var("IB_FIFO_TC"); ok && c.Generation != "" && c.Generation != NCCLModern && !c.AtLeast(NCCLFifoTC) {
 		r.warnf(at("nccl.IB_FIFO_TC"), "nccl.IB_FIFO_TC", `generation "2.22" or later, or leave IB_FIFO_TC out`,
 			"NCCL_IB_FIFO_TC exists since NCCL 2.22.3; older NCCL ignores it (generation is %s)", gen)
+	}
+	// NCCL parses IB_ADDR_RANGE in the family IB_ADDR_FAMILY names
+	// (envIbAddrRange: inet_pton(af, ...)) and ignores a range of the
+	// other family without a word: the subnet the operator meant would
+	// select nothing.
+	if fam, ok := c.Var("IB_ADDR_FAMILY"); ok {
+		if rng, ok := c.Var("IB_ADDR_RANGE"); ok {
+			if _, n, err := net.ParseCIDR(rng); err == nil {
+				rf := "AF_INET6"
+				if n.IP.To4() != nil {
+					rf = "AF_INET"
+				}
+				if rf != fam {
+					r.errf(at("nccl.IB_ADDR_RANGE"), "nccl.IB_ADDR_RANGE", "an "+fam+" subnet, or IB_ADDR_FAMILY = \""+rf+"\"",
+						"%s is an %s range and IB_ADDR_FAMILY is %s: NCCL parses the range in that family and ignores it (envIbAddrRange)", rng, rf, fam)
+				}
+			}
+		}
 	}
 	if len(c.Rails) > 0 {
 		if !c.AtLeast(NCCLRailPlane) {
