@@ -46,10 +46,10 @@ func TestCheckChain(t *testing.T) {
 	pfc := PrioSet(1<<0 | 1<<6)
 	dscp := "dscp"
 	v := View{
-		Trust: &dscp,
-		Map:   map[int]int{26: 0, 46: 5},
-		PFC:   &pfc,
-		TOS: []Fact{{"mlx5_0.roce.default_roce_tos", 104}, {"host.nccl.NCCL_IB_TC", 96}, {"mlx5_0.roce.traffic_class", 107}, {"x.ok", 106}},
+		Trust:       &dscp,
+		Map:         map[int]int{26: 0, 46: 5},
+		PFC:         &pfc,
+		TOS:         []Fact{{"mlx5_0.roce.default_roce_tos", 104}, {"host.nccl.NCCL_IB_TC", 96}, {"mlx5_0.roce.traffic_class", 107}, {"x.ok", 106}},
 		FifoTC:      &Fact{"host.nccl.NCCL_IB_FIFO_TC", 106},
 		SL:          &Fact{"host.nccl.NCCL_IB_SL", 11},
 		CNPDSCP:     ip(46),
