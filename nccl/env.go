@@ -114,6 +114,9 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 				switch choice.Mode {
 				case GIDPinned:
 					val = strconv.Itoa(*choice.Index)
+					if c.DynamicGID() {
+						d.Notes = append(d.Notes, fmt.Sprintf("NCCL ≥ 2.21 selects the GID itself: a pinned index (%d) breaks when a port's table shifts (a container's, a VLAN or address added); IB_GID_INDEX = \"select\" writes the family and RoCE version it should select by instead, checked on every port's table", *choice.Index))
+					}
 				case GIDDynamic:
 					val = "-1"
 				default:
