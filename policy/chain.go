@@ -324,3 +324,45 @@ func HostViews(d *Desired, o *Observed) []PortView {
 	}
 	return out
 }
+
+// checkHandChain holds a profile without [classes] against the intent its
+// own settings state (Intent: its RoCE TOS through its map), for the pairs
+// the rules in rules.go do not already judge: the verbs traffic class
+// beside rdma_cm's TOS, and NCCL's SL beside the data priority. The same
+// arithmetic as audit's chain; warnings, as the other TOS rules are.
+func checkHandChain(p *Profile, r *decoder, at func(string) *node) {
+	if len(p.Classes) > 0 {
+		return // checkClasses holds every hand-written key against them
+	}
+	in, ok := p.Intent()
+	if !ok {
+		return
+	}
+	var v View
+	if t := p.RoCE.VerbsTrafficClass; t != nil && in.From != "roce.verbs_traffic_class" && *t>>2 != *in.Data.DSCP && !notLossless(p, *t) {
+		v.TOS = append(v.TOS, Fact{"roce.verbs_traffic_class", *t})
+	}
+	if s, ok := p.NCCL.Var("IB_SL"); ok {
+		if n, err := strconv.Atoi(s); err == nil {
+			v.SL = &Fact{"nccl.IB_SL", n}
+		}
+	}
+	for _, pr := range CheckChain(in, "profile", v) {
+		r.warnf(at(pr.Key), pr.Key, fmt.Sprintf("agreeing with %s (DSCP %d on priority %d)", in.From, *in.Data.DSCP, *in.Data.Priority), "%s", pr.Msg)
+	}
+}
+
+// notLossless reports whether checkRules already warns of tos: its DSCP
+// unmapped, or mapped off the PFC priorities, under the profile's map.
+func notLossless(p *Profile, tos int) bool {
+	q := &p.QoS
+	dmap := q.DSCPToPriority
+	if dmap == nil && q.Trust != nil && *q.Trust == "dscp" {
+		dmap = defaultDSCPMap()
+	}
+	if dmap == nil || q.PFCPriorities == nil || *q.PFCPriorities == 0 {
+		return false
+	}
+	prio, ok := dmap.Priority(tos >> 2)
+	return !ok || !q.PFCPriorities.Has(prio)
+}

@@ -207,6 +207,7 @@ func checkRules(p *Profile, root *table) Diagnostics {
 
 	checkNCCLGeneration(p, r, at)
 	checkClasses(p, r, at)
+	checkHandChain(p, r, at)
 
 	// A poll or detection time that failed to decode left its default in
 	// p.Guard: comparing that default would report a value nobody wrote.
