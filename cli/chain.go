@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/rocectl/rocectl/apply"
 	"github.com/rocectl/rocectl/lldp"
+	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/policy"
 )
@@ -23,7 +25,19 @@ func chainLines(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []st
 		return in, nil
 	}
 	var out []string
-	for _, pv := range policy.HostViews(pl.Desired, pl.Observed) {
+	host, ports := policy.HostViews(pl.Desired, pl.Observed)
+	conf := confFacts(pl)
+	host.TOS = append(host.TOS, conf.TOS...)
+	if conf.FifoTC != nil {
+		host.FifoTC = conf.FifoTC
+	}
+	if conf.SL != nil {
+		host.SL = conf.SL
+	}
+	for _, pr := range policy.CheckChain(in, "host", host) {
+		out = append(out, fmt.Sprintf("host: %s: %s", pr.Key, pr.Msg))
+	}
+	for _, pv := range ports {
 		for _, pr := range policy.CheckChain(in, "host", pv.View) {
 			out = append(out, fmt.Sprintf("host %s: %s: %s", pv.Port, pr.Key, pr.Msg))
 		}
@@ -92,4 +106,41 @@ func (env *Env) renderChainSection(w io.Writer, pl *apply.Prepared) {
 	for _, l := range lines {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+}
+
+// ncclConfPath is the NCCL config file every NCCL process on the host
+// reads last (src/misc/param.cc: $NCCL_CONF_FILE or ~/.nccl.conf, then
+// /etc/nccl.conf).
+const ncclConfPath = "/etc/nccl.conf"
+
+// confFacts are the NCCL classes /etc/nccl.conf sets on a host whose
+// profile does not manage that file (a profile that does has them
+// observed as settings): what every NCCL job there marks its traffic
+// with, unless its environment says otherwise. A file that is absent or
+// cannot be read has nothing to judge.
+func confFacts(pl *apply.Prepared) policy.View {
+	var v policy.View
+	if pl.Host == nil || pl.Profile.NCCL.Write != nil && *pl.Profile.NCCL.Write == ncclConfPath {
+		return v
+	}
+	data, _, exists, err := nccl.ReadConf(pl.Host.FS, ncclConfPath)
+	if err != nil || !exists {
+		return v
+	}
+	for _, cv := range nccl.ParseConf(data) {
+		n, err := strconv.Atoi(cv.Value)
+		if err != nil {
+			continue
+		}
+		f := policy.Fact{Key: ncclConfPath + " " + cv.Name, Value: n}
+		switch cv.Name {
+		case "NCCL_IB_TC":
+			v.TOS = append(v.TOS, f)
+		case "NCCL_IB_FIFO_TC":
+			v.FifoTC = &f
+		case "NCCL_IB_SL":
+			v.SL = &f
+		}
+	}
+	return v
 }

@@ -68,3 +68,22 @@ func TestChainSwitchSide(t *testing.T) {
 		t.Fatalf("lines:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// An /etc/nccl.conf the profile does not manage is the host's word too:
+// every NCCL job there marks its traffic with its IB_TC. The host is in
+// sync with the profile (exit 0) and the chain names the file, once.
+func TestAuditQoSChainReadsUnmanagedNCCLConf(t *testing.T) {
+	snap := copySnapshot(t, "cx6dx-ofed-lossless")
+	if err := os.MkdirAll(filepath.Join(snap, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(snap, "etc", "nccl.conf"), []byte("NCCL_DEBUG=WARN\nNCCL_IB_TC=104\nNCCL_IB_SL=3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "audit", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", snap)
+	want := "No changes. Host matches profile.\n\nQoS chain (data DSCP 26 → priority 3 (lossless), TOS 106; CNP DSCP 48 → priority 6 (from roce.default_tos)):\n" +
+		"  host: /etc/nccl.conf NCCL_IB_TC: TOS 104 = DSCP 26 << 2 | ECN 00: not ECN-capable; DCQCN needs ECT(0) → 106\n"
+	if code != ExitOK || !strings.HasSuffix(out, want) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

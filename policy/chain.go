@@ -240,13 +240,13 @@ type PortView struct {
 	View View
 }
 
-// HostViews are the host's facts per matched port, from what audit read
-// (o) for the settings the profile manages (d): the DSCP map and PFC set,
-// the CNP marking, rdma_cm's TOS and the verbs traffic class, and the
-// NCCL file's IB_TC, IB_FIFO_TC and IB_SL (the host's, on every port). A
+// HostViews are the host's facts, from what audit read (o) for the
+// settings the profile manages (d): host-wide, the NCCL file's IB_TC,
+// IB_FIFO_TC and IB_SL; per matched port, the trust mode, DSCP map and
+// PFC set, the CNP marking, rdma_cm's TOS and the verbs traffic class. A
 // setting the profile does not manage, or whose read failed, is unknown
 // and not judged.
-func HostViews(d *Desired, o *Observed) []PortView {
+func HostViews(d *Desired, o *Observed) (View, []PortView) {
 	val := func(s Setting) (string, bool) {
 		v, ok := o.Values[s.Key]
 		return v, ok && v != ""
@@ -280,7 +280,7 @@ func HostViews(d *Desired, o *Observed) []PortView {
 	}
 	var out []PortView
 	for _, dp := range d.Ports {
-		v := View{TOS: append([]Fact(nil), host.TOS...), FifoTC: host.FifoTC, SL: host.SL}
+		var v View
 		for _, s := range dp.Settings {
 			switch s.Kind {
 			case KindTrust:
@@ -322,7 +322,7 @@ func HostViews(d *Desired, o *Observed) []PortView {
 		}
 		out = append(out, PortView{Port: name, View: v})
 	}
-	return out
+	return host, out
 }
 
 // checkHandChain holds a profile without [classes] against the intent its
