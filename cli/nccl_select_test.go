@@ -18,7 +18,7 @@ func TestNCCLEnvSelect(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, nil, "nccl-env", "-p", prof, "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
-	wantOut := "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET\nNCCL_IB_TC=106\n"
+	wantOut := "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_GID_INDEX=-1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET\nNCCL_IB_TC=106\n"
 	wantErr := "NCCL_IB_GID_INDEX: select: NCCL ≥ 2.21 selects per device with ROCE_VERSION_NUM=2, ADDR_FAMILY=AF_INET: mlx5_0:1 → 172.19.0.60 (index 5, RoCE v2, ens1f0np0), mlx5_1:1 → "
 	if code != ExitOK || out != wantOut || !strings.Contains(errs, wantErr) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
@@ -63,7 +63,7 @@ func TestNCCLEnvSelectOnImportedIPv6OnlyDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, nil, "nccl-env", "-p", prof, "--snapshot", snap)
-	if code != ExitOK || out != "NCCL_IB_HCA==bnxt_re0:1,bnxt_re1:1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET6\n" ||
+	if code != ExitOK || out != "NCCL_IB_HCA==bnxt_re0:1,bnxt_re1:1\nNCCL_IB_GID_INDEX=-1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET6\n" ||
 		!strings.Contains(errs, "bnxt_re0:1 → 2001:db8:c11:1:5e6f:69ff:fe31:a200 (index 3, RoCE v2, ens1f0np0)") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -74,5 +74,30 @@ func TestNCCLEnvSelectOnImportedIPv6OnlyDump(t *testing.T) {
 	code, out, errs = run(t, nil, "nccl-env", "-p", prof, "--snapshot", snap)
 	if code != ExitError || out != "" || !strings.Contains(errs, "bnxt_re0:1: IPv6-only (") || !strings.Contains(errs, "bnxt_re1:1: IPv6-only (") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// A user's pinned index left in /etc/nccl.conf would defeat "select":
+// the managed block writes -1 and says that it now overrides the pin.
+func TestNCCLEnvSelectOverridesAStalePin(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(root, "sys"), os.DirFS(repo("testdata/hosts/cx6dx-ofed-lossless/sys"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/nccl.conf"), []byte("NCCL_DEBUG=WARN\nNCCL_IB_GID_INDEX=3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(t.TempDir(), "select.toml")
+	if err := os.WriteFile(prof, []byte("[nccl]\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"select\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, nil, "--root", root, "nccl-env", "-p", prof, "--write", "/etc/nccl.conf")
+	data, err := os.ReadFile(filepath.Join(root, "etc/nccl.conf"))
+	if code != ExitOK || err != nil || !strings.Contains(errs, "/etc/nccl.conf:2: NCCL_IB_GID_INDEX=3 is now overridden by rocectl's managed block") ||
+		!strings.Contains(string(data), "NCCL_IB_GID_INDEX=-1\nNCCL_IB_ROCE_VERSION_NUM=2\nNCCL_IB_ADDR_FAMILY=AF_INET\n") {
+		t.Fatalf("exit %d %v\nstderr:\n%s\nfile:\n%s", code, err, errs, data)
 	}
 }

@@ -95,7 +95,11 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 				d.Unresolved = append(d.Unresolved, policy.Unsupported{Key: policy.HostScope + ".nccl.NCCL_" + v.Name, Scope: policy.HostScope, Reason: choice.Reason})
 				continue
 			}
-			// No index: NCCL's default, -1, is its own selection.
+			// No index: -1, NCCL's default, is its own selection. Written
+			// all the same, so that a stale pin elsewhere in the file
+			// (a user's line, which NCCL would read first were it not
+			// for the managed block) cannot defeat the selection.
+			d.Vars = append(d.Vars, Var{"NCCL_IB_GID_INDEX", "-1"})
 			d.Vars = append(d.Vars, extra...)
 			continue
 		}

@@ -25,7 +25,7 @@ func fixtureHostPorts(t *testing.T, host string) []port.Port {
 func TestDeriveSelectWritesFamilyNotIndex(t *testing.T) {
 	p := loadProfile(t, "[nccl]\ngeneration = \"2.30\"\nIB_HCA = \"auto\"\nIB_GID_INDEX = \"select\"\n[nccl.rails]\nbnxt_re0 = [0, 0]\nbnxt_re1 = [0, 1]\n")
 	d := Derive(p, fixtureHostPorts(t, "derived-thor2-ipv6only"))
-	want := []Var{{"NCCL_IB_HCA", "=bnxt_re0:1:0:0,bnxt_re1:1:0:1"}, {"NCCL_IB_ROCE_VERSION_NUM", "2"}, {"NCCL_IB_ADDR_FAMILY", "AF_INET6"}}
+	want := []Var{{"NCCL_IB_HCA", "=bnxt_re0:1:0:0,bnxt_re1:1:0:1"}, {"NCCL_IB_GID_INDEX", "-1"}, {"NCCL_IB_ROCE_VERSION_NUM", "2"}, {"NCCL_IB_ADDR_FAMILY", "AF_INET6"}}
 	if len(d.Unresolved) != 0 || !reflect.DeepEqual(d.Vars, want) {
 		t.Fatalf("Derive = %v, unresolved %v; want %v", d.Vars, d.Unresolved, want)
 	}
