@@ -24,7 +24,7 @@ func newNCCLEnvCmd(env *Env) *cobra.Command {
 becomes the exact-match list of the matched RDMA ports (=mlx5_0:1,...),
 IB_GID_INDEX = "auto" the RoCE v2 IPv4 GID index when every port has it at the
 same index, or -1 (NCCL 2.21+ selects per device) otherwise; IB_GID_INDEX =
-"select" no index but the family/range/RoCE version NCCL selects by, checked
+"select" -1 and the family/range/RoCE version NCCL selects by, checked
 against every matched port's GID table; the choice and its reason, and notes
 (a file-wide IB_TC overriding communicators' traffic class, several GIDs NCCL
 could select, a RoCE LAG), go to stderr. IB_TC defaults to the profile's RoCE TOS. --write FILE

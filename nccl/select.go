@@ -12,7 +12,7 @@ import (
 )
 
 // GIDSelected is the GIDChoice mode of IB_GID_INDEX = "select": no index
-// is written; NCCL (2.21 and later) selects per device by the family,
+// is pinned (-1 is written); NCCL (2.21 and later) selects per device by the family,
 // range and RoCE version rocectl writes, and every matched port's table
 // was checked to hold a GID they select.
 const GIDSelected = "select"
@@ -280,7 +280,7 @@ func severalCandidates(p port.Port, family int, subnet *net.IPNet, version int) 
 		len(quals), gidList(quals), quals[0].Index)
 }
 
-// selectGID decides IB_GID_INDEX = "select": no index is written; the
+// selectGID decides IB_GID_INDEX = "select": no index is pinned; the
 // selection variables the profile does not set are returned as extra
 // (ROCE_VERSION_NUM, ADDR_FAMILY). A port whose table is not known, or
 // holds no GID the selection takes, refuses the choice with every such

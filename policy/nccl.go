@@ -26,7 +26,7 @@ var gdrLevels = []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN",
 // NCCLVars lists the [nccl] keys.
 var NCCLVars = []NCCLSpec{
 	{Name: "IB_HCA", Kind: "string", Auto: true, Summary: `"auto" = exact-match list of the matched RDMA ports (=mlx5_0:1,...)`},
-	{Name: "IB_GID_INDEX", Kind: "int", Min: -1, Max: 255, Auto: true, Summary: `"auto" = the RoCE v2 IPv4 GID index found on the host; "select" = no index, the family/range/version NCCL ≥ 2.21 selects by, checked against every port's GID table; -1 = NCCL's dynamic selection`},
+	{Name: "IB_GID_INDEX", Kind: "int", Min: -1, Max: 255, Auto: true, Summary: `"auto" = the RoCE v2 IPv4 GID index found on the host; "select" = no pinned index (-1) but the family/range/version NCCL ≥ 2.21 selects by, checked against every port's GID table; -1 = NCCL's dynamic selection`},
 	{Name: "IB_TC", Kind: "int", Min: 0, Max: 255, Summary: "traffic class (full TOS byte); defaults to roce.default_tos"},
 	{Name: "IB_FIFO_TC", Kind: "int", Min: 0, Max: 255, Summary: "traffic class of the receiver's control (CTS) messages"},
 	{Name: "IB_SL", Kind: "int", Min: 0, Max: 15, Summary: "service level (PCP = SL & 7 under PCP trust)"},

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// GIDSelect is IB_GID_INDEX = "select": write no index at all and let NCCL
+// GIDSelect is IB_GID_INDEX = "select": pin no index (write -1) and let NCCL
 // (2.21 and later) select the GID per device by NCCL_IB_ADDR_FAMILY,
 // NCCL_IB_ADDR_RANGE and NCCL_IB_ROCE_VERSION_NUM, which rocectl derives
 // and checks against every matched port's GID table (nccl.Derive). A
