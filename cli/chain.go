@@ -7,24 +7,26 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/policy"
 )
 
-// chainLines are the QoS chain's disagreements, one line each, with the
-// side and the port: the host's facts per matched port (what audit read
-// for the settings the profile manages) and, when a recent peer result
-// holds the switch's DCBX, the switch's. Each line names both sides and
-// the arithmetic (policy.CheckChain). Empty when the profile states no
-// intent (no data class, no placed TOS) or nothing disagrees.
-func chainLines(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []string) {
+// chainProblems are the QoS chain's disagreements: the host's facts
+// (host-wide: its NCCL classes, managed or in an unmanaged
+// /etc/nccl.conf; per matched port: what audit read for the settings the
+// profile manages) and, when a recent peer result holds the switch's
+// DCBX, the switch's. Each names both sides and the arithmetic
+// (policy.CheckChain). Empty when the profile states no intent (no data
+// class, no placed TOS) or nothing disagrees.
+func chainProblems(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []doc.ChainProblem) {
 	in, ok := pl.Profile.Intent()
 	if !ok || pl.Observed == nil {
 		return in, nil
 	}
-	var out []string
+	var out []doc.ChainProblem
 	host, ports := policy.HostViews(pl.Desired, pl.Observed)
 	conf := confFacts(pl)
 	host.TOS = append(host.TOS, conf.TOS...)
@@ -35,11 +37,11 @@ func chainLines(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []st
 		host.SL = conf.SL
 	}
 	for _, pr := range policy.CheckChain(in, "host", host) {
-		out = append(out, fmt.Sprintf("host: %s: %s", pr.Key, pr.Msg))
+		out = append(out, doc.ChainProblem{Side: "host", Key: pr.Key, Message: pr.Msg})
 	}
 	for _, pv := range ports {
 		for _, pr := range policy.CheckChain(in, "host", pv.View) {
-			out = append(out, fmt.Sprintf("host %s: %s: %s", pv.Port, pr.Key, pr.Msg))
+			out = append(out, doc.ChainProblem{Side: "host", Port: pv.Port, Key: pr.Key, Message: pr.Msg})
 		}
 	}
 	if switchRep != nil {
@@ -49,11 +51,48 @@ func chainLines(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []st
 				continue
 			}
 			for _, pr := range policy.CheckChain(in, "switch", v) {
-				out = append(out, fmt.Sprintf("switch %s (%s, %s): %s: %s", r.Switch(), r.Netdev, r.SourceText(), pr.Key, pr.Msg))
+				src := r.Source
+				if src == "" {
+					src = peer.SourceLLDP
+				}
+				out = append(out, doc.ChainProblem{Side: "switch", Port: r.Netdev, Switch: r.Switch(), Source: src, Key: pr.Key, Message: pr.Msg})
 			}
 		}
 	}
 	return in, out
+}
+
+// chainLine is one problem as the text section prints it.
+func chainLine(c doc.ChainProblem) string {
+	switch {
+	case c.Side == "switch":
+		return fmt.Sprintf("switch %s (%s, %s): %s: %s", c.Switch, c.Port, peer.Result{Source: c.Source}.SourceText(), c.Key, c.Message)
+	case c.Port == "":
+		return fmt.Sprintf("host: %s: %s", c.Key, c.Message)
+	}
+	return fmt.Sprintf("host %s: %s: %s", c.Port, c.Key, c.Message)
+}
+
+// chainLines is chainProblems as the text section's lines.
+func chainLines(pl *apply.Prepared, switchRep *peer.Report) (policy.Intent, []string) {
+	in, probs := chainProblems(pl, switchRep)
+	lines := make([]string, len(probs))
+	for i, c := range probs {
+		lines[i] = chainLine(c)
+	}
+	return in, lines
+}
+
+// recentPeer is the last peer result, when recent and the host is live
+// (a snapshot has no switch).
+func (env *Env) recentPeer() *peer.Report {
+	if env.Snapshot != "" {
+		return nil
+	}
+	if r, err := peer.ReadState(env.StateDir); err == nil && r != nil && time.Since(r.CheckedAt) <= peerRecent {
+		return r
+	}
+	return nil
 }
 
 // switchView is what the switch announces in DCBX, as a chain view: its
@@ -92,13 +131,7 @@ func switchView(r peer.Result) (policy.View, bool) {
 // renderChainSection is audit's "QoS chain" section, printed only when
 // something along the chain disagrees with the profile's intent.
 func (env *Env) renderChainSection(w io.Writer, pl *apply.Prepared) {
-	var rep *peer.Report
-	if env.Snapshot == "" {
-		if r, err := peer.ReadState(env.StateDir); err == nil && r != nil && time.Since(r.CheckedAt) <= peerRecent {
-			rep = r
-		}
-	}
-	in, lines := chainLines(pl, rep)
+	in, lines := chainLines(pl, env.recentPeer())
 	if len(lines) == 0 {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/lldp"
 	"github.com/rocectl/rocectl/peer"
 	"github.com/rocectl/rocectl/policy"
@@ -25,6 +26,13 @@ func TestAuditQoSChainSection(t *testing.T) {
 		"  host ens1f0np0: pfc: the host's PFC [] leaves priority 3 without pause; the profile's data class (DSCP 26) is lossless on priority 3\n"
 	if code != ExitDrift || !strings.Contains(out, want) {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// -o json: the same, structured, for rocectl report and Ansible.
+	_, out, _ = run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
+	rep, err := doc.DecodePlan([]byte(out))
+	if err != nil || len(rep.QoSChain) != 6 || rep.QoSChain[2] != (doc.ChainProblem{Side: "host", Port: "ens1f0np0", Key: "pfc",
+		Message: "the host's PFC [] leaves priority 3 without pause; the profile's data class (DSCP 26) is lossless on priority 3"}) {
+		t.Fatalf("%v %+v", err, rep)
 	}
 	_, out, _ = run(t, nil, "audit", "-p", prof, "--snapshot", repo("testdata/hosts/cx6dx-ofed-lossless"))
 	if strings.Contains(out, "QoS chain") {

@@ -190,6 +190,7 @@ func newAuditCmd(env *Env) *cobra.Command {
 			if output == "json" {
 				rep := newReport(pl)
 				rep.Warnings = append(rep.Warnings, notices...)
+				_, rep.QoSChain = chainProblems(pl, env.recentPeer())
 				if err := writeJSON(env.Stdout, rep); err != nil {
 					return err
 				}

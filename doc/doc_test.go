@@ -28,7 +28,7 @@ var samples = []struct {
 		Unknown:     []Unknown{{Key: "k", Scope: "s", Reason: "r", Want: "w", Inferred: "i", Note: "n"}},
 		Disruptions: map[string][]string{"ens1f0np0": {"link toggle"}}, InSync: 4, MatchedPorts: ptr(1), Ports: json.RawMessage(`[{"netdev":"ens1f0np0"}]`),
 		Applied: true, RolledBack: true, Restored: []string{"a"}, Unchanged: []string{"b"}, JournalID: "j1", Confirm: "2026-01-02T03:04:05Z",
-		Message: "m", Warnings: []string{"w"}, Diagnostics: []Diagnostic{{File: "p.toml", Line: 1, Column: 2, Key: "k", Message: "m", Allowed: "a", Severity: "error"}},
+		Message: "m", Warnings: []string{"w"}, QoSChain: []ChainProblem{{Side: "switch", Port: "ens1f0np0", Switch: "sw1 (aa:bb) port swp1", Source: "lldp", Key: "pfc", Message: "m"}}, Diagnostics: []Diagnostic{{File: "p.toml", Line: 1, Column: 2, Key: "k", Message: "m", Allowed: "a", Severity: "error"}},
 		NotWatched: []string{"veth0"}, Guard: &Guard{Polls: 3, WorstOccupied: 0.5, WorstWhere: "priority 3 (rx)", Discards: map[string]uint64{"x": 1},
 			ReadErrors: map[string]string{"y": "z"}, NotWatched: []string{"veth0"}, Ports: map[string]*GuardPort{"ens1f0np0": {Watched: true, WorstOccupancy: 0.5,
 				WorstWhere: "w", Counters: []PauseCounter{{Priority: 3, Direction: "rx", Frames: 9, FramesName: "rx_prio3_pause", DurationUs: 7, DurationName: "d", HasDuration: true}}}}},
