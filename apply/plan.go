@@ -19,6 +19,9 @@ type Prepared struct {
 	Inventory *nic.Inventory
 	Desired   *policy.Desired
 	Plan      *policy.Plan
+	// Observed is what was read for Desired, which Plan compared; audit's
+	// QoS chain section judges it as a whole (policy.HostViews).
+	Observed *policy.Observed
 }
 
 // Prepare discovers the host's ports, resolves the profile on them, places
@@ -33,10 +36,17 @@ func Prepare(h *host.Host, p *policy.Profile, withGID bool) *Prepared {
 			h.Log.Debug("skipped RDMA device", "device", s.Device, "port", s.Port, "reason", s.Reason)
 		}
 	}
-	d := policy.Resolve(p, h.Ports(inv, p.NeedsGID() || withGID))
+	ports := h.Ports(inv, p.NeedsGID() || withGID)
+	if p.NeedsGIDTables() && p.NCCL.Write != nil {
+		// IB_GID_INDEX = "select" checks NCCL's selection against every
+		// entry of each port's table.
+		h.ReadGIDTables(ports)
+	}
+	d := policy.Resolve(p, ports)
 	nccl.Resolve(d)
 	d = host.Place(d)
-	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, h.Observe(d), h.ForPlan())}
+	obs := h.Observe(d)
+	return &Prepared{Profile: p, Host: h, Inventory: inv, Desired: d, Plan: plan.Build(d, obs, h.ForPlan()), Observed: obs}
 }
 
 // NoPortsMessage explains an empty match, or "" when ports matched: the

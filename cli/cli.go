@@ -190,11 +190,13 @@ func newAuditCmd(env *Env) *cobra.Command {
 			if output == "json" {
 				rep := newReport(pl)
 				rep.Warnings = append(rep.Warnings, notices...)
+				_, rep.QoSChain = chainProblems(pl, env.recentPeer())
 				if err := writeJSON(env.Stdout, rep); err != nil {
 					return err
 				}
 			} else {
 				renderPlanText(env.Stdout, pl, "change")
+				env.renderChainSection(env.Stdout, pl)
 				env.renderPeerSection(env.Stdout)
 				for _, n := range notices {
 					fmt.Fprintf(env.Stdout, "Warning: %s\n", n)

@@ -23,8 +23,11 @@ func newNCCLEnvCmd(env *Env) *cobra.Command {
 		Long: `nccl-env resolves the profile's [nccl] section on this host: IB_HCA = "auto"
 becomes the exact-match list of the matched RDMA ports (=mlx5_0:1,...),
 IB_GID_INDEX = "auto" the RoCE v2 IPv4 GID index when every port has it at the
-same index, or -1 (NCCL 2.21+ selects per device) otherwise; the choice and its
-reason go to stderr. IB_TC defaults to the profile's RoCE TOS. --write FILE
+same index, or -1 (NCCL 2.21+ selects per device) otherwise; IB_GID_INDEX =
+"select" -1 and the family/range/RoCE version NCCL selects by, checked
+against every matched port's GID table; the choice and its reason, and notes
+(a file-wide IB_TC overriding communicators' traffic class, several GIDs NCCL
+could select, a RoCE LAG), go to stderr. IB_TC defaults to the profile's RoCE TOS. --write FILE
 writes NCCL's own config format into a managed block (atomically, mode 0644),
 keeping every line a user added; for a journalled change with rollback, set
 [nccl] write and use apply. When a variable cannot be derived, nothing is
@@ -90,8 +93,20 @@ printed on stdout or written, and the exit status is 1.`,
 				}
 				return env.finishNCCLEnv(format, nd)
 			}
+			if p.NeedsGIDTables() {
+				h.ReadGIDTables(ports)
+			}
 			d := nccl.Derive(p, ports)
 			nd.GIDIndex = gidChoiceDoc(d.GID)
+			nd.Warnings, nd.Notes = d.Warnings, d.Notes
+			if format != "json" {
+				for _, w := range d.Warnings {
+					fmt.Fprintf(env.Stderr, "warning: %s\n", w)
+				}
+				for _, n := range d.Notes {
+					fmt.Fprintf(env.Stderr, "note: %s\n", n)
+				}
+			}
 			// A refused or unknown choice is reported with the errors below.
 			if d.GID != nil && d.GID.Mode != nccl.GIDRefused && d.GID.Mode != nccl.GIDUnknown && format != "json" {
 				fmt.Fprintf(env.Stderr, "NCCL_IB_GID_INDEX: %s\n", d.GID)

@@ -22,11 +22,17 @@ type NCCLEnv struct {
 	Diagnostics []Diagnostic `json:"diagnostics"`
 	Message     string       `json:"message,omitempty"`
 	Written     string       `json:"written,omitempty"`
+	// Warnings: variables that decide more than may be meant (an IB_TC
+	// in the file overriding communicators' traffic class, NCCL 2.26).
+	Warnings []string `json:"warnings,omitempty"`
+	// Notes: what to know though nothing fails (several GIDs NCCL could
+	// select, a RoCE LAG's merged device).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // GIDChoice is how NCCL_IB_GID_INDEX = "auto" was decided.
 type GIDChoice struct {
-	// Mode is "pinned", "dynamic", "refused" or "unknown".
+	// Mode is "pinned", "dynamic", "refused", "unknown" or "select".
 	Mode   string `json:"mode"`
 	Index  *int   `json:"index,omitempty"` // the pinned index
 	Reason string `json:"reason"`

@@ -42,6 +42,11 @@ type Plan struct {
 	Confirm    string          `json:"confirm_deadline,omitempty"`
 	Message    string          `json:"message,omitempty"`
 	Warnings   []string        `json:"warnings,omitempty"`
+	// QoSChain is audit's QoS chain: each place along it (the host's
+	// NIC, files, the switch's DCBX) that disagrees with the profile's
+	// QoS intent. Absent when nothing disagrees, or the profile states
+	// no intent.
+	QoSChain []ChainProblem `json:"qos_chain,omitempty"`
 	// Diagnostics: the profile's problems, structured (its warnings when
 	// it loaded; every diagnostic when it was refused), next to the
 	// rendered Errors and Warnings.
@@ -152,3 +157,23 @@ type PauseCounter struct {
 
 // DecodePlan reads an audit or apply document.
 func DecodePlan(data []byte) (*Plan, error) { return decode[Plan](data) }
+
+// ChainProblem is one disagreement along the QoS chain.
+type ChainProblem struct {
+	// Side is "host" or "switch".
+	Side string `json:"side"`
+	// Port is the port's netdev, or "" for the host as a whole (its NCCL
+	// files); for the switch, the host port it was heard on.
+	Port string `json:"port,omitempty"`
+	// Switch names the switch port (LLDP chassis and port), side switch
+	// only.
+	Switch string `json:"switch,omitempty"`
+	// Source is where the switch's DCBX came from, as the peer document
+	// says it ("lldp", "dcbnl"), side switch only.
+	Source string `json:"source,omitempty"`
+	// Key is what disagrees: a setting key, a file and variable, "dscp
+	// N", "pfc", "trust", "cnp_dscp", "cnp_priority".
+	Key string `json:"key"`
+	// Message names both sides and the arithmetic.
+	Message string `json:"message"`
+}

@@ -26,8 +26,17 @@ func Env(p *policy.Profile, ports []port.Port) ([]Var, []policy.Unsupported) {
 type Derivation struct {
 	Vars       []Var
 	Unresolved []policy.Unsupported
-	// GID is nil unless the profile sets IB_GID_INDEX = "auto".
+	// GID is nil unless the profile sets IB_GID_INDEX = "auto" or
+	// "select".
 	GID *GIDChoice
+	// Notes are what the operator should know about the variables though
+	// nothing fails (notes.go): several GIDs NCCL could select, a RoCE
+	// LAG's merged device.
+	Notes []string
+	// Warnings are variables that do something the operator may not
+	// mean: from NCCL 2.26, an NCCL_IB_TC or NCCL_IB_SL in the file
+	// overriding every communicator's own traffic class.
+	Warnings []string
 }
 
 // GIDChoice is how IB_GID_INDEX = "auto" was resolved.
@@ -78,11 +87,30 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	for _, v := range c.Vars {
 		val := v.Value
 		var extra []Var
+		if v.Name == "IB_GID_INDEX" && val == policy.GIDSelect {
+			choice, extra, notes := selectGID(c, ports)
+			d.GID = &choice
+			d.Notes = append(d.Notes, notes...)
+			if choice.Mode != GIDSelected {
+				d.Unresolved = append(d.Unresolved, policy.Unsupported{Key: policy.HostScope + ".nccl.NCCL_" + v.Name, Scope: policy.HostScope, Reason: choice.Reason})
+				continue
+			}
+			// No index: -1, NCCL's default, is its own selection. Written
+			// all the same, so that a stale pin elsewhere in the file
+			// (a user's line, which NCCL would read first were it not
+			// for the managed block) cannot defeat the selection.
+			d.Vars = append(d.Vars, Var{"NCCL_IB_GID_INDEX", "-1"})
+			d.Vars = append(d.Vars, extra...)
+			continue
+		}
 		if val == "auto" {
 			var reason string
 			switch v.Name {
 			case "IB_HCA":
 				val, reason = hcaList(hcaPorts(p, ports))
+				if reason == "" {
+					val = withRails(c, val)
+				}
 			case "IB_GID_INDEX":
 				var choice GIDChoice
 				choice, extra = gidIndex(c, ports, seen)
@@ -90,6 +118,9 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 				switch choice.Mode {
 				case GIDPinned:
 					val = strconv.Itoa(*choice.Index)
+					if c.DynamicGID() {
+						d.Notes = append(d.Notes, fmt.Sprintf("NCCL ≥ 2.21 selects the GID itself: a pinned index (%d) breaks when a port's table shifts (a container's, a VLAN or address added); IB_GID_INDEX = \"select\" writes the family and RoCE version it should select by instead, checked on every port's table", *choice.Index))
+					}
 				case GIDDynamic:
 					val = "-1"
 				default:
@@ -110,6 +141,8 @@ func Derive(p *policy.Profile, ports []port.Port) Derivation {
 	for _, v := range c.Extra {
 		d.Vars = append(d.Vars, Var{"NCCL_" + v.Name, v.Value})
 	}
+	d.Warnings = append(overrides(&p.NCCL, d.Vars), mergedRails(&p.NCCL, hcaPorts(p, ports))...)
+	d.Notes = append(d.Notes, notes(p, ports)...)
 	return d
 }
 

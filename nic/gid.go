@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/rocectl/rocectl/port"
 )
 
 // GID types as the kernel prints them in gid_attrs/types/<i>
@@ -19,22 +21,9 @@ const (
 	GIDTypeRoCEv1 = "IB/RoCE v1" // also the type of every InfiniBand GID
 )
 
-// GID is one populated entry of a port's GID table.
-type GID struct {
-	// Index is i in /sys/class/infiniband/<dev>/ports/<p>/gids/<i>; it is the
-	// value NCCL_IB_GID_INDEX and ibv_modify_qp's sgid_index take.
-	Index int `json:"index"`
-	// GID is the 16-byte address from gids/<i> (IPv4 addresses appear
-	// IPv4-mapped, ::ffff:a.b.c.d).
-	GID net.IP `json:"gid"`
-	// Type is gid_attrs/types/<i>: GIDTypeRoCEv2 or GIDTypeRoCEv1.
-	Type string `json:"type"`
-	// Netdev is gid_attrs/ndevs/<i>: the netdev the GID belongs to (for a
-	// VLAN, bond or macvlan address, the upper device, e.g. "ens1f0.100").
-	// Empty when the kernel has none to show (InfiniBand ports; reading
-	// ndevs then fails with EINVAL).
-	Netdev string `json:"netdev,omitempty"`
-}
+// GID is one populated entry of a port's GID table (port.GID: a port
+// carries its table to nccl, which checks NCCL's selection against it).
+type GID = port.GID
 
 // ReadGIDs returns the populated entries of the GID table of rdmaDev's port,
 // lowest index first.

@@ -165,6 +165,74 @@ var gidFxHosts = []gidFxHost{
 				}}}},
 		},
 	},
+	{
+		dir: "derived-thor2-ipv6only",
+		devs: []gidFxDev{
+			// A two-port Broadcom NIC on an IPv6-only fabric, as Thor2
+			// deployments run: each port's link-local GID pair in the form
+			// of the bnxt-re-factory host's bnxt_re0 (testdata/hosts:
+			// fe80::20a:f7ff:fe00:1, from its placeholder MAC 00:0a:f7:00:00:01;
+			// the second port MAC + 1, netdevs and PCI functions numbered
+			// after that host's), plus a global address SLAAC-style under
+			// the documentation prefixes 2001:db8:1::/64 and 2001:db8:2::/64
+			// (RFC 3849), and no IPv4: no IPv4-mapped GID at all.
+			{name: "bnxt_re0", pciPath: "pci0000:c9/0000:c9:00.0/0000:ca:00.0",
+				ports: []gidFxPort{{1, "Ethernet", 16, []gidFxEntry{
+					{0, "fe80:0000:0000:0000:020a:f7ff:fe00:0001", fxV1, "enp202s0f0np0"},
+					{1, "fe80:0000:0000:0000:020a:f7ff:fe00:0001", fxV2, "enp202s0f0np0"},
+					{2, "2001:0db8:0001:0000:020a:f7ff:fe00:0001", fxV1, "enp202s0f0np0"},
+					{3, "2001:0db8:0001:0000:020a:f7ff:fe00:0001", fxV2, "enp202s0f0np0"},
+				}}}},
+			{name: "bnxt_re1", pciPath: "pci0000:c9/0000:c9:00.0/0000:ca:00.1",
+				ports: []gidFxPort{{1, "Ethernet", 16, []gidFxEntry{
+					{0, "fe80:0000:0000:0000:020a:f7ff:fe00:0002", fxV1, "enp202s0f1np1"},
+					{1, "fe80:0000:0000:0000:020a:f7ff:fe00:0002", fxV2, "enp202s0f1np1"},
+					{2, "2001:0db8:0002:0000:020a:f7ff:fe00:0002", fxV1, "enp202s0f1np1"},
+					{3, "2001:0db8:0002:0000:020a:f7ff:fe00:0002", fxV2, "enp202s0f1np1"},
+				}}}},
+		},
+	},
+	{
+		dir: "derived-mixed",
+		devs: []gidFxDev{
+			// Mixed devices on one host. mlx5_0: the cx7-upstream-factory
+			// port's table (link-local 0/1, 192.168.1.11 at 2/3) with a
+			// dual-stack address added before the IPv4 one: a global IPv6
+			// GID pair (2001:db8:a::/64) at 2/3 pushes the IPv4 pair to 4/5,
+			// so the first routable GID is not the one AF_INET selects.
+			{name: "mlx5_0", pciPath: "pci0000:07/0000:07:00.0/0000:08:00.0",
+				ports: []gidFxPort{{1, "Ethernet", 16, []gidFxEntry{
+					{0, "fe80:0000:0000:0000:ba59:9fff:fe37:8268", fxV1, "enp8s0f0np0"},
+					{1, "fe80:0000:0000:0000:ba59:9fff:fe37:8268", fxV2, "enp8s0f0np0"},
+					{2, "2001:0db8:000a:0000:ba59:9fff:fe37:8268", fxV1, "enp8s0f0np0"},
+					{3, "2001:0db8:000a:0000:ba59:9fff:fe37:8268", fxV2, "enp8s0f0np0"},
+					{4, "0000:0000:0000:0000:0000:ffff:c0a8:010b", fxV1, "enp8s0f0np0"},
+					{5, "0000:0000:0000:0000:0000:ffff:c0a8:010b", fxV2, "enp8s0f0np0"},
+				}}}},
+			// mlx5_1: two IPv4 subnets, the untagged netdev's 10.0.0.11 at
+			// 2/3 and a VLAN child's (enp8s0f1np1.200, VLAN id ours)
+			// 192.168.2.11 at 6/7: AF_INET alone takes 3, IB_ADDR_RANGE
+			// 192.168.2.0/24 takes 7.
+			{name: "mlx5_1", pciPath: "pci0000:07/0000:07:00.0/0000:08:00.1",
+				ports: []gidFxPort{{1, "Ethernet", 16, []gidFxEntry{
+					{0, "fe80:0000:0000:0000:ba59:9fff:fe37:8269", fxV1, "enp8s0f1np1"},
+					{1, "fe80:0000:0000:0000:ba59:9fff:fe37:8269", fxV2, "enp8s0f1np1"},
+					{2, "0000:0000:0000:0000:0000:ffff:0a00:000b", fxV1, "enp8s0f1np1"},
+					{3, "0000:0000:0000:0000:0000:ffff:0a00:000b", fxV2, "enp8s0f1np1"},
+					{4, "fe80:0000:0000:0000:ba59:9fff:fe37:8269", fxV1, "enp8s0f1np1.200"},
+					{5, "fe80:0000:0000:0000:ba59:9fff:fe37:8269", fxV2, "enp8s0f1np1.200"},
+					{6, "0000:0000:0000:0000:0000:ffff:c0a8:020b", fxV1, "enp8s0f1np1.200"},
+					{7, "0000:0000:0000:0000:0000:ffff:c0a8:020b", fxV2, "enp8s0f1np1.200"},
+				}}}},
+			// bnxt_re0: the bnxt-re-factory port as captured, link-local
+			// only (no address yet).
+			{name: "bnxt_re0", pciPath: "pci0000:c9/0000:c9:00.0/0000:ca:00.1",
+				ports: []gidFxPort{{1, "Ethernet", 16, []gidFxEntry{
+					{0, "fe80:0000:0000:0000:020a:f7ff:fe00:0001", fxV1, "enp202s0f1np1"},
+					{1, "fe80:0000:0000:0000:020a:f7ff:fe00:0001", fxV2, "enp202s0f1np1"},
+				}}}},
+		},
+	},
 }
 
 const gidFxZero = "0000:0000:0000:0000:0000:0000:0000:0000\n"

@@ -23,12 +23,12 @@ func mustReadGIDs(t *testing.T, host, dev string, port int) []GID {
 func TestReadGIDsSpectrumScale(t *testing.T) {
 	got := mustReadGIDs(t, "spectrumscale-cx6", "mlx5_0", 1)
 	want := []GID{
-		{0, net.ParseIP("fe80::e42:a1ff:fe5d:4db8"), "IB/RoCE v1", "ens1f0"},
-		{1, net.ParseIP("fe80::e42:a1ff:fe5d:4db8"), "RoCE v2", "ens1f0"},
-		{2, net.ParseIP("fe80::1186:a6b1:3f0b:c441"), "IB/RoCE v1", "ens1f0"},
-		{3, net.ParseIP("fe80::1186:a6b1:3f0b:c441"), "RoCE v2", "ens1f0"},
-		{4, net.ParseIP("::ffff:172.19.0.60"), "IB/RoCE v1", "ens1f0"},
-		{5, net.ParseIP("::ffff:172.19.0.60"), "RoCE v2", "ens1f0"},
+		{Index: 0, GID: net.ParseIP("fe80::e42:a1ff:fe5d:4db8"), Type: "IB/RoCE v1", Netdev: "ens1f0"},
+		{Index: 1, GID: net.ParseIP("fe80::e42:a1ff:fe5d:4db8"), Type: "RoCE v2", Netdev: "ens1f0"},
+		{Index: 2, GID: net.ParseIP("fe80::1186:a6b1:3f0b:c441"), Type: "IB/RoCE v1", Netdev: "ens1f0"},
+		{Index: 3, GID: net.ParseIP("fe80::1186:a6b1:3f0b:c441"), Type: "RoCE v2", Netdev: "ens1f0"},
+		{Index: 4, GID: net.ParseIP("::ffff:172.19.0.60"), Type: "IB/RoCE v1", Netdev: "ens1f0"},
+		{Index: 5, GID: net.ParseIP("::ffff:172.19.0.60"), Type: "RoCE v2", Netdev: "ens1f0"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d entries %v, want %d", len(got), got, len(want))

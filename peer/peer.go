@@ -167,6 +167,15 @@ func Expect(p *policy.Profile) lldp.Expect {
 				e.DSCP = append(e.DSCP, lldp.DSCPUse{DSCP: *p.ECN.CNPDSCP, Priority: prio, Role: "CNP"})
 			}
 		}
+		// The profile's other traffic classes ([classes]: NCCL's control
+		// class, a storage class) must land on their priorities at the
+		// switch too.
+		for _, c := range p.Classes {
+			if c.Name == policy.ClassData || c.Name == policy.ClassCNP || c.DSCP == nil || c.Priority == nil {
+				continue
+			}
+			e.DSCP = append(e.DSCP, lldp.DSCPUse{DSCP: *c.DSCP, Priority: *c.Priority, Role: "class " + c.Name})
+		}
 	}
 	if ets := q.ETS; ets != nil {
 		e.ETS = &lldp.ExpectETS{PrioTC: ets.PriorityToTC, TSA: ets.TCTSA, Bandwidth: ets.TCBandwidth}

@@ -390,6 +390,7 @@ func (d *decoder) decodeProfile(root *node, p *Profile) {
 		{"devlink", func(k string, v *node) { d.devlink(k, v, p) }},
 		{"firmware", func(k string, v *node) { d.firmware(k, v, &p.Firmware) }},
 		{"nccl", func(k string, v *node) { d.nccl(k, v, &p.NCCL) }},
+		{"classes", func(k string, v *node) { p.Classes = d.classes(k, v) }},
 		{"verify", func(k string, v *node) { d.verify(k, v, &p.Verify) }},
 		{"guard", func(k string, v *node) { d.guard(k, v, &p.Guard) }},
 	})

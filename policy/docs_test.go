@@ -78,7 +78,7 @@ func probeSchema(t *testing.T) *schema {
 // parameters, NCCL variables): the README documents them as
 // `link.private_flags.<flag>` and so on.
 func normalizeKey(k string) string {
-	for _, dyn := range []string{"link.private_flags", "devlink", "nccl.extra"} {
+	for _, dyn := range []string{"link.private_flags", "devlink", "nccl.extra", "nccl.rails", "classes"} {
 		if strings.HasPrefix(k, dyn+".") {
 			return dyn
 		}

@@ -60,7 +60,7 @@ func Load(path string, opts LoadOptions) (*Profile, error) {
 	l.diags = append(l.diags, d.diags...)
 	if !setsAnything(root) {
 		l.diags = append(l.diags, Diagnostic{Pos: Pos{File: path}, Msg: "the profile sets nothing",
-			Allowed: "at least one of [link], [qos], [buffers], [ecn], [roce], [devlink], [firmware], [nccl]"})
+			Allowed: "at least one of [link], [qos], [buffers], [ecn], [roce], [devlink], [firmware], [nccl], [classes]"})
 	}
 	// Cross-field rules only look at values that decoded cleanly, so they
 	// run even when other keys had errors: every problem is shown at once.
@@ -70,11 +70,12 @@ func Load(path string, opts LoadOptions) (*Profile, error) {
 	}
 	l.diags.sort()
 	p.Warnings = l.diags.Warnings()
+	deriveClasses(p)
 	return p, nil
 }
 
 func setsAnything(root *table) bool {
-	for _, k := range []string{"link", "qos", "buffers", "ecn", "roce", "devlink", "firmware", "nccl"} {
+	for _, k := range []string{"link", "qos", "buffers", "ecn", "roce", "devlink", "firmware", "nccl", "classes"} {
 		if n := root.get(k); n != nil && (n.kind != kTable || len(n.tbl.keys) > 0) {
 			return true
 		}

@@ -26,7 +26,7 @@ var gdrLevels = []string{"LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN",
 // NCCLVars lists the [nccl] keys.
 var NCCLVars = []NCCLSpec{
 	{Name: "IB_HCA", Kind: "string", Auto: true, Summary: `"auto" = exact-match list of the matched RDMA ports (=mlx5_0:1,...)`},
-	{Name: "IB_GID_INDEX", Kind: "int", Min: -1, Max: 255, Auto: true, Summary: `"auto" = the RoCE v2 IPv4 GID index found on the host; -1 = NCCL's dynamic selection`},
+	{Name: "IB_GID_INDEX", Kind: "int", Min: -1, Max: 255, Auto: true, Summary: `"auto" = the RoCE v2 IPv4 GID index found on the host; "select" = no pinned index (-1) but the family/range/version NCCL ≥ 2.21 selects by, checked against every port's GID table; -1 = NCCL's dynamic selection`},
 	{Name: "IB_TC", Kind: "int", Min: 0, Max: 255, Summary: "traffic class (full TOS byte); defaults to roce.default_tos"},
 	{Name: "IB_FIFO_TC", Kind: "int", Min: 0, Max: 255, Summary: "traffic class of the receiver's control (CTS) messages"},
 	{Name: "IB_SL", Kind: "int", Min: 0, Max: 15, Summary: "service level (PCP = SL & 7 under PCP trust)"},
@@ -68,10 +68,15 @@ func (d *decoder) nccl(key string, n *node, c *NCCL) {
 			}
 		}},
 		{"generation", func(k string, v *node) {
-			if s, ok := d.enum(k, v, NCCLModern, NCCLPre221); ok {
+			if s, ok := d.str(k, v); ok {
+				if _, ok := ParseNCCLGeneration(s); !ok {
+					d.errf(v, k, generationAllowed, "%q is not a valid value", s)
+					return
+				}
 				c.Generation = s
 			}
 		}},
+		{"rails", func(k string, v *node) { c.Rails = d.ncclRails(k, v) }},
 		{"extra", func(k string, v *node) {
 			d.freeTable(k, v, "a table of NCCL_NAME = value", ncclExtraName, "NCCL_ followed by upper-case letters, digits and '_'", "an NCCL variable name",
 				func(ek, name string, el *node) {
@@ -129,11 +134,17 @@ func (d *decoder) ncclVar(k string, v *node, s NCCLSpec) (string, bool) {
 	if s.Auto && v.kind == kString && v.str == "auto" {
 		return "auto", true
 	}
+	if s.Name == "IB_GID_INDEX" && v.kind == kString && v.str == GIDSelect {
+		return GIDSelect, true
+	}
 	switch s.Kind {
 	case "int":
 		allowed := rangeText(s.Min, s.Max)
 		if s.Auto {
 			allowed = `"auto" or ` + allowed
+		}
+		if s.Name == "IB_GID_INDEX" {
+			allowed = `"auto", "select" or ` + rangeText(s.Min, s.Max)
 		}
 		if s.Name == "BUFFSIZE" && v.kind == kString {
 			allowed := fmt.Sprintf("bytes, e.g. 4194304 or \"4MiB\", 1..%v", Size(s.Max))

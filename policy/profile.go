@@ -26,6 +26,7 @@ type Profile struct {
 	// Firmware is [firmware]: NVConfig, written to the next-boot value.
 	Firmware Firmware
 	NCCL     NCCL
+	Classes  []Class // [classes.<name>], in profile order (classes.go)
 	Verify   VerifySpec
 	Guard    GuardSpec
 
@@ -370,6 +371,9 @@ type NCCL struct {
 	// device when NCCL_IB_GID_INDEX is -1; NCCLPre221 ("pre-2.21") has
 	// no such selection and needs one pinned index.
 	Generation string
+	// Rails are [nccl.rails]: the rail and plane of each RDMA device,
+	// written into NCCL_IB_HCA as dev:port:rail:plane (NCCL 2.30).
+	Rails []NCCLRail
 }
 
 // NCCL generations ([nccl] generation).
@@ -380,7 +384,7 @@ const (
 
 // DynamicGID reports whether the fleet's NCCL selects the GID index per
 // device by itself (NCCL_IB_GID_INDEX = -1, NCCL 2.21 and later).
-func (c *NCCL) DynamicGID() bool { return c.Generation != NCCLPre221 }
+func (c *NCCL) DynamicGID() bool { return c.AtLeast(21) }
 
 // NCCLVar is one NCCL variable.
 type NCCLVar struct {

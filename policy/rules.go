@@ -60,7 +60,9 @@ func checkRules(p *Profile, root *table) Diagnostics {
 	trustBroken := q.Trust == nil && at("qos.trust") != nil
 	if (q.DSCPToPriority != nil || at("qos.dscp_to_priority") != nil) && !trustBroken {
 		if q.Trust == nil {
-			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
+			if len(p.Classes) == 0 { // [classes] derive trust = "dscp"
+				r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp" alongside it`, "a DSCP map has no effect unless the port trusts DSCP")
+			}
 		} else if *q.Trust == "pcp" {
 			r.errf(at("qos.dscp_to_priority"), "qos.dscp_to_priority", `qos.trust = "dscp", or remove dscp_to_priority`, "a DSCP map has no effect with trust = \"pcp\"")
 		}
@@ -232,6 +234,10 @@ func checkRules(p *Profile, root *table) Diagnostics {
 		r.warnf(at("nccl.IB_TC"), "nccl.IB_TC", "the same value as roce.default_tos, or leave IB_TC unset to derive it",
 			"NCCL traffic class %s differs from roce.default_tos %d", tc, *p.RoCE.DefaultTOS)
 	}
+
+	checkNCCLGeneration(p, r, at)
+	checkClasses(p, r, at)
+	checkHandChain(p, r, at)
 
 	// A poll or detection time that failed to decode left its default in
 	// p.Guard: comparing that default would report a value nobody wrote.

@@ -2,6 +2,7 @@ package port
 
 import (
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -71,10 +72,36 @@ type Port struct {
 	// table that could not be read); "" when RoCEv2GID is known, an
 	// index or -1 for none.
 	GIDUnknown string `json:"-"`
+	// GIDs is the port's whole GID table (populated entries, lowest index
+	// first), read only for what needs more than RoCEv2GID: checking the
+	// family, range and RoCE version NCCL selects by (nccl's "select").
+	// nil when nobody read it; GIDUnknown then says why when a read
+	// failed.
+	GIDs []GID `json:"-"`
 	// Master is, for a slave of a LAG's bond, the bond's netdev
 	// (/sys/class/net/<slave>/master): host.Place sets it on the port it
 	// makes for each slave, where per-physical-port settings are written.
 	Master string `json:"-"`
+}
+
+// GID is one populated entry of a port's GID table. nic reads it (nic.GID
+// is this type); it lives here so that a Port can carry its table to the
+// packages that may not import nic's readers' callers (policy) or that
+// reason over it (nccl).
+type GID struct {
+	// Index is i in /sys/class/infiniband/<dev>/ports/<p>/gids/<i>; it is the
+	// value NCCL_IB_GID_INDEX and ibv_modify_qp's sgid_index take.
+	Index int `json:"index"`
+	// GID is the 16-byte address from gids/<i> (IPv4 addresses appear
+	// IPv4-mapped, ::ffff:a.b.c.d).
+	GID net.IP `json:"gid"`
+	// Type is gid_attrs/types/<i>: "RoCE v2" or "IB/RoCE v1".
+	Type string `json:"type"`
+	// Netdev is gid_attrs/ndevs/<i>: the netdev the GID belongs to (for a
+	// VLAN, bond or macvlan address, the upper device, e.g. "ens1f0.100").
+	// Empty when the kernel has none to show (InfiniBand ports; reading
+	// ndevs then fails with EINVAL).
+	Netdev string `json:"netdev,omitempty"`
 }
 
 // Bond is the bond a LAG port's netdev is the master of.
