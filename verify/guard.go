@@ -112,6 +112,10 @@ type GuardReport struct {
 	// Ports is what the guard read on each port, global pause included,
 	// for reports and metrics.
 	Ports map[string]*PortWatch `json:"ports,omitempty"`
+	// States is each port's storm state at the end of the soak (or at
+	// its storm): operational, stormed, or unknown with the reason its
+	// counters could not be used.
+	States map[string]PortStorm `json:"storm_states,omitempty"`
 }
 
 // PortWatch is one port's share of a soak.
@@ -168,6 +172,9 @@ type seriesKey struct {
 type portState struct {
 	coverage Coverage
 	watch    PortWatch
+	// hotOcc and hotFPS are the highest occupancy and frame rate over a
+	// whole window in the last Observe (Hot).
+	hotOcc, hotFPS float64
 }
 
 // Detector is the storm rule over successive counter samples. It is pure:
@@ -202,6 +209,7 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		d.ports[port] = ps
 		d.order = append(d.order, port)
 	}
+	ps.hotOcc, ps.hotFPS = 0, 0
 	// Events and discards through a Monotonic each: a reading that dips
 	// and comes back adds nothing twice (a dip then 5 again is no 5 new
 	// events), a reset adds what was counted since it.
@@ -338,6 +346,7 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	if span < d.cfg.DetectionTime {
 		return nil // not a whole window yet
 	}
+	ps.hotOcc, ps.hotFPS = max(ps.hotOcc, occ), max(ps.hotFPS, fps)
 	stormed := c.HasDuration && occ >= d.cfg.MaxPauseOccupancy
 	tooMany := d.cfg.MaxPauseFramesPerSecond > 0 && c.FramesName != "" && fps > d.cfg.MaxPauseFramesPerSecond
 	if !stormed && !tooMany {
@@ -349,6 +358,35 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	}
 	return &Storm{Priority: c.Priority, Global: c.Priority == GlobalPause, Direction: c.Direction,
 		Occupancy: occ, FrameRate: fps, Paused: span, Reason: reason, At: t}
+}
+
+// Hot says whether the last Observe of port showed, over a whole window,
+// pause occupancy at or above occ or a frame rate above fps (fps 0: frame
+// rates not judged): the storm machine's restore threshold.
+func (d *Detector) Hot(port string, occ, fps float64) bool {
+	ps := d.ports[port]
+	if ps == nil {
+		return false
+	}
+	return ps.hotOcc >= occ && occ > 0 || fps > 0 && ps.hotFPS > fps
+}
+
+// BadSamples is how many of port's pause readings were bad so far.
+func (d *Detector) BadSamples(port string) int {
+	if ps := d.ports[port]; ps != nil {
+		return ps.watch.BadSamples
+	}
+	return 0
+}
+
+// Forget drops port's pause windows: its counters start over at the next
+// reading (they vanished, or a reaction stopped them).
+func (d *Detector) Forget(port string) {
+	for k := range d.series {
+		if k.port == port {
+			delete(d.series, k)
+		}
+	}
 }
 
 // NotWatched lists, in the order the ports were first seen, why the guard
@@ -405,7 +443,12 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 			}
 		}
 	}
-	det := NewDetector(cfg)
+	// The soak's storm machine: its detector is the rule, and its states
+	// (one per port: operational, stormed, or unknown with why) are the
+	// report's. The soak ends at the first storm, so no port is restored
+	// here: the caller's reaction (a rollback) follows.
+	sm := NewStormMachine(StormConfig{Guard: cfg})
+	det := sm.det
 	rep := &GuardReport{Discards: map[string]uint64{}, ReadErrors: map[string]string{}}
 	start := cfg.Now()
 	end := start.Add(cfg.Soak)
@@ -414,10 +457,10 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 			c, err := p.Read()
 			if err != nil {
 				rep.ReadErrors[p.Port] = err.Error()
-				continue
 			}
-			if s := det.Observe(p.Port, cfg.Now(), c); s != nil {
+			if s := sm.Observe(p.Port, cfg.Now(), c, err); s != nil {
 				clearProgress(cfg.Progress)
+				rep.States = sm.States()
 				return s, rep, nil
 			}
 		}
@@ -440,6 +483,7 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 	}
 	clearProgress(cfg.Progress)
 	det.report(rep)
+	rep.States = sm.States()
 	return nil, rep, nil
 }
 
