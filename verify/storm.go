@@ -3,8 +3,8 @@ package verify
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -77,11 +77,11 @@ func (s StormState) MarshalText() ([]byte, error) { return []byte(s.String()), n
 type Reading string
 
 const (
-	ReadingNone       Reading = ""            // not read yet
-	ReadingOK         Reading = "ok"          // read and used
-	ReadingUnreadable Reading = "unreadable"  // the read failed (ethtool -S unanswered)
-	ReadingVanished   Reading = "vanished"    // the port or all its pause counters are gone
-	ReadingBad        Reading = "bad_sample"  // a counter dipped, reset or read implausibly: skipped
+	ReadingNone       Reading = ""             // not read yet
+	ReadingOK         Reading = "ok"           // read and used
+	ReadingUnreadable Reading = "unreadable"   // the read failed (ethtool -S unanswered)
+	ReadingVanished   Reading = "vanished"     // the port or all its pause counters are gone
+	ReadingBad        Reading = "bad_sample"   // a counter dipped, reset or read implausibly: skipped
 	ReadingNotNumber  Reading = "not_a_number" // a counter file held a non-number
 )
 
