@@ -86,6 +86,8 @@ type state struct {
 	guard  string
 	storms map[string]int
 	ports  []portRef
+	// storm is every watched port's storm state (its own lock).
+	storm *storms
 }
 
 // driftGroup is the drift of one setting kind on one port ("" device:
@@ -225,6 +227,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l.st.profile = p.Name
+	l.st.storm = newStorms(p.Guard)
 	// Goroutines started here end with Run: cancel stops them, and wg
 	// (deferred first, so it waits last) joins those that report to it.
 	var wg sync.WaitGroup
@@ -248,6 +251,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var ctrs *counters
 	if cfg.MetricsAddr != "" {
 		ctrs = newCounters(h, l.log)
+		ctrs.storm = l.st.storm
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 			newCollector(l.st, ctrs, cfg.Version, cfg.Revision))
@@ -332,6 +336,7 @@ func Run(ctx context.Context, cfg Config) error {
 			l.check(ctx, settleWhy)
 		case <-deadlines.C:
 			l.revertExpired()
+			l.st.storm.tick(time.Now())
 		case <-wdTick:
 		}
 	}
@@ -430,6 +435,12 @@ func (l *loop) check(ctx context.Context, why string) error {
 	if !l.cfg.Enforce {
 		return nil
 	}
+	// A port still stormed after the guard rolled back holds every apply
+	// until it is restored: applying now would bring the storm back.
+	if ports, until := st.storm.held(time.Now()); len(ports) > 0 {
+		l.log.Warn("drift: apply held while a port is stormed", "ports", strings.Join(ports, " "), "restore_at", until.Format(time.RFC3339))
+		return nil
+	}
 	if !l.lastApply.IsZero() && time.Since(l.lastApply) < l.cfg.MinApplyInterval {
 		level := slog.LevelInfo
 		if change == DriftSame {
@@ -449,6 +460,11 @@ func (l *loop) check(ctx context.Context, why string) error {
 		st.storms[storm.Port]++
 	}
 	st.mu.Unlock()
+	if storm != nil {
+		// Rolled back: the rollback stopped the port's PFC counters, so
+		// the restore goes by the clock.
+		st.storm.trip(storm, result == "rolled_back")
+	}
 	return nil
 }
 

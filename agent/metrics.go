@@ -221,6 +221,8 @@ type counters struct {
 	// badReads counts, per netdev, counter readings that dipped for one
 	// poll and came back (verify.BadRead).
 	badReads map[string]uint64
+	// storm, when set, gets every port's reading (the storm machine).
+	storm *storms
 }
 
 func newCounters(h *host.Host, log *slog.Logger) *counters {
@@ -269,6 +271,11 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 				samples = append(samples, sample{counterKey{j, ps.Netdev}, v})
 			}
 		}
+		if c.storm != nil && !ps.IsBond() {
+			if s := c.storm.observe(ps.Name(), now, ps.Stats, ps.Err); s != nil {
+				c.log.Warn("pause storm", "device", ps.Netdev, "storm", s.String())
+			}
+		}
 		ps.Stats = nil // the map is the kernel's: let it go before the next poll
 	}
 	c.readMu.Unlock()
@@ -300,6 +307,13 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 			}
 		}
 		c.ports = append(c.ports[:0], ports...)
+		if c.storm != nil {
+			names := make(map[string]bool, len(ports))
+			for _, p := range ports {
+				names[p.Name()] = true
+			}
+			c.storm.keep(names)
+		}
 	}
 	for _, s := range samples {
 		t := c.totals[s.key]
@@ -429,6 +443,9 @@ func buildInfo(version, revision string) [3]string {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range stormDescs {
+		ch <- d
+	}
 	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnknown, descUnsupported, descCheckSuccess, descCheckTime,
 		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBadReads, descBondSlave} {
 		ch <- d
@@ -501,6 +518,9 @@ func (c *collector) collectState(gauge func(*prometheus.Desc, float64, ...string
 			continue // the guard watches the slaves
 		}
 		ch <- prometheus.MustNewConstMetric(descGuardStorms, prometheus.CounterValue, float64(st.storms[p.Name()]), p.Netdev)
+		if st.storm != nil {
+			st.storm.collect(ch, p.Name(), p.Netdev)
+		}
 		if p.Bond != "" {
 			gauge(descBondSlave, 1, p.Bond, p.Netdev)
 		}

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/verify"
+)
+
+// The agent's storm states from its counter poll, on a fake clock (the
+// polls' times are given): the simulated mlx5 port pauses priority 3 for
+// every whole poll, is stormed at the first whole window, and is restored
+// once its counter has been quiet for the restoration time. The metrics
+// say so, per port, with counts and times.
+func TestAgentStormStatesFromPoll(t *testing.T) {
+	h, sim, _ := simHost(t)
+	g := policy.GuardSpec{Poll: 200 * time.Millisecond, DetectionTime: 200 * time.Millisecond, MaxPauseOccupancy: 0.99}
+	st := &state{applies: map[string]int{}, storms: map[string]int{}, ports: simPorts, storm: newStorms(g)}
+	ctrs := newCounters(h, discardLog())
+	ctrs.storm = st.storm
+	c := newCollector(st, ctrs, "dev", "")
+	dev := map[string]string{"device": "ens1f0np0"}
+	stateOf := func(s string) map[string]string { return map[string]string{"device": "ens1f0np0", "state": s} }
+
+	t0 := time.Date(2026, 12, 4, 4, 0, 0, 0, time.UTC)
+	var dur uint64 = 771103810
+	sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", dur)
+	poll := func(i int, paused time.Duration) {
+		dur += uint64(paused.Microseconds())
+		sim.SetStat("ens1f0np0", "rx_prio3_pause_duration", dur)
+		ctrs.poll(simPorts, t0.Add(time.Duration(i)*200*time.Millisecond))
+	}
+	poll(0, 0)
+	if got := value(t, c, "rocectl_storm_state", stateOf("operational")); got != 1 {
+		t.Fatalf("before the storm: operational = %v", got)
+	}
+	poll(1, 200*time.Millisecond)
+	if got := value(t, c, "rocectl_storm_state", stateOf("stormed")); got != 1 {
+		t.Fatalf("after a whole window paused: stormed = %v", got)
+	}
+	if got := value(t, c, "rocectl_storm_last_detected_timestamp_seconds", dev); got != unixSeconds(t0.Add(200*time.Millisecond)) {
+		t.Errorf("detected at %v", got)
+	}
+	// Quiet from poll 2; restored one restoration time after the last
+	// hot poll (1), not before.
+	last := 1 + int(verify.DefaultRestorationTime/(200*time.Millisecond))
+	for i := 2; i < last; i++ {
+		poll(i, 0)
+		if got := value(t, c, "rocectl_storm_state", stateOf("stormed")); got != 1 {
+			t.Fatalf("poll %d: restored %v early", i, time.Duration(i-1)*200*time.Millisecond)
+		}
+	}
+	poll(last, 0)
+	for name, want := range map[string]float64{
+		"rocectl_storms_detected_total":                 1,
+		"rocectl_storms_restored_total":                 1,
+		"rocectl_storm_restoration_seconds":             verify.DefaultRestorationTime.Seconds(),
+		"rocectl_storm_detection_window_seconds":        0.2,
+		"rocectl_storm_last_restored_timestamp_seconds": unixSeconds(t0.Add(time.Duration(last) * 200 * time.Millisecond)),
+	} {
+		if got := value(t, c, name, dev); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := value(t, c, "rocectl_storm_state", stateOf("restored")); got != 1 {
+		t.Errorf("restored = %v", got)
+	}
+	// The other port never stormed.
+	if got := value(t, c, "rocectl_storms_detected_total", map[string]string{"device": simPorts[1].Netdev}); got != 0 {
+		t.Errorf("%s storms = %v", simPorts[1].Netdev, got)
+	}
+}
+
+// After the guard rolled an apply back, the port is stormed and the loop
+// applies nothing until the clock restores it: the rollback stopped the
+// PFC counters, so they are not what decides.
+func TestAgentHoldsAppliesWhileStormed(t *testing.T) {
+	s := newStorms(policy.GuardSpec{Poll: 200 * time.Millisecond, DetectionTime: 200 * time.Millisecond, MaxPauseOccupancy: 0.99})
+	at := time.Date(2026, 12, 4, 4, 0, 0, 0, time.UTC)
+	s.trip(&verify.Storm{Port: "ens1f0np0", Priority: 3, Direction: "rx", Paused: 200 * time.Millisecond, At: at}, true)
+	// The frozen counter reads quiet: not a restore.
+	for i := range 10 {
+		s.observe("ens1f0np0", at.Add(time.Duration(i+1)*time.Second), map[string]uint64{"rx_prio3_pause_duration": 5}, nil)
+	}
+	if ports, until := s.held(at.Add(59 * time.Second)); len(ports) != 1 || !until.Equal(at.Add(time.Minute)) {
+		t.Fatalf("held %v until %v, want ens1f0np0 until +1m", ports, until)
+	}
+	if ports, _ := s.held(at.Add(time.Minute)); len(ports) != 0 {
+		t.Fatalf("still held at +1m: %v", ports)
+	}
+	if st := s.state("ens1f0np0"); st.State != verify.Restored || st.RestorationTime != time.Minute {
+		t.Errorf("state %+v", st)
+	}
+}
