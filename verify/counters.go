@@ -82,15 +82,16 @@ var pauseSpecs = func() []pauseSpec {
 // looks both spellings up.
 var stormEventNames = []string{"tx_pause_storm_error_events", "tx_pause_storm_warning_events"}
 
-// discardNames are the receive drop counters the soak reports growth of
-// (a lossless priority that drops is misconfigured even without a storm):
-// mlx5's rx_discards_phy (RFC 2863 if_in_discards), rx_prio<p>_discards
+// discardNames are the drop counters the soak reports growth of (a
+// lossless priority that drops is misconfigured even without a storm), and
+// that "throttled with no drops" needs flat: mlx5's rx_discards_phy (RFC
+// 2863 if_in_discards) and tx_discards_phy, rx_prio<p>_discards
 // (per-priority traffic group, newer kernels; the txpause fixture has
 // rx_prio0_discards 58591314012) and rx_prio<p>_buf_discard (per-TC
 // no_buffer_discard_uc, with the sbcam_reg cap); bnxt_en's
 // rx_discard_packets_cos<q> (per CoS queue, not per priority).
 var discardNames = func() []string {
-	n := []string{"rx_discards_phy"}
+	n := []string{"rx_discards_phy", "tx_discards_phy"}
 	for p := 0; p < 8; p++ {
 		n = append(n, fmt.Sprintf("rx_prio%d_discards", p), fmt.Sprintf("rx_prio%d_buf_discard", p),
 			fmt.Sprintf("rx_discard_packets_cos%d", p))

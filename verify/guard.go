@@ -66,9 +66,15 @@ type GuardConfig struct {
 	DetectionTime           time.Duration
 	MaxPauseOccupancy       float64
 	MaxPauseFramesPerSecond float64 // 0 = off
+	// ThrottleOccupancy is the "throttled with no drops" threshold
+	// (DefaultThrottleOccupancy when 0).
+	ThrottleOccupancy float64
 	// Progress, when non-nil, gets a one-line status each poll ("\r"
 	// rewritten): give it a terminal, or nil to stay quiet.
 	Progress io.Writer
+	// RDMA, when set, reads the ports' RDMA hardware counters at the
+	// soak's start and end: GuardReport.RDMA.
+	RDMA *Sampler
 	// Now and Sleep default to the real clock; tests drive them.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -116,6 +122,10 @@ type GuardReport struct {
 	// its storm): operational, stormed, or unknown with the reason its
 	// counters could not be used.
 	States map[string]PortStorm `json:"storm_states,omitempty"`
+	// RDMA is, per port with an RDMA device (a bond's is the bond's),
+	// how its hardware counters moved over the soak, by
+	// RDMACounters' Key; a counter that fell (a reset) is left out.
+	RDMA map[string]map[string]uint64 `json:"rdma,omitempty"`
 }
 
 // PortWatch is one port's share of a soak.
@@ -133,6 +143,19 @@ type PortWatch struct {
 	// put more pause than time in the window (occupancy above
 	// MaxPlausibleOccupancy).
 	BadSamples int `json:"bad_samples,omitempty"`
+	// Window is the time from the port's first reading to its last;
+	// Pause what was paused over it, per priority and direction (rx
+	// received, tx sent), resets and bad reads counted once.
+	Window time.Duration `json:"window_ns"`
+	Pause  []PauseShare  `json:"pause,omitempty"`
+	// DiscardGrowth is how much the port's discard counters grew over
+	// the window; DiscardsKnown that it had one at every reading.
+	DiscardGrowth uint64 `json:"discard_growth"`
+	DiscardsKnown bool   `json:"discards_known"`
+	// Throttled is "yes", "no" or "unknown" (no discard counter to
+	// judge by) for "throttled with no drops"; ThrottledNoDrops where.
+	Throttled        string      `json:"throttled_no_drops"`
+	ThrottledNoDrops []Throttled `json:"throttled_where,omitempty"`
 }
 
 // sample is one reading of a pause counter pair.
@@ -175,6 +198,15 @@ type portState struct {
 	// hotOcc and hotFPS are the highest occupancy and frame rate over a
 	// whole window in the last Observe (Hot).
 	hotOcc, hotFPS float64
+	// Pause attribution over everything observed: one accumulation per
+	// pauseSpecs entry, from first to last; discard growth and whether
+	// a discard counter was there at every reading.
+	acc           []*pauseAcc
+	first, last   time.Time
+	discGrowth    uint64
+	discSeen      bool
+	discEveryTime bool
+	readings      int
 }
 
 // Detector is the storm rule over successive counter samples. It is pure:
@@ -210,6 +242,11 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		d.order = append(d.order, port)
 	}
 	ps.hotOcc, ps.hotFPS = 0, 0
+	if ps.readings == 0 {
+		ps.first, ps.discEveryTime = t, true
+	}
+	ps.readings++
+	ps.last = t
 	// Events and discards through a Monotonic each: a reading that dips
 	// and comes back adds nothing twice (a dip then 5 again is no 5 new
 	// events), a reset adds what was counted since it.
@@ -223,12 +260,17 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 				Reason: fmt.Sprintf("the NIC counted %d new %s (its own PFC storm watchdog fired)", n, ev)}
 		}
 	}
+	anyDisc := false
 	for _, name := range discardNames {
 		if c, ok := cur[name]; ok {
 			n, _ := d.track(port, name, c)
 			d.disc[discKey{port, name}] += n
+			ps.discGrowth += n
+			anyDisc = true
 		}
 	}
+	ps.discSeen = ps.discSeen || anyDisc
+	ps.discEveryTime = ps.discEveryTime && anyDisc
 	if !ps.coverage.StormEvents {
 		for _, ev := range stormEventNames {
 			if _, ok := trimmedStat(cur, ev); ok {
@@ -246,6 +288,13 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 			continue
 		}
 		ps.watch.Counters = append(ps.watch.Counters, c)
+		if ps.acc == nil {
+			ps.acc = make([]*pauseAcc, len(pauseSpecs))
+		}
+		if ps.acc[i] == nil {
+			ps.acc[i] = &pauseAcc{}
+		}
+		ps.acc[i].add(c)
 		if c.HasDuration {
 			ps.coverage.Durations = true
 		} else {
@@ -360,6 +409,14 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 		Occupancy: occ, FrameRate: fps, Paused: span, Reason: reason, At: t}
 }
 
+// throttle is the "throttled with no drops" threshold.
+func (d *Detector) throttle() float64 {
+	if d.cfg.ThrottleOccupancy > 0 {
+		return d.cfg.ThrottleOccupancy
+	}
+	return DefaultThrottleOccupancy
+}
+
 // Hot says whether the last Observe of port showed, over a whole window,
 // pause occupancy at or above occ or a frame rate above fps (fps 0: frame
 // rates not judged): the storm machine's restore threshold.
@@ -421,6 +478,18 @@ func (d *Detector) report(rep *GuardReport) {
 		w := ps.watch
 		w.Counters = slices.Clone(ps.watch.Counters)
 		w.Watched, _ = ps.coverage.Watched(p, d.cfg.MaxPauseFramesPerSecond > 0)
+		w.Window = ps.last.Sub(ps.first)
+		w.Pause = shares(ps.acc, w.Window)
+		w.DiscardGrowth, w.DiscardsKnown = ps.discGrowth, ps.discSeen && ps.discEveryTime
+		var known bool
+		w.ThrottledNoDrops, known = ThrottledNoDrops(w.Pause, w.DiscardGrowth, w.DiscardsKnown, d.throttle())
+		if !known {
+			w.Throttled = "unknown"
+		} else if len(w.ThrottledNoDrops) > 0 {
+			w.Throttled = "yes"
+		} else {
+			w.Throttled = "no"
+		}
 		rep.Ports[p] = &w
 	}
 }
@@ -450,6 +519,15 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 	sm := NewStormMachine(StormConfig{Guard: cfg})
 	det := sm.det
 	rep := &GuardReport{Discards: map[string]uint64{}, ReadErrors: map[string]string{}}
+	var rdma0 *Sample
+	if cfg.RDMA != nil {
+		rdma0 = cfg.RDMA.Sample()
+	}
+	rdmaEnd := func() {
+		if rdma0 != nil {
+			rep.RDMA = RDMADeltas(rdma0, cfg.RDMA.Sample())
+		}
+	}
 	start := cfg.Now()
 	end := start.Add(cfg.Soak)
 	for {
@@ -461,6 +539,7 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 			if s := sm.Observe(p.Port, cfg.Now(), c, err); s != nil {
 				clearProgress(cfg.Progress)
 				rep.States = sm.States()
+				rdmaEnd()
 				return s, rep, nil
 			}
 		}
@@ -484,6 +563,7 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 	clearProgress(cfg.Progress)
 	det.report(rep)
 	rep.States = sm.States()
+	rdmaEnd()
 	return nil, rep, nil
 }
 

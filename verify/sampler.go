@@ -235,6 +235,11 @@ var rdmaShort = [numCong]string{
 	AdpRetrans: "adp-rtx", AdpRetransTimeout: "adp-tmo", SlowRestart: "slow-rst", SlowRestartCNPs: "slow-cnp", SlowRestartTrans: "slow-end",
 }
 
+// RDMALossKeys are the keys of the counters whose rise means a packet was
+// lost on the RDMA transport (on a lossless class: where none should be).
+var RDMALossKeys = []string{congNames[OutOfSequence][0], congNames[PacketSeqErr][0], congNames[ImpliedNakSeqErr][0],
+	congNames[LocalAckTimeout][0], congNames[OutOfBuffer][0]}
+
 // RDMACounters describes every CongCounter, in order.
 var RDMACounters = func() []RDMACounterInfo {
 	out := make([]RDMACounterInfo, numCong)
