@@ -132,7 +132,17 @@ type counterSeries struct {
 	// driver names are verify's), not an ethtool -S counter.
 	rdma bool
 	cong verify.CongCounter
+	// role marks the series "throttled with no drops" reads.
+	role seriesRole
 }
+
+type seriesRole int
+
+const (
+	roleNone seriesRole = iota
+	rolePauseTime
+	roleDiscard
+)
 
 // counterTable is every series the poller reads, built once: its names are
 // looked up for every port at every poll.
@@ -145,7 +155,14 @@ type counterSeries struct {
 var counterTable = func() []counterSeries {
 	var t []counterSeries
 	add := func(fam *family, labels []string, names ...string) {
-		t = append(t, counterSeries{fam: fam, labels: labels, names: names})
+		role := roleNone
+		switch fam {
+		case famPFCPauseSeconds, famGlobalPauseSeconds:
+			role = rolePauseTime
+		case famPortDiscards, famPrioDiscards, famPrioBufDiscards:
+			role = roleDiscard
+		}
+		t = append(t, counterSeries{fam: fam, labels: labels, names: names, role: role})
 	}
 	for p := range 8 {
 		prio := strconv.Itoa(p)
@@ -244,10 +261,20 @@ type counters struct {
 	badReads map[string]uint64
 	// storm, when set, gets every port's reading (the storm machine).
 	storm *storms
+	// The last poll's interval: occ is each pause-time series' share
+	// of it, discGrowth each port's discard growth (discKnown: it had
+	// a discard counter with a delta), throttled the verdict per port
+	// (absent: unknown). shares is judgeThrottled's scratch.
+	occ        map[counterKey]float64
+	discGrowth map[string]uint64
+	discKnown  map[string]struct{}
+	throttled  map[string]bool
+	shares     []verify.PauseShare
 }
 
 func newCounters(h *host.Host, log *slog.Logger) *counters {
-	return &counters{smp: verify.Sampler{K: h.K, FS: &h.FS, Log: log}, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}, badReads: map[string]uint64{}}
+	return &counters{smp: verify.Sampler{K: h.K, FS: &h.FS, Log: log}, log: log, totals: map[counterKey]*counterTotal{}, pollErrors: map[string]uint64{}, badReads: map[string]uint64{},
+		occ: map[counterKey]float64{}, discGrowth: map[string]uint64{}, discKnown: map[string]struct{}{}, throttled: map[string]bool{}}
 }
 
 // run polls every interval until ctx ends, reading the port list from
@@ -304,7 +331,17 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	secs := 0.0
+	if !c.lastPoll.IsZero() {
+		secs = now.Sub(c.lastPoll).Seconds()
+	}
 	c.lastPoll = now
+	// This poll's interval: each pause-time series' share of it and
+	// each port's discard growth, for "throttled with no drops". A
+	// series seen for the first time (or a port's first poll) has no
+	// interval yet.
+	clear(c.occ)
+	clear(c.discGrowth)
 	for _, nd := range failed {
 		c.pollErrors[nd]++
 	}
@@ -358,7 +395,45 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 		if kind == verify.BadRead {
 			c.badReads[s.key.netdev]++
 		}
+		if secs <= 0 || kind == verify.Dip {
+			continue // no interval, or undecided: no share this poll
+		}
+		switch counterTable[s.key.series].role {
+		case rolePauseTime:
+			c.occ[s.key] = float64(d) / microseconds / secs
+		case roleDiscard:
+			c.discGrowth[s.key.netdev] += d
+			if _, ok := c.discKnown[s.key.netdev]; !ok {
+				c.discKnown[s.key.netdev] = struct{}{}
+			}
+		}
 	}
+	c.judgeThrottled()
+}
+
+// judgeThrottled sets, per port, "throttled with no drops" over the last
+// poll's interval (verify.ThrottledNoDrops): 1 or 0, absent (unknown)
+// where the port had no discard counter with a delta this poll.
+func (c *counters) judgeThrottled() {
+	clear(c.throttled)
+	for _, p := range c.ports {
+		if p.IsBond() {
+			continue
+		}
+		c.shares = c.shares[:0]
+		for k, occ := range c.occ {
+			if k.netdev == p.Netdev {
+				s := counterTable[k.series]
+				c.shares = append(c.shares, verify.PauseShare{HasDuration: true, Occupancy: occ, Direction: s.labels[len(s.labels)-1]})
+			}
+		}
+		_, known := c.discKnown[p.Netdev]
+		where, ok := verify.ThrottledNoDrops(c.shares, c.discGrowth[p.Netdev], known, verify.DefaultThrottleOccupancy)
+		if ok {
+			c.throttled[p.Netdev] = len(where) > 0
+		}
+	}
+	clear(c.discKnown)
 }
 
 // read1 returns the series' raw value in the port's sample: from its
@@ -412,6 +487,12 @@ var (
 		"Polls that could not read the port's ethtool statistics.", []string{"device"}, nil)
 	descBadReads = prometheus.NewDesc("rocectl_stats_bad_reads_total",
 		"NIC or RDMA counter readings of the port that fell below the one before and were back at the next poll: a bad read, not a reset; the totals skip it.", []string{"device"}, nil)
+	descPauseRatio = prometheus.NewDesc("rocectl_pause_time_ratio",
+		"Share of the last counter poll's interval the port was paused, per priority (\"global\" for 802.3x pause) and direction (rx: received, the partner paused us; tx: sent): the pause-time counters' delta over the interval.",
+		[]string{"device", "priority", "direction"}, nil)
+	descThrottled = prometheus.NewDesc("rocectl_throttled_no_drops",
+		"1 when, over the last counter poll's interval, a priority (or global pause) of the port was paused at least 10 % of the time while every discard counter it has stayed flat: slow with nothing lost. 0 when not; absent when the port has no discard counter to judge by.",
+		[]string{"device"}, nil)
 	descBondSlave = prometheus.NewDesc("rocectl_bond_slave_info",
 		"A physical port (device) under a RoCE LAG bond (bond); always 1.", []string{"bond", "device"}, nil)
 )
@@ -469,7 +550,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{descBuildInfo, descDrift, descUnknown, descUnsupported, descCheckSuccess, descCheckTime,
-		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBadReads, descBondSlave} {
+		descApplies, descLastApply, descLastApplyTime, descGuardState, descGuardStorms, descPollTime, descPollErrors, descBadReads, descBondSlave,
+		descPauseRatio, descThrottled} {
 		ch <- d
 	}
 	seen := map[*family]bool{}
@@ -565,6 +647,9 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 			ch <- prometheus.MustNewConstMetric(descPollErrors, prometheus.CounterValue, float64(ct.pollErrors[p.Netdev]), p.Netdev)
 		}
 		ch <- prometheus.MustNewConstMetric(descBadReads, prometheus.CounterValue, float64(ct.badReads[p.Netdev]), p.Netdev)
+		if th, ok := ct.throttled[p.Netdev]; ok {
+			gauge(descThrottled, boolFloat(th), p.Netdev)
+		}
 		for i, s := range counterTable {
 			t := ct.totals[counterKey{i, p.Netdev}]
 			if t == nil {
@@ -576,6 +661,13 @@ func (c *collector) collectCounters(gauge func(*prometheus.Desc, float64, ...str
 			}
 			labels = append(labels, s.labels...)
 			ch <- prometheus.MustNewConstMetric(s.fam.desc, prometheus.CounterValue, float64(t.total)/s.fam.per, labels...)
+			if occ, ok := ct.occ[counterKey{i, p.Netdev}]; ok {
+				prio := "global"
+				if s.fam == famPFCPauseSeconds {
+					prio = s.labels[0]
+				}
+				gauge(descPauseRatio, occ, p.Netdev, prio, s.labels[len(s.labels)-1])
+			}
 		}
 	}
 }

@@ -93,3 +93,37 @@ func TestAgentHoldsAppliesWhileStormed(t *testing.T) {
 		t.Errorf("state %+v", st)
 	}
 }
+
+// Pause over the daemon's interval and "throttled with no drops": 802.3x
+// global pause sent a fifth of each second (the txpause case), every
+// discard counter flat: throttled. A discard in the next interval: not.
+// The ratio is the pause-time delta over the poll's interval.
+func TestAgentThrottledNoDrops(t *testing.T) {
+	h, sim, _ := simHost(t)
+	st := &state{applies: map[string]int{}, storms: map[string]int{}, ports: simPorts}
+	ctrs := newCounters(h, discardLog())
+	c := newCollector(st, ctrs, "dev", "")
+	sim.SetStat("ens1f0np0", "tx_global_pause_duration", 771103810)
+	t0 := time.Date(2026, 12, 4, 4, 0, 0, 0, time.UTC)
+	ctrs.poll(simPorts, t0)
+	if got := value(t, c, "rocectl_throttled_no_drops", map[string]string{"device": "ens1f0np0"}); got != -1 {
+		t.Errorf("first poll: throttled %v, want no series (no interval yet)", got)
+	}
+	sim.AddStat("ens1f0np0", "tx_global_pause_duration", 200_000)
+	ctrs.poll(simPorts, t0.Add(time.Second))
+	ratio := map[string]string{"device": "ens1f0np0", "priority": "global", "direction": "tx"}
+	if got := value(t, c, "rocectl_pause_time_ratio", ratio); got != 0.2 {
+		t.Errorf("pause ratio %v, want 0.2", got)
+	}
+	for dev, want := range map[string]float64{"ens1f0np0": 1, "ens1f1np1": 0} {
+		if got := value(t, c, "rocectl_throttled_no_drops", map[string]string{"device": dev}); got != want {
+			t.Errorf("%s throttled %v, want %v", dev, got, want)
+		}
+	}
+	sim.AddStat("ens1f0np0", "tx_global_pause_duration", 200_000)
+	sim.AddStat("ens1f0np0", "rx_discards_phy", 3)
+	ctrs.poll(simPorts, t0.Add(2*time.Second))
+	if got := value(t, c, "rocectl_throttled_no_drops", map[string]string{"device": "ens1f0np0"}); got != 0 {
+		t.Errorf("with discards: throttled %v, want 0", got)
+	}
+}
