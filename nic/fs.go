@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -354,6 +355,19 @@ func fileKind(mode uint32) string {
 		}
 	}
 	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
+}
+
+// ReadUint reads a one-line decimal attribute (an RDMA hw_counters file)
+// as a number, without making a string of it: the agent reads hundreds a
+// second. A content that is not a number is an error wrapping strconv's
+// (errors.Is strconv.ErrSyntax or ErrRange), never a 0.
+func (f FS) ReadUint(p string) (uint64, error) {
+	var buf [attrBuf]byte
+	b, err := f.readWith(where{rel: p}, buf[:0])
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 }
 
 // ReadTrimmed returns the file's content with surrounding space removed.

@@ -198,6 +198,8 @@ type portState struct {
 	// hotOcc and hotFPS are the highest occupancy and frame rate over a
 	// whole window in the last Observe (Hot).
 	hotOcc, hotFPS float64
+	// seen: the last Observe found a pause or storm event counter.
+	seen bool
 	// Pause attribution over everything observed: one accumulation per
 	// pauseSpecs entry, from first to last; discard growth and whether
 	// a discard counter was there at every reading.
@@ -241,7 +243,7 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		d.ports[port] = ps
 		d.order = append(d.order, port)
 	}
-	ps.hotOcc, ps.hotFPS = 0, 0
+	ps.hotOcc, ps.hotFPS, ps.seen = 0, 0, false
 	if ps.readings == 0 {
 		ps.first, ps.discEveryTime = t, true
 	}
@@ -255,6 +257,7 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		if !ok {
 			continue
 		}
+		ps.seen = true
 		if n, _ := d.track(port, ev, c); n > 0 {
 			return &Storm{Port: port, Priority: -1, Direction: "tx", At: t,
 				Reason: fmt.Sprintf("the NIC counted %d new %s (its own PFC storm watchdog fired)", n, ev)}
@@ -288,6 +291,7 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 			continue
 		}
 		ps.watch.Counters = append(ps.watch.Counters, c)
+		ps.seen = true
 		if ps.acc == nil {
 			ps.acc = make([]*pauseAcc, len(pauseSpecs))
 		}
@@ -426,6 +430,13 @@ func (d *Detector) Hot(port string, occ, fps float64) bool {
 		return false
 	}
 	return ps.hotOcc >= occ && occ > 0 || fps > 0 && ps.hotFPS > fps
+}
+
+// present says whether the last Observe of port found a pause counter or
+// a storm event counter.
+func (d *Detector) present(port string) bool {
+	ps := d.ports[port]
+	return ps != nil && ps.seen
 }
 
 // BadSamples is how many of port's pause readings were bad so far.

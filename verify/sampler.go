@@ -114,6 +114,7 @@ type Sampler struct {
 type hwDir struct {
 	dir   string // ".../hw_counters/"
 	names [numCong]string
+	paths [numCong]string // dir + names, built once
 	// stale: a listed file failed to read; the next poll lists again.
 	stale bool
 }
@@ -311,7 +312,7 @@ func (s *Sampler) read(ps *PortSample) {
 			if n == "" {
 				continue
 			}
-			v, err := s.hwCounter(d.dir + n)
+			v, err := s.hwCounter(d.paths[c])
 			switch {
 			case err == nil:
 				ps.cong[c], ps.has[c], ps.hwNames[c] = v, true, n
@@ -339,7 +340,7 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 		d = &hwDir{dir: "/sys/class/infiniband/" + key[:len(dev)] + "/ports/" + key[len(dev)+1:] + "/hw_counters/"}
 		s.hw[key] = d
 	}
-	d.names, d.stale = [numCong]string{}, false
+	d.names, d.paths, d.stale = [numCong]string{}, [numCong]string{}, false
 	files, err := s.FS.ReadDir(d.dir)
 	if err != nil {
 		d.stale = true
@@ -352,7 +353,7 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 	for c, names := range congNames {
 		for _, n := range names {
 			if have[n] {
-				d.names[c] = n
+				d.names[c], d.paths[c] = n, d.dir+n
 				break
 			}
 		}
@@ -363,13 +364,9 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 // hwCounter reads one hw_counters file as a decimal number. A value that
 // is not one is an error wrapping strconv's, never a zero.
 func (s *Sampler) hwCounter(p string) (uint64, error) {
-	txt, err := s.FS.ReadTrimmed(p)
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseUint(txt, 10, 64)
-	if err != nil && s.Log != nil {
-		s.Log.Debug("hw_counter not a number", "counter", p, "value", txt)
+	v, err := s.FS.ReadUint(p)
+	if err != nil && s.Log != nil && (errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange)) {
+		s.Log.Debug("hw_counter not a number", "counter", p, "err", err)
 	}
 	return v, err
 }

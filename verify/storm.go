@@ -189,25 +189,27 @@ func (m *StormMachine) Observe(port string, t time.Time, cur map[string]uint64, 
 		m.note(pm, r, err.Error())
 		m.tick(pm, t)
 		return nil
-	case !hasPause(cur) && !hasStormEvents(cur):
-		// Gone (a driver reload, PFC off on every priority, a port that
-		// left): no evidence either way, and the windows start over
-		// when the counters return. The detector still sees the
-		// reading: what it covers (nothing) is the soak's NotWatched.
-		m.det.Observe(port, t, cur)
-		m.det.Forget(port)
-		m.note(pm, ReadingVanished, "no pause counters in this reading")
-		m.tick(pm, t)
-		return nil
-	}
-	if pm.Reacted {
+	case pm.Reacted:
 		// The reaction stopped these counters (or removed them): they
 		// say nothing about the storm until it is restored.
-		m.note(pm, ReadingOK, "not read: reacted to")
+		if !hasPause(cur) && !hasStormEvents(cur) {
+			m.note(pm, ReadingVanished, "no pause counters in this reading")
+		} else {
+			m.note(pm, ReadingOK, "not read: reacted to")
+		}
 		m.tick(pm, t)
 		return nil
 	}
 	s := m.det.Observe(port, t, cur)
+	if !m.det.present(port) {
+		// Gone (a driver reload, PFC off on every priority, a port that
+		// left): no evidence either way; the detector dropped the
+		// windows, which start over when the counters return, and
+		// noted what it covers (nothing: the soak's NotWatched).
+		m.note(pm, ReadingVanished, "no pause counters in this reading")
+		m.tick(pm, t)
+		return nil
+	}
 	hot := s != nil || m.det.Hot(port, m.cfg.Guard.MaxPauseOccupancy/2, m.cfg.Guard.MaxPauseFramesPerSecond/2)
 	if bad := m.det.BadSamples(port); bad > pm.bad {
 		pm.bad = bad
