@@ -106,15 +106,20 @@ type Sampler struct {
 
 	// hw caches, per RDMA port, which hw_counters file each counter is
 	// read from: listed once, so that a poll opens only the files it
-	// reads, not every driver's name for each counter in turn.
-	hw map[string]*hwDir
+	// reads, not every driver's name for each counter in turn; and the
+	// directory held open, so that each read resolves one name, not the
+	// whole sysfs path. gen marks the entries the last sample used; the
+	// others (ports gone) are closed.
+	hw  map[string]*hwDir
+	gen uint64
 }
 
 // hwDir is one RDMA port's hw_counters directory as the sampler reads it.
 type hwDir struct {
 	dir   string // ".../hw_counters/"
+	h     nic.Dir
 	names [numCong]string
-	paths [numCong]string // dir + names, built once
+	gen   uint64
 	// stale: a listed file failed to read; the next poll lists again.
 	stale bool
 }
@@ -285,9 +290,16 @@ func (s *Sampler) SampleInto(out *Sample) {
 		out.Ports = make([]PortSample, 0, len(s.Sources))
 	}
 	out.Ports = out.Ports[:0]
+	s.gen++
 	for _, src := range s.Sources {
 		out.Ports = append(out.Ports, PortSample{Source: src})
 		s.read(&out.Ports[len(out.Ports)-1])
+	}
+	for k, d := range s.hw {
+		if d.gen != s.gen {
+			d.h.Close()
+			delete(s.hw, k)
+		}
 	}
 }
 
@@ -312,7 +324,7 @@ func (s *Sampler) read(ps *PortSample) {
 			if n == "" {
 				continue
 			}
-			v, err := s.hwCounter(d.paths[c])
+			v, err := s.hwCounter(d, n)
 			switch {
 			case err == nil:
 				ps.cong[c], ps.has[c], ps.hwNames[c] = v, true, n
@@ -331,17 +343,21 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 	key := dev + "/" + strconv.Itoa(port)
 	d := s.hw[key]
 	if d != nil && !d.stale {
+		d.gen = s.gen
 		return d
 	}
 	if s.hw == nil {
 		s.hw = map[string]*hwDir{}
 	}
 	if d == nil {
-		d = &hwDir{dir: "/sys/class/infiniband/" + key[:len(dev)] + "/ports/" + key[len(dev)+1:] + "/hw_counters/"}
+		d = &hwDir{dir: "/sys/class/infiniband/" + key[:len(dev)] + "/ports/" + key[len(dev)+1:] + "/hw_counters"}
 		s.hw[key] = d
 	}
-	d.names, d.paths, d.stale = [numCong]string{}, [numCong]string{}, false
-	files, err := s.FS.ReadDir(d.dir)
+	d.gen = s.gen
+	d.h.Close()
+	d.names, d.stale = [numCong]string{}, false
+	d.h = s.FS.Dir(d.dir)
+	files, err := d.h.ReadDir(".")
 	if err != nil {
 		d.stale = true
 		return d
@@ -353,7 +369,7 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 	for c, names := range congNames {
 		for _, n := range names {
 			if have[n] {
-				d.names[c], d.paths[c] = n, d.dir+n
+				d.names[c] = n
 				break
 			}
 		}
@@ -361,12 +377,12 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 	return d
 }
 
-// hwCounter reads one hw_counters file as a decimal number. A value that
-// is not one is an error wrapping strconv's, never a zero.
-func (s *Sampler) hwCounter(p string) (uint64, error) {
-	v, err := s.FS.ReadUint(p)
+// hwCounter reads one hw_counters file of d as a decimal number. A value
+// that is not one is an error wrapping strconv's, never a zero.
+func (s *Sampler) hwCounter(d *hwDir, name string) (uint64, error) {
+	v, err := d.h.ReadUint(name)
 	if err != nil && s.Log != nil && (errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange)) {
-		s.Log.Debug("hw_counter not a number", "counter", p, "err", err)
+		s.Log.Debug("hw_counter not a number", "counter", d.dir+"/"+name, "err", err)
 	}
 	return v, err
 }
