@@ -1,10 +1,19 @@
 package agent
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/rocectl/rocectl/apply"
+	"github.com/rocectl/rocectl/host"
+	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
+	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/policy"
+	"github.com/rocectl/rocectl/statedir"
 	"github.com/rocectl/rocectl/verify"
 )
 
@@ -125,5 +134,44 @@ func TestAgentThrottledNoDrops(t *testing.T) {
 	ctrs.poll(simPorts, t0.Add(2*time.Second))
 	if got := value(t, c, "rocectl_throttled_no_drops", map[string]string{"device": "ens1f0np0"}); got != 0 {
 		t.Errorf("with discards: throttled %v, want 0", got)
+	}
+}
+
+// The loop holds an enforce-mode apply while a port is stormed after the
+// guard rolled back (the drift is real: the rollback restored it), says
+// so once per check, and applies again once the port is restored.
+func TestEnforceHeldWhileStormed(t *testing.T) {
+	t.Setenv("NOTIFY_SOCKET", "")
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	prof := filepath.Join(t.TempDir(), "p.toml")
+	body := fmt.Sprintf("include = [%q]\n[guard]\nenabled = false\n", profile("connectx-lossless.toml"))
+	if err := os.WriteFile(prof, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
+	cfg := Config{Profile: prof, Enforce: true, Once: true, Host: h, Store: apply.Store{Store: statedir.Store{Dir: t.TempDir()}}, Log: logs.logger()}
+	l := newLoop(cfg)
+	l.st.storm = newStorms(policy.GuardSpec{Poll: 200 * time.Millisecond, DetectionTime: 200 * time.Millisecond, MaxPauseOccupancy: 0.99})
+	// A storm the guard rolled back, detected now: restored a minute on.
+	l.st.storm.trip(&verify.Storm{Port: "ens1f0np0", Priority: 3, Direction: "rx", At: time.Now()}, true)
+	if err := l.check(context.Background(), "interval"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(logs.records(t, "apply")); n != 0 || l.st.applies["applied"] != 0 {
+		t.Fatalf("applied while stormed: %d apply lines, %v", n, l.st.applies)
+	}
+	held := logs.records(t, "drift: apply held while a port is stormed")
+	if len(held) != 1 || held[0]["ports"] != "ens1f0np0" {
+		t.Fatalf("held lines %v", held)
+	}
+	// Restored (the clock moved past the restoration time): the next
+	// check applies.
+	l.st.storm.tick(time.Now().Add(verify.DefaultRestorationTime))
+	if err := l.check(context.Background(), "interval"); err != nil {
+		t.Fatal(err)
+	}
+	if l.st.applies["applied"] != 1 {
+		t.Errorf("after the restore: applies %v, want one applied", l.st.applies)
 	}
 }
