@@ -299,8 +299,9 @@ func (c *counters) run(ctx context.Context, interval time.Duration, ports func()
 // pause counters while PFC is off).
 func (c *counters) poll(ports []portRef, now time.Time) {
 	type sample struct {
-		key counterKey
-		v   uint64
+		key  counterKey
+		v    uint64
+		wrap bool // a 32-bit counter (verify.Wraps32)
 	}
 	var samples []sample
 	var failed []string
@@ -317,7 +318,7 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 		}
 		for j, s := range counterTable {
 			if v, ok := read1(ps, s); ok {
-				samples = append(samples, sample{counterKey{j, ps.Netdev}, v})
+				samples = append(samples, sample{counterKey{j, ps.Netdev}, v, s.rdma && verify.Wraps32(ps.CongName(s.cong))})
 			}
 		}
 		if c.storm != nil && !ps.IsBond() {
@@ -380,6 +381,7 @@ func (c *counters) poll(ports []portRef, now time.Time) {
 			// First sight: start from the driver's count, so the series
 			// reads as ethtool -S does.
 			t = &counterTotal{total: s.v}
+			t.m.Wrap32 = s.wrap
 			t.m.Next(s.v)
 			c.totals[s.key] = t
 			continue

@@ -175,3 +175,32 @@ func TestEnforceHeldWhileStormed(t *testing.T) {
 		t.Errorf("after the restore: applies %v, want one applied", l.st.applies)
 	}
 }
+
+// mlx5's q counters are 32-bit in firmware: out_of_sequence wrapping past
+// 2^32 adds what was counted across the wrap; np_cnp_sent (64-bit) falling
+// the same way is a reset, held a poll and counted from zero.
+func TestRDMATotalsAcrossA32BitWrap(t *testing.T) {
+	h, _, root := simHost(t)
+	ctrs := newCounters(h, discardLog())
+	c := newCollector(&state{applies: map[string]int{}, storms: map[string]int{}}, ctrs, "dev", "")
+	lbl := map[string]string{"device": "ens1f0np0", "rdma_device": "mlx5_0", "port": "1"}
+	at := time.Date(2026, 12, 4, 4, 0, 0, 0, time.UTC)
+	for i, s := range []struct {
+		oos, cnp       uint64
+		wantOOS, wantC float64
+	}{
+		{1<<32 - 6, 1<<32 - 6, 1<<32 - 6, 1<<32 - 6},
+		{5, 5, 1<<32 + 5, 1<<32 - 6}, // oos wrapped (+11); cnp fell: held
+		{9, 9, 1<<32 + 9, 1<<32 + 3}, // cnp: a reset, 9 since
+	} {
+		setHWCounter(t, root, "mlx5_0", "out_of_sequence", s.oos)
+		setHWCounter(t, root, "mlx5_0", "np_cnp_sent", s.cnp)
+		ctrs.poll(simPorts, at.Add(time.Duration(i)*time.Second))
+		if got := value(t, c, "rocectl_rdma_out_of_sequence_packets_total", lbl); got != s.wantOOS {
+			t.Errorf("poll %d: out of sequence %v, want %v", i, got, s.wantOOS)
+		}
+		if got := value(t, c, "rocectl_cnp_sent_total", lbl); got != s.wantC {
+			t.Errorf("poll %d: CNPs sent %v, want %v", i, got, s.wantC)
+		}
+	}
+}

@@ -110,9 +110,9 @@ func shares(accs []*pauseAcc, window time.Duration) []PauseShare {
 
 // RDMADeltas is how each source's RDMA hardware counters moved from
 // before to after, by source name and RDMACounters' Key. Counters both
-// samples have are listed, zeros included; one that fell (a reset, or a
-// 32-bit mlx5 q counter that wrapped: which, two samples cannot tell) is
-// left out rather than guessed.
+// samples have are listed, zeros included. A 32-bit mlx5 q counter that
+// fell from just below 2^32 to just above 0 wrapped (Wrap32Delta); one
+// that fell otherwise was reset, and is left out rather than guessed.
 func RDMADeltas(before, after *Sample) map[string]map[string]uint64 {
 	prev := make(map[string]*PortSample, len(before.Ports))
 	for i := range before.Ports {
@@ -128,15 +128,23 @@ func RDMADeltas(before, after *Sample) map[string]map[string]uint64 {
 		for c := range CongCounter(numCong) {
 			va, oka := a.Cong(c)
 			vb, okb := b.Cong(c)
-			if !oka || !okb || va < vb || a.CongName(c) != b.CongName(c) {
+			if !oka || !okb || a.CongName(c) != b.CongName(c) {
 				continue
+			}
+			d := va - vb
+			if va < vb {
+				w, ok := Wrap32Delta(vb, va)
+				if !ok || !Wraps32(a.CongName(c)) {
+					continue
+				}
+				d = w
 			}
 			m := out[a.Name()]
 			if m == nil {
 				m = map[string]uint64{}
 				out[a.Name()] = m
 			}
-			m[RDMACounters[c].Key] = va - vb
+			m[RDMACounters[c].Key] = d
 		}
 	}
 	if len(out) == 0 {

@@ -98,3 +98,27 @@ func TestPauseAccResetAndBadRead(t *testing.T) {
 		t.Errorf("accumulated %d µs, %d frames; want 260, 260", a.d, a.f)
 	}
 }
+
+// The soak's RDMA movement: a 32-bit q counter across a wrap counts, a
+// 64-bit one that fell (a reset) and one the driver renamed are left out,
+// zeros stay.
+func TestRDMADeltas(t *testing.T) {
+	src := Source{Netdev: "ens1f0np0", RDMADevice: "mlx5_0", PortNum: 1}
+	ps := func(vals map[CongCounter]uint64, names map[CongCounter]string) PortSample {
+		p := PortSample{Source: src}
+		for c, v := range vals {
+			p.cong[c], p.has[c], p.hwNames[c] = v, true, congNames[c][0]
+			if n, ok := names[c]; ok {
+				p.hwNames[c] = n
+			}
+		}
+		return p
+	}
+	before := &Sample{Ports: []PortSample{ps(map[CongCounter]uint64{OutOfSequence: 1<<32 - 2, CNPSent: 100, PacketSeqErr: 7, OutOfBuffer: 3}, nil)}}
+	after := &Sample{Ports: []PortSample{ps(map[CongCounter]uint64{OutOfSequence: 3, CNPSent: 10, PacketSeqErr: 7, OutOfBuffer: 4},
+		map[CongCounter]string{OutOfBuffer: "rx_out_of_buffer"})}}
+	got := RDMADeltas(before, after)
+	if fmt.Sprint(got) != "map[ens1f0np0:map[out_of_sequence:5 packet_seq_err:0]]" {
+		t.Errorf("deltas %v", got)
+	}
+}
