@@ -145,6 +145,12 @@ func portRates(p *watchCounters, cs *PortSample, secs float64) WatchPort {
 			r := WatchRDMA{Key: RDMACounters[k].Key, Counter: c.name[k], Total: *v}
 			if p.name[k] == c.name[k] {
 				r.PerS = perSecond(p.rdma[k], v, secs)
+				if pv := p.rdma[k]; pv != nil && *v < *pv && Wraps32(c.name[k]) && secs > 0 {
+					if d, ok := Wrap32Delta(*pv, *v); ok {
+						rate := float64(d) / secs
+						r.PerS = &rate
+					}
+				}
 			}
 			w.RDMA = append(w.RDMA, r)
 		}
