@@ -435,9 +435,11 @@ func (l *loop) check(ctx context.Context, why string) error {
 	if !l.cfg.Enforce {
 		return nil
 	}
-	// A port still stormed after the guard rolled back holds every apply
-	// until it is restored: applying now would bring the storm back.
-	if ports, until := st.storm.held(time.Now()); len(ports) > 0 {
+	// A port still stormed (the guard rolled back, or the poll sees one)
+	// holds every apply until it is restored: applying now would bring
+	// the storm back. A profile whose guard is off asked for no storm
+	// reactions.
+	if ports, until := st.storm.held(time.Now()); len(ports) > 0 && p.Guard.Enabled {
 		l.log.Warn("drift: apply held while a port is stormed", "ports", strings.Join(ports, " "), "restore_at", until.Format(time.RFC3339))
 		return nil
 	}

@@ -144,7 +144,9 @@ func TestEnforceHeldWhileStormed(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "")
 	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
 	prof := filepath.Join(t.TempDir(), "p.toml")
-	body := fmt.Sprintf("include = [%q]\n[guard]\nenabled = false\n", profile("connectx-lossless.toml"))
+	// The guard on (a profile with it off asks for no storm reactions),
+	// no soak (the test's apply would wait a minute).
+	body := fmt.Sprintf("include = [%q]\n[guard]\nsoak = \"0s\"\n", profile("connectx-lossless.toml"))
 	if err := os.WriteFile(prof, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +175,21 @@ func TestEnforceHeldWhileStormed(t *testing.T) {
 	}
 	if l.st.applies["applied"] != 1 {
 		t.Errorf("after the restore: applies %v, want one applied", l.st.applies)
+	}
+
+	// With the guard off in the profile, a stormed port holds nothing.
+	if err := os.WriteFile(prof, []byte(fmt.Sprintf("include = [%q]\n[guard]\nenabled = false\n", profile("connectx-lossless.toml"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root2, sim2 := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	l.cfg.Host = &host.Host{FS: nic.NewFS(root2, false), K: sim2}
+	l.lastApply = time.Time{}
+	l.st.storm.trip(&verify.Storm{Port: "ens1f0np0", Priority: 3, Direction: "rx", At: time.Now()}, true)
+	if err := l.check(context.Background(), "interval"); err != nil {
+		t.Fatal(err)
+	}
+	if l.st.applies["applied"] != 2 {
+		t.Errorf("guard off: applies %v, want the second applied", l.st.applies)
 	}
 }
 

@@ -161,6 +161,14 @@ func NewStormMachine(cfg StormConfig) *StormMachine {
 	if cfg.MaxRestorationTime < cfg.RestorationTime {
 		cfg.MaxRestorationTime = 16 * cfg.RestorationTime
 	}
+	// A zero threshold would call every window a storm: the profile's
+	// defaults (policy refuses less than 0.01 and 100 ms).
+	if cfg.Guard.MaxPauseOccupancy <= 0 {
+		cfg.Guard.MaxPauseOccupancy = 0.99
+	}
+	if cfg.Guard.DetectionTime <= 0 {
+		cfg.Guard.DetectionTime = 200 * time.Millisecond
+	}
 	return &StormMachine{cfg: cfg, det: NewDetector(cfg.Guard), ports: map[string]*portMachine{}}
 }
 
