@@ -45,6 +45,24 @@ func TestSamplerRDMACountersByDriver(t *testing.T) {
 			t.Errorf("mlx5 has %d of the %d counters: %v", len(vals), numCong, vals)
 		}
 	})
+	// The upstream host's hw_counters are the names of a real `rdma
+	// statistic show link rocep8s0f0/1` (testdata/captures/mlx5-rdma-
+	// statistic-show-link-rocep8s0f0-optional-cc.txt, an upstream kernel
+	// with the RoCE accelerator set): every counter rocectl reads is there,
+	// under its mlx5 name.
+	t.Run("mlx5 upstream, rdma statistic capture", func(t *testing.T) {
+		root, sim := fixturehost.Copy(t, "cx7-upstream-factory")
+		fs := nic.NewFS(root, false)
+		_, names, _ := hwOf(t, &Sampler{K: sim, FS: &fs, Sources: []Source{{Netdev: "enp8s0f0np0", RDMADevice: "rocep8s0f0", PortNum: 1}}})
+		if len(names) != int(numCong) {
+			t.Errorf("%d of the %d counters: %v", len(names), numCong, names)
+		}
+		for k, n := range names {
+			if k != n {
+				t.Errorf("%s read from %q, want mlx5's own name", k, n)
+			}
+		}
+	})
 	t.Run("bnxt_re", func(t *testing.T) {
 		root, sim := fixturehost.Copy(t, "bnxt-re-factory")
 		fs := nic.NewFS(root, false)
