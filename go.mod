@@ -3,7 +3,6 @@ module github.com/rocectl/rocectl
 go 1.26.0
 
 require (
-	github.com/Mellanox/rdmamap v1.2.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/pelletier/go-toml/v2 v2.4.3

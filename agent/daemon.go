@@ -97,6 +97,8 @@ type state struct {
 	// matched at the last check (nil: none), with its traffic settings.
 	probePort *port.Port
 	traffic   verify.TrafficConfig
+	// storm is every watched port's storm state (its own lock).
+	storm *storms
 }
 
 // driftGroup is the drift of one setting kind on one port ("" device:
@@ -250,6 +252,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	l.st.profile = p.Name
+	l.st.storm = newStorms(p.Guard)
 	// Goroutines started here end with Run: cancel stops them, and wg
 	// (deferred first, so it waits last) joins those that report to it.
 	var wg sync.WaitGroup
@@ -277,6 +280,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var ctrs *counters
 	if cfg.MetricsAddr != "" {
 		ctrs = newCounters(h, l.log)
+		ctrs.storm = l.st.storm
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 			newCollector(l.st, ctrs, cfg.Version, cfg.Revision))
@@ -369,6 +373,7 @@ func Run(ctx context.Context, cfg Config) error {
 			l.check(ctx, settleWhy)
 		case <-deadlines.C:
 			l.revertExpired()
+			l.st.storm.tick(time.Now())
 		case <-wdTick:
 		}
 	}
@@ -479,6 +484,14 @@ func (l *loop) check(ctx context.Context, why string) error {
 	if !l.cfg.Enforce {
 		return nil
 	}
+	// A port still stormed (the guard rolled back, or the poll sees one)
+	// holds every apply until it is restored: applying now would bring
+	// the storm back. A profile whose guard is off asked for no storm
+	// reactions.
+	if ports, until := st.storm.held(time.Now()); len(ports) > 0 && p.Guard.Enabled {
+		l.log.Warn("drift: apply held while a port is stormed", "ports", strings.Join(ports, " "), "restore_at", until.Format(time.RFC3339))
+		return nil
+	}
 	if !l.lastApply.IsZero() && time.Since(l.lastApply) < l.cfg.MinApplyInterval {
 		level := slog.LevelInfo
 		if change == DriftSame {
@@ -498,6 +511,11 @@ func (l *loop) check(ctx context.Context, why string) error {
 		st.storms[storm.Port]++
 	}
 	st.mu.Unlock()
+	if storm != nil {
+		// Rolled back: the rollback stopped the port's PFC counters, so
+		// the restore goes by the clock.
+		st.storm.trip(storm, result == "rolled_back")
+	}
 	return nil
 }
 

@@ -521,6 +521,8 @@ func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func BenchmarkPoll(b *testing.B) {
 	root, sim := fixturehost.Copy(b, "cx6dx-ofed-factory")
 	ctrs := newCounters(&host.Host{FS: nic.NewFS(root, true), K: sim}, discardLog())
+	// With the storm machine, as the agent polls.
+	ctrs.storm = newStorms(policy.GuardSpec{Poll: 200 * time.Millisecond, DetectionTime: 200 * time.Millisecond, MaxPauseOccupancy: 0.99})
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -40,3 +40,13 @@ func CounterSources(pr *Prepared) []verify.CounterSource {
 	s := &verify.Sampler{K: pr.Host.K, Sources: src}
 	return s.CounterSources(verify.Source.Name)
 }
+
+// RDMASampler reads the RDMA hardware counters of every matched port (a
+// bond's are the bond's), for the soak's GuardReport.RDMA.
+func RDMASampler(pr *Prepared) *verify.Sampler {
+	var src []verify.Source
+	for _, dp := range pr.Desired.Ports {
+		src = verify.AppendSources(src, dp.Port)
+	}
+	return &verify.Sampler{K: pr.Host.K, FS: &pr.Host.FS, Sources: src}
+}

@@ -190,7 +190,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		storm, rep, err := verify.Guard(ctx, CounterSources(pr), verify.GuardConfig{
 			Soak: g.Soak, Poll: g.Poll, DetectionTime: g.DetectionTime,
 			MaxPauseOccupancy: g.MaxPauseOccupancy, MaxPauseFramesPerSecond: g.MaxPauseFramesPerSecond,
-			Progress: opts.Progress,
+			Progress: opts.Progress, RDMA: RDMASampler(pr),
 		})
 		if ctx.Err() != nil {
 			return interrupted(ctx, txn, res), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -254,7 +256,7 @@ func setSoak(rep *doc.Plan, res *apply.Result) {
 // guardDoc is the soak's report as the plan document carries it.
 func guardDoc(g *verify.GuardReport) *doc.Guard {
 	d := &doc.Guard{Polls: g.Polls, WorstOccupied: g.WorstOccupied, WorstWhere: g.WorstWhere, Discards: g.Discards,
-		ReadErrors: g.ReadErrors, BadSamples: g.BadSamples, NotWatched: g.NotWatched}
+		ReadErrors: g.ReadErrors, BadSamples: g.BadSamples, NotWatched: g.NotWatched, RDMA: g.RDMA}
 	if g.Ports != nil {
 		d.Ports = make(map[string]*doc.GuardPort, len(g.Ports))
 		for name, p := range g.Ports {
@@ -262,11 +264,30 @@ func guardDoc(g *verify.GuardReport) *doc.Guard {
 				d.Ports[name] = nil
 				continue
 			}
-			d.Ports[name] = &doc.GuardPort{Watched: p.Watched, WorstOccupancy: p.WorstOccupancy, WorstWhere: p.WorstWhere,
-				Counters: pauseCounterDocs(p.Counters), BadSamples: p.BadSamples}
+			gp := &doc.GuardPort{Watched: p.Watched, WorstOccupancy: p.WorstOccupancy, WorstWhere: p.WorstWhere,
+				Counters: pauseCounterDocs(p.Counters), BadSamples: p.BadSamples,
+				WindowNs: int64(p.Window), DiscardGrowth: p.DiscardGrowth, DiscardsKnown: p.DiscardsKnown,
+				ThrottledNoDrops: p.Throttled}
+			for _, s := range p.Pause {
+				gp.Pause = append(gp.Pause, doc.PauseShare(s))
+			}
+			for _, w := range p.ThrottledNoDrops {
+				gp.ThrottledWhere = append(gp.ThrottledWhere, doc.Throttled(w))
+			}
+			if st, ok := g.States[name]; ok {
+				gp.Storm = portStormDoc(st)
+			}
+			d.Ports[name] = gp
 		}
 	}
 	return d
+}
+
+// portStormDoc is a port's storm state as documents carry it.
+func portStormDoc(st verify.PortStorm) *doc.PortStorm {
+	return &doc.PortStorm{State: st.State.String(), Detected: st.Detected, Restored: st.Restored,
+		DetectedAt: st.DetectedAt, RestoredAt: st.RestoredAt, DetectionNs: int64(st.DetectionTime), RestorationNs: int64(st.RestorationTime),
+		Reading: string(st.Reading), ReadingNote: st.ReadingNote, BadReadings: st.BadReadings}
 }
 
 // pauseCounterDocs converts verify's pause counters; nil stays nil.
@@ -302,6 +323,18 @@ func (env *Env) renderSoak(res *apply.Result) {
 	}
 	if s.BadSamples > 0 {
 		fmt.Fprintf(env.Stdout, "  note: %d bad pause counter sample(s) skipped (a counter that fell for one poll, or more pause than time), not a storm\n", s.BadSamples)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Ports)) {
+		for _, w := range s.Ports[name].ThrottledNoDrops {
+			fmt.Fprintf(env.Stdout, "  note: %s throttled with no drops: %s\n", name, w)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.RDMA)) {
+		for _, k := range verify.RDMALossKeys {
+			if n := s.RDMA[name][k]; n > 0 {
+				fmt.Fprintf(env.Stdout, "  note: %s %s grew by %d during the soak (loss on the RDMA transport)\n", name, k, n)
+			}
+		}
 	}
 }
 

@@ -77,5 +77,28 @@ func TestApplySaysWhichPortsTheGuardCannotWatch(t *testing.T) {
 		if !slices.Contains(p0.Counters, counter{3, "rx_prio3_pause_duration"}) {
 			t.Errorf("ens1f0np0 counters = %+v", p0.Counters)
 		}
+		// The soak's result in the document, valid under its schema: per
+		// port the storm state, pause attribution and "throttled with no
+		// drops"; per RDMA port the hardware counters' movement.
+		doc := validDoc(t, compileSchema(t, "report"), out)
+		guard := doc["guard"].(map[string]any)
+		ports := guard["ports"].(map[string]any)
+		g0, g1 := ports["ens1f0np0"].(map[string]any), ports["ens1f1np1"].(map[string]any)
+		if st := g0["storm"].(map[string]any); st["state"] != "operational" || st["reading"] != "ok" {
+			t.Errorf("ens1f0np0 storm state %v", st)
+		}
+		if st := g1["storm"].(map[string]any); st["state"] != "unknown" || st["reading"] != "vanished" {
+			t.Errorf("ens1f1np1 (no pause counters) storm state %v", st)
+		}
+		if g0["throttled_no_drops"] != "no" || g0["discards_known"] != true || g1["throttled_no_drops"] != "unknown" {
+			t.Errorf("throttled_no_drops %v/%v (discards known %v)", g0["throttled_no_drops"], g1["throttled_no_drops"], g0["discards_known"])
+		}
+		if pause, _ := g0["pause"].([]any); len(pause) == 0 {
+			t.Errorf("ens1f0np0 has no pause attribution: %v", g0)
+		}
+		rdma, _ := guard["rdma"].(map[string]any)
+		if r0, _ := rdma["ens1f0np0"].(map[string]any); r0["out_of_sequence"] != 0.0 || r0["roce_adp_retrans"] != 0.0 {
+			t.Errorf("rdma movement over the soak: %v", rdma)
+		}
 	})
 }

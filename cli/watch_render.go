@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -129,7 +130,57 @@ func widePort(p verify.WatchPort) []string {
 		rx, tx := pausePair(g.RX), pausePair(g.TX)
 		out = append(out, wideRow("", "", "global", rx[0], rx[1], tx[0], tx[1]))
 	}
+	return append(out, extraLines(p, strings.Repeat(" ", watchCols[0].width+watchCols[1].width+2))...)
+}
+
+// extraLines are the lines under a port's rows: its RDMA counters and
+// "throttled with no drops", indented by ind.
+func extraLines(p verify.WatchPort, ind string) []string {
+	var out []string
+	if l := rdmaLine(p); l != "" {
+		out = append(out, ind+l)
+	}
+	for _, w := range p.ThrottledWhere {
+		scope := "priority " + strconv.Itoa(w.Priority)
+		if w.Priority == verify.GlobalPause {
+			scope = "global pause"
+		}
+		out = append(out, fmt.Sprintf("%s! throttled with no drops: %s (%s) paused %.0f%%, every discard counter flat", ind, scope, w.Direction, w.PausePct))
+	}
 	return out
+}
+
+// rdmaLine is "rdma/s oos 0  seq-nak 0 ...": the transport's loss
+// counters always (where the driver has them), the others only while
+// they move; the CNP and ECN counters have columns of their own.
+func rdmaLine(p verify.WatchPort) string {
+	var parts []string
+	for _, r := range p.RDMA {
+		short, loss := rdmaShort(r.Key)
+		if short == "" || (!loss && (r.PerS == nil || *r.PerS == 0)) {
+			continue
+		}
+		parts = append(parts, short+" "+fmtRate(r.PerS))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "rdma/s  " + strings.Join(parts, "  ")
+}
+
+// rdmaShort is the counter's short name on screen and whether it is a
+// loss signal; "" for the counters with columns of their own.
+func rdmaShort(key string) (string, bool) {
+	switch key {
+	case "np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets":
+		return "", false
+	}
+	for _, c := range verify.RDMACounters {
+		if c.Key == key {
+			return c.Short, slices.Contains(verify.RDMALossKeys, key)
+		}
+	}
+	return key, false
 }
 
 func narrowPort(p verify.WatchPort) []string {
@@ -153,7 +204,7 @@ func narrowPort(p verify.WatchPort) []string {
 	if g := p.GlobalPause; g != nil {
 		out = append(out, row("global", g.RX, g.TX, ""))
 	}
-	return out
+	return append(out, extraLines(p, "  ")...)
 }
 
 // prioDiscards is what the DISC/s column shows for a priority: buffer

@@ -279,3 +279,37 @@ func TestWatchCommand(t *testing.T) {
 		t.Errorf("--interval 0: exit %d %s", code, errs)
 	}
 }
+
+// "Throttled with no drops" and the RDMA counters on screen and in JSON:
+// the partner pauses priority 3 of port 0 for a quarter of the interval
+// while no discard counter moves, and its RDMA port sees packets out of
+// sequence and adaptive retransmissions. Port 1 is quiet: "no".
+func TestWatchThrottledNoDropsAndRDMA(t *testing.T) {
+	w := newWatchSim(t)
+	prev := w.s.Sample()
+	w.now = w.now.Add(time.Second)
+	w.sim.AddStat("ens1f0np0", "rx_prio3_pause_duration", 250_000)
+	w.sim.AddStat("ens1f0np0", "rx_prio3_pause", 5000)
+	w.hw("mlx5_0", "out_of_sequence", 5)
+	w.hw("mlx5_0", "roce_adp_retrans", 2)
+	rep := verify.Rates(prev, w.s.Sample())
+	p0, p1 := rep.Ports[0], rep.Ports[1]
+	if p0.ThrottledNoDrops != "yes" || len(p0.ThrottledWhere) != 1 || p0.ThrottledWhere[0] != (verify.WatchThrottled{Priority: 3, Direction: "rx", PausePct: 25}) {
+		t.Errorf("port 0: %q %+v", p0.ThrottledNoDrops, p0.ThrottledWhere)
+	}
+	if p1.ThrottledNoDrops != "no" {
+		t.Errorf("port 1: %q", p1.ThrottledNoDrops)
+	}
+	text := strings.Join(watchLines(watchHead{interval: time.Second, scope: "all RoCE ports"}, rep, 0), "\n")
+	for _, want := range []string{
+		"                      rdma/s  oos 5.0  seq-nak 0  impl-nak 0  ack-tmo 0  no-wqe 0  adp-rtx 2.0\n",
+		"                      ! throttled with no drops: priority 3 (rx) paused 25%, every discard counter flat\nens1f1np1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %q in\n%s", want, text)
+		}
+	}
+	if strings.Count(text, "throttled") != 1 {
+		t.Errorf("throttled shown on the quiet port too:\n%s", text)
+	}
+}

@@ -1,6 +1,9 @@
 package doc
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Plan is the JSON document of audit and apply (docs/schema/report.json):
 // the contract Ansible's changed_when / failed_when and `rocectl report`
@@ -126,6 +129,10 @@ type Guard struct {
 	NotWatched []string `json:"not_watched,omitempty"`
 	// Ports is what the guard read on each port, global pause included.
 	Ports map[string]*GuardPort `json:"ports,omitempty"`
+	// RDMA is, per port with an RDMA device (a RoCE LAG's under the
+	// bond's name), how its hardware counters moved over the soak, by
+	// rocectl's key (mlx5's name); a counter that fell is left out.
+	RDMA map[string]map[string]uint64 `json:"rdma,omitempty"`
 }
 
 // GuardPort is one port's share of a soak.
@@ -138,6 +145,55 @@ type GuardPort struct {
 	// BadSamples counts the port's pause counter readings that were bad:
 	// one that fell and was back at the next poll, or more pause than time.
 	BadSamples int `json:"bad_samples,omitempty"`
+	// WindowNs is the time from the port's first reading to its last;
+	// Pause what was paused over it per priority and direction (rx
+	// received, tx sent).
+	WindowNs int64        `json:"window_ns,omitempty"`
+	Pause    []PauseShare `json:"pause,omitempty"`
+	// DiscardGrowth is the growth of the port's discard counters over
+	// the window; DiscardsKnown that it had one at every reading.
+	DiscardGrowth uint64 `json:"discard_growth,omitempty"`
+	DiscardsKnown bool   `json:"discards_known,omitempty"`
+	// ThrottledNoDrops is "yes", "no" or "unknown": paused at least the
+	// threshold of the window on some priority (or global pause) while
+	// every discard counter stayed flat; ThrottledWhere where.
+	ThrottledNoDrops string      `json:"throttled_no_drops,omitempty"`
+	ThrottledWhere   []Throttled `json:"throttled_where,omitempty"`
+	// Storm is the port's storm state when the soak ended.
+	Storm *PortStorm `json:"storm,omitempty"`
+}
+
+// PauseShare is one priority's (or global pause's) pause in one direction
+// over a window: changes, not counter values.
+type PauseShare struct {
+	Priority    int     `json:"priority"` // 0-7, or -1 for global pause
+	Direction   string  `json:"direction"`
+	Frames      uint64  `json:"frames"`
+	DurationUs  uint64  `json:"duration_us,omitempty"`
+	HasDuration bool    `json:"has_duration"`
+	Occupancy   float64 `json:"occupancy"`
+}
+
+// Throttled is one place of a port "throttled with no drops".
+type Throttled struct {
+	Priority  int     `json:"priority"`
+	Direction string  `json:"direction"`
+	Occupancy float64 `json:"occupancy"`
+}
+
+// PortStorm is one port's storm state (operational, stormed, restored,
+// unknown), with its counts and times and what its last reading was.
+type PortStorm struct {
+	State         string    `json:"state"`
+	Detected      int       `json:"storms_detected"`
+	Restored      int       `json:"storms_restored"`
+	DetectedAt    time.Time `json:"detected_at,omitzero"`
+	RestoredAt    time.Time `json:"restored_at,omitzero"`
+	DetectionNs   int64     `json:"detection_window_ns,omitempty"`
+	RestorationNs int64     `json:"restoration_ns,omitempty"`
+	Reading       string    `json:"reading"`
+	ReadingNote   string    `json:"reading_note,omitempty"`
+	BadReadings   int       `json:"bad_readings,omitempty"`
 }
 
 // PauseCounter is one pause counter pair of a port, whatever the driver

@@ -38,6 +38,34 @@ type WatchPort struct {
 	StormWarningEvents *uint64 `json:"storm_warning_events,omitempty"`
 	StormErrorEvents   *uint64 `json:"storm_error_events,omitempty"`
 	StormEventsNew     *uint64 `json:"storm_events_new,omitempty"`
+	// RDMA are the RDMA port's hardware counters the driver has (a
+	// bond's on the bond's row), in a fixed order: transport loss,
+	// CNPs ignored, mlx5's RoCE accelerator counters, and the DCQCN
+	// ones the columns above show too.
+	RDMA []WatchRDMA `json:"rdma,omitempty"`
+	// ThrottledNoDrops is "yes" when a priority (or global pause) was
+	// paused at least 10 % of the interval while every discard counter
+	// of the port stayed flat, "no" when not, "unknown" when the port
+	// has no discard counter to judge by (absent on a bond's row);
+	// ThrottledWhere where.
+	ThrottledNoDrops string           `json:"throttled_no_drops,omitempty"`
+	ThrottledWhere   []WatchThrottled `json:"throttled_where,omitempty"`
+}
+
+// WatchRDMA is one RDMA hardware counter of a port.
+type WatchRDMA struct {
+	// Key is rocectl's name (mlx5's), Counter the driver's file.
+	Key     string   `json:"key"`
+	Counter string   `json:"counter"`
+	Total   uint64   `json:"total"`
+	PerS    *float64 `json:"per_s,omitempty"`
+}
+
+// WatchThrottled is one place a port was throttled with no drops.
+type WatchThrottled struct {
+	Priority  int     `json:"priority"` // -1: global pause
+	Direction string  `json:"direction"`
+	PausePct  float64 `json:"pause_pct"`
 }
 
 // WatchPrio is one priority that has pause counters on the port.

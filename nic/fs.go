@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -354,6 +355,21 @@ func fileKind(mode uint32) string {
 		}
 	}
 	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
+}
+
+// ReadUint reads a one-line decimal attribute (an RDMA hw_counters file)
+// as a number, without making a string of it: the agent reads hundreds a
+// second. A content that is not a number is an error wrapping strconv's
+// (errors.Is strconv.ErrSyntax or ErrRange), never a 0.
+func (f FS) ReadUint(p string) (uint64, error) { return f.readUint(where{rel: p}) }
+
+func (f FS) readUint(w where) (uint64, error) {
+	var buf [attrBuf]byte
+	b, err := f.readWith(w, buf[:0])
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 }
 
 // ReadTrimmed returns the file's content with surrounding space removed.
@@ -800,6 +816,13 @@ func (d Dir) openRel(rel string, flags int) (int, error) {
 // ReadString reads d/rel as FS.ReadString does.
 func (d Dir) ReadString(rel string) (string, error) {
 	return d.fs.readString(where{d: d, in: true, rel: rel})
+}
+
+// ReadUint reads d/rel as FS.ReadUint does: opened below the held
+// directory, one path component to resolve instead of the whole sysfs
+// path.
+func (d Dir) ReadUint(rel string) (uint64, error) {
+	return d.fs.readUint(where{d: d, in: true, rel: rel})
 }
 
 // ReadTrimmed reads d/rel as FS.ReadTrimmed does.

@@ -82,15 +82,16 @@ var pauseSpecs = func() []pauseSpec {
 // looks both spellings up.
 var stormEventNames = []string{"tx_pause_storm_error_events", "tx_pause_storm_warning_events"}
 
-// discardNames are the receive drop counters the soak reports growth of
-// (a lossless priority that drops is misconfigured even without a storm):
-// mlx5's rx_discards_phy (RFC 2863 if_in_discards), rx_prio<p>_discards
+// discardNames are the drop counters the soak reports growth of (a
+// lossless priority that drops is misconfigured even without a storm), and
+// that "throttled with no drops" needs flat: mlx5's rx_discards_phy (RFC
+// 2863 if_in_discards) and tx_discards_phy, rx_prio<p>_discards
 // (per-priority traffic group, newer kernels; the txpause fixture has
 // rx_prio0_discards 58591314012) and rx_prio<p>_buf_discard (per-TC
 // no_buffer_discard_uc, with the sbcam_reg cap); bnxt_en's
 // rx_discard_packets_cos<q> (per CoS queue, not per priority).
 var discardNames = func() []string {
-	n := []string{"rx_discards_phy"}
+	n := []string{"rx_discards_phy", "tx_discards_phy"}
 	for p := 0; p < 8; p++ {
 		n = append(n, fmt.Sprintf("rx_prio%d_discards", p), fmt.Sprintf("rx_prio%d_buf_discard", p),
 			fmt.Sprintf("rx_discard_packets_cos%d", p))
@@ -123,6 +124,40 @@ type Monotonic struct {
 	last            uint64
 	dip             uint64
 	started, dipped bool
+	// Wrap32 marks a counter the firmware keeps in 32 bits (mlx5's
+	// RDMA q counters, Wraps32): a reading just past 2^32 from one just
+	// below it is a wrap (Wrap32Delta), counted at once.
+	Wrap32 bool
+}
+
+// wrapBand is how near 2^32 a 32-bit counter must be, and how far past 0
+// it may be, for a fall to be a wrap rather than a reset: 16 Mi events
+// between two readings, far more than any loss counter moves in a poll,
+// far less than the distance of a reset from the top.
+const wrapBand = 1 << 24
+
+// Wrap32Delta is cur-prev for a 32-bit counter that fell from just below
+// 2^32 to just above 0, and false for any other fall (a reset).
+func Wrap32Delta(prev, cur uint64) (uint64, bool) {
+	const top = 1 << 32
+	if cur < prev && prev < top && prev >= top-wrapBand && cur < wrapBand {
+		return cur + (top - prev), true
+	}
+	return 0, false
+}
+
+// Wraps32 says whether a driver's hw_counters file is a 32-bit counter
+// that wraps: mlx5's q counters (query_q_counter_out fields, 32 bits in
+// firmware, widened to u64 by the driver without a carry; reference
+// §A4.2). mlx5's congestion counters are 64-bit; bnxt_re's and irdma's
+// values are 64-bit accumulations by their drivers.
+func Wraps32(name string) bool {
+	switch name {
+	case "out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err", "out_of_buffer",
+		"roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart", "roce_slow_restart_cnps", "roce_slow_restart_trans":
+		return true
+	}
+	return false
 }
 
 // StepKind says what a reading was to a Monotonic.
@@ -139,15 +174,24 @@ const (
 	// Reset: the reading before (a dip) was a reset; Delta is what was
 	// counted since the reset, from zero.
 	Reset
+	// Wrap: a Wrap32 counter went past 2^32; Delta counts across it.
+	Wrap
 )
 
 // Next takes one reading and returns what it adds and what it was. The
 // first reading is the baseline: Rise with no Delta.
 func (m *Monotonic) Next(v uint64) (delta uint64, kind StepKind) {
+	if m.Wrap32 && m.started && !m.dipped && v < m.last {
+		if d, ok := Wrap32Delta(m.last, v); ok {
+			m.last = v
+			return d, Wrap
+		}
+	}
 	switch {
 	case !m.started:
 		m.started, m.last = true, v
 		return 0, Rise
+
 	case m.dipped && v >= m.last:
 		// Back up: the dip was a bad read; the growth counts once,
 		// from before it.

@@ -202,3 +202,39 @@ func TestMonotonic(t *testing.T) {
 		})
 	}
 }
+
+// A 32-bit q counter (mlx5 out_of_sequence) just below 2^32 that reads
+// just above 0 wrapped: counted across at once. A fall from anywhere else
+// is still a reset (held, then counted from zero), and a counter not
+// marked Wrap32 never wraps.
+func TestMonotonicWrap32(t *testing.T) {
+	const top = 1 << 32
+	type step struct {
+		v     uint64
+		delta uint64
+		kind  StepKind
+	}
+	for _, c := range []struct {
+		name   string
+		wrap32 bool
+		steps  []step
+	}{
+		{"wrap", true, []step{{top - 6, 0, Rise}, {5, 11, Wrap}, {9, 4, Rise}}},
+		{"reset from low", true, []step{{1000, 0, Rise}, {5, 0, Dip}, {7, 7, Reset}}},
+		{"reset from above 2^32 (not a 32-bit value)", true, []step{{top + 10, 0, Rise}, {5, 0, Dip}, {7, 7, Reset}}},
+		{"not wrap32: a reset", false, []step{{top - 6, 0, Rise}, {5, 0, Dip}, {9, 9, Reset}}},
+		{"far past 0: a reset", true, []step{{top - 6, 0, Rise}, {1 << 25, 0, Dip}, {1<<25 + 1, 1<<25 + 1, Reset}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := Monotonic{Wrap32: c.wrap32}
+			for i, s := range c.steps {
+				if d, k := m.Next(s.v); d != s.delta || k != s.kind {
+					t.Errorf("reading %d (%d): delta %d kind %d, want %d kind %d", i, s.v, d, k, s.delta, s.kind)
+				}
+			}
+		})
+	}
+	if !Wraps32("out_of_sequence") || Wraps32("np_cnp_sent") || Wraps32("oos_drop_count") {
+		t.Error("Wraps32: mlx5 q counters only")
+	}
+}

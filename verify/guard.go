@@ -66,9 +66,15 @@ type GuardConfig struct {
 	DetectionTime           time.Duration
 	MaxPauseOccupancy       float64
 	MaxPauseFramesPerSecond float64 // 0 = off
+	// ThrottleOccupancy is the "throttled with no drops" threshold
+	// (DefaultThrottleOccupancy when 0).
+	ThrottleOccupancy float64
 	// Progress, when non-nil, gets a one-line status each poll ("\r"
 	// rewritten): give it a terminal, or nil to stay quiet.
 	Progress io.Writer
+	// RDMA, when set, reads the ports' RDMA hardware counters at the
+	// soak's start and end: GuardReport.RDMA.
+	RDMA *Sampler
 	// Now and Sleep default to the real clock; tests drive them.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -112,6 +118,14 @@ type GuardReport struct {
 	// Ports is what the guard read on each port, global pause included,
 	// for reports and metrics.
 	Ports map[string]*PortWatch `json:"ports,omitempty"`
+	// States is each port's storm state at the end of the soak (or at
+	// its storm): operational, stormed, or unknown with the reason its
+	// counters could not be used.
+	States map[string]PortStorm `json:"storm_states,omitempty"`
+	// RDMA is, per port with an RDMA device (a bond's is the bond's),
+	// how its hardware counters moved over the soak, by
+	// RDMACounters' Key; a counter that fell (a reset) is left out.
+	RDMA map[string]map[string]uint64 `json:"rdma,omitempty"`
 }
 
 // PortWatch is one port's share of a soak.
@@ -129,6 +143,19 @@ type PortWatch struct {
 	// put more pause than time in the window (occupancy above
 	// MaxPlausibleOccupancy).
 	BadSamples int `json:"bad_samples,omitempty"`
+	// Window is the time from the port's first reading to its last;
+	// Pause what was paused over it, per priority and direction (rx
+	// received, tx sent), resets and bad reads counted once.
+	Window time.Duration `json:"window_ns"`
+	Pause  []PauseShare  `json:"pause,omitempty"`
+	// DiscardGrowth is how much the port's discard counters grew over
+	// the window; DiscardsKnown that it had one at every reading.
+	DiscardGrowth uint64 `json:"discard_growth"`
+	DiscardsKnown bool   `json:"discards_known"`
+	// Throttled is "yes", "no" or "unknown" (no discard counter to
+	// judge by) for "throttled with no drops"; ThrottledNoDrops where.
+	Throttled        string      `json:"throttled_no_drops"`
+	ThrottledNoDrops []Throttled `json:"throttled_where,omitempty"`
 }
 
 // sample is one reading of a pause counter pair.
@@ -168,6 +195,20 @@ type seriesKey struct {
 type portState struct {
 	coverage Coverage
 	watch    PortWatch
+	// hotOcc and hotFPS are the highest occupancy and frame rate over a
+	// whole window in the last Observe (Hot).
+	hotOcc, hotFPS float64
+	// seen: the last Observe found a pause or storm event counter.
+	seen bool
+	// Pause attribution over everything observed: one accumulation per
+	// pauseSpecs entry, from first to last; discard growth and whether
+	// a discard counter was there at every reading.
+	acc           []*pauseAcc
+	first, last   time.Time
+	discGrowth    uint64
+	discSeen      bool
+	discEveryTime bool
+	readings      int
 }
 
 // Detector is the storm rule over successive counter samples. It is pure:
@@ -202,6 +243,12 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		d.ports[port] = ps
 		d.order = append(d.order, port)
 	}
+	ps.hotOcc, ps.hotFPS, ps.seen = 0, 0, false
+	if ps.readings == 0 {
+		ps.first, ps.discEveryTime = t, true
+	}
+	ps.readings++
+	ps.last = t
 	// Events and discards through a Monotonic each: a reading that dips
 	// and comes back adds nothing twice (a dip then 5 again is no 5 new
 	// events), a reset adds what was counted since it.
@@ -210,17 +257,23 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 		if !ok {
 			continue
 		}
+		ps.seen = true
 		if n, _ := d.track(port, ev, c); n > 0 {
 			return &Storm{Port: port, Priority: -1, Direction: "tx", At: t,
 				Reason: fmt.Sprintf("the NIC counted %d new %s (its own PFC storm watchdog fired)", n, ev)}
 		}
 	}
+	anyDisc := false
 	for _, name := range discardNames {
 		if c, ok := cur[name]; ok {
 			n, _ := d.track(port, name, c)
 			d.disc[discKey{port, name}] += n
+			ps.discGrowth += n
+			anyDisc = true
 		}
 	}
+	ps.discSeen = ps.discSeen || anyDisc
+	ps.discEveryTime = ps.discEveryTime && anyDisc
 	if !ps.coverage.StormEvents {
 		for _, ev := range stormEventNames {
 			if _, ok := trimmedStat(cur, ev); ok {
@@ -238,6 +291,14 @@ func (d *Detector) Observe(port string, t time.Time, cur map[string]uint64) *Sto
 			continue
 		}
 		ps.watch.Counters = append(ps.watch.Counters, c)
+		ps.seen = true
+		if ps.acc == nil {
+			ps.acc = make([]*pauseAcc, len(pauseSpecs))
+		}
+		if ps.acc[i] == nil {
+			ps.acc[i] = &pauseAcc{}
+		}
+		ps.acc[i].add(c)
 		if c.HasDuration {
 			ps.coverage.Durations = true
 		} else {
@@ -338,6 +399,7 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	if span < d.cfg.DetectionTime {
 		return nil // not a whole window yet
 	}
+	ps.hotOcc, ps.hotFPS = max(ps.hotOcc, occ), max(ps.hotFPS, fps)
 	stormed := c.HasDuration && occ >= d.cfg.MaxPauseOccupancy
 	tooMany := d.cfg.MaxPauseFramesPerSecond > 0 && c.FramesName != "" && fps > d.cfg.MaxPauseFramesPerSecond
 	if !stormed && !tooMany {
@@ -349,6 +411,50 @@ func (d *Detector) window(k seriesKey, c PauseCounter, t time.Time) *Storm {
 	}
 	return &Storm{Priority: c.Priority, Global: c.Priority == GlobalPause, Direction: c.Direction,
 		Occupancy: occ, FrameRate: fps, Paused: span, Reason: reason, At: t}
+}
+
+// throttle is the "throttled with no drops" threshold.
+func (d *Detector) throttle() float64 {
+	if d.cfg.ThrottleOccupancy > 0 {
+		return d.cfg.ThrottleOccupancy
+	}
+	return DefaultThrottleOccupancy
+}
+
+// Hot says whether the last Observe of port showed, over a whole window,
+// pause occupancy at or above occ or a frame rate above fps (fps 0: frame
+// rates not judged): the storm machine's restore threshold.
+func (d *Detector) Hot(port string, occ, fps float64) bool {
+	ps := d.ports[port]
+	if ps == nil {
+		return false
+	}
+	return ps.hotOcc >= occ && occ > 0 || fps > 0 && ps.hotFPS > fps
+}
+
+// present says whether the last Observe of port found a pause counter or
+// a storm event counter.
+func (d *Detector) present(port string) bool {
+	ps := d.ports[port]
+	return ps != nil && ps.seen
+}
+
+// BadSamples is how many of port's pause readings were bad so far.
+func (d *Detector) BadSamples(port string) int {
+	if ps := d.ports[port]; ps != nil {
+		return ps.watch.BadSamples
+	}
+	return 0
+}
+
+// Forget drops port's pause windows: its counters start over at the next
+// reading (they vanished, or a reaction stopped them).
+func (d *Detector) Forget(port string) {
+	for k := range d.series {
+		if k.port == port {
+			delete(d.series, k)
+		}
+	}
 }
 
 // NotWatched lists, in the order the ports were first seen, why the guard
@@ -383,6 +489,18 @@ func (d *Detector) report(rep *GuardReport) {
 		w := ps.watch
 		w.Counters = slices.Clone(ps.watch.Counters)
 		w.Watched, _ = ps.coverage.Watched(p, d.cfg.MaxPauseFramesPerSecond > 0)
+		w.Window = ps.last.Sub(ps.first)
+		w.Pause = shares(ps.acc, w.Window)
+		w.DiscardGrowth, w.DiscardsKnown = ps.discGrowth, ps.discSeen && ps.discEveryTime
+		var known bool
+		w.ThrottledNoDrops, known = ThrottledNoDrops(w.Pause, w.DiscardGrowth, w.DiscardsKnown, d.throttle())
+		if !known {
+			w.Throttled = "unknown"
+		} else if len(w.ThrottledNoDrops) > 0 {
+			w.Throttled = "yes"
+		} else {
+			w.Throttled = "no"
+		}
 		rep.Ports[p] = &w
 	}
 }
@@ -405,8 +523,22 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 			}
 		}
 	}
-	det := NewDetector(cfg)
+	// The soak's storm machine: its detector is the rule, and its states
+	// (one per port: operational, stormed, or unknown with why) are the
+	// report's. The soak ends at the first storm, so no port is restored
+	// here: the caller's reaction (a rollback) follows.
+	sm := NewStormMachine(StormConfig{Guard: cfg})
+	det := sm.det
 	rep := &GuardReport{Discards: map[string]uint64{}, ReadErrors: map[string]string{}}
+	var rdma0 *Sample
+	if cfg.RDMA != nil {
+		rdma0 = cfg.RDMA.Sample()
+	}
+	rdmaEnd := func() {
+		if rdma0 != nil {
+			rep.RDMA = RDMADeltas(rdma0, cfg.RDMA.Sample())
+		}
+	}
 	start := cfg.Now()
 	end := start.Add(cfg.Soak)
 	for {
@@ -414,10 +546,11 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 			c, err := p.Read()
 			if err != nil {
 				rep.ReadErrors[p.Port] = err.Error()
-				continue
 			}
-			if s := det.Observe(p.Port, cfg.Now(), c); s != nil {
+			if s := sm.Observe(p.Port, cfg.Now(), c, err); s != nil {
 				clearProgress(cfg.Progress)
+				rep.States = sm.States()
+				rdmaEnd()
 				return s, rep, nil
 			}
 		}
@@ -440,6 +573,8 @@ func Guard(ctx context.Context, ports []CounterSource, cfg GuardConfig) (*Storm,
 	}
 	clearProgress(cfg.Progress)
 	det.report(rep)
+	rep.States = sm.States()
+	rdmaEnd()
 	return nil, rep, nil
 }
 

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -102,6 +103,25 @@ type Sampler struct {
 	Link bool
 	// Now defaults to time.Now.
 	Now func() time.Time
+
+	// hw caches, per RDMA port, which hw_counters file each counter is
+	// read from: listed once, so that a poll opens only the files it
+	// reads, not every driver's name for each counter in turn; and the
+	// directory held open, so that each read resolves one name, not the
+	// whole sysfs path. gen marks the entries the last sample used; the
+	// others (ports gone) are closed.
+	hw  map[string]*hwDir
+	gen uint64
+}
+
+// hwDir is one RDMA port's hw_counters directory as the sampler reads it.
+type hwDir struct {
+	dir   string // ".../hw_counters/"
+	h     nic.Dir
+	names [numCong]string
+	gen   uint64
+	// stale: a listed file failed to read; the next poll lists again.
+	stale bool
 }
 
 // Sample is one read of every source, at one time.
@@ -124,9 +144,24 @@ type PortSample struct {
 	// them the driver has.
 	cong [numCong]uint64
 	has  [numCong]bool
+	// hwNames are the files cong was read from; HWBad counts the
+	// hw_counters files that did not read as a number this time.
+	hwNames [numCong]string
+	HWBad   int
 }
 
-// CongCounter is one of a port's DCQCN counters (Congestion).
+// CongName is the driver's name of counter c on the port ("" where the
+// driver has none).
+func (p *PortSample) CongName(c CongCounter) string {
+	if !p.has[c] {
+		return ""
+	}
+	return p.hwNames[c]
+}
+
+// CongCounter is one of a port's RDMA hardware counters (hw_counters):
+// the DCQCN counters, the transport's loss signals and mlx5's RoCE
+// accelerator counters.
 type CongCounter int
 
 const (
@@ -139,25 +174,86 @@ const (
 	PacketSeqErr    // NAKs for a sequence error received (the peer saw a gap)
 	LocalAckTimeout // a QP's ACK timer expired at the sender (a retransmit)
 	OutOfBuffer     // packets dropped for want of a posted receive WQE
+	// CNPIgnored: CNPs the reaction point received and ignored (the QP
+	// was not rate-limited for them: DCQCN off on its priority, or a
+	// CNP for a QP already at its minimum rate).
+	CNPIgnored
+	// ImpliedNakSeqErr: a read response or atomic ACK that implied a
+	// NAK (a gap the responder did not NAK): loss on RDMA reads.
+	ImpliedNakSeqErr
+	// mlx5's RoCE accelerator counters (cap roce_accl; NVIDIA's
+	// "adaptive retransmission" and "slow restart"): retransmissions
+	// the NIC's adaptive timer made and how many of them timed out, and
+	// the slow restarts after a loss, the CNPs they generated and the
+	// times a QP went from slow restart back to normal.
+	AdpRetrans
+	AdpRetransTimeout
+	SlowRestart
+	SlowRestartCNPs
+	SlowRestartTrans
 	numCong
 )
 
-// congNames are each RDMA port counter's hw_counters names: mlx5
-// (counters.c, the "cong" set, reference §A4.2) first, then bnxt_re
-// (hw_counters.c).
-var congNames = [numCong][]string{
-	CNPSent:    {"np_cnp_sent", "tx_cnp_pkts"},
-	CNPHandled: {"rp_cnp_handled", "rx_cnp_pkts"},
-	ECNMarked:  {"np_ecn_marked_roce_packets", "rx_ecn_marked_pkts"},
-	// mlx5's q counters (counters.c: out_of_sequence, packet_seq_err,
-	// local_ack_timeout_err, out_of_buffer), then bnxt_re's of the same
-	// meaning (hw_counters.c: oos_drop_count, seq_err_naks_rcvd,
-	// to_retransmits, rx_out_of_buffer).
-	OutOfSequence:   {"out_of_sequence", "oos_drop_count"},
-	PacketSeqErr:    {"packet_seq_err", "seq_err_naks_rcvd"},
-	LocalAckTimeout: {"local_ack_timeout_err", "to_retransmits"},
-	OutOfBuffer:     {"out_of_buffer", "rx_out_of_buffer"},
+// RDMACounterInfo describes one CongCounter: Key is its name in rocectl's
+// documents (mlx5's name, the most widespread), Short its column in
+// watch, Names the drivers' hw_counters file names, first match wins.
+type RDMACounterInfo struct {
+	Key, Short string
+	Names      []string
 }
+
+// congNames are each RDMA port counter's hw_counters names: mlx5
+// (drivers/infiniband/hw/mlx5/counters.c, reference §A4.2) first, then
+// bnxt_re (hw_counters.c: bnxt_re_stat_descs), then irdma (verbs.c:
+// irdma_hw_stat_names; gen2 names, and gen3's with spaces).
+var congNames = [numCong][]string{
+	// mlx5 cong_cnts; bnxt_re tx_cnp_pkts/rx_cnp_pkts/rx_ecn_marked_pkts;
+	// irdma cnpSent/cnpHandled/RxECNMrkd (gen2, 32 and 48 bits).
+	CNPSent:    {"np_cnp_sent", "tx_cnp_pkts", "cnpSent"},
+	CNPHandled: {"rp_cnp_handled", "rx_cnp_pkts", "cnpHandled"},
+	ECNMarked:  {"np_ecn_marked_roce_packets", "rx_ecn_marked_pkts", "RxECNMrkd"},
+	// mlx5's q counters (out_of_seq_q_cnts, retrans_q_cnts,
+	// basic_q_cnts), then bnxt_re's of the same meaning (oos_drop_count,
+	// seq_err_naks_rcvd, to_retransmits, rx_out_of_buffer), then irdma
+	// gen3's ("Rcvd Out of order packets", "Nak Sequence Error", "RTO").
+	OutOfSequence:   {"out_of_sequence", "oos_drop_count", "Rcvd Out of order packets"},
+	PacketSeqErr:    {"packet_seq_err", "seq_err_naks_rcvd", "Nak Sequence Error"},
+	LocalAckTimeout: {"local_ack_timeout_err", "to_retransmits", "RTO"},
+	OutOfBuffer:     {"out_of_buffer", "rx_out_of_buffer"},
+	// mlx5 cong_cnts rp_cnp_ignored; irdma cnpIgnored (16 bits in
+	// hardware, widened by the driver's IRDMA_STATS_DELTA). bnxt_re has
+	// none.
+	CNPIgnored:       {"rp_cnp_ignored", "cnpIgnored"},
+	ImpliedNakSeqErr: {"implied_nak_seq_err", "Nak Sequence Error Implied"},
+	// mlx5 roce_accl_cnts only.
+	AdpRetrans:        {"roce_adp_retrans"},
+	AdpRetransTimeout: {"roce_adp_retrans_to"},
+	SlowRestart:       {"roce_slow_restart"},
+	SlowRestartCNPs:   {"roce_slow_restart_cnps"},
+	SlowRestartTrans:  {"roce_slow_restart_trans"},
+}
+
+// rdmaShort are the watch columns' names.
+var rdmaShort = [numCong]string{
+	CNPSent: "cnp-tx", CNPHandled: "cnp-rx", ECNMarked: "ecn",
+	OutOfSequence: "oos", PacketSeqErr: "seq-nak", LocalAckTimeout: "ack-tmo", OutOfBuffer: "no-wqe",
+	CNPIgnored: "cnp-ign", ImpliedNakSeqErr: "impl-nak",
+	AdpRetrans: "adp-rtx", AdpRetransTimeout: "adp-tmo", SlowRestart: "slow-rst", SlowRestartCNPs: "slow-cnp", SlowRestartTrans: "slow-end",
+}
+
+// RDMALossKeys are the keys of the counters whose rise means a packet was
+// lost on the RDMA transport (on a lossless class: where none should be).
+var RDMALossKeys = []string{congNames[OutOfSequence][0], congNames[PacketSeqErr][0], congNames[ImpliedNakSeqErr][0],
+	congNames[LocalAckTimeout][0], congNames[OutOfBuffer][0]}
+
+// RDMACounters describes every CongCounter, in order.
+var RDMACounters = func() []RDMACounterInfo {
+	out := make([]RDMACounterInfo, numCong)
+	for c := range numCong {
+		out[c] = RDMACounterInfo{Key: congNames[c][0], Short: rdmaShort[c], Names: congNames[c]}
+	}
+	return out
+}()
 
 // Cong is one congestion counter of the port's RDMA port, ok false where
 // the driver has none (or the port no RDMA port of its own).
@@ -194,9 +290,16 @@ func (s *Sampler) SampleInto(out *Sample) {
 		out.Ports = make([]PortSample, 0, len(s.Sources))
 	}
 	out.Ports = out.Ports[:0]
+	s.gen++
 	for _, src := range s.Sources {
 		out.Ports = append(out.Ports, PortSample{Source: src})
 		s.read(&out.Ports[len(out.Ports)-1])
+	}
+	for k, d := range s.hw {
+		if d.gen != s.gen {
+			d.h.Close()
+			delete(s.hw, k)
+		}
 	}
 }
 
@@ -216,31 +319,72 @@ func (s *Sampler) read(ps *PortSample) {
 	if ps.RDMADevice != "" && s.FS != nil {
 		// A port without hw_counters has no congestion data: absent,
 		// not an error.
-		dir := "/sys/class/infiniband/" + ps.RDMADevice + "/ports/" + strconv.Itoa(ps.PortNum) + "/hw_counters/"
-		for c, names := range congNames {
-			ps.cong[c], ps.has[c] = s.hwCounter(dir, names)
+		d := s.hwDirOf(ps.RDMADevice, ps.PortNum)
+		for c, n := range d.names {
+			if n == "" {
+				continue
+			}
+			v, err := s.hwCounter(d, n)
+			switch {
+			case err == nil:
+				ps.cong[c], ps.has[c], ps.hwNames[c] = v, true, n
+			case errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange):
+				ps.HWBad++
+			default:
+				d.stale = true // gone (driver reload): list again next time
+			}
 		}
 	}
 }
 
-// hwCounter reads the first of names the RDMA port has; an unreadable or
-// odd file is no counter.
-func (s *Sampler) hwCounter(dir string, names []string) (uint64, bool) {
-	for _, n := range names {
-		txt, err := s.FS.ReadTrimmed(dir + n)
-		if err != nil {
-			continue
-		}
-		v, err := strconv.ParseUint(txt, 10, 64)
-		if err != nil {
-			if s.Log != nil {
-				s.Log.Debug("hw_counter not a number", "counter", dir+n, "value", txt)
-			}
-			continue
-		}
-		return v, true
+// hwDirOf is the RDMA port's cached listing, made here (again after a
+// listed file went missing, and while the directory cannot be listed).
+func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
+	key := dev + "/" + strconv.Itoa(port)
+	d := s.hw[key]
+	if d != nil && !d.stale {
+		d.gen = s.gen
+		return d
 	}
-	return 0, false
+	if s.hw == nil {
+		s.hw = map[string]*hwDir{}
+	}
+	if d == nil {
+		d = &hwDir{dir: "/sys/class/infiniband/" + key[:len(dev)] + "/ports/" + key[len(dev)+1:] + "/hw_counters"}
+		s.hw[key] = d
+	}
+	d.gen = s.gen
+	d.h.Close()
+	d.names, d.stale = [numCong]string{}, false
+	d.h = s.FS.Dir(d.dir)
+	files, err := d.h.ReadDir(".")
+	if err != nil {
+		d.stale = true
+		return d
+	}
+	have := make(map[string]bool, len(files))
+	for _, f := range files {
+		have[f] = true
+	}
+	for c, names := range congNames {
+		for _, n := range names {
+			if have[n] {
+				d.names[c] = n
+				break
+			}
+		}
+	}
+	return d
+}
+
+// hwCounter reads one hw_counters file of d as a decimal number. A value
+// that is not one is an error wrapping strconv's, never a zero.
+func (s *Sampler) hwCounter(d *hwDir, name string) (uint64, error) {
+	v, err := d.h.ReadUint(name)
+	if err != nil && s.Log != nil && (errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange)) {
+		s.Log.Debug("hw_counter not a number", "counter", d.dir+"/"+name, "err", err)
+	}
+	return v, err
 }
 
 // CounterSources are the guard's counter sources (and a traffic test's

@@ -21,6 +21,8 @@ const WatchSchemaVersion = doc.SchemaVersion
 // interval; a value is absent (nil, "-" on screen) where the port has no
 // such counter or the previous sample lacked it.
 type (
+	WatchRDMA      = doc.WatchRDMA
+	WatchThrottled = doc.WatchThrottled
 	WatchReport    = doc.Watch
 	WatchPort      = doc.WatchPort
 	WatchPrio      = doc.WatchPrio
@@ -73,10 +75,17 @@ type watchCounters struct {
 	cong  Congestion
 	storm StormEvents
 	disc  Discards
+	rdma  [numCong]*uint64
+	name  [numCong]string
 }
 
 func countersOf(ps *PortSample) *watchCounters {
 	w := &watchCounters{cong: ps.Congestion()}
+	for c := range CongCounter(numCong) {
+		if v, ok := ps.Cong(c); ok {
+			w.rdma[c], w.name[c] = &v, ps.CongName(c)
+		}
+	}
 	if ps.Stats != nil {
 		w.pause = PauseCounters(ps.Stats)
 		w.storm = StormEventCounters(ps.Stats)
@@ -131,6 +140,22 @@ func portRates(p *watchCounters, cs *PortSample, secs float64) WatchPort {
 	w.RXDiscardsPerS = perSecond(p.disc.RX, c.disc.RX, secs)
 	w.TXDiscardsPerS = perSecond(p.disc.TX, c.disc.TX, secs)
 	w.StormWarningEvents, w.StormErrorEvents = c.storm.Warning, c.storm.Error
+	for _, k := range watchRDMAOrder {
+		if v := c.rdma[k]; v != nil {
+			r := WatchRDMA{Key: RDMACounters[k].Key, Counter: c.name[k], Total: *v}
+			if p.name[k] == c.name[k] {
+				r.PerS = perSecond(p.rdma[k], v, secs)
+				if pv := p.rdma[k]; pv != nil && *v < *pv && Wraps32(c.name[k]) && secs > 0 {
+					if d, ok := Wrap32Delta(*pv, *v); ok {
+						rate := float64(d) / secs
+						r.PerS = &rate
+					}
+				}
+			}
+			w.RDMA = append(w.RDMA, r)
+		}
+	}
+	throttledOf(&w, p, c, secs)
 	var fresh uint64
 	seen := false
 	for _, ev := range [][2]*uint64{{p.storm.Warning, c.storm.Warning}, {p.storm.Error, c.storm.Error}} {
@@ -143,6 +168,60 @@ func portRates(p *watchCounters, cs *PortSample, secs float64) WatchPort {
 		w.StormEventsNew = &fresh
 	}
 	return w
+}
+
+// watchRDMAOrder is the order of WatchPort.RDMA: what a person looks at
+// first (loss on the transport) first.
+var watchRDMAOrder = []CongCounter{OutOfSequence, PacketSeqErr, ImpliedNakSeqErr, LocalAckTimeout, OutOfBuffer, CNPIgnored,
+	AdpRetrans, AdpRetransTimeout, SlowRestart, SlowRestartCNPs, SlowRestartTrans, CNPSent, CNPHandled, ECNMarked}
+
+// throttledOf judges "throttled with no drops" over the interval: the
+// pause shares are the rows' PausePct, the discards every discard
+// counter both samples have.
+func throttledOf(w *WatchPort, p, c *watchCounters, secs float64) {
+	if c.pause == nil || secs <= 0 {
+		return // a bond's row, or no interval yet
+	}
+	var growth uint64
+	known := false
+	add := func(a, b *uint64) {
+		if a != nil && b != nil {
+			growth += counterDiff(*a, *b)
+			known = true
+		}
+	}
+	add(p.disc.RX, c.disc.RX)
+	add(p.disc.TX, c.disc.TX)
+	for i := range 8 {
+		add(p.disc.Prio[i], c.disc.Prio[i])
+		add(p.disc.PrioBuffer[i], c.disc.PrioBuffer[i])
+	}
+	var shares []PauseShare
+	one := func(prio int, dir string, wp *WatchPause) {
+		if wp != nil && wp.PausePct != nil {
+			shares = append(shares, PauseShare{Priority: prio, Direction: dir, HasDuration: true, Occupancy: *wp.PausePct / 100})
+		}
+	}
+	for _, pr := range w.Priorities {
+		one(pr.Priority, "rx", pr.RX)
+		one(pr.Priority, "tx", pr.TX)
+	}
+	if g := w.GlobalPause; g != nil {
+		one(GlobalPause, "rx", g.RX)
+		one(GlobalPause, "tx", g.TX)
+	}
+	where, ok := ThrottledNoDrops(shares, growth, known, DefaultThrottleOccupancy)
+	switch {
+	case !ok:
+		w.ThrottledNoDrops = "unknown"
+	case len(where) > 0:
+		w.ThrottledNoDrops = "yes"
+	default:
+		w.ThrottledNoDrops = "no"
+	}
+	for _, t := range where {
+		w.ThrottledWhere = append(w.ThrottledWhere, WatchThrottled{Priority: t.Priority, Direction: t.Direction, PausePct: t.Occupancy * 100})
+	}
 }
 
 func setDir(rx, tx **WatchPause, dir string, v *WatchPause) {
