@@ -21,7 +21,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -106,25 +105,68 @@ type Doc struct {
 	Unknowns []string `json:"unknowns,omitempty"`
 }
 
-// probe is what tells the documents apart (detect), and the fields of a
-// sweep record; the documents themselves are read by package doc's
-// Decode functions.
-type probe struct {
-	Command     string          `json:"command"`
-	Host        string          `json:"host"`
-	GeneratedAt string          `json:"generated_at"`
-	Changed     *bool           `json:"changed"`
-	Applied     bool            `json:"applied"`
-	JournalID   string          `json:"journal_id"`
-	RolledBack  bool            `json:"rolled_back"`
-	InSync      *int            `json:"in_sync"`
-	Changes     []struct{}      `json:"changes"`
-	OK          *bool           `json:"ok"`
-	Mismatches  []struct{}      `json:"mismatches"`
-	Sweep       *SweepEnd       `json:"sweep"`
-	Verify      json.RawMessage `json:"verify"`
-	CheckedAt   string          `json:"checked_at"`
-	Ports       json.RawMessage `json:"ports"`
+// shape is the raw top-level members of a document that tell the kinds
+// apart (detect), and the few a kind's doc type lacks (host and
+// generated_at of a verify document, a sweep record's parts); the
+// document itself is decoded once, by package doc's Decode function for
+// its kind.
+type shape struct {
+	command, host, generatedAt, checkedAt  []byte
+	changed, applied, journalID, rolledBack []byte
+	inSync, changes, ok, mismatches         []byte
+	sweep, verify, ports                    []byte
+	facts                                   [len(factOrder)][]byte
+	sweepRecords                            []byte
+}
+
+func scanShape(data []byte) (*shape, error) {
+	var s shape
+	err := members(data, func(k, v []byte) {
+		switch string(k) {
+		case "command":
+			s.command = v
+		case "host":
+			s.host = v
+		case "generated_at":
+			s.generatedAt = v
+		case "checked_at":
+			s.checkedAt = v
+		case "changed":
+			s.changed = v
+		case "applied":
+			s.applied = v
+		case "journal_id":
+			s.journalID = v
+		case "rolled_back":
+			s.rolledBack = v
+		case "in_sync":
+			s.inSync = v
+		case "changes":
+			s.changes = v
+		case "ok":
+			s.ok = v
+		case "mismatches":
+			s.mismatches = v
+		case "sweep":
+			s.sweep = v
+		case "verify":
+			s.verify = v
+		case "ports":
+			s.ports = v
+		case sweepRecordsKey:
+			s.sweepRecords = v
+		default:
+			for i, f := range factOrder {
+				if string(k) == f.key {
+					s.facts[i] = v
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, scanError(data)
+	}
+	return &s, nil
 }
 
 // ErrNotDocument marks a JSON file that is none of the documents report
@@ -134,11 +176,16 @@ var ErrNotDocument = errors.New("not a rocectl document")
 // factKeys are the facts the role sets (cacheable) from each command's
 // document: Ansible's jsonfile fact cache holds one file per host with
 // them, named by the inventory hostname.
-var factKeys = map[string]Kind{
-	"rocectl_audit_doc":  KindAudit,
-	"rocectl_apply_doc":  KindApply,
-	"rocectl_verify_doc": KindVerify,
-	"rocectl_peer_doc":   KindPeer,
+// factOrder is in the order of the kinds: a fact file's documents come
+// out in it.
+var factOrder = [...]struct {
+	key  string
+	kind Kind
+}{
+	{"rocectl_apply_doc", KindApply},
+	{"rocectl_audit_doc", KindAudit},
+	{"rocectl_peer_doc", KindPeer},
+	{"rocectl_verify_doc", KindVerify},
 }
 
 // sweepRecordsKey holds a list of rack sweep records: the playbook writes
@@ -149,24 +196,24 @@ const sweepRecordsKey = "rocectl_sweep_records"
 // Parse reads the document(s) in one file's bytes. name is the file's
 // path: a document without a host is named after the file (hostFromFile).
 // A fact cache file yields one document per rocectl fact in it, a sweep
-// round's file one per record.
+// round's file one per record. Each document is decoded once.
 func Parse(name string, data []byte) ([]Doc, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("%s: %w", name, ErrNotDocument)
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
+	top, err := scanShape(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if v, ok := top[sweepRecordsKey]; ok {
-		var recs []json.RawMessage
-		if err := json.Unmarshal(v, &recs); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", name, sweepRecordsKey, err)
+	if !isNull(top.sweepRecords) {
+		var recs [][]byte
+		if err := elements(top.sweepRecords, func(v []byte) { recs = append(recs, v) }); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, sweepRecordsKey, scanError(top.sweepRecords))
 		}
 		docs := make([]Doc, 0, len(recs))
 		for i, rec := range recs {
-			d, err := parseOne(name, rec, KindSweep)
+			d, err := parseOne(name, rec, KindSweep, nil)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s[%d]: %w", name, sweepRecordsKey, i, err)
 			}
@@ -175,39 +222,52 @@ func Parse(name string, data []byte) ([]Doc, error) {
 		return docs, nil
 	}
 	var docs []Doc
-	for key, kind := range factKeys {
-		if v, ok := top[key]; ok {
-			d, err := parseOne(name, v, kind)
+	for i, f := range factOrder {
+		if v := top.facts[i]; v != nil {
+			d, err := parseOne(name, v, f.kind, nil)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", name, key, err)
+				return nil, fmt.Errorf("%s: %s: %w", name, f.key, err)
 			}
 			docs = append(docs, d)
 		}
 	}
 	if len(docs) > 0 {
-		sort.Slice(docs, func(i, j int) bool { return docs[i].Kind < docs[j].Kind })
 		return docs, nil
 	}
-	d, err := parseOne(name, data, "")
+	d, err := parseOne(name, data, "", top)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return []Doc{d}, nil
 }
 
-func parseOne(name string, data []byte, kind Kind) (Doc, error) {
-	var r probe
-	if err := json.Unmarshal(data, &r); err != nil {
-		return Doc{}, err
+// parseOne decodes one document; r is its shape when the caller has
+// scanned it already.
+func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
+	if r == nil {
+		var err error
+		if r, err = scanShape(data); err != nil {
+			return Doc{}, err
+		}
 	}
 	if kind == "" {
-		kind = detect(&r)
+		var err error
+		if kind, err = detect(r); err != nil {
+			return Doc{}, err
+		}
 		if kind == "" {
 			return Doc{}, ErrNotDocument
 		}
 	}
-	d := Doc{Kind: kind, Host: r.Host, Source: name}
-	generatedAt := r.GeneratedAt
+	host, err := rawString(r.host, "host")
+	if err != nil {
+		return Doc{}, err
+	}
+	generatedAt, err := rawString(r.generatedAt, "generated_at")
+	if err != nil {
+		return Doc{}, err
+	}
+	d := Doc{Kind: kind, Host: host, Source: name}
 	switch kind {
 	case KindAudit, KindApply:
 		p, err := doc.DecodePlan(data)
@@ -220,7 +280,7 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 		if err != nil {
 			return Doc{}, err
 		}
-		d.addVerify(v, r.OK)
+		d.addVerify(v, okOf(r.ok, v))
 		d.Unknown = v.Unknown
 	case KindPeer:
 		p, err := doc.DecodePeer(data)
@@ -230,25 +290,32 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 		d.Profile = p.Profile
 		d.addPeerPorts(p.Ports)
 		if generatedAt == "" {
-			generatedAt = r.CheckedAt
+			if generatedAt, err = rawString(r.checkedAt, "checked_at"); err != nil {
+				return Doc{}, err
+			}
 		}
 	case KindSweep:
 		// The verify document of this end, as the playbook recorded it
 		// (absent when the command timed out or printed no JSON).
-		d.Sweep = r.Sweep
-		if len(r.Verify) > 0 && string(r.Verify) != "null" {
-			var vr probe
-			if err := json.Unmarshal(r.Verify, &vr); err != nil {
-				return Doc{}, fmt.Errorf("verify: %w", err)
+		if !isNull(r.sweep) {
+			d.Sweep = new(SweepEnd)
+			if err := json.Unmarshal(r.sweep, d.Sweep); err != nil {
+				return Doc{}, err
 			}
-			v, err := doc.DecodeVerify(r.Verify)
+		}
+		if !isNull(r.verify) {
+			vr, err := scanShape(r.verify)
 			if err != nil {
 				return Doc{}, fmt.Errorf("verify: %w", err)
 			}
-			d.addVerify(v, vr.OK)
+			v, err := doc.DecodeVerify(r.verify)
+			if err != nil {
+				return Doc{}, fmt.Errorf("verify: %w", err)
+			}
+			d.addVerify(v, okOf(vr.ok, v))
 		}
-		if d.Host == "" && r.Sweep != nil {
-			d.Host = r.Sweep.Host
+		if d.Host == "" && d.Sweep != nil {
+			d.Host = d.Sweep.Host
 		}
 	}
 	if generatedAt != "" {
@@ -262,6 +329,15 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 		d.Host = hostFromFile(name)
 	}
 	return d, nil
+}
+
+// okOf is a verify document's "ok", nil where it has none.
+func okOf(raw []byte, v *doc.Verify) *bool {
+	if isNull(raw) {
+		return nil
+	}
+	ok := v.OK
+	return &ok
 }
 
 // addPlan takes what the fleet view shows from an audit or apply document.
@@ -293,25 +369,37 @@ func (d *Doc) addVerify(v *doc.Verify, ok *bool) {
 
 // detect tells the command from the document's shape (or its "command"
 // field, where a newer rocectl writes one).
-func detect(r *probe) Kind {
-	switch Kind(r.Command) {
+func detect(r *shape) (Kind, error) {
+	command, err := rawString(r.command, "command")
+	if err != nil {
+		return "", err
+	}
+	switch Kind(command) {
 	case KindAudit, KindApply, KindVerify, KindPeer:
-		return Kind(r.Command)
+		return Kind(command), nil
+	}
+	checkedAt, err := rawString(r.checkedAt, "checked_at")
+	if err != nil {
+		return "", err
 	}
 	switch {
-	case r.Sweep != nil:
-		return KindSweep
-	case r.CheckedAt != "" && len(r.Ports) > 0 && r.Ports[0] == '[':
-		return KindPeer
-	case r.Changes != nil && (r.InSync != nil || r.Changed != nil):
-		if r.Applied || r.JournalID != "" || r.RolledBack {
-			return KindApply
+	case !isNull(r.sweep):
+		return KindSweep, nil
+	case checkedAt != "" && len(r.ports) > 0 && r.ports[0] == '[':
+		return KindPeer, nil
+	case !isNull(r.changes) && (!isNull(r.inSync) || !isNull(r.changed)):
+		journalID, err := rawString(r.journalID, "journal_id")
+		if err != nil {
+			return "", err
 		}
-		return KindAudit
-	case r.OK != nil && r.Mismatches != nil:
-		return KindVerify
+		if string(r.applied) == "true" || journalID != "" || string(r.rolledBack) == "true" {
+			return KindApply, nil
+		}
+		return KindAudit, nil
+	case !isNull(r.ok) && !isNull(r.mismatches):
+		return KindVerify, nil
 	}
-	return ""
+	return "", nil
 }
 
 // hostFromFile names a document without a host after its file: the base
