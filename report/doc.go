@@ -111,7 +111,7 @@ type Doc struct {
 // document itself is decoded once, by package doc's Decode function for
 // its kind.
 type shape struct {
-	command, host, generatedAt, checkedAt  []byte
+	command, host, generatedAt, checkedAt   []byte
 	changed, applied, journalID, rolledBack []byte
 	inSync, changes, ok, mismatches         []byte
 	sweep, verify, ports                    []byte
