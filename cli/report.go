@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,9 +41,8 @@ same), when a named path does not exist, or on SIGINT/SIGTERM.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			docs, problems, err := report.Load(ctx, args)
-			if err != nil {
-				return err
+			if !slices.Contains(report.Formats, output) {
+				return fmt.Errorf("-o must be one of %s, not %q", strings.Join(report.Formats, ", "), output)
 			}
 			if expectFile != "" {
 				data, err := input.ReadFile(ctx, expectFile, expectLimit)
@@ -51,15 +51,21 @@ same), when a named path does not exist, or on SIGINT/SIGTERM.`,
 				}
 				expect = append(expect, strings.Fields(string(data))...)
 			}
-			f := report.Build(docs, problems, report.Options{Now: time.Now(), MaxAge: maxAge, Expected: expect})
+			// The documents are read in parallel and folded as they are
+			// read: a fleet of 100,000 hosts is never held document by
+			// document (issue 39).
+			f, err := report.Stream(ctx, args, report.Options{Now: time.Now(), MaxAge: maxAge, Expected: expect})
+			if err != nil {
+				return err
+			}
 			if err := report.Render(env.Stdout, f, output); err != nil {
 				return err
 			}
-			if len(problems) > 0 {
+			if n := max(f.ProblemsTotal, len(f.Problems)); n > 0 {
 				// The fleet view is printed, and a play or script that
 				// reads only the exit code must still see that some of
 				// the fleet's documents are not in it.
-				return &ExitErr{Code: ExitError, Err: fmt.Errorf("report: %d file(s) could not be read (listed as unreadable)", len(problems))}
+				return &ExitErr{Code: ExitError, Err: fmt.Errorf("report: %d file(s) could not be read (listed as unreadable)", n)}
 			}
 			return nil
 		},

@@ -435,34 +435,56 @@ var DocLimit = input.Limit{Max: 16 << 20, What: "a report document"}
 func Load(ctx context.Context, paths []string) ([]Doc, []Problem, error) {
 	var docs []Doc
 	var problems []Problem
-	read := func(p string, named bool) {
-		data, err := input.ReadFile(ctx, p, DocLimit)
+	err := walk(ctx, paths, func(p string, named bool) error {
+		ds, prob := readDocs(ctx, p, named)
 		if ctx.Err() != nil {
-			return // Load returns the cause
+			return context.Cause(ctx)
 		}
-		if err != nil {
-			problems = append(problems, Problem{Path: p, Err: err.Error()})
-			return
-		}
-		ds, err := Parse(p, data)
-		if err != nil {
-			if !named && errors.Is(err, ErrNotDocument) {
-				return
-			}
-			problems = append(problems, Problem{Path: p, Err: err.Error()})
-			return
+		if prob != nil {
+			problems = append(problems, *prob)
 		}
 		docs = append(docs, ds...)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return docs, problems, nil
+}
+
+// readDocs reads and parses one file; a problem when it cannot be used.
+// A file that is not a rocectl document is a problem only when named.
+func readDocs(ctx context.Context, p string, named bool) ([]Doc, *Problem) {
+	data, err := input.ReadFile(ctx, p, DocLimit)
+	if ctx.Err() != nil {
+		return nil, nil // the caller returns the cause
+	}
+	if err != nil {
+		return nil, &Problem{Path: p, Err: err.Error()}
+	}
+	ds, err := Parse(p, data)
+	if err != nil {
+		if !named && errors.Is(err, ErrNotDocument) {
+			return nil, nil
+		}
+		return nil, &Problem{Path: p, Err: err.Error()}
+	}
+	return ds, nil
+}
+
+// walk calls fn with every file Load reads, in order: each path as given,
+// a directory's files in lexical order (filepath.WalkDir's); named says
+// the file was given by name. It stops at fn's first error, and when ctx
+// is done.
+func walk(ctx context.Context, paths []string, fn func(p string, named bool) error) error {
 	for _, root := range paths {
 		st, err := os.Stat(root)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if !st.IsDir() {
-			read(root, true)
-			if ctx.Err() != nil {
-				return nil, nil, context.Cause(ctx)
+			if err := fn(root, true); err != nil {
+				return err
 			}
 			continue
 		}
@@ -477,18 +499,18 @@ func Load(ctx context.Context, paths []string) ([]Doc, []Problem, error) {
 				return nil
 			}
 			if ext := filepath.Ext(de.Name()); ext == ".json" || ext == "" {
-				read(p, false)
-			}
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
+				return fn(p, false)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
-	return docs, problems, nil
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // addPeerPorts turns a peer document's verdicts into the document's

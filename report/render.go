@@ -103,6 +103,12 @@ func (f *Fleet) headline() string {
 	return line
 }
 
+// problemCount is how many files could not be used, named or not.
+func (f *Fleet) problemCount() int { return max(f.ProblemsTotal, len(f.Problems)) }
+
+// duplicateCount is how many duplicates there were, named or not.
+func (f *Fleet) duplicateCount() int { return max(f.DuplicatesTotal, len(f.Duplicates)) }
+
 func (f *Fleet) stamp() string {
 	s := "generated " + f.GeneratedAt.Format(time.RFC3339)
 	if f.MaxAge != "" {
@@ -184,6 +190,18 @@ func renderText(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintln(w, "\nUnreadable files:")
 		for _, p := range f.Problems {
 			fmt.Fprintf(w, "  %s\n", printable(p.Err))
+		}
+		if more := f.problemCount() - len(f.Problems); more > 0 {
+			fmt.Fprintf(w, "  … and %d more (%d files could not be read)\n", more, f.problemCount())
+		}
+	}
+	if len(f.Duplicates) > 0 {
+		fmt.Fprintf(w, "\nDuplicate documents (%d), each the same host, kind and time as a later one, which is read:\n", f.duplicateCount())
+		for _, d := range f.Duplicates {
+			fmt.Fprintf(w, "  %s\n", printable(d.String()))
+		}
+		if more := f.duplicateCount() - len(f.Duplicates); more > 0 {
+			fmt.Fprintf(w, "  … and %d more\n", more)
 		}
 	}
 	if s := f.Sweep; s != nil {
@@ -348,10 +366,21 @@ func renderMarkdown(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintf(w, "\n## Did not report (%d)\n\n%s\n", len(f.Missing), mdEscape(printableJoin(f.Missing, ", ")))
 	}
 	if len(f.Problems) > 0 {
-		fmt.Fprintln(w, "\n## Unreadable files")
-		fmt.Fprintln(w)
+		fmt.Fprint(w, "\n## Unreadable files\n\n")
 		for _, p := range f.Problems {
 			fmt.Fprintf(w, "- %s\n", mdEscape(p.Err))
+		}
+		if more := f.problemCount() - len(f.Problems); more > 0 {
+			fmt.Fprintf(w, "- … and %d more\n", more)
+		}
+	}
+	if len(f.Duplicates) > 0 {
+		fmt.Fprintf(w, "\n## Duplicate documents (%d)\n\nEach is the same host, kind and time as a later one, which is read.\n\n", f.duplicateCount())
+		for _, d := range f.Duplicates {
+			fmt.Fprintf(w, "- %s\n", mdEscape(d.String()))
+		}
+		if more := f.duplicateCount() - len(f.Duplicates); more > 0 {
+			fmt.Fprintf(w, "- … and %d more\n", more)
 		}
 	}
 	if s := f.Sweep; s != nil {
@@ -496,9 +525,22 @@ func renderHTML(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintf(w, "<h2>Did not report (%d)</h2>\n<p id=\"missing\">%s</p>\n", len(f.Missing), esc(strings.Join(f.Missing, ", ")))
 	}
 	if len(f.Problems) > 0 {
-		fmt.Fprint(w, "<h2>Unreadable files</h2>\n<ul>")
+		fmt.Fprint(w, "<h2>Unreadable files</h2>\n<ul id=\"problems\">")
 		for _, p := range f.Problems {
 			fmt.Fprintf(w, "<li>%s</li>", esc(p.Err))
+		}
+		if more := f.problemCount() - len(f.Problems); more > 0 {
+			fmt.Fprintf(w, "<li>… and %d more</li>", more)
+		}
+		fmt.Fprintln(w, "</ul>")
+	}
+	if len(f.Duplicates) > 0 {
+		fmt.Fprintf(w, "<h2>Duplicate documents (%d)</h2>\n<p>Each is the same host, kind and time as a later one, which is read.</p>\n<ul id=\"duplicates\">", f.duplicateCount())
+		for _, d := range f.Duplicates {
+			fmt.Fprintf(w, "<li>%s</li>", esc(d.String()))
+		}
+		if more := f.duplicateCount() - len(f.Duplicates); more > 0 {
+			fmt.Fprintf(w, "<li>… and %d more</li>", more)
 		}
 		fmt.Fprintln(w, "</ul>")
 	}
