@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,5 +174,52 @@ func TestStreamErrors(t *testing.T) {
 	cancel()
 	if _, err := Stream(ctx, []string{filepath.Join("testdata", "corpus")}, corpusOptions()); err != context.Canceled {
 		t.Errorf("a cancelled context: %v", err)
+	}
+}
+
+// Render's JSON, written one host at a time, is json.Encoder's output of
+// the Fleet byte for byte, for the corpus and for a fleet with every
+// optional field (problems past the cap, duplicates, no max age); a field
+// added to Fleet but not to renderJSON fails here.
+func TestJSONIsTheEncoders(t *testing.T) {
+	dir := copyCorpus(t)
+	for i := range maxNamed + 2 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("bad-%02d.json", i)), []byte(`{"changes": [`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "rack-a-02.audit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxNamed + 1 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("rack-a-02.%02d.json", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full, err := Stream(context.Background(), []string{dir}, Options{Now: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.ProblemsTotal == 0 || full.DuplicatesTotal == 0 || full.Sweep == nil {
+		t.Fatalf("the fleet lacks an optional field: %d problems, %d duplicates", full.ProblemsTotal, full.DuplicatesTotal)
+	}
+	empty, err := Stream(context.Background(), []string{t.TempDir()}, Options{Now: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range []*Fleet{corpusFleet(t), full, empty} {
+		var want, got bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := Render(&got, f, "json"); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("fleet %d: Render's JSON differs from the encoder's:\n%s\nwant\n%s", i, got.String(), want.String())
+		}
 	}
 }
