@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// writeFleet writes n audit documents (racks of 32; every fifth rack with
+// fleetDocs makes n audit documents (racks of 32; every fifth rack with
 // the same cable-length drift, every seventh host with a host-specific MTU
-// drift) into dir, shaped like the corpus's factory host document.
-func writeFleet(tb testing.TB, dir string, n int) {
+// drift), shaped like the corpus's factory host document.
+func fleetDocs(tb testing.TB, n int) [][]byte {
 	tb.Helper()
 	tmpl, err := os.ReadFile(filepath.Join("testdata", "corpus", "rack-c-01.audit.json"))
 	if err != nil {
@@ -25,6 +25,7 @@ func writeFleet(tb testing.TB, dir string, n int) {
 	if err := json.Unmarshal(tmpl, &doc); err != nil {
 		tb.Fatal(err)
 	}
+	out := make([][]byte, n)
 	for i := 0; i < n; i++ {
 		rack := i / 32
 		var changes []any
@@ -41,15 +42,53 @@ func writeFleet(tb testing.TB, dir string, n int) {
 		doc["changes"] = changes
 		doc["changed"] = len(changes) > 0
 		doc["generated_at"] = "2026-01-02T03:00:00Z"
-		b, _ := json.Marshal(doc)
+		out[i], _ = json.MarshalIndent(doc, "", "  ")
+	}
+	return out
+}
+
+// writeFleet writes fleetDocs into dir, one file each.
+func writeFleet(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	for i, b := range fleetDocs(tb, n) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%05d.audit.json", i)), b, 0o644); err != nil {
 			tb.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkReport10k: load, build and render (text and JSON) the fleet
-// view of 10,000 host documents. Target: under 2 s and 200 MB.
+// BenchmarkFold: the fold itself, on one goroutine, without files: decode
+// each of 10,000 documents (Parse) and fold it (foldDoc, folder.add), then
+// make the fleet view (finish). Stream runs the first two on every CPU.
+func BenchmarkFold(b *testing.B) {
+	docs := fleetDocs(b, 10000)
+	size := 0
+	for _, d := range docs {
+		size += len(d)
+	}
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for b.Loop() {
+		f := newFolder(Options{Now: time.Now()})
+		for i, data := range docs {
+			ds, err := Parse("h.audit.json", data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := range ds {
+				f.add(ds[j].Host, ds[j].Source, foldDoc(&ds[j], seq{file: i, doc: j}))
+			}
+		}
+		if fl := f.finish(); len(fl.Hosts) != 10000 || len(fl.Drift) < 2 {
+			b.Fatalf("%d hosts, %d drift lines", len(fl.Hosts), len(fl.Drift))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(docs)), "ns/doc")
+}
+
+// BenchmarkReport10k: read and fold (Stream) and render (text, JSON,
+// HTML) the fleet view of 10,000 host documents. Target: under 2 s and
+// 200 MB (bench/report-fleet.sh measures the command's peak RSS).
 func BenchmarkReport10k(b *testing.B) {
 	dir := b.TempDir()
 	writeFleet(b, dir, 10000)
@@ -59,11 +98,10 @@ func BenchmarkReport10k(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		docs, problems, err := Load(context.Background(), []string{dir})
-		if err != nil || len(docs) != 10000 {
-			b.Fatalf("%d docs, %v", len(docs), err)
+		f, err := Stream(context.Background(), []string{dir}, Options{Now: time.Now(), MaxAge: time.Hour})
+		if err != nil || len(f.Hosts) != 10000 {
+			b.Fatalf("%v", err)
 		}
-		f := Build(docs, problems, Options{Now: time.Now(), MaxAge: time.Hour})
 		for _, format := range []string{"text", "json", "html"} {
 			if err := Render(io.Discard, f, format); err != nil {
 				b.Fatal(err)
