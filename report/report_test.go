@@ -213,10 +213,7 @@ func largeFleet(t *testing.T, n int) *Fleet {
 func TestLargeFleetCollapsedInBrowser(t *testing.T) {
 	const n = 1600
 	f := largeFleet(t, n)
-	var pages []hostPage
-	for _, pg := range f.hostPages() {
-		pages = append(pages, pg)
-	}
+	pages := f.hostPages()
 	if f.Summary.Drift <= pageSize || f.Summary.InSync <= pageSize || len(pages) < 4 {
 		t.Fatalf("the fleet has %d drift and %d in sync hosts in %d pages: want more than a page of each", f.Summary.Drift, f.Summary.InSync, len(pages))
 	}
