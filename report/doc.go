@@ -2,10 +2,15 @@
 // -o json output of rocectl audit, apply, verify and peer, gathered from
 // files, directories, Ansible's fact cache or the role's fetched results,
 // and the records of a rack sweep (verify --listen/--peer between host
-// pairs). Build turns the documents into a Fleet (hosts × setting groups,
-// drift grouped by "same drift on N hosts", hosts that did not report, the
-// sweep's pair matrix); the Render* functions print it as text, Markdown,
-// one self-contained HTML file, or JSON for dashboards.
+// pairs). Stream reads them and makes a Fleet (hosts × setting groups,
+// drift grouped by "same drift on N hosts", hosts that did not report,
+// unreadable and duplicate documents, the sweep's pair matrix) in one pass
+// over the files: a bounded pool of workers decodes each document once and
+// folds it into what it says about its host, and the documents are never
+// held (fold.go), so that 100,000 hosts fit in a few hundred MB. Load and
+// Build do the same in two steps for tests and callers that hold the
+// documents. Render prints a Fleet as text, Markdown, one self-contained
+// HTML file, or JSON for dashboards.
 //
 // The package reads documents, never a host: it reads them through package
 // doc's types and Decode functions, the ones the commands write with, and
