@@ -275,13 +275,13 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 	d := Doc{Kind: kind, Host: host, Source: name}
 	switch kind {
 	case KindAudit, KindApply:
-		p, err := doc.DecodePlan(data)
+		p, err := doc.DecodePlan(unread(data, planUnread))
 		if err != nil {
 			return Doc{}, err
 		}
 		d.addPlan(p)
 	case KindVerify:
-		v, err := doc.DecodeVerify(data)
+		v, err := doc.DecodeVerify(unread(data, verifyUnread))
 		if err != nil {
 			return Doc{}, err
 		}
@@ -334,6 +334,50 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 		d.Host = hostFromFile(name)
 	}
 	return d, nil
+}
+
+// planUnread and verifyUnread are the members of an audit/apply and a
+// verify document the fleet view never reads: the port inventory (half of
+// an in-sync host's document), the disruptions, the profile's
+// diagnostics, the guard's soak. unread leaves them out before the
+// document is decoded, so that they are only scanned, never decoded or
+// copied. The scan checks their structure (a truncated inventory is still
+// an error), not the grammar of every number in them.
+var (
+	planUnread   = []string{"ports", "disruptions", "diagnostics", "guard", "warnings", "restored", "unchanged", "not_watched"}
+	verifyUnread = []string{"diagnostics"}
+)
+
+// unread is data, an object, without its members named in skip; data
+// itself when it has none of them.
+func unread(data []byte, skip []string) []byte {
+	drop := func(k []byte) bool {
+		for _, s := range skip {
+			if string(k) == s {
+				return true
+			}
+		}
+		return false
+	}
+	found := false
+	if members(data, func(k, _ []byte) { found = found || drop(k) }) != nil || !found {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	out = append(out, '{')
+	members(data, func(k, v []byte) {
+		if drop(k) {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
+		out = append(out, v...)
+	})
+	return append(out, '}')
 }
 
 // okOf is a verify document's "ok", nil where it has none.
