@@ -223,3 +223,49 @@ func TestJSONIsTheEncoders(t *testing.T) {
 		}
 	}
 }
+
+// Stream over many workers gives what Load then Build give, one document
+// after the other, over a fleet with every kind of document, bad and
+// duplicated ones, and hosts with several documents of one kind and time.
+func TestStreamIsBuildOfLoad(t *testing.T) {
+	dir := copyCorpus(t)
+	for i, b := range fleetDocs(t, 300) {
+		name := fmt.Sprintf("f%03d.audit.json", i)
+		if i%3 == 0 {
+			name = fmt.Sprintf("g%03d.audit.json", i) // the same host again, later in the walk
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.audit.json", i)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%37 == 0 {
+			b = b[:len(b)/3]
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, problems, err := Load(context.Background(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := Render(&want, Build(docs, problems, corpusOptions()), "json"); err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 3, 16} {
+		f, err := stream(context.Background(), []string{dir}, corpusOptions(), workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Duplicates) < 50 || len(f.Problems) < 5 {
+			t.Fatalf("%d duplicates, %d problems: the fleet should have both", len(f.Duplicates), len(f.Problems))
+		}
+		var got bytes.Buffer
+		if err := Render(&got, f, "json"); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%d workers: Stream differs from Build(Load)", workers)
+		}
+	}
+}
