@@ -228,7 +228,7 @@ func Parse(name string, data []byte) ([]Doc, error) {
 	}
 	var docs []Doc
 	for i, f := range factOrder {
-		if v := top.facts[i]; v != nil {
+		if v := top.facts[i]; !isNull(v) { // a fact set to null is no document
 			d, err := parseOne(name, v, f.kind, nil)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", name, f.key, err)
