@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"sort"
 	"strings"
 	"time"
 )
@@ -182,6 +183,58 @@ func (f *Fleet) bySetting() []settingRow {
 		}
 	}
 	return rows
+}
+
+// driftPattern is the hosts that drift in the same setting groups (and
+// no other): a rack left at factory settings is one pattern, a wrong
+// cable length another.
+type driftPattern struct {
+	groups []string
+	hosts  int
+	some   []string // the first maxListed hosts, by name
+}
+
+// maxPatterns bounds the drift patterns listed; the rest are counted.
+const maxPatterns = 20
+
+func (f *Fleet) driftPatterns() []*driftPattern {
+	by := map[string]*driftPattern{}
+	var out []*driftPattern
+	for _, h := range f.Hosts {
+		if h.State != Drift {
+			continue
+		}
+		var gs []string
+		for _, g := range f.Groups {
+			if h.Groups[g] == Drift {
+				gs = append(gs, g)
+			}
+		}
+		if h.Peer == Drift {
+			gs = append(gs, "(switch)")
+		}
+		k := strings.Join(gs, "\x00")
+		p := by[k]
+		if p == nil {
+			p = &driftPattern{groups: gs}
+			by[k] = p
+			out = append(out, p)
+		}
+		p.hosts++
+		if len(p.some) < maxListed {
+			p.some = append(p.some, h.Host)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].hosts > out[j].hosts })
+	return out
+}
+
+func (p *driftPattern) where() string {
+	s := listHosts(p.some)
+	if p.hosts > len(p.some) {
+		s += fmt.Sprintf(" … and %d more", p.hosts-len(p.some))
+	}
+	return s
 }
 
 func countClass(n int, class string) string {
@@ -548,6 +601,15 @@ func renderMarkdown(w *bufio.Writer, f *Fleet) {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d |\n", mdEscape(r.group), r.drift, r.unsup, r.unknown, r.ok, r.none)
 		}
 	}
+	if ps := f.driftPatterns(); len(ps) > 0 {
+		fmt.Fprintf(w, "\n## By drift pattern\n\nHosts in drift, by the groups they drift in.\n\n| drifted groups | hosts | which |\n|---|---|---|\n")
+		for _, p := range ps[:min(len(ps), maxPatterns)] {
+			fmt.Fprintf(w, "| %s | %d | %s |\n", mdEscape(strings.Join(p.groups, ", ")), p.hosts, mdEscape(p.where()))
+		}
+		if more := len(ps) - maxPatterns; more > 0 {
+			fmt.Fprintf(w, "\n… and %d more patterns, each on fewer hosts.\n", more)
+		}
+	}
 	if len(f.Drift) > 0 {
 		fmt.Fprintf(w, "\n## Drift, same value on N hosts\n\n| group | setting | have | want | hosts | where |\n|---|---|---|---|---|---|\n")
 		for _, l := range f.Drift[:min(len(f.Drift), maxDriftShown)] {
@@ -719,6 +781,16 @@ func renderHTML(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintln(w, "<h2>By setting</h2>\n<p>Hosts per state of each setting group.</p>\n<table id=\"by-setting\"><thead><tr><th>group</th><th>drift</th><th>unsupported</th><th>unknown</th><th>in sync</th><th>no data</th></tr></thead><tbody>")
 		for _, r := range f.bySetting() {
 			fmt.Fprintf(w, "<tr><td>%s</td><td class=\"%s\">%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>\n", esc(r.group), countClass(r.drift, "s-drift"), r.drift, r.unsup, r.unknown, r.ok, r.none)
+		}
+		fmt.Fprintln(w, "</tbody></table>")
+	}
+	if ps := f.driftPatterns(); len(ps) > 0 {
+		fmt.Fprintln(w, "<h2>By drift pattern</h2>\n<p>Hosts in drift, by the groups they drift in.</p>\n<table id=\"patterns\"><thead><tr><th>drifted groups</th><th>hosts</th><th>which</th></tr></thead><tbody>")
+		for _, p := range ps[:min(len(ps), maxPatterns)] {
+			fmt.Fprintf(w, "<tr><td>%s</td><td>%d</td><td class=\"h\">%s</td></tr>\n", esc(strings.Join(p.groups, ", ")), p.hosts, esc(p.where()))
+		}
+		if more := len(ps) - maxPatterns; more > 0 {
+			fmt.Fprintf(w, "<tr><td colspan=\"3\">… and %d more patterns, each on fewer hosts</td></tr>\n", more)
 		}
 		fmt.Fprintln(w, "</tbody></table>")
 	}
