@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,33 +58,56 @@ func writeFleet(tb testing.TB, dir string, n int) {
 	}
 }
 
+// factoryDocs is n copies of the corpus's 8-setting-group factory host
+// (rack-d-02: 2 ports, every setting drifted or unsupported), each its own
+// host.
+func factoryDocs(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "corpus", "rack-d-02.audit.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = bytes.Replace(tmpl, []byte(`"host": "rack-d-02"`), fmt.Appendf(nil, `"host": "f%05d"`, i), 1)
+	}
+	return out
+}
+
 // BenchmarkFold: the fold itself, on one goroutine, without files: decode
-// each of 10,000 documents (Parse) and fold it (foldDoc, folder.add), then
-// make the fleet view (finish). Stream runs the first two on every CPU.
+// each document (Parse) and fold it (foldDoc, folder.add), then make the
+// fleet view (finish); Stream runs the first two on every CPU. fleet:
+// 10,000 hosts of fleetDocs, most in sync; factory: 2,000 factory hosts,
+// every setting drifted.
 func BenchmarkFold(b *testing.B) {
-	docs := fleetDocs(b, 10000)
-	size := 0
-	for _, d := range docs {
-		size += len(d)
-	}
-	b.SetBytes(int64(size))
-	b.ResetTimer()
-	for b.Loop() {
-		f := newFolder(Options{Now: time.Now()})
-		for i, data := range docs {
-			ds, err := Parse("h.audit.json", data)
-			if err != nil {
-				b.Fatal(err)
+	for _, bc := range []struct {
+		name string
+		docs [][]byte
+	}{{"fleet", fleetDocs(b, 10000)}, {"factory", factoryDocs(b, 2000)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			size := 0
+			for _, d := range bc.docs {
+				size += len(d)
 			}
-			for j := range ds {
-				f.add(ds[j].Host, ds[j].Source, foldDoc(&ds[j], seq{file: i, doc: j}))
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				f := newFolder(Options{Now: time.Now()})
+				for i, data := range bc.docs {
+					ds, err := Parse("h.audit.json", data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for j := range ds {
+						f.add(ds[j].Host, ds[j].Source, foldDoc(&ds[j], seq{file: i, doc: j}))
+					}
+				}
+				if fl := f.finish(); len(fl.Hosts) != len(bc.docs) || len(fl.Drift) < 2 {
+					b.Fatalf("%d hosts, %d drift lines", len(fl.Hosts), len(fl.Drift))
+				}
 			}
-		}
-		if fl := f.finish(); len(fl.Hosts) != 10000 || len(fl.Drift) < 2 {
-			b.Fatalf("%d hosts, %d drift lines", len(fl.Hosts), len(fl.Drift))
-		}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(bc.docs)), "ns/doc")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(docs)), "ns/doc")
 }
 
 // BenchmarkReport10k: read and fold (Stream) and render (text, JSON,

@@ -250,7 +250,7 @@ type folder struct {
 	hosts    map[string]*hostAcc
 	driftIDs map[driftKey]uint32
 	drift    []driftKey
-	strs     map[string]string // interned profiles and sources' directories
+	strs     map[string]string // interned profile names
 	sweep    []*Doc
 	problems []problemAt
 	nProblem int
