@@ -4,7 +4,7 @@
 #
 # usage: bench/run-all.sh        (as root: the live apply needs a namespace;
 #                                 without root that part is skipped)
-# env:   RUNS, STORM_RUNS, AUDIT_GOBENCH as the scripts it runs.
+# env:   RUNS, STORM_RUNS, AUDIT_GOBENCH, REPORT_SIZES as the scripts it runs.
 #
 # Every step runs, whatever the one before it said: a step that fails or
 # misses its budget (its script exits non-zero) is recorded and named
@@ -70,6 +70,16 @@ import_benchmarks() {
 	return $over
 }
 step "import benchmarks" import_benchmarks
+
+echo
+echo "== fleet report over 10,000 and 100,000 documents (bench/report-fleet.sh)"
+step "fleet report" bench/report-fleet.sh
+report_benchmarks() {
+	go test -run '^$' -bench 'Fold' -benchtime 3x ./report/ | tee "$GO_OUT"
+	grep -q '^ok' "$GO_OUT"
+}
+step "fleet report fold benchmark" report_benchmarks
+summary "report fold, decode + fold of one audit document (fleet / factory host), one goroutine|$(gometric "$GO_OUT" BenchmarkFold/fleet ns/doc) / $(gometric "$GO_OUT" BenchmarkFold/factory ns/doc) ns|-|-"
 
 echo
 echo "== agent memory and CPU, 8 ports polled every 200 ms (bench/agent-footprint.sh)"

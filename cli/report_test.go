@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +41,42 @@ func TestReportJSONSchema(t *testing.T) {
 	}
 	if m := validDoc(t, compileSchema(t, "fleet"), out); m["schema_version"] != float64(SchemaVersion) {
 		t.Errorf("schema_version %v", m["schema_version"])
+	}
+}
+
+// A truncated document among good ones (issue 39, "Bad input"): the
+// fleet view is printed with the file named under the unreadable ones and
+// the exit is 1, as for any unreadable file; a duplicate is named and
+// leaves the exit at 0.
+func TestReportTruncatedAndDuplicatedDocuments(t *testing.T) {
+	good, err := os.ReadFile(repo("report/testdata/corpus/rack-a-01.audit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string][]byte{
+		"rack-a-01.audit.json": good,
+		"rack-a-01.copy.json":  good,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := run(t, nil, "report", dir)
+	if code != ExitOK || !strings.Contains(out, "Duplicate documents (1)") || !strings.Contains(out, "rack-a-01.audit.json: the same audit of rack-a-01 as "+filepath.Join(dir, "rack-a-01.copy.json")) {
+		t.Errorf("a duplicate: exit %d\n%s%s", code, out, errs)
+	}
+	cut := filepath.Join(dir, "rack-a-02.audit.json")
+	if err := os.WriteFile(cut, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, nil, "report", dir)
+	if code != ExitError || !strings.Contains(out, "Unreadable files:\n  "+cut+": unexpected end of JSON input") || !strings.Contains(out, "1 host: 1 in sync") || !strings.Contains(errs, "1 file(s) could not be read") {
+		t.Errorf("a truncated document: exit %d\n%s%s", code, out, errs)
+	}
+	// -o json with both is valid under docs/schema/fleet.json.
+	_, out, _ = run(t, nil, "report", "-o", "json", dir)
+	if m := validDoc(t, compileSchema(t, "fleet"), out); len(m["duplicates"].([]any)) != 1 || len(m["problems"].([]any)) != 1 {
+		t.Errorf("-o json: duplicates %v, problems %v", m["duplicates"], m["problems"])
 	}
 }

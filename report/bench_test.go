@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,10 +13,10 @@ import (
 	"time"
 )
 
-// writeFleet writes n audit documents (racks of 32; every fifth rack with
+// fleetDocs makes n audit documents (racks of 32; every fifth rack with
 // the same cable-length drift, every seventh host with a host-specific MTU
-// drift) into dir, shaped like the corpus's factory host document.
-func writeFleet(tb testing.TB, dir string, n int) {
+// drift), shaped like the corpus's factory host document.
+func fleetDocs(tb testing.TB, n int) [][]byte {
 	tb.Helper()
 	tmpl, err := os.ReadFile(filepath.Join("testdata", "corpus", "rack-c-01.audit.json"))
 	if err != nil {
@@ -25,6 +26,7 @@ func writeFleet(tb testing.TB, dir string, n int) {
 	if err := json.Unmarshal(tmpl, &doc); err != nil {
 		tb.Fatal(err)
 	}
+	out := make([][]byte, n)
 	for i := 0; i < n; i++ {
 		rack := i / 32
 		var changes []any
@@ -41,15 +43,76 @@ func writeFleet(tb testing.TB, dir string, n int) {
 		doc["changes"] = changes
 		doc["changed"] = len(changes) > 0
 		doc["generated_at"] = "2026-01-02T03:00:00Z"
-		b, _ := json.Marshal(doc)
+		out[i], _ = json.MarshalIndent(doc, "", "  ")
+	}
+	return out
+}
+
+// writeFleet writes fleetDocs into dir, one file each.
+func writeFleet(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	for i, b := range fleetDocs(tb, n) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%05d.audit.json", i)), b, 0o644); err != nil {
 			tb.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkReport10k: load, build and render (text and JSON) the fleet
-// view of 10,000 host documents. Target: under 2 s and 200 MB.
+// factoryDocs is n copies of the corpus's 8-setting-group factory host
+// (rack-d-02: 2 ports, every setting drifted or unsupported), each its own
+// host.
+func factoryDocs(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "corpus", "rack-d-02.audit.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = bytes.Replace(tmpl, []byte(`"host": "rack-d-02"`), fmt.Appendf(nil, `"host": "f%05d"`, i), 1)
+	}
+	return out
+}
+
+// BenchmarkFold: the fold itself, on one goroutine, without files: decode
+// each document (Parse) and fold it (foldDoc, folder.add), then make the
+// fleet view (finish); Stream runs the first two on every CPU. fleet:
+// 10,000 hosts of fleetDocs, most in sync; factory: 2,000 factory hosts,
+// every setting drifted.
+func BenchmarkFold(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		docs [][]byte
+	}{{"fleet", fleetDocs(b, 10000)}, {"factory", factoryDocs(b, 2000)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			size := 0
+			for _, d := range bc.docs {
+				size += len(d)
+			}
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				f := newFolder(Options{Now: time.Now()})
+				for i, data := range bc.docs {
+					ds, err := Parse("h.audit.json", data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for j := range ds {
+						f.add(ds[j].Host, ds[j].Source, foldDoc(&ds[j], seq{file: i, doc: j}))
+					}
+				}
+				if fl := f.finish(); len(fl.Hosts) != len(bc.docs) || len(fl.Drift) < 2 {
+					b.Fatalf("%d hosts, %d drift lines", len(fl.Hosts), len(fl.Drift))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(bc.docs)), "ns/doc")
+		})
+	}
+}
+
+// BenchmarkReport10k: read and fold (Stream) and render (text, JSON,
+// HTML) the fleet view of 10,000 host documents. Target: under 2 s and
+// 200 MB (bench/report-fleet.sh measures the command's peak RSS).
 func BenchmarkReport10k(b *testing.B) {
 	dir := b.TempDir()
 	writeFleet(b, dir, 10000)
@@ -59,11 +122,10 @@ func BenchmarkReport10k(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		start := time.Now()
-		docs, problems, err := Load(context.Background(), []string{dir})
-		if err != nil || len(docs) != 10000 {
-			b.Fatalf("%d docs, %v", len(docs), err)
+		f, err := Stream(context.Background(), []string{dir}, Options{Now: time.Now(), MaxAge: time.Hour})
+		if err != nil || len(f.Hosts) != 10000 {
+			b.Fatalf("%v", err)
 		}
-		f := Build(docs, problems, Options{Now: time.Now(), MaxAge: time.Hour})
 		for _, format := range []string{"text", "json", "html"} {
 			if err := Render(io.Discard, f, format); err != nil {
 				b.Fatal(err)

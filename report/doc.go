@@ -2,10 +2,15 @@
 // -o json output of rocectl audit, apply, verify and peer, gathered from
 // files, directories, Ansible's fact cache or the role's fetched results,
 // and the records of a rack sweep (verify --listen/--peer between host
-// pairs). Build turns the documents into a Fleet (hosts × setting groups,
-// drift grouped by "same drift on N hosts", hosts that did not report, the
-// sweep's pair matrix); the Render* functions print it as text, Markdown,
-// one self-contained HTML file, or JSON for dashboards.
+// pairs). Stream reads them and makes a Fleet (hosts × setting groups,
+// drift grouped by "same drift on N hosts", hosts that did not report,
+// unreadable and duplicate documents, the sweep's pair matrix) in one pass
+// over the files: a bounded pool of workers decodes each document once and
+// folds it into what it says about its host, and the documents are never
+// held (fold.go), so that 100,000 hosts fit in a few hundred MB. Load and
+// Build do the same in two steps for tests and callers that hold the
+// documents. Render prints a Fleet as text, Markdown, one self-contained
+// HTML file, or JSON for dashboards.
 //
 // The package reads documents, never a host: it reads them through package
 // doc's types and Decode functions, the ones the commands write with, and
@@ -21,7 +26,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -106,25 +110,68 @@ type Doc struct {
 	Unknowns []string `json:"unknowns,omitempty"`
 }
 
-// probe is what tells the documents apart (detect), and the fields of a
-// sweep record; the documents themselves are read by package doc's
-// Decode functions.
-type probe struct {
-	Command     string          `json:"command"`
-	Host        string          `json:"host"`
-	GeneratedAt string          `json:"generated_at"`
-	Changed     *bool           `json:"changed"`
-	Applied     bool            `json:"applied"`
-	JournalID   string          `json:"journal_id"`
-	RolledBack  bool            `json:"rolled_back"`
-	InSync      *int            `json:"in_sync"`
-	Changes     []struct{}      `json:"changes"`
-	OK          *bool           `json:"ok"`
-	Mismatches  []struct{}      `json:"mismatches"`
-	Sweep       *SweepEnd       `json:"sweep"`
-	Verify      json.RawMessage `json:"verify"`
-	CheckedAt   string          `json:"checked_at"`
-	Ports       json.RawMessage `json:"ports"`
+// shape is the raw top-level members of a document that tell the kinds
+// apart (detect), and the few a kind's doc type lacks (host and
+// generated_at of a verify document, a sweep record's parts); the
+// document itself is decoded once, by package doc's Decode function for
+// its kind.
+type shape struct {
+	command, host, generatedAt, checkedAt   []byte
+	changed, applied, journalID, rolledBack []byte
+	inSync, changes, ok, mismatches         []byte
+	sweep, verify, ports                    []byte
+	facts                                   [len(factOrder)][]byte
+	sweepRecords                            []byte
+}
+
+func scanShape(data []byte) (*shape, error) {
+	var s shape
+	err := members(data, func(k, v []byte) {
+		switch string(k) {
+		case "command":
+			s.command = v
+		case "host":
+			s.host = v
+		case "generated_at":
+			s.generatedAt = v
+		case "checked_at":
+			s.checkedAt = v
+		case "changed":
+			s.changed = v
+		case "applied":
+			s.applied = v
+		case "journal_id":
+			s.journalID = v
+		case "rolled_back":
+			s.rolledBack = v
+		case "in_sync":
+			s.inSync = v
+		case "changes":
+			s.changes = v
+		case "ok":
+			s.ok = v
+		case "mismatches":
+			s.mismatches = v
+		case "sweep":
+			s.sweep = v
+		case "verify":
+			s.verify = v
+		case "ports":
+			s.ports = v
+		case sweepRecordsKey:
+			s.sweepRecords = v
+		default:
+			for i, f := range factOrder {
+				if string(k) == f.key {
+					s.facts[i] = v
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, scanError(data)
+	}
+	return &s, nil
 }
 
 // ErrNotDocument marks a JSON file that is none of the documents report
@@ -134,11 +181,16 @@ var ErrNotDocument = errors.New("not a rocectl document")
 // factKeys are the facts the role sets (cacheable) from each command's
 // document: Ansible's jsonfile fact cache holds one file per host with
 // them, named by the inventory hostname.
-var factKeys = map[string]Kind{
-	"rocectl_audit_doc":  KindAudit,
-	"rocectl_apply_doc":  KindApply,
-	"rocectl_verify_doc": KindVerify,
-	"rocectl_peer_doc":   KindPeer,
+// factOrder is in the order of the kinds: a fact file's documents come
+// out in it.
+var factOrder = [...]struct {
+	key  string
+	kind Kind
+}{
+	{"rocectl_apply_doc", KindApply},
+	{"rocectl_audit_doc", KindAudit},
+	{"rocectl_peer_doc", KindPeer},
+	{"rocectl_verify_doc", KindVerify},
 }
 
 // sweepRecordsKey holds a list of rack sweep records: the playbook writes
@@ -149,24 +201,24 @@ const sweepRecordsKey = "rocectl_sweep_records"
 // Parse reads the document(s) in one file's bytes. name is the file's
 // path: a document without a host is named after the file (hostFromFile).
 // A fact cache file yields one document per rocectl fact in it, a sweep
-// round's file one per record.
+// round's file one per record. Each document is decoded once.
 func Parse(name string, data []byte) ([]Doc, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("%s: %w", name, ErrNotDocument)
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
+	top, err := scanShape(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if v, ok := top[sweepRecordsKey]; ok {
-		var recs []json.RawMessage
-		if err := json.Unmarshal(v, &recs); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", name, sweepRecordsKey, err)
+	if !isNull(top.sweepRecords) {
+		var recs [][]byte
+		if err := elements(top.sweepRecords, func(v []byte) { recs = append(recs, v) }); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, sweepRecordsKey, scanError(top.sweepRecords))
 		}
 		docs := make([]Doc, 0, len(recs))
 		for i, rec := range recs {
-			d, err := parseOne(name, rec, KindSweep)
+			d, err := parseOne(name, rec, KindSweep, nil)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s[%d]: %w", name, sweepRecordsKey, i, err)
 			}
@@ -175,52 +227,65 @@ func Parse(name string, data []byte) ([]Doc, error) {
 		return docs, nil
 	}
 	var docs []Doc
-	for key, kind := range factKeys {
-		if v, ok := top[key]; ok {
-			d, err := parseOne(name, v, kind)
+	for i, f := range factOrder {
+		if v := top.facts[i]; !isNull(v) { // a fact set to null is no document
+			d, err := parseOne(name, v, f.kind, nil)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", name, key, err)
+				return nil, fmt.Errorf("%s: %s: %w", name, f.key, err)
 			}
 			docs = append(docs, d)
 		}
 	}
 	if len(docs) > 0 {
-		sort.Slice(docs, func(i, j int) bool { return docs[i].Kind < docs[j].Kind })
 		return docs, nil
 	}
-	d, err := parseOne(name, data, "")
+	d, err := parseOne(name, data, "", top)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return []Doc{d}, nil
 }
 
-func parseOne(name string, data []byte, kind Kind) (Doc, error) {
-	var r probe
-	if err := json.Unmarshal(data, &r); err != nil {
-		return Doc{}, err
+// parseOne decodes one document; r is its shape when the caller has
+// scanned it already.
+func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
+	if r == nil {
+		var err error
+		if r, err = scanShape(data); err != nil {
+			return Doc{}, err
+		}
 	}
 	if kind == "" {
-		kind = detect(&r)
+		var err error
+		if kind, err = detect(r); err != nil {
+			return Doc{}, err
+		}
 		if kind == "" {
 			return Doc{}, ErrNotDocument
 		}
 	}
-	d := Doc{Kind: kind, Host: r.Host, Source: name}
-	generatedAt := r.GeneratedAt
+	host, err := rawString(r.host, "host")
+	if err != nil {
+		return Doc{}, err
+	}
+	generatedAt, err := rawString(r.generatedAt, "generated_at")
+	if err != nil {
+		return Doc{}, err
+	}
+	d := Doc{Kind: kind, Host: host, Source: name}
 	switch kind {
 	case KindAudit, KindApply:
-		p, err := doc.DecodePlan(data)
+		p, err := doc.DecodePlan(unread(data, planUnread))
 		if err != nil {
 			return Doc{}, err
 		}
 		d.addPlan(p)
 	case KindVerify:
-		v, err := doc.DecodeVerify(data)
+		v, err := doc.DecodeVerify(unread(data, verifyUnread))
 		if err != nil {
 			return Doc{}, err
 		}
-		d.addVerify(v, r.OK)
+		d.addVerify(v, okOf(r.ok, v))
 		d.Unknown = v.Unknown
 	case KindPeer:
 		p, err := doc.DecodePeer(data)
@@ -230,25 +295,32 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 		d.Profile = p.Profile
 		d.addPeerPorts(p.Ports)
 		if generatedAt == "" {
-			generatedAt = r.CheckedAt
+			if generatedAt, err = rawString(r.checkedAt, "checked_at"); err != nil {
+				return Doc{}, err
+			}
 		}
 	case KindSweep:
 		// The verify document of this end, as the playbook recorded it
 		// (absent when the command timed out or printed no JSON).
-		d.Sweep = r.Sweep
-		if len(r.Verify) > 0 && string(r.Verify) != "null" {
-			var vr probe
-			if err := json.Unmarshal(r.Verify, &vr); err != nil {
-				return Doc{}, fmt.Errorf("verify: %w", err)
+		if !isNull(r.sweep) {
+			d.Sweep = new(SweepEnd)
+			if err := json.Unmarshal(r.sweep, d.Sweep); err != nil {
+				return Doc{}, err
 			}
-			v, err := doc.DecodeVerify(r.Verify)
+		}
+		if !isNull(r.verify) {
+			vr, err := scanShape(r.verify)
 			if err != nil {
 				return Doc{}, fmt.Errorf("verify: %w", err)
 			}
-			d.addVerify(v, vr.OK)
+			v, err := doc.DecodeVerify(r.verify)
+			if err != nil {
+				return Doc{}, fmt.Errorf("verify: %w", err)
+			}
+			d.addVerify(v, okOf(vr.ok, v))
 		}
-		if d.Host == "" && r.Sweep != nil {
-			d.Host = r.Sweep.Host
+		if d.Host == "" && d.Sweep != nil {
+			d.Host = d.Sweep.Host
 		}
 	}
 	if generatedAt != "" {
@@ -262,6 +334,59 @@ func parseOne(name string, data []byte, kind Kind) (Doc, error) {
 		d.Host = hostFromFile(name)
 	}
 	return d, nil
+}
+
+// planUnread and verifyUnread are the members of an audit/apply and a
+// verify document the fleet view never reads: the port inventory (half of
+// an in-sync host's document), the disruptions, the profile's
+// diagnostics, the guard's soak. unread leaves them out before the
+// document is decoded, so that they are only scanned, never decoded or
+// copied. The scan checks their structure (a truncated inventory is still
+// an error), not the grammar of every number in them.
+var (
+	planUnread   = []string{"ports", "disruptions", "diagnostics", "guard", "warnings", "restored", "unchanged", "not_watched"}
+	verifyUnread = []string{"diagnostics"}
+)
+
+// unread is data, an object, without its members named in skip; data
+// itself when it has none of them.
+func unread(data []byte, skip []string) []byte {
+	drop := func(k []byte) bool {
+		for _, s := range skip {
+			if string(k) == s {
+				return true
+			}
+		}
+		return false
+	}
+	found := false
+	if members(data, func(k, _ []byte) { found = found || drop(k) }) != nil || !found {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	out = append(out, '{')
+	members(data, func(k, v []byte) {
+		if drop(k) {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
+		out = append(out, v...)
+	})
+	return append(out, '}')
+}
+
+// okOf is a verify document's "ok", nil where it has none.
+func okOf(raw []byte, v *doc.Verify) *bool {
+	if isNull(raw) {
+		return nil
+	}
+	ok := v.OK
+	return &ok
 }
 
 // addPlan takes what the fleet view shows from an audit or apply document.
@@ -293,25 +418,37 @@ func (d *Doc) addVerify(v *doc.Verify, ok *bool) {
 
 // detect tells the command from the document's shape (or its "command"
 // field, where a newer rocectl writes one).
-func detect(r *probe) Kind {
-	switch Kind(r.Command) {
+func detect(r *shape) (Kind, error) {
+	command, err := rawString(r.command, "command")
+	if err != nil {
+		return "", err
+	}
+	switch Kind(command) {
 	case KindAudit, KindApply, KindVerify, KindPeer:
-		return Kind(r.Command)
+		return Kind(command), nil
+	}
+	checkedAt, err := rawString(r.checkedAt, "checked_at")
+	if err != nil {
+		return "", err
 	}
 	switch {
-	case r.Sweep != nil:
-		return KindSweep
-	case r.CheckedAt != "" && len(r.Ports) > 0 && r.Ports[0] == '[':
-		return KindPeer
-	case r.Changes != nil && (r.InSync != nil || r.Changed != nil):
-		if r.Applied || r.JournalID != "" || r.RolledBack {
-			return KindApply
+	case !isNull(r.sweep):
+		return KindSweep, nil
+	case checkedAt != "" && len(r.ports) > 0 && r.ports[0] == '[':
+		return KindPeer, nil
+	case !isNull(r.changes) && (!isNull(r.inSync) || !isNull(r.changed)):
+		journalID, err := rawString(r.journalID, "journal_id")
+		if err != nil {
+			return "", err
 		}
-		return KindAudit
-	case r.OK != nil && r.Mismatches != nil:
-		return KindVerify
+		if string(r.applied) == "true" || journalID != "" || string(r.rolledBack) == "true" {
+			return KindApply, nil
+		}
+		return KindAudit, nil
+	case !isNull(r.ok) && !isNull(r.mismatches):
+		return KindVerify, nil
 	}
-	return ""
+	return "", nil
 }
 
 // hostFromFile names a document without a host after its file: the base
@@ -347,34 +484,56 @@ var DocLimit = input.Limit{Max: 16 << 20, What: "a report document"}
 func Load(ctx context.Context, paths []string) ([]Doc, []Problem, error) {
 	var docs []Doc
 	var problems []Problem
-	read := func(p string, named bool) {
-		data, err := input.ReadFile(ctx, p, DocLimit)
+	err := walk(ctx, paths, func(p string, named bool) error {
+		ds, prob := readDocs(ctx, p, named)
 		if ctx.Err() != nil {
-			return // Load returns the cause
+			return context.Cause(ctx)
 		}
-		if err != nil {
-			problems = append(problems, Problem{Path: p, Err: err.Error()})
-			return
-		}
-		ds, err := Parse(p, data)
-		if err != nil {
-			if !named && errors.Is(err, ErrNotDocument) {
-				return
-			}
-			problems = append(problems, Problem{Path: p, Err: err.Error()})
-			return
+		if prob != nil {
+			problems = append(problems, *prob)
 		}
 		docs = append(docs, ds...)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return docs, problems, nil
+}
+
+// readDocs reads and parses one file; a problem when it cannot be used.
+// A file that is not a rocectl document is a problem only when named.
+func readDocs(ctx context.Context, p string, named bool) ([]Doc, *Problem) {
+	data, err := input.ReadFile(ctx, p, DocLimit)
+	if ctx.Err() != nil {
+		return nil, nil // the caller returns the cause
+	}
+	if err != nil {
+		return nil, &Problem{Path: p, Err: err.Error()}
+	}
+	ds, err := Parse(p, data)
+	if err != nil {
+		if !named && errors.Is(err, ErrNotDocument) {
+			return nil, nil
+		}
+		return nil, &Problem{Path: p, Err: err.Error()}
+	}
+	return ds, nil
+}
+
+// walk calls fn with every file Load reads, in order: each path as given,
+// a directory's files in lexical order (filepath.WalkDir's); named says
+// the file was given by name. It stops at fn's first error, and when ctx
+// is done.
+func walk(ctx context.Context, paths []string, fn func(p string, named bool) error) error {
 	for _, root := range paths {
 		st, err := os.Stat(root)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if !st.IsDir() {
-			read(root, true)
-			if ctx.Err() != nil {
-				return nil, nil, context.Cause(ctx)
+			if err := fn(root, true); err != nil {
+				return err
 			}
 			continue
 		}
@@ -389,18 +548,18 @@ func Load(ctx context.Context, paths []string) ([]Doc, []Problem, error) {
 				return nil
 			}
 			if ext := filepath.Ext(de.Name()); ext == ".json" || ext == "" {
-				read(p, false)
-			}
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
+				return fn(p, false)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
-	return docs, problems, nil
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // addPeerPorts turns a peer document's verdicts into the document's

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/policy"
 )
 
@@ -127,10 +126,18 @@ type Fleet struct {
 	Summary Summary     `json:"summary"`
 	// Drift is every drifted value, grouped: one line per setting and
 	// value pair, with the hosts that share it, most hosts first.
-	Drift    []*DriftLine `json:"drift"`
-	Missing  []string     `json:"missing"`
-	Problems []Problem    `json:"problems"`
-	Sweep    *Sweep       `json:"sweep,omitempty"`
+	Drift   []*DriftLine `json:"drift"`
+	Missing []string     `json:"missing"`
+	// Problems are the files that could not be used, the first maxNamed
+	// in walk order; ProblemsTotal counts them all when there were more.
+	Problems      []Problem `json:"problems"`
+	ProblemsTotal int       `json:"problems_total,omitempty"`
+	// Duplicates are documents that say what another one says (same host,
+	// kind and generated_at), by path, the first maxNamed;
+	// DuplicatesTotal counts them all when there were more.
+	Duplicates      []Duplicate `json:"duplicates,omitempty"`
+	DuplicatesTotal int         `json:"duplicates_total,omitempty"`
+	Sweep           *Sweep      `json:"sweep,omitempty"`
 }
 
 // Summary counts hosts per state.
@@ -200,191 +207,6 @@ type DriftLine struct {
 // it: the worst one shows.
 var cellRank = map[State]int{NotSupported: 1, Unknown: 2, Drift: 3}
 
-// Build makes the fleet view of docs.
-func Build(docs []Doc, problems []Problem, opt Options) *Fleet {
-	f := &Fleet{SchemaVersion: doc.SchemaVersion, GeneratedAt: opt.Now.UTC(), Problems: problems, Missing: []string{}, Drift: []*DriftLine{}}
-	if f.Problems == nil {
-		f.Problems = []Problem{}
-	}
-	if opt.MaxAge > 0 {
-		f.MaxAge = opt.MaxAge.String()
-	}
-	// The newest document of each kind per host.
-	type latest struct{ plan, verify, peer *Doc }
-	byHost := map[string]*latest{}
-	sources := map[string][]string{}
-	var sweep []*Doc
-	newer := func(cur, d *Doc) bool { return cur == nil || !d.GeneratedAt.Before(cur.GeneratedAt) }
-	for i := range docs {
-		d := &docs[i]
-		if d.Kind == KindSweep {
-			sweep = append(sweep, d)
-			continue
-		}
-		l := byHost[d.Host]
-		if l == nil {
-			l = &latest{}
-			byHost[d.Host] = l
-		}
-		sources[d.Host] = append(sources[d.Host], d.Source)
-		switch d.Kind {
-		case KindAudit, KindApply:
-			if newer(l.plan, d) {
-				l.plan = d
-			}
-		case KindVerify:
-			if newer(l.verify, d) {
-				l.verify = d
-			}
-		case KindPeer:
-			if newer(l.peer, d) {
-				l.peer = d
-			}
-		}
-	}
-
-	seenGroups := map[string]bool{}
-	drift := map[driftKey]*driftAcc{}
-	for host, l := range byHost {
-		h := &HostView{Host: host, Groups: map[string]State{}, Verify: NoData, Peer: NoData, Sources: sources[host]}
-		sort.Strings(h.Sources)
-		set := func(g string, s State) {
-			seenGroups[g] = true
-			if cellRank[s] > cellRank[h.Groups[g]] {
-				h.Groups[g] = s
-			}
-		}
-		addDrift := func(from Kind, key, scope, have, want string) {
-			g, name, ok := classify(key, scope)
-			if !ok {
-				g, name = otherGroup, key
-			}
-			if from == KindPeer {
-				g, name = peerGroup(key)
-			}
-			if strings.HasSuffix(key, ".buffers.buffer_size") {
-				// One unit per line, as the plan prints it.
-				one := policy.SizesInOneUnit(have, want)
-				have, want = one[0], one[1]
-			}
-			set(g, Drift)
-			h.Drifted++
-			k := driftKey{group: g, setting: name, have: have, want: want, from: from}
-			a := drift[k]
-			if a == nil {
-				a = &driftAcc{hosts: map[string]bool{}}
-				drift[k] = a
-			}
-			a.ports++
-			a.hosts[host] = true
-		}
-		d := l.plan
-		if d == nil {
-			d = l.verify // read the groups from verify when there is no audit
-		}
-		if d != nil {
-			h.From, h.Profile, h.GeneratedAt = d.Kind, d.Profile, d.GeneratedAt
-			h.noMatch = d.NoMatch
-			// A successful apply made its changes: they are not drift.
-			applied := d.Kind == KindApply && d.Applied && !d.RolledBack && len(d.Errors) == 0
-			for _, c := range d.Changes {
-				if applied {
-					h.Applied++
-					continue
-				}
-				addDrift(d.Kind, c.Key, c.Scope, c.Before, c.After)
-			}
-			for _, u := range d.Unsupported {
-				g, _, ok := classify(u.Key, u.Scope)
-				if !ok {
-					g = otherGroup
-				}
-				set(g, NotSupported)
-			}
-			// Unknown is neither in sync nor drift: the group's cell is
-			// "?", and the host is not counted in sync.
-			for _, u := range d.Unknown {
-				g, _, ok := classify(u.Key, u.Scope)
-				if !ok {
-					g = otherGroup
-				}
-				set(g, Unknown)
-			}
-			if d.Kind == KindVerify {
-				for _, m := range d.Mismatches {
-					if m.Reason != "" {
-						markUnknown(set, m.Key)
-						continue
-					}
-					addDrift(KindVerify, m.Key, "", m.Have, m.Want)
-				}
-			}
-			for _, e := range d.Errors {
-				key, _, found := strings.Cut(e, ": ")
-				if found && markUnknown(set, key) {
-					continue
-				}
-				h.Errors = append(h.Errors, e)
-			}
-			for _, r := range d.Refused {
-				if !markUnknown(set, r.Key) {
-					h.Errors = append(h.Errors, r.Key+": "+r.Reason)
-				}
-			}
-		}
-		if v := l.verify; v != nil {
-			h.Verify = verifyState(v)
-		}
-		if p := l.peer; p != nil {
-			h.Peer = InSync
-			for _, m := range p.Mismatches {
-				addDrift(KindPeer, m.Key, "", m.Have, m.Want)
-				h.Peer = Drift
-			}
-			for _, c := range p.Changes {
-				addDrift(KindPeer, c.Key, c.Scope, c.Before, c.After)
-				h.Peer = Drift
-			}
-			if h.Peer == InSync && len(p.Unknowns) > 0 {
-				h.Peer = Unknown // a partner not heard is not a consistent one
-			}
-			if len(p.Errors) > 0 {
-				h.Peer = Failed
-			}
-		}
-		h.State = hostState(h, opt)
-		f.Hosts = append(f.Hosts, h)
-	}
-	for _, e := range opt.Expected {
-		if _, ok := byHost[e]; !ok {
-			f.Missing = append(f.Missing, e)
-			byHost[e] = nil
-			f.Hosts = append(f.Hosts, &HostView{Host: e, State: Missing, Groups: map[string]State{}, Verify: NoData, Peer: NoData, Sources: []string{}})
-		}
-	}
-	sort.Strings(f.Missing)
-	sort.Slice(f.Hosts, func(i, j int) bool { return f.Hosts[i].Host < f.Hosts[j].Host })
-	for _, h := range f.Hosts {
-		f.Summary.count(h)
-	}
-	for _, g := range groups {
-		if seenGroups[g.name] {
-			f.Groups = append(f.Groups, g.name)
-		}
-	}
-	if seenGroups[otherGroup] {
-		f.Groups = append(f.Groups, otherGroup)
-	}
-	if f.Groups == nil {
-		f.Groups = []string{}
-	}
-	f.Drift = driftLines(drift)
-	if len(sweep) > 0 {
-		f.Sweep = buildSweep(sweep)
-	}
-	return f
-}
-
 // peerGroup places a peer document's mismatch ("<netdev>.peer.<what>",
 // <what> as lldp's check names it) in the group of the host setting it
 // is about, named "switch: <what>" so that the line says who differs.
@@ -405,16 +227,6 @@ func peerGroup(key string) (grp, name string) {
 		grp = "ets"
 	}
 	return grp, "switch: " + what
-}
-
-// markUnknown marks the group of a setting that could not be read; false
-// when key is no setting key.
-func markUnknown(set func(string, State), key string) bool {
-	g, _, ok := classify(key, "")
-	if ok {
-		set(g, Unknown)
-	}
-	return ok
 }
 
 func verifyState(v *Doc) State {
@@ -483,26 +295,14 @@ type driftKey struct {
 	from                       Kind
 }
 
-type driftAcc struct {
-	ports int
-	hosts map[string]bool
-}
-
-func driftLines(m map[driftKey]*driftAcc) []*DriftLine {
+// sortDrift orders the drift lines: most hosts first, then by group (in
+// apply order), setting, source and values.
+func sortDrift(out []*DriftLine) {
 	order := map[string]int{}
 	for i, g := range groups {
 		order[g.name] = i
 	}
 	order[otherGroup] = len(groups)
-	out := make([]*DriftLine, 0, len(m))
-	for k, a := range m {
-		l := &DriftLine{Group: k.group, Setting: k.setting, Have: k.have, Want: k.want, From: k.from, Ports: a.ports}
-		for h := range a.hosts {
-			l.Hosts = append(l.Hosts, h)
-		}
-		sort.Strings(l.Hosts)
-		out = append(out, l)
-	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		switch {
@@ -519,5 +319,4 @@ func driftLines(m map[driftKey]*driftAcc) []*DriftLine {
 		}
 		return a.Want < b.Want
 	})
-	return out
 }

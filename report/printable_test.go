@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,14 +29,24 @@ var hostileNames = []string{
 }
 
 // hostileFleet is a fleet whose every string from a document is hostile.
-func hostileFleet(t *testing.T) *Fleet {
+func hostileFleet(t *testing.T) *Fleet { return hostileFleetOf(t, 1) }
+
+// hostileFleetOf is hostileFleet with each hostile host copies times (the
+// copies' names suffixed with their number): past pageSize hosts,
+// Markdown and HTML page the host tables, with the first and last host's
+// names in each page's summary.
+func hostileFleetOf(t *testing.T, copies int) *Fleet {
 	t.Helper()
 	dir := t.TempDir()
-	for i, h := range hostileNames {
+	for k := range copies * len(hostileNames) {
+		i, h := k%len(hostileNames), hostileNames[k%len(hostileNames)]
+		if k >= len(hostileNames) {
+			h += fmt.Sprint(k / len(hostileNames))
+		}
 		body := `{"schema_version": 1, "command": "audit", "host": ` + jsonString(h) + `, "profile": ` + jsonString(h) + `,
 			"changed": true, "unsupported": [], "errors": [` + jsonString("x: "+h+"\n2nd "+h) + `], "in_sync": 1, "ports": [], "rolled_back": false, "diagnostics": [], "unknown": [],
 			"changes": [{"key": "ens1.qos.pfc", "scope": "ens1", "netdev": "ens1", "before": ` + jsonString("`|"+h) + `, "after": "3"}]}`
-		if err := os.WriteFile(filepath.Join(dir, "h"+string(rune('a'+i))+".audit.json"), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%c%03d.audit.json", 'a'+i, k)), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +94,18 @@ func noControls(t *testing.T, format, out string) {
 // Hostile host names, profiles, errors and values print literally, in
 // every format (issue 34, item 5).
 func TestHostileNamesAreEscaped(t *testing.T) {
-	f := hostileFleet(t)
+	t.Run("small", func(t *testing.T) { checkHostileEscaped(t, hostileFleet(t), len(hostileNames)) })
+	t.Run("paged", func(t *testing.T) {
+		copies := pageSize/len(hostileNames) + 2
+		f := hostileFleetOf(t, copies)
+		if pages := f.hostPages(); f.Summary.Error != copies*len(hostileNames) || len(pages) != 3 || !strings.Contains(pages[0].title(true), "…") {
+			t.Fatalf("want the hostile hosts in two pages of errors: %+v", f.Summary)
+		}
+		checkHostileEscaped(t, f, copies*len(hostileNames))
+	})
+}
+
+func checkHostileEscaped(t *testing.T, f *Fleet, errorRows int) {
 	render := func(format string) string {
 		var b strings.Builder
 		if err := Render(&b, f, format); err != nil {
@@ -100,8 +122,8 @@ func TestHostileNamesAreEscaped(t *testing.T) {
 			rows++
 		}
 	}
-	if rows != len(hostileNames) || !strings.Contains(text, `\x1b]0;pwned\a\x1b[2J`) {
-		t.Errorf("text: %d host rows, want %d, each name escaped:\n%s", rows, len(hostileNames), text)
+	if rows != errorRows || !strings.Contains(text, `\x1b]0;pwned\a\x1b[2J`) {
+		t.Errorf("text: %d host rows, want %d, each name escaped:\n%s", rows, errorRows, text)
 	}
 
 	md := render("markdown")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"sort"
 	"strings"
 	"time"
 )
@@ -28,15 +29,271 @@ func Render(w io.Writer, f *Fleet, format string) error {
 	case "html":
 		renderHTML(bw, f)
 	case "json":
-		enc := json.NewEncoder(bw)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(f); err != nil {
+		if err := renderJSON(bw, f); err != nil {
 			return err
 		}
 	default:
 		return fmt.Errorf("-o must be one of %s, not %q", strings.Join(Formats, ", "), format)
 	}
 	return bw.Flush()
+}
+
+// renderJSON writes f as json.Encoder with a two-space indent writes it,
+// byte for byte, but one host and one drift line at a time: the encoder
+// builds the whole document in memory and then indents it into a second
+// buffer, two copies of a 40 MB document at 100,000 hosts (issue 39).
+// TestJSONIsTheEncoders checks the two agree.
+func renderJSON(w *bufio.Writer, f *Fleet) error {
+	first := true
+	field := func(name string, v any) error {
+		if first {
+			w.WriteString("{\n")
+			first = false
+		} else {
+			w.WriteString(",\n")
+		}
+		fmt.Fprintf(w, "  %q: ", name)
+		b, err := json.MarshalIndent(v, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+		return nil
+	}
+	array := func(name string, n int, elem func(i int) any) error {
+		w.WriteString(",\n")
+		fmt.Fprintf(w, "  %q: [", name)
+		for i := range n {
+			if i > 0 {
+				w.WriteString(",")
+			}
+			w.WriteString("\n    ")
+			b, err := json.MarshalIndent(elem(i), "    ", "  ")
+			if err != nil {
+				return err
+			}
+			w.Write(b)
+		}
+		if n > 0 {
+			w.WriteString("\n  ")
+		}
+		w.WriteString("]")
+		return nil
+	}
+	steps := []func() error{
+		func() error { return field("schema_version", f.SchemaVersion) },
+		func() error { return field("generated_at", f.GeneratedAt) },
+		func() error {
+			if f.MaxAge == "" {
+				return nil
+			}
+			return field("max_age", f.MaxAge)
+		},
+		func() error { return field("groups", f.Groups) },
+		func() error {
+			if f.Hosts == nil {
+				return field("hosts", f.Hosts)
+			}
+			return array("hosts", len(f.Hosts), func(i int) any { return f.Hosts[i] })
+		},
+		func() error { return field("summary", f.Summary) },
+		func() error {
+			if f.Drift == nil {
+				return field("drift", f.Drift)
+			}
+			return array("drift", len(f.Drift), func(i int) any { return f.Drift[i] })
+		},
+		func() error { return field("missing", f.Missing) },
+		func() error { return field("problems", f.Problems) },
+		func() error {
+			if f.ProblemsTotal == 0 {
+				return nil
+			}
+			return field("problems_total", f.ProblemsTotal)
+		},
+		func() error {
+			if len(f.Duplicates) == 0 {
+				return nil
+			}
+			return field("duplicates", f.Duplicates)
+		},
+		func() error {
+			if f.DuplicatesTotal == 0 {
+				return nil
+			}
+			return field("duplicates_total", f.DuplicatesTotal)
+		},
+		func() error {
+			if f.Sweep == nil {
+				return nil
+			}
+			return field("sweep", f.Sweep)
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	w.WriteString("\n}\n")
+	return nil
+}
+
+// What Markdown and HTML show of a large fleet (issue 39: readable at
+// 100,000 hosts); -o json and text have everything.
+const (
+	// pageSize: host rows in one table; a fleet of more hosts has its
+	// rows split by state and in pages, each collapsed with its count.
+	pageSize = 500
+	// maxDriftShown: drift lines in the open table; the rest, each on as
+	// few hosts or fewer, follow collapsed (HTML) or are counted.
+	maxDriftShown = 100
+	// maxErrorsShown: host errors listed; the rest are counted.
+	maxErrorsShown = 100
+	// maxMissingShown: hosts that did not report named; the rest counted.
+	maxMissingShown = 200
+)
+
+// settingRow is one group's line of the summary by setting: how many
+// hosts have it in each state.
+type settingRow struct {
+	group                           string
+	drift, unsup, unknown, ok, none int
+}
+
+func (f *Fleet) bySetting() []settingRow {
+	rows := make([]settingRow, len(f.Groups))
+	for i, g := range f.Groups {
+		rows[i].group = g
+	}
+	for _, h := range f.Hosts {
+		for i, g := range f.Groups {
+			switch h.Cell(g) {
+			case Drift:
+				rows[i].drift++
+			case NotSupported:
+				rows[i].unsup++
+			case Unknown:
+				rows[i].unknown++
+			case InSync:
+				rows[i].ok++
+			default:
+				rows[i].none++
+			}
+		}
+	}
+	return rows
+}
+
+// driftPattern is the hosts that drift in the same setting groups (and
+// no other): a rack left at factory settings is one pattern, a wrong
+// cable length another.
+type driftPattern struct {
+	groups []string
+	hosts  int
+	some   []string // the first maxListed hosts, by name
+}
+
+// maxPatterns bounds the drift patterns listed; the rest are counted.
+const maxPatterns = 20
+
+func (f *Fleet) driftPatterns() []*driftPattern {
+	by := map[string]*driftPattern{}
+	var out []*driftPattern
+	for _, h := range f.Hosts {
+		if h.State != Drift {
+			continue
+		}
+		var gs []string
+		for _, g := range f.Groups {
+			if h.Groups[g] == Drift {
+				gs = append(gs, g)
+			}
+		}
+		if h.Peer == Drift {
+			gs = append(gs, "(switch)")
+		}
+		k := strings.Join(gs, "\x00")
+		p := by[k]
+		if p == nil {
+			p = &driftPattern{groups: gs}
+			by[k] = p
+			out = append(out, p)
+		}
+		p.hosts++
+		if len(p.some) < maxListed {
+			p.some = append(p.some, h.Host)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].hosts > out[j].hosts })
+	return out
+}
+
+func (p *driftPattern) where() string {
+	s := listHosts(p.some)
+	if p.hosts > len(p.some) {
+		s += fmt.Sprintf(" … and %d more", p.hosts-len(p.some))
+	}
+	return s
+}
+
+func countClass(n int, class string) string {
+	if n > 0 {
+		return class
+	}
+	return "s-none"
+}
+
+// pageStates is the order of the host sections of a large fleet: what
+// needs a look first.
+var pageStates = []State{Failed, Drift, Unknown, Stale, NoMatch, Missing, NoData, InSync}
+
+// hostPage is up to pageSize hosts of one state.
+type hostPage struct {
+	state    State
+	from, of int // the first host's place in the state (0-based), the state's hosts
+	hosts    []*HostView
+}
+
+// title is the page's summary line, with its first and last host's
+// names when names (HTML; Markdown's <summary> is HTML, where its
+// escapes would show).
+func (p hostPage) title(names bool) string {
+	if p.of <= pageSize {
+		return fmt.Sprintf("%s: %s", p.state, plural(p.of, "host", "hosts"))
+	}
+	s := fmt.Sprintf("%s: hosts %d–%d of %d", p.state, p.from+1, p.from+len(p.hosts), p.of)
+	if names {
+		s += fmt.Sprintf(" (%s … %s)", printable(p.hosts[0].Host), printable(p.hosts[len(p.hosts)-1].Host))
+	}
+	return s
+}
+
+// hostPages splits the hosts by state (in pageStates' order, by name
+// within one) and into pages.
+func (f *Fleet) hostPages() []hostPage {
+	by := map[State][]*HostView{}
+	for _, h := range f.Hosts {
+		by[h.State] = append(by[h.State], h)
+	}
+	var pages []hostPage
+	for _, st := range pageStates {
+		hs := by[st]
+		for i := 0; i < len(hs); i += pageSize {
+			pages = append(pages, hostPage{state: st, from: i, of: len(hs), hosts: hs[i:min(i+pageSize, len(hs))]})
+		}
+	}
+	return pages
+}
+
+// joinSome joins the first maxMissingShown names, each printable, and
+// says how many more there are.
+func joinSome(names []string, sep string) string {
+	s := printableJoin(names[:min(len(names), maxMissingShown)], sep)
+	if more := len(names) - maxMissingShown; more > 0 {
+		s += fmt.Sprintf("%s… and %d more", sep, more)
+	}
+	return s
 }
 
 // short is the text matrix's cell.
@@ -102,6 +359,12 @@ func (f *Fleet) headline() string {
 	}
 	return line
 }
+
+// problemCount is how many files could not be used, named or not.
+func (f *Fleet) problemCount() int { return max(f.ProblemsTotal, len(f.Problems)) }
+
+// duplicateCount is how many duplicates there were, named or not.
+func (f *Fleet) duplicateCount() int { return max(f.DuplicatesTotal, len(f.Duplicates)) }
 
 func (f *Fleet) stamp() string {
 	s := "generated " + f.GeneratedAt.Format(time.RFC3339)
@@ -184,6 +447,18 @@ func renderText(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintln(w, "\nUnreadable files:")
 		for _, p := range f.Problems {
 			fmt.Fprintf(w, "  %s\n", printable(p.Err))
+		}
+		if more := f.problemCount() - len(f.Problems); more > 0 {
+			fmt.Fprintf(w, "  … and %d more (%d files could not be read)\n", more, f.problemCount())
+		}
+	}
+	if len(f.Duplicates) > 0 {
+		fmt.Fprintf(w, "\nDuplicate documents (%d), each the same host, kind and time as a later one, which is read:\n", f.duplicateCount())
+		for _, d := range f.Duplicates {
+			fmt.Fprintf(w, "  %s\n", printable(d.String()))
+		}
+		if more := f.duplicateCount() - len(f.Duplicates); more > 0 {
+			fmt.Fprintf(w, "  … and %d more\n", more)
 		}
 	}
 	if s := f.Sweep; s != nil {
@@ -319,39 +594,87 @@ func mdCode(s string) string {
 }
 
 func renderMarkdown(w *bufio.Writer, f *Fleet) {
-	fmt.Fprintf(w, "# rocectl fleet report\n\n%s. %s.\n\n", f.stamp(), f.headline())
-	cols := append(append([]string{}, f.Groups...), "verify", "peer")
-	fmt.Fprintf(w, "| host | state | profile | %s |\n|---|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
-	for _, h := range f.Hosts {
-		fmt.Fprintf(w, "| %s | %s | %s |", mdEscape(h.Host), h.State, mdEscape(h.Profile))
-		for _, g := range f.Groups {
-			fmt.Fprintf(w, " %s |", short(h.Cell(g)))
+	fmt.Fprintf(w, "# rocectl fleet report\n\n%s. %s.\n", f.stamp(), f.headline())
+	if len(f.Groups) > 0 {
+		fmt.Fprintf(w, "\n## By setting\n\nHosts per state of each setting group.\n\n| group | drift | unsupported | unknown | in sync | no data |\n|---|---|---|---|---|---|\n")
+		for _, r := range f.bySetting() {
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d |\n", mdEscape(r.group), r.drift, r.unsup, r.unknown, r.ok, r.none)
 		}
-		fmt.Fprintf(w, " %s | %s |\n", short(h.Verify), short(h.Peer))
+	}
+	if ps := f.driftPatterns(); len(ps) > 0 {
+		fmt.Fprintf(w, "\n## By drift pattern\n\nHosts in drift, by the groups they drift in.\n\n| drifted groups | hosts | which |\n|---|---|---|\n")
+		for _, p := range ps[:min(len(ps), maxPatterns)] {
+			fmt.Fprintf(w, "| %s | %d | %s |\n", mdEscape(strings.Join(p.groups, ", ")), p.hosts, mdEscape(p.where()))
+		}
+		if more := len(ps) - maxPatterns; more > 0 {
+			fmt.Fprintf(w, "\n… and %d more patterns, each on fewer hosts.\n", more)
+		}
 	}
 	if len(f.Drift) > 0 {
 		fmt.Fprintf(w, "\n## Drift, same value on N hosts\n\n| group | setting | have | want | hosts | where |\n|---|---|---|---|---|---|\n")
-		for _, l := range f.Drift {
+		for _, l := range f.Drift[:min(len(f.Drift), maxDriftShown)] {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s |\n", mdEscape(l.Group), mdCode(l.Setting), mdCode(orEmpty(l.Have)), mdCode(orEmpty(l.Want)), len(l.Hosts), mdEscape(listHosts(l.Hosts)))
+		}
+		if more := len(f.Drift) - maxDriftShown; more > 0 {
+			fmt.Fprintf(w, "\n… and %d more drift lines, each on fewer hosts (all of them in -o json).\n", more)
+		}
+	}
+	cols := append(append([]string{}, f.Groups...), "verify", "peer")
+	table := func(hosts []*HostView) {
+		fmt.Fprintf(w, "| host | state | profile | %s |\n|---|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+		for _, h := range hosts {
+			fmt.Fprintf(w, "| %s | %s | %s |", mdEscape(h.Host), h.State, mdEscape(h.Profile))
+			for _, g := range f.Groups {
+				fmt.Fprintf(w, " %s |", short(h.Cell(g)))
+			}
+			fmt.Fprintf(w, " %s | %s |\n", short(h.Verify), short(h.Peer))
+		}
+	}
+	fmt.Fprintf(w, "\n## Hosts (%d)\n\n", len(f.Hosts))
+	if len(f.Hosts) <= pageSize {
+		table(f.Hosts)
+	} else {
+		fmt.Fprintf(w, "By state, in pages of %d hosts; open one to see its hosts.\n", pageSize)
+		for _, pg := range f.hostPages() {
+			fmt.Fprintf(w, "\n<details><summary>%s</summary>\n\n", html.EscapeString(pg.title(false)))
+			table(pg.hosts)
+			fmt.Fprint(w, "\n</details>\n")
 		}
 	}
 	var errs []string
+	nErrs := 0
 	for _, h := range f.Hosts {
 		for _, e := range h.Errors {
-			errs = append(errs, fmt.Sprintf("- **%s**: %s", mdEscape(h.Host), mdLines(e)))
+			if nErrs++; nErrs <= maxErrorsShown {
+				errs = append(errs, fmt.Sprintf("- **%s**: %s", mdEscape(h.Host), mdLines(e)))
+			}
 		}
+	}
+	if nErrs > maxErrorsShown {
+		errs = append(errs, fmt.Sprintf("- … and %d more (all of them in -o json)", nErrs-maxErrorsShown))
 	}
 	if len(errs) > 0 {
 		fmt.Fprintf(w, "\n## Errors\n\n%s\n", strings.Join(errs, "\n"))
 	}
 	if len(f.Missing) > 0 {
-		fmt.Fprintf(w, "\n## Did not report (%d)\n\n%s\n", len(f.Missing), mdEscape(printableJoin(f.Missing, ", ")))
+		fmt.Fprintf(w, "\n## Did not report (%d)\n\n%s\n", len(f.Missing), mdEscape(joinSome(f.Missing, ", ")))
 	}
 	if len(f.Problems) > 0 {
-		fmt.Fprintln(w, "\n## Unreadable files")
-		fmt.Fprintln(w)
+		fmt.Fprint(w, "\n## Unreadable files\n\n")
 		for _, p := range f.Problems {
 			fmt.Fprintf(w, "- %s\n", mdEscape(p.Err))
+		}
+		if more := f.problemCount() - len(f.Problems); more > 0 {
+			fmt.Fprintf(w, "- … and %d more\n", more)
+		}
+	}
+	if len(f.Duplicates) > 0 {
+		fmt.Fprintf(w, "\n## Duplicate documents (%d)\n\nEach is the same host, kind and time as a later one, which is read.\n\n", f.duplicateCount())
+		for _, d := range f.Duplicates {
+			fmt.Fprintf(w, "- %s\n", mdEscape(d.String()))
+		}
+		if more := f.duplicateCount() - len(f.Duplicates); more > 0 {
+			fmt.Fprintf(w, "- … and %d more\n", more)
 		}
 	}
 	if s := f.Sweep; s != nil {
@@ -454,51 +777,112 @@ func heat(v float64, good bool) string {
 func renderHTML(w *bufio.Writer, f *Fleet) {
 	fmt.Fprintf(w, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>rocectl fleet report</title><style>%s</style></head><body>\n", htmlStyle)
 	fmt.Fprintf(w, "<h1>rocectl fleet report</h1>\n<p>%s. <b>%s</b>.</p>\n", esc(f.stamp()), esc(f.headline()))
-	cols := append(append([]string{}, f.Groups...), "verify", "peer")
-	fmt.Fprintf(w, "<table id=\"matrix\"><thead><tr><th>host</th><th>state</th><th>profile</th>")
-	for _, c := range cols {
-		fmt.Fprintf(w, "<th>%s</th>", esc(c))
-	}
-	fmt.Fprintln(w, "</tr></thead><tbody>")
-	cell := func(s State) {
-		fmt.Fprintf(w, "<td class=\"%s\">%s</td>", stateClass(s), esc(string(s)))
-	}
-	for _, h := range f.Hosts {
-		fmt.Fprintf(w, "<tr><td class=\"h\">%s</td>", esc(h.Host))
-		cell(h.State)
-		fmt.Fprintf(w, "<td>%s</td>", esc(h.Profile))
-		for _, g := range f.Groups {
-			cell(h.Cell(g))
-		}
-		cell(h.Verify)
-		cell(h.Peer)
-		fmt.Fprintln(w, "</tr>")
-	}
-	fmt.Fprintln(w, "</tbody></table>")
-	if len(f.Drift) > 0 {
-		fmt.Fprintln(w, "<h2>Drift, same value on N hosts</h2>\n<table id=\"drift\"><thead><tr><th>group</th><th>setting</th><th>have</th><th>want</th><th>hosts</th><th>which</th></tr></thead><tbody>")
-		for _, l := range f.Drift {
-			fmt.Fprintf(w, "<tr><td>%s</td><td><code>%s</code></td><td><code>%s</code></td><td><code>%s</code></td><td>%d</td><td class=\"h\">%s</td></tr>\n",
-				esc(l.Group), esc(l.Setting), esc(l.Have), esc(l.Want), len(l.Hosts), esc(listHosts(l.Hosts)))
+	if len(f.Groups) > 0 {
+		fmt.Fprintln(w, "<h2>By setting</h2>\n<p>Hosts per state of each setting group.</p>\n<table id=\"by-setting\"><thead><tr><th>group</th><th>drift</th><th>unsupported</th><th>unknown</th><th>in sync</th><th>no data</th></tr></thead><tbody>")
+		for _, r := range f.bySetting() {
+			fmt.Fprintf(w, "<tr><td>%s</td><td class=\"%s\">%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>\n", esc(r.group), countClass(r.drift, "s-drift"), r.drift, r.unsup, r.unknown, r.ok, r.none)
 		}
 		fmt.Fprintln(w, "</tbody></table>")
 	}
+	if ps := f.driftPatterns(); len(ps) > 0 {
+		fmt.Fprintln(w, "<h2>By drift pattern</h2>\n<p>Hosts in drift, by the groups they drift in.</p>\n<table id=\"patterns\"><thead><tr><th>drifted groups</th><th>hosts</th><th>which</th></tr></thead><tbody>")
+		for _, p := range ps[:min(len(ps), maxPatterns)] {
+			fmt.Fprintf(w, "<tr><td>%s</td><td>%d</td><td class=\"h\">%s</td></tr>\n", esc(strings.Join(p.groups, ", ")), p.hosts, esc(p.where()))
+		}
+		if more := len(ps) - maxPatterns; more > 0 {
+			fmt.Fprintf(w, "<tr><td colspan=\"3\">… and %d more patterns, each on fewer hosts</td></tr>\n", more)
+		}
+		fmt.Fprintln(w, "</tbody></table>")
+	}
+	if len(f.Drift) > 0 {
+		driftTable := func(id string, lines []*DriftLine) {
+			fmt.Fprintf(w, "<table id=\"%s\"><thead><tr><th>group</th><th>setting</th><th>have</th><th>want</th><th>hosts</th><th>which</th></tr></thead><tbody>\n", id)
+			for _, l := range lines {
+				fmt.Fprintf(w, "<tr><td>%s</td><td><code>%s</code></td><td><code>%s</code></td><td><code>%s</code></td><td>%d</td><td class=\"h\">%s</td></tr>\n",
+					esc(l.Group), esc(l.Setting), esc(l.Have), esc(l.Want), len(l.Hosts), esc(listHosts(l.Hosts)))
+			}
+			fmt.Fprintln(w, "</tbody></table>")
+		}
+		fmt.Fprintln(w, "<h2>Drift, same value on N hosts</h2>")
+		driftTable("drift", f.Drift[:min(len(f.Drift), maxDriftShown)])
+		if more := f.Drift[min(len(f.Drift), maxDriftShown):]; len(more) > 0 {
+			fmt.Fprintf(w, "<details id=\"drift-more\"><summary>%d more drift lines, each on fewer hosts</summary>\n", len(more))
+			driftTable("drift-rest", more)
+			fmt.Fprintln(w, "</details>")
+		}
+	}
+	cols := append(append([]string{}, f.Groups...), "verify", "peer")
+	cell := func(s State) {
+		fmt.Fprintf(w, "<td class=\"%s\">%s</td>", stateClass(s), esc(string(s)))
+	}
+	table := func(attr string, hosts []*HostView) {
+		fmt.Fprintf(w, "<table %s><thead><tr><th>host</th><th>state</th><th>profile</th>", attr)
+		for _, c := range cols {
+			fmt.Fprintf(w, "<th>%s</th>", esc(c))
+		}
+		fmt.Fprintln(w, "</tr></thead><tbody>")
+		for _, h := range hosts {
+			fmt.Fprintf(w, "<tr><td class=\"h\">%s</td>", esc(h.Host))
+			cell(h.State)
+			fmt.Fprintf(w, "<td>%s</td>", esc(h.Profile))
+			for _, g := range f.Groups {
+				cell(h.Cell(g))
+			}
+			cell(h.Verify)
+			cell(h.Peer)
+			fmt.Fprintln(w, "</tr>")
+		}
+		fmt.Fprintln(w, "</tbody></table>")
+	}
+	fmt.Fprintf(w, "<h2>Hosts (%d)</h2>\n", len(f.Hosts))
+	if len(f.Hosts) <= pageSize {
+		table(`id="matrix"`, f.Hosts)
+	} else {
+		// A table of 100,000 rows is no page a browser or a person can
+		// use: one collapsed section per state and page, its count in
+		// its summary, the states that need a look first.
+		fmt.Fprintf(w, "<p>By state, in pages of %d hosts; open one to see its hosts.</p>\n", pageSize)
+		for _, pg := range f.hostPages() {
+			fmt.Fprintf(w, "<details class=\"hosts\"><summary class=\"%s\">%s</summary>\n", stateClass(pg.state), esc(pg.title(true)))
+			table(`class="matrix"`, pg.hosts)
+			fmt.Fprintln(w, "</details>")
+		}
+	}
 	var errs []string
+	nErrs := 0
 	for _, h := range f.Hosts {
 		for _, e := range h.Errors {
-			errs = append(errs, fmt.Sprintf("<li><b>%s</b>: %s</li>", esc(h.Host), htmlLines(e)))
+			if nErrs++; nErrs <= maxErrorsShown {
+				errs = append(errs, fmt.Sprintf("<li><b>%s</b>: %s</li>", esc(h.Host), htmlLines(e)))
+			}
 		}
+	}
+	if nErrs > maxErrorsShown {
+		errs = append(errs, fmt.Sprintf("<li>… and %d more (all of them in -o json)</li>", nErrs-maxErrorsShown))
 	}
 	if len(errs) > 0 {
 		fmt.Fprintf(w, "<h2>Errors</h2>\n<ul>%s</ul>\n", strings.Join(errs, ""))
 	}
 	if len(f.Missing) > 0 {
-		fmt.Fprintf(w, "<h2>Did not report (%d)</h2>\n<p id=\"missing\">%s</p>\n", len(f.Missing), esc(strings.Join(f.Missing, ", ")))
+		fmt.Fprintf(w, "<h2>Did not report (%d)</h2>\n<p id=\"missing\">%s</p>\n", len(f.Missing), esc(joinSome(f.Missing, ", ")))
 	}
 	if len(f.Problems) > 0 {
-		fmt.Fprint(w, "<h2>Unreadable files</h2>\n<ul>")
+		fmt.Fprint(w, "<h2>Unreadable files</h2>\n<ul id=\"problems\">")
 		for _, p := range f.Problems {
 			fmt.Fprintf(w, "<li>%s</li>", esc(p.Err))
+		}
+		if more := f.problemCount() - len(f.Problems); more > 0 {
+			fmt.Fprintf(w, "<li>… and %d more</li>", more)
+		}
+		fmt.Fprintln(w, "</ul>")
+	}
+	if len(f.Duplicates) > 0 {
+		fmt.Fprintf(w, "<h2>Duplicate documents (%d)</h2>\n<p>Each is the same host, kind and time as a later one, which is read.</p>\n<ul id=\"duplicates\">", f.duplicateCount())
+		for _, d := range f.Duplicates {
+			fmt.Fprintf(w, "<li>%s</li>", esc(d.String()))
+		}
+		if more := f.duplicateCount() - len(f.Duplicates); more > 0 {
+			fmt.Fprintf(w, "<li>… and %d more</li>", more)
 		}
 		fmt.Fprintln(w, "</ul>")
 	}

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +190,97 @@ func TestHTMLInBrowser(t *testing.T) {
 			t.Errorf("the rendered DOM lacks %s:\n%s", want, dom)
 		}
 	}
+}
+
+// largeFleet is the fleet view of n hosts' audit documents (fleetDocs).
+func largeFleet(t *testing.T, n int) *Fleet {
+	t.Helper()
+	var docs []Doc
+	for i, b := range fleetDocs(t, n) {
+		ds, err := Parse(fmt.Sprintf("h%05d.audit.json", i), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, ds...)
+	}
+	return Build(docs, nil, Options{Now: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)})
+}
+
+// A large fleet's page (issue 39: readable at 100,000 hosts): the summary
+// by setting and the drift first, then the hosts by state in collapsed
+// pages of pageSize, each summary with its count; a browser builds every
+// row, inside closed <details>. Markdown has the same pages.
+func TestLargeFleetCollapsedInBrowser(t *testing.T) {
+	const n = 1600
+	f := largeFleet(t, n)
+	pages := f.hostPages()
+	if f.Summary.Drift <= pageSize || f.Summary.InSync <= pageSize || len(pages) < 4 {
+		t.Fatalf("the fleet has %d drift and %d in sync hosts in %d pages: want more than a page of each", f.Summary.Drift, f.Summary.InSync, len(pages))
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, f, "html"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	bySetting, drift, hosts := strings.Index(page, `<table id="by-setting">`), strings.Index(page, `<table id="drift">`), strings.Index(page, `<details class="hosts">`)
+	if bySetting < 0 || drift < bySetting || hosts < drift || strings.Contains(page, `id="matrix"`) {
+		t.Errorf("want the summary by setting, the drift, then collapsed host pages (no open matrix): at %d, %d, %d", bySetting, drift, hosts)
+	}
+	md := new(strings.Builder)
+	if err := Render(md, f, "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(md.String(), "\n<details><summary>"); got != len(pages) {
+		t.Errorf("markdown: %d collapsed pages, want %d", got, len(pages))
+	}
+	if rows := len(regexp.MustCompile(`(?m)^\| r\d{3}-h\d{2} \|`).FindAllString(md.String(), -1)); rows != n {
+		t.Errorf("markdown: %d host rows, want %d", rows, n)
+	}
+
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (make deps): the page is not opened in a browser")
+	}
+	dom := dumpDOM(t, chromium, buf.Bytes())
+	if got := strings.Count(dom, `<details class="hosts">`); got != len(pages) {
+		t.Errorf("the DOM has %d closed host sections, want %d (none open)", got, len(pages))
+	}
+	if got := strings.Count(dom, `<tr><td class="h">`); got != n {
+		t.Errorf("the DOM has %d host rows, want %d", got, n)
+	}
+	for _, pg := range pages {
+		if want := "</summary>"; !strings.Contains(dom, `">`+html.EscapeString(pg.title(true))+want) {
+			t.Errorf("the DOM lacks the summary %q", pg.title(true))
+		}
+	}
+	for _, want := range []string{
+		fmt.Sprintf("drift: hosts 1–%d of %d (", pageSize, f.Summary.Drift),
+		fmt.Sprintf("in sync: hosts %d–%d of %d (", 2*pageSize+1, min(3*pageSize, f.Summary.InSync), f.Summary.InSync),
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the DOM lacks %q", want)
+		}
+	}
+}
+
+// dumpDOM opens page in headless chromium and returns the DOM it built.
+func dumpDOM(t *testing.T, chromium string, page []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "fleet.html")
+	if err := os.WriteFile(file, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"),
+		"--dump-dom", "file://"+file)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(dom)
 }
 
 // A pair whose listener timed out waiting is failed; the connector's own

@@ -137,7 +137,7 @@ var Table = []Row{
 	{Pkg: "internal/tools", Layer: 15, Kind: Tool, May: []string{"cli", "cli/agentcmd", "internal/testkit"},
 		Job: "generators: gendocs (man pages, completions), mkhosts (testdata/hosts)"},
 	{Pkg: "bench", Layer: 15, Kind: Program, May: []string{"apply", "cli", "nic", "statedir", "internal/testkit"},
-		Job: "benchmark drivers (not shipped): apply against the bash script, the audit floor"},
+		Job: "benchmark drivers (not shipped): apply against the bash script, the audit floor, the fleet report's generated corpus"},
 
 	// 16: tests.
 	{Pkg: "internal/arch", Layer: 16, Kind: Test,
