@@ -70,6 +70,7 @@ while an apply or verify runs, and marks pairs that degrade (metrics).
 			cfg.Host, cfg.ReadOnly = h, env.Snapshot != ""
 			cfg.Store, cfg.Log = env.Store(), env.Log
 			cfg.Version, cfg.Revision = cli.Version, cli.Revision
+			cli.TuneDaemonGC()
 			return agent.Run(cmd.Context(), cfg)
 		},
 	})
