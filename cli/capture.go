@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -44,7 +45,15 @@ is changed.`,
 			meta := snapshot.Meta{CapturedAt: time.Now().UTC().Format(time.RFC3339), Hostname: host,
 				Kernel: unix.ByteSliceToString(uts.Release[:]), RocectlVersion: Version, Source: source}
 			home, _ := os.UserHomeDir()
-			inv, err := snapshot.Capture(h.FS, h.K, out, meta, snapshot.NCCLConfFiles(os.Getenv, home), env.Log)
+			// The ConnectX devices' NVConfig as mstconfig prints it, where
+			// the host's firmware reader can print it (the live host).
+			var fw snapshot.FirmwareText
+			if r, ok := h.FW.(interface {
+				QueryText(context.Context, string) (string, error)
+			}); ok {
+				fw = func(pci string) (string, error) { return r.QueryText(cmd.Context(), pci) }
+			}
+			inv, err := snapshot.Capture(h.FS, h.K, out, meta, snapshot.NCCLConfFiles(os.Getenv, home), fw, env.Log)
 			if err != nil {
 				return err
 			}

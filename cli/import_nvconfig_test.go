@@ -247,3 +247,50 @@ func TestApplyFirmwareSaysPending(t *testing.T) {
 		t.Errorf("after rollback ROCE_CC_PRIO_MASK_P2 next %d, want 255", got)
 	}
 }
+
+// rocectl capture keeps each ConnectX PCI function's NVConfig query as
+// mstconfig printed it, so that auditing the capture against [firmware]
+// reads the firmware the host had: here port 1's CC mask is set for the
+// next boot only (pending), port 2's not at all (drift). A device the
+// tool cannot query is left not captured, and the capture still succeeds.
+func TestCaptureKeepsFirmwareQueries(t *testing.T) {
+	root, sim := fixturehost.Copy(t, "cx6dx-ofed-factory")
+	prof := filepath.Join(t.TempDir(), "fw.toml")
+	if err := os.WriteFile(prof, []byte(fwAuditProfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := func(name string, cur, next uint64) *fakemst.Param {
+		return &fakemst.Param{Name: name, Default: 255, Current: cur, Next: next}
+	}
+	fw := fakemst.New(t, &fakemst.State{Devices: map[string]*fakemst.Device{"0000:3b:00.0": {Type: "ConnectX6DX", Params: []*fakemst.Param{
+		p("ROCE_CC_PRIO_MASK_P1", 255, 8), p("CNP_DSCP_P1", 48, 48), p("CNP_802P_PRIO_P1", 6, 6),
+		p("ROCE_CC_PRIO_MASK_P2", 255, 255), p("CNP_DSCP_P2", 48, 48), p("CNP_802P_PRIO_P2", 6, 6),
+	}}}, Alias: map[string]string{"0000:3b:00.1": "0000:3b:00.0"}})
+	snap := filepath.Join(t.TempDir(), "snap")
+	code, out, errs := runFW(t, sim, fw, "--root", root, "capture", "--tree", "-o", snap)
+	if code != ExitOK {
+		t.Fatalf("capture: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = run(t, nil, "--snapshot", snap, "audit", "-p", prof)
+	if code != ExitDrift {
+		t.Fatalf("audit of the capture: exit %d, want drift\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"> ens1f0np0.firmware.cc_priorities", "~ ens1f1np1.firmware.cc_priorities"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit of the capture lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "not in the snapshot") {
+		t.Errorf("a captured query reads as not captured:\n%s", out)
+	}
+
+	// No mstconfig: the capture succeeds and the firmware is unknown.
+	none := fakemst.New(t, &fakemst.State{Devices: map[string]*fakemst.Device{}})
+	snap2 := filepath.Join(t.TempDir(), "snap")
+	if code, out, errs := runFW(t, sim, none, "--root", root, "capture", "--tree", "-o", snap2); code != ExitOK {
+		t.Fatalf("capture without a queryable device: exit %d\n%s%s", code, out, errs)
+	}
+	if _, out, _ := run(t, nil, "--snapshot", snap2, "audit", "-p", prof); !strings.Contains(out, "not in the snapshot") {
+		t.Errorf("a device the tool could not query is not 'not captured':\n%s", out)
+	}
+}

@@ -106,7 +106,7 @@ func TestCaptureKeepsRDMANetlinkView(t *testing.T) {
 	links := []nic.RDMALink{{Device: "mlx5_bond_0", DevIndex: 3, Port: 1, State: "ACTIVE", PhysState: "LINK_UP", Netdev: "ens1f0np0", NetdevIndex: 2}}
 	fs, k := withRDMA(t, "cx5-roce-lag", links)
 	dir := filepath.Join(t.TempDir(), "snap")
-	if _, err := snapshot.Capture(fs, k, dir, snapshot.Meta{Source: "test"}, nil, nil); err != nil {
+	if _, err := snapshot.Capture(fs, k, dir, snapshot.Meta{Source: "test"}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	s, err := snapshot.Open(dir)
@@ -126,7 +126,7 @@ func TestCaptureKeepsRDMANetlinkView(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir0 := filepath.Join(t.TempDir(), "snap0")
-	if _, err := snapshot.Capture(s0.FS(), s0.Kernel(), dir0, snapshot.Meta{Source: "test"}, nil, nil); err != nil {
+	if _, err := snapshot.Capture(s0.FS(), s0.Kernel(), dir0, snapshot.Meta{Source: "test"}, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s1, err := snapshot.Open(dir0); err != nil || s1.State().RDMA != nil {

@@ -55,8 +55,21 @@ func Argv(path, pci string) []string { return []string{path, "-e", "-d", pci, "q
 // Errors wrap ErrToolMissing, ErrTimeout, ErrTooLong, ErrFormat, or a
 // *ToolError (ErrBusy, ErrAccess, ErrNotConnectX, ErrUnknownParam).
 func (r Reader) Query(ctx context.Context, pci string) (*Query, error) {
+	q, _, err := r.query(ctx, pci)
+	return q, err
+}
+
+// QueryText is Query's output as the tool printed it, for a capture to
+// keep (snapshot KernelState.Firmware), after it parsed as a query: a
+// text that does not is an error, never kept.
+func (r Reader) QueryText(ctx context.Context, pci string) (string, error) {
+	_, text, err := r.query(ctx, pci)
+	return text, err
+}
+
+func (r Reader) query(ctx context.Context, pci string) (*Query, string, error) {
 	if !pciAddr.MatchString(pci) {
-		return nil, fmt.Errorf("%q: %w", pci, ErrBadAddress)
+		return nil, "", fmt.Errorf("%q: %w", pci, ErrBadAddress)
 	}
 	path := r.Path
 	if path == "" {
@@ -70,7 +83,7 @@ func (r Reader) Query(ctx context.Context, pci string) (*Query, error) {
 	defer cancel()
 	exe, err := resolve(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	argv := Argv(path, pci)
 	cmd := exec.CommandContext(ctx, exe, argv[1:]...)
@@ -81,25 +94,25 @@ func (r Reader) Query(ctx context.Context, pci string) (*Query, error) {
 	err = cmd.Run()
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Errorf("%s after %v: %w", pci, timeout, ErrTimeout)
+		return nil, "", fmt.Errorf("%s after %v: %w", pci, timeout, ErrTimeout)
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return nil, "", ctx.Err()
 	case out.over:
-		return nil, fmt.Errorf("%s: %w (over %d bytes)", pci, ErrTooLong, MaxOutput)
+		return nil, "", fmt.Errorf("%s: %w (over %d bytes)", pci, ErrTooLong, MaxOutput)
 	}
 	q, perr := Parse(out.buf.Bytes())
 	var te *ToolError
 	if errors.As(perr, &te) {
-		return nil, fmt.Errorf("%s: %w", pci, perr)
+		return nil, "", fmt.Errorf("%s: %w", pci, perr)
 	}
 	if err != nil {
 		// Exit status 3 (MLX_CFG_ERROR) without an -E- line, or a signal.
-		return nil, fmt.Errorf("%s: %v: %w", pci, err, ErrTool)
+		return nil, "", fmt.Errorf("%s: %v: %w", pci, err, ErrTool)
 	}
 	if perr != nil {
-		return q, fmt.Errorf("%s: %w", pci, perr)
+		return q, "", fmt.Errorf("%s: %w", pci, perr)
 	}
-	return q, nil
+	return q, out.buf.String(), nil
 }
 
 type capped struct {

@@ -27,7 +27,13 @@ import (
 // snapshot: the NCCL config files (NCCLConfFiles), so that auditing the
 // capture against a profile with [nccl] write reads the file the host has.
 // Absent ones are skipped; unreadable ones are listed in Meta.Unreadable.
-func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log *slog.Logger) (*nic.Inventory, error) {
+//
+// fw, when not nil, queries a ConnectX device's NVConfig as mstconfig
+// prints it (nvconfig.Reader.QueryText): each mlx5 PCI function's query is
+// kept in kernel.json, so that auditing the capture against [firmware]
+// reads what the host's firmware held. A device whose query fails (no
+// mstconfig, a locked-down device) is left not captured, and logged.
+func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, fw FirmwareText, log *slog.Logger) (*nic.Inventory, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -72,6 +78,17 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, log
 		}
 		if p.PCI != "" && !seenPCI[p.PCI] {
 			seenPCI[p.PCI] = true
+			if fw != nil && p.Driver == "mlx5_core" {
+				text, err := fw(p.PCI)
+				if err != nil {
+					log.Warn("firmware NVConfig not captured", "pci", p.PCI, "err", err)
+				} else {
+					if st.Firmware == nil {
+						st.Firmware = map[string]string{}
+					}
+					st.Firmware[p.PCI] = text
+				}
+			}
 			add("/sys/kernel/debug/mlx5/" + p.PCI + "/cc_params")
 			params, err := k.DevlinkParams("pci/" + p.PCI)
 			switch {
@@ -287,3 +304,6 @@ func Describe(inv *nic.Inventory, links int) string {
 	}
 	return fmt.Sprintf("%d RoCE port(s): %s; %d netdev(s); %s", len(inv.Ports), strings.Join(names, ", "), links, src)
 }
+
+// FirmwareText is one device's NVConfig query as the tool printed it.
+type FirmwareText func(pci string) (string, error)
