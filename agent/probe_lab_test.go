@@ -58,7 +58,7 @@ func TestLabProbesMarkThePulledPair(t *testing.T) {
 			}
 		})
 	}
-	spec := verify.ProbeSpec{Sends: 50, Writes: 8, MsgSize: 16 << 10, Timeout: 10 * time.Second}
+	spec := verify.DefaultProbeSpec
 	local := cfgOf(eps[0])
 	run := func(ctx context.Context, peer string) (*verify.LoopbackResult, error) {
 		return verify.Probe(ctx, peer, local, spec)

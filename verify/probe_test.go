@@ -32,7 +32,7 @@ func startProbeServer(t *testing.T, f *fakeFabric, gate func() (func(), error)) 
 
 func open() (func(), error) { return func() {}, nil }
 
-var testSpec = ProbeSpec{Sends: 20, Writes: 4, MsgSize: 4096, Timeout: 5 * time.Second}
+var testSpec = ProbeSpec{Messages: 20, MsgSize: 4096, Timeout: 5 * time.Second}
 
 func runProbe(t *testing.T, f *fakeFabric, addr string, spec ProbeSpec) (*LoopbackResult, error) {
 	t.Helper()
@@ -50,9 +50,12 @@ func TestProbeServesOneAfterAnother(t *testing.T) {
 		if err != nil {
 			t.Fatalf("probe %d: %v", i, err)
 		}
-		if res.SendMsgs != testSpec.Sends || res.WriteMsgs != testSpec.Writes || res.WriteBytes != int64(testSpec.Writes*testSpec.MsgSize) {
+		if res.SendMsgs != testSpec.Messages || res.WriteMsgs != testSpec.Messages || res.WriteBytes != int64(testSpec.Messages*testSpec.MsgSize) {
 			t.Fatalf("probe %d: sends %d writes %d bytes %d, want %d, %d, %d", i, res.SendMsgs, res.WriteMsgs, res.WriteBytes,
-				testSpec.Sends, testSpec.Writes, testSpec.Writes*testSpec.MsgSize)
+				testSpec.Messages, testSpec.Messages, testSpec.Messages*testSpec.MsgSize)
+		}
+		if res.CounterDeltas != nil {
+			t.Fatalf("probe %d read hw_counters: %v", i, res.CounterDeltas)
 		}
 		if res.LatP50 <= 0 || res.LatP99 < res.LatP50 || res.WriteGbps <= 0 {
 			t.Fatalf("probe %d: p50 %v p99 %v write %v Gb/s", i, res.LatP50, res.LatP99, res.WriteGbps)
@@ -144,11 +147,11 @@ func TestProbeSpecBounds(t *testing.T) {
 		t.Fatalf("the default probe: %v", err)
 	}
 	for _, s := range []ProbeSpec{
-		{Sends: 0, Writes: 1, MsgSize: 1, Timeout: time.Second},
-		{Sends: 1, Writes: MaxProbeMessages + 1, MsgSize: 1, Timeout: time.Second},
-		{Sends: 1, Writes: 1, MsgSize: MaxProbeMsgSize + 1, Timeout: time.Second},
-		{Sends: 1, Writes: 1, MsgSize: 1, Timeout: MaxProbeTimeout + 1},
-		{Sends: 1, Writes: 1, MsgSize: 1},
+		{Messages: 0, MsgSize: 1, Timeout: time.Second},
+		{Messages: MaxProbeMessages + 1, MsgSize: 1, Timeout: time.Second},
+		{Messages: 1, MsgSize: MaxProbeMsgSize + 1, Timeout: time.Second},
+		{Messages: 1, MsgSize: 1, Timeout: MaxProbeTimeout + 1},
+		{Messages: 1, MsgSize: 1},
 	} {
 		if s.Check() == nil {
 			t.Errorf("%+v passed as a probe", s)

@@ -409,8 +409,11 @@ type counterWindow struct {
 func openCounterWindow(cfg LoopbackConfig, dev string, port int) *counterWindow {
 	w := &counterWindow{fs: nic.NewFS(cfg.Root, true), dev: dev, port: port, cfg: cfg, start: time.Now()}
 	var err error
-	if w.before, err = readHWCounters(w.fs, dev, port, cfg.Log); err != nil {
-		cfg.Log.Warn("hw_counters unreadable", "err", err)
+	// Without counters (probes) before stays nil: close reads none either.
+	if !cfg.noCounters {
+		if w.before, err = readHWCounters(w.fs, dev, port, cfg.Log); err != nil {
+			cfg.Log.Warn("hw_counters unreadable", "err", err)
+		}
 	}
 	w.pause = make([]map[string]uint64, len(cfg.Pause))
 	for i, src := range cfg.Pause {

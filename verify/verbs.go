@@ -65,6 +65,9 @@ type LoopbackConfig struct {
 	// maxTest, on a passive end, refuses a test plan with larger
 	// messages or more iterations, or any duration (probe servers).
 	maxTest *wireTest
+	// noCounters skips the hw_counters window of a two-host run
+	// (probes: the agent polls the counters itself).
+	noCounters bool
 }
 
 // LoopbackResult is what one test run measured. Two-host runs fill it on
