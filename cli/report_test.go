@@ -23,6 +23,16 @@ func TestAuditNamesHostAndReportReadsIt(t *testing.T) {
 	if at, err := time.Parse(time.RFC3339, doc.GeneratedAt); doc.Host != "cx6dx-ofed-factory" || err != nil || time.Since(at) > time.Minute {
 		t.Errorf("host %q generated_at %q (%v)", doc.Host, doc.GeneratedAt, err)
 	}
+	// nccl-env's document is named the same way (issue 37: the fleet
+	// view compares hosts' GID indexes).
+	_, out, _ = run(t, nil, "nccl-env", "-o", "json", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
+	doc.Host, doc.GeneratedAt = "", ""
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := time.Parse(time.RFC3339, doc.GeneratedAt); doc.Host != "cx6dx-ofed-factory" || err != nil || time.Since(at) > time.Minute {
+		t.Errorf("nccl-env: host %q generated_at %q (%v)", doc.Host, doc.GeneratedAt, err)
+	}
 	code, out, errs := run(t, nil, "report", "--expect", "rack-b-04", "-o", "markdown", repo("report/testdata/corpus"))
 	if code != ExitOK || !strings.Contains(out, "| rack-b-02 | drift |") || !strings.Contains(out, "## Did not report (1)\n\nrack-b-04") {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
