@@ -228,7 +228,7 @@ type docMeta struct {
 
 type hostAcc struct {
 	plan, verify, peer, nccl *hostDoc // the newest of each kind
-	metas              []docMeta
+	metas                    []docMeta
 }
 
 // newer: d replaces cur when it is not older, and later in the walk when

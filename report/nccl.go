@@ -221,7 +221,7 @@ func (p *GIDProfile) agree() string {
 }
 
 func (p *GIDProfile) most() string {
-	return fmt.Sprintf("%s; most %s (%d)", plural(p.Hosts, "host", "hosts"), p.Values[0].text(), p.Values[0].Hosts)
+	return fmt.Sprintf("%s; %d at %s", plural(p.Hosts, "host", "hosts"), p.Values[0].Hosts, p.Values[0].text())
 }
 
 func (c *NCCLChainView) headline() string {
@@ -276,17 +276,17 @@ func renderNCCLMarkdown(w *bufio.Writer, f *Fleet) {
 		fmt.Fprint(w, "\n\n")
 		for _, p := range g.Profiles {
 			if a := p.agree(); a != "" {
-				fmt.Fprintf(w, "- %s: %s\n", mdCode(p.Profile), mdEscape(a))
+				fmt.Fprintf(w, "- %s: %s\n", mdEscape(p.Profile), mdEscape(a))
 				continue
 			}
-			fmt.Fprintf(w, "- %s: %s\n", mdCode(p.Profile), mdEscape(p.most()))
+			fmt.Fprintf(w, "- %s: %s\n", mdEscape(p.Profile), mdEscape(p.most()))
 			for _, v := range p.Values[1:] {
 				fmt.Fprintf(w, "  - %s on %s: %s\n", mdEscape(v.text()), plural(v.Hosts, "host", "hosts"), mdEscape(v.differ()))
 			}
 		}
 	}
 	if c := f.NCCLChain; c != nil {
-		fmt.Fprintf(w, "\n## NCCL against the NIC classes\n\n%s whose NCCL classes disagree with the profile's QoS intent (the first problem of each).\n\n", mdEscape(c.headline()))
+		fmt.Fprintf(w, "\n## NCCL against the NIC classes\n\n%s whose NCCL classes disagree with the profile's QoS intent (%s); the first problem of each.\n\n", plural(c.Hosts, "host", "hosts"), plural(c.Problems, "problem", "problems"))
 		for _, h := range c.Listed {
 			fmt.Fprintf(w, "- %s: %s\n", mdEscape(h.Host), mdEscape(h.first()))
 		}
@@ -317,7 +317,7 @@ func renderNCCLHTML(w *bufio.Writer, f *Fleet) {
 		fmt.Fprintln(w, "</ul>")
 	}
 	if c := f.NCCLChain; c != nil {
-		fmt.Fprintf(w, "<h2>NCCL against the NIC classes</h2>\n<p>%s whose NCCL classes disagree with the profile's QoS intent (the first problem of each).</p>\n<ul id=\"nccl-chain\">", esc(c.headline()))
+		fmt.Fprintf(w, "<h2>NCCL against the NIC classes</h2>\n<p>%s whose NCCL classes disagree with the profile&#39;s QoS intent (%s); the first problem of each.</p>\n<ul id=\"nccl-chain\">", plural(c.Hosts, "host", "hosts"), plural(c.Problems, "problem", "problems"))
 		for _, h := range c.Listed {
 			fmt.Fprintf(w, "<li>%s: %s</li>", esc(h.Host), esc(h.first()))
 		}
