@@ -187,37 +187,48 @@ func TestNCCLSectionsFacts(t *testing.T) {
 	}
 }
 
-// Host names, profile names and messages come from documents: in every
-// format of the NCCL sections they are escaped as the rest of the report
-// escapes them (TestHostileNamesAreEscaped).
-func TestNCCLHostileNamesAreEscaped(t *testing.T) {
-	var docs []Doc
-	for i, h := range hostileNames {
-		docs = append(docs,
-			Doc{Kind: KindNCCL, Host: h, Profile: "<script>alert(1)</script>|`x`\x1b[2J", GIDIndex: []string{"3", "-1"}[i%2], GIDMode: "pinned"},
-			Doc{Kind: KindAudit, Host: h, Profile: "p", NCCLChain: []string{"/etc/nccl.conf NCCL_IB_TC: <script>x</script> [x](http://e) \x1b]0;pwned\a\n# heading"}})
+
+// An nccl-env document is told by its shape (variables and complete; it
+// has no "command"); one written before nccl-env named its host is named
+// by its file, as the other kinds are. The newest per host is read.
+func TestNCCLEnvDocuments(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "nccl", "gpu-a-06.nccl-env.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	f := Build(docs, nil, ncclOptions())
-	if f.NCCLGID == nil || f.NCCLChain == nil || f.NCCLChain.Hosts != len(hostileNames) {
-		t.Fatalf("sections: %+v %+v", f.NCCLGID, f.NCCLChain)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
 	}
-	for _, format := range []string{"text", "markdown", "html"} {
-		var b strings.Builder
-		if err := Render(&b, f, format); err != nil {
-			t.Fatal(err)
-		}
-		out := b.String()
-		noControls(t, format, out)
-		if format == "text" {
-			continue
-		}
-		for _, l := range strings.Split(out, "\n") {
-			if strings.Contains(l, "<script") || strings.Contains(l, "[x](http") && format == "markdown" {
-				t.Errorf("%s: unescaped: %q", format, l)
-			}
-			if format == "markdown" && strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "# rocectl") && !strings.HasPrefix(l, "## ") {
-				t.Errorf("markdown: a heading from a document: %q", l)
-			}
-		}
+	delete(m, "host")
+	delete(m, "generated_at")
+	old, _ := json.Marshal(m)
+	docs, err := Parse("/results/rack-z-09.nccl-env.json", old)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("%v %+v", err, docs)
+	}
+	if d := docs[0]; d.Kind != KindNCCL || d.Host != "rack-z-09" || d.Profile != "connectx-lossless" || d.GIDIndex != "3" || d.GIDMode != "pinned" {
+		t.Fatalf("%+v", d)
+	}
+	// gpu-a-06 pinned 3 on the 2nd, a later document says -1: the later
+	// one is read, and the profile agrees.
+	newer := docs[0]
+	newer.Host, newer.GIDIndex, newer.GIDMode = "gpu-a-06", "-1", "dynamic"
+	newer.GeneratedAt = time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC)
+	all, _, err := Load(context.Background(), []string{filepath.Join("testdata", "nccl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Build(append(all, newer), nil, ncclOptions())
+	if p := f.NCCLGID.Profiles[0]; p.Profile != "connectx-lossless" || len(p.Values) != 1 || p.Values[0].Hosts != 6 || f.NCCLGID.Differ != 1 {
+		t.Fatalf("%+v %+v", f.NCCLGID, p)
+	}
+	// A document that sets no index (no matched port) is in no group.
+	docs, err = Parse("x.json", []byte(`{"schema_version": 1, "host": "bnxt", "profile": "connectx-lossless", "complete": true, "variables": {}, "order": [], "errors": [], "diagnostics": [], "message": "No RoCE port matches"}`))
+	if err != nil || docs[0].Kind != KindNCCL || docs[0].GIDIndex != "" {
+		t.Fatalf("%v %+v", err, docs)
+	}
+	if f := Build(docs, nil, ncclOptions()); f.NCCLGID != nil {
+		t.Fatalf("%+v", f.NCCLGID)
 	}
 }
