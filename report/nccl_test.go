@@ -187,7 +187,6 @@ func TestNCCLSectionsFacts(t *testing.T) {
 	}
 }
 
-
 // An nccl-env document is told by its shape (variables and complete; it
 // has no "command"); one written before nccl-env named its host is named
 // by its file, as the other kinds are. The newest per host is read.
