@@ -1,5 +1,6 @@
 // Package report is the fleet view over many hosts' JSON documents: the
-// -o json output of rocectl audit, apply, verify and peer, gathered from
+// -o json output of rocectl audit, apply, verify, peer and nccl-env (the
+// NCCL sections, nccl.go), gathered from
 // files, directories, Ansible's fact cache or the role's fetched results,
 // and the records of a rack sweep (verify --listen/--peer between host
 // pairs). Stream reads them and makes a Fleet (hosts × setting groups,

@@ -221,7 +221,11 @@ func (p *GIDProfile) agree() string {
 }
 
 func (p *GIDProfile) most() string {
-	return fmt.Sprintf("%s; %d at %s", plural(p.Hosts, "host", "hosts"), p.Values[0].Hosts, p.Values[0].text())
+	at := " at"
+	if v := p.Values[0]; v.Mode == "refused" || v.Mode == "unknown" {
+		at = "" // "2 refused"
+	}
+	return fmt.Sprintf("%s; %d%s %s", plural(p.Hosts, "host", "hosts"), p.Values[0].Hosts, at, p.Values[0].text())
 }
 
 func (c *NCCLChainView) headline() string {
