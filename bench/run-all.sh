@@ -79,7 +79,7 @@ report_benchmarks() {
 	grep -q '^ok' "$GO_OUT"
 }
 step "fleet report fold benchmark" report_benchmarks
-summary "report fold, decode + fold of one audit document (fleet / factory host), one goroutine|$(gometric "$GO_OUT" BenchmarkFold/fleet ns/doc) / $(gometric "$GO_OUT" BenchmarkFold/factory ns/doc) ns|-|-"
+summary "report fold, decode + fold of one document (fleet / factory host audit / nccl: audit and nccl-env), one goroutine|$(gometric "$GO_OUT" BenchmarkFold/fleet ns/doc) / $(gometric "$GO_OUT" BenchmarkFold/factory ns/doc) / $(gometric "$GO_OUT" BenchmarkFold/nccl ns/doc) ns|-|-"
 
 echo
 echo "== agent memory and CPU, 8 ports polled every 200 ms (bench/agent-footprint.sh)"

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +41,8 @@ printed on stdout or written, and the exit status is 1.`,
 			if write != "" && env.Snapshot != "" {
 				return fmt.Errorf("--write with --snapshot: a snapshot is read-only")
 			}
-			nd := &doc.NCCLEnv{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}, Diagnostics: []doc.Diagnostic{}}
+			nd := &doc.NCCLEnv{SchemaVersion: SchemaVersion, Variables: map[string]string{}, Order: []string{}, Errors: []string{}, Diagnostics: []doc.Diagnostic{},
+				Host: env.hostName(), GeneratedAt: time.Now().UTC().Format(time.RFC3339)}
 			p, err := env.LoadProfile(profile)
 			if err != nil {
 				if format != "json" {

@@ -24,14 +24,18 @@ func newReportCmd(env *Env) *cobra.Command {
 	var maxAge time.Duration
 	cmd := &cobra.Command{
 		Use:   "report [-o text|markdown|html|json] FILE|DIR...",
-		Short: "Fleet view over many hosts' JSON documents (audit, apply, verify, peer, rack sweep)",
-		Long: `report reads the -o json documents of audit, apply, verify and peer from many
+		Short: "Fleet view over many hosts' JSON documents (audit, apply, verify, peer, nccl-env, rack sweep)",
+		Long: `report reads the -o json documents of audit, apply, verify, peer and nccl-env from many
 hosts (files; directories, walked for *.json and for Ansible fact cache files;
 the Ansible role's gathered results) and prints the fleet view: hosts × setting
 groups (in sync, drift, unsupported, unknown, stale), the drifted values grouped
 by "same drift on N hosts", and the hosts that did not report. Records of a rack
 sweep (deploy/ansible/sweep.yml) add the pair matrix as a heat map, the worst
 pairs and the hosts common to them.
+nccl-env documents add, per profile, the GID index each host's
+NCCL_IB_GID_INDEX resolves to, naming the hosts that differ from the
+profile's most common value; audit documents whose QoS chain finds NCCL's
+classes against the profile's add those hosts with their first problem.
 
 A host is named by the "host" of its document, else by its file name.
 -o html writes one self-contained page (no external assets).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,16 @@ func TestAuditNamesHostAndReportReadsIt(t *testing.T) {
 	}
 	if at, err := time.Parse(time.RFC3339, doc.GeneratedAt); doc.Host != "cx6dx-ofed-factory" || err != nil || time.Since(at) > time.Minute {
 		t.Errorf("host %q generated_at %q (%v)", doc.Host, doc.GeneratedAt, err)
+	}
+	// nccl-env's document is named the same way (issue 37: the fleet
+	// view compares hosts' GID indexes).
+	_, out, _ = run(t, nil, "nccl-env", "-o", "json", "-p", repo("profiles/connectx-lossless.toml"), "--snapshot", repo("testdata/hosts/cx6dx-ofed-factory"))
+	doc.Host, doc.GeneratedAt = "", ""
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := time.Parse(time.RFC3339, doc.GeneratedAt); doc.Host != "cx6dx-ofed-factory" || err != nil || time.Since(at) > time.Minute {
+		t.Errorf("nccl-env: host %q generated_at %q (%v)", doc.Host, doc.GeneratedAt, err)
 	}
 	code, out, errs := run(t, nil, "report", "--expect", "rack-b-04", "-o", "markdown", repo("report/testdata/corpus"))
 	if code != ExitOK || !strings.Contains(out, "| rack-b-02 | drift |") || !strings.Contains(out, "## Did not report (1)\n\nrack-b-04") {
@@ -78,5 +89,65 @@ func TestReportTruncatedAndDuplicatedDocuments(t *testing.T) {
 	_, out, _ = run(t, nil, "report", "-o", "json", dir)
 	if m := validDoc(t, compileSchema(t, "fleet"), out); len(m["duplicates"].([]any)) != 1 || len(m["problems"].([]any)) != 1 {
 		t.Errorf("-o json: duplicates %v, problems %v", m["duplicates"], m["problems"])
+	}
+}
+
+// The fleet's NCCL sections through the command (issue 37 item 4): nccl-env
+// and audit documents written by rocectl itself on the shipped hosts,
+// gathered in one directory as the Ansible role gathers them, then
+// rocectl report over them; and report over report/testdata/nccl prints
+// its goldens (less the time line) and a document valid under fleet.json.
+func TestReportNCCLSections(t *testing.T) {
+	dir := t.TempDir()
+	prof := repo("profiles/connectx-lossless.toml")
+	for _, h := range []string{"cx5-roce-lag", "cx6dx-ofed-factory", "cx6dx-ofed-lossless", "cx7-upstream-factory"} {
+		code, out, errs := run(t, nil, "nccl-env", "-o", "json", "-p", prof, "--snapshot", repo("testdata/hosts/"+h))
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d %s", h, code, errs)
+		}
+		if err := os.WriteFile(filepath.Join(dir, h+".nccl-env.json"), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := copySnapshot(t, "cx6dx-ofed-lossless")
+	if err := os.MkdirAll(filepath.Join(snap, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(snap, "etc", "nccl.conf"), []byte("NCCL_IB_TC=104\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := run(t, nil, "audit", "-o", "json", "-p", prof, "--snapshot", snap)
+	if err := os.WriteFile(filepath.Join(dir, "cx6dx-ofed-lossless.audit.json"), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, nil, "report", dir)
+	want := "\nNCCL GID index (4 hosts of 1 profile, 1 differ from their profile's most common value):\n" +
+		"  A fleet-wide NCCL_IB_GID_INDEX"
+	want2 := "  connectx-lossless: 4 hosts; 3 at -1 (dynamic)\n      3 (pinned) on 1 host: cx5-roce-lag\n\n" +
+		"NCCL against the NIC classes (1 host, 1 problem):\n" +
+		"  cx6dx-ofed-lossless: /etc/nccl.conf NCCL_IB_TC: TOS 104 = DSCP 26 << 2 | ECN 00: not ECN-capable; DCQCN needs ECT(0) → 106\n"
+	if code != ExitOK || !strings.Contains(out, want) || !strings.Contains(out, want2) {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+
+	corpus := repo("report/testdata/nccl")
+	for ext, format := range map[string]string{"txt": "text", "md": "markdown", "html": "html"} {
+		code, out, errs := run(t, nil, "report", "-o", format, corpus)
+		golden, err := os.ReadFile(repo("report/testdata/golden/nccl." + ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamp := regexp.MustCompile(`generated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+		if code != ExitOK || stamp.ReplaceAllString(out, "") != stamp.ReplaceAllString(string(golden), "") {
+			t.Errorf("%s: exit %d, differs from report/testdata/golden/nccl.%s\n%s%s", format, code, ext, out, errs)
+		}
+	}
+	code, out, errs = run(t, nil, "report", "-o", "json", corpus)
+	if code != ExitOK {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	m := validDoc(t, compileSchema(t, "fleet"), out)
+	if g, ok := m["nccl_gid_index"].(map[string]any); !ok || g["differ"] != float64(2) || m["nccl_chain"] == nil {
+		t.Errorf("json: %v", m["nccl_gid_index"])
 	}
 }

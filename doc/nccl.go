@@ -28,6 +28,11 @@ type NCCLEnv struct {
 	// Notes: what to know though nothing fails (several GIDs NCCL could
 	// select, a RoCE LAG's merged device).
 	Notes []string `json:"notes,omitempty"`
+	// Host and GeneratedAt name the document in a fleet view (rocectl
+	// report), as an audit document's do: the hostname (a snapshot's
+	// recorded one) and when it was made, RFC 3339 UTC.
+	Host        string `json:"host"`
+	GeneratedAt string `json:"generated_at"`
 }
 
 // GIDChoice is how NCCL_IB_GID_INDEX = "auto" was decided.

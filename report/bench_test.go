@@ -74,16 +74,43 @@ func factoryDocs(tb testing.TB, n int) [][]byte {
 	return out
 }
 
+// ncclDocs is n hosts of testdata/nccl, each with its audit (gpu-a-02's:
+// two NCCL chain problems) and its nccl-env document (gpu-a-03's, -1;
+// every seventh host gpu-a-06's, pinned 3): 2n documents.
+func ncclDocs(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", "nccl", name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	audit, dyn, pinned := read("gpu-a-02.audit.json"), read("gpu-a-03.nccl-env.json"), read("gpu-a-06.nccl-env.json")
+	out := make([][]byte, 0, 2*n)
+	for i := range n {
+		name := fmt.Appendf(nil, `"host": "n%05d"`, i)
+		env, from := dyn, `"host": "gpu-a-03"`
+		if i%7 == 0 {
+			env, from = pinned, `"host": "gpu-a-06"`
+		}
+		out = append(out, bytes.Replace(audit, []byte(`"host": "gpu-a-02"`), name, 1), bytes.Replace(env, []byte(from), name, 1))
+	}
+	return out
+}
+
 // BenchmarkFold: the fold itself, on one goroutine, without files: decode
 // each document (Parse) and fold it (foldDoc, folder.add), then make the
 // fleet view (finish); Stream runs the first two on every CPU. fleet:
 // 10,000 hosts of fleetDocs, most in sync; factory: 2,000 factory hosts,
-// every setting drifted.
+// every setting drifted; nccl: 5,000 hosts of an audit with NCCL chain
+// problems and an nccl-env document each (ns/doc is per document).
 func BenchmarkFold(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		docs [][]byte
-	}{{"fleet", fleetDocs(b, 10000)}, {"factory", factoryDocs(b, 2000)}} {
+		name  string
+		docs  [][]byte
+		hosts int
+	}{{"fleet", fleetDocs(b, 10000), 10000}, {"factory", factoryDocs(b, 2000), 2000}, {"nccl", ncclDocs(b, 5000), 5000}} {
 		b.Run(bc.name, func(b *testing.B) {
 			size := 0
 			for _, d := range bc.docs {
@@ -101,8 +128,12 @@ func BenchmarkFold(b *testing.B) {
 						f.add(ds[j].Host, ds[j].Source, foldDoc(&ds[j], seq{file: i, doc: j}))
 					}
 				}
-				if fl := f.finish(); len(fl.Hosts) != len(bc.docs) || len(fl.Drift) < 2 {
+				fl := f.finish()
+				if len(fl.Hosts) != bc.hosts || len(fl.Drift) < 2 && bc.name != "nccl" {
 					b.Fatalf("%d hosts, %d drift lines", len(fl.Hosts), len(fl.Drift))
+				}
+				if bc.name == "nccl" && (fl.NCCLGID == nil || fl.NCCLGID.Differ != (bc.hosts+6)/7 || fl.NCCLChain == nil || fl.NCCLChain.Hosts != bc.hosts) {
+					b.Fatalf("nccl sections: %+v %+v", fl.NCCLGID, fl.NCCLChain)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(bc.docs)), "ns/doc")

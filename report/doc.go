@@ -1,5 +1,6 @@
 // Package report is the fleet view over many hosts' JSON documents: the
-// -o json output of rocectl audit, apply, verify and peer, gathered from
+// -o json output of rocectl audit, apply, verify, peer and nccl-env (the
+// NCCL sections, nccl.go), gathered from
 // files, directories, Ansible's fact cache or the role's fetched results,
 // and the records of a rack sweep (verify --listen/--peer between host
 // pairs). Stream reads them and makes a Fleet (hosts × setting groups,
@@ -42,6 +43,9 @@ const (
 	KindVerify Kind = "verify"
 	KindPeer   Kind = "peer"
 	KindSweep  Kind = "sweep" // one end of one pair test of a rack sweep
+	// KindNCCL is nccl-env's document: how the host's
+	// NCCL_IB_GID_INDEX resolves (issue 37).
+	KindNCCL Kind = "nccl-env"
 )
 
 // The parts of the documents the fleet view reads are package doc's
@@ -108,6 +112,16 @@ type Doc struct {
 	// Unknowns are a peer document's ports whose partner was neither
 	// heard nor reported, each "netdev: the likely reason".
 	Unknowns []string `json:"unknowns,omitempty"`
+	// GIDIndex is what an nccl-env document's NCCL_IB_GID_INDEX resolves
+	// to ("3", "-1", "select (-1)", "refused", "unknown"), GIDMode how it
+	// was decided (gid_index.mode, or "profile" for an index the profile
+	// states); both empty when the document sets none.
+	GIDIndex string `json:"gid_index,omitempty"`
+	GIDMode  string `json:"gid_mode,omitempty"`
+	// NCCLChain are an audit's or apply's qos_chain problems about NCCL
+	// (NCCL_IB_TC, NCCL_IB_FIFO_TC, NCCL_IB_SL against the profile's
+	// classes), each "key: message".
+	NCCLChain []string `json:"nccl_chain,omitempty"`
 }
 
 // shape is the raw top-level members of a document that tell the kinds
@@ -120,6 +134,7 @@ type shape struct {
 	changed, applied, journalID, rolledBack []byte
 	inSync, changes, ok, mismatches         []byte
 	sweep, verify, ports                    []byte
+	variables, complete                     []byte
 	facts                                   [len(factOrder)][]byte
 	sweepRecords                            []byte
 }
@@ -158,6 +173,10 @@ func scanShape(data []byte) (*shape, error) {
 			s.verify = v
 		case "ports":
 			s.ports = v
+		case "variables":
+			s.variables = v
+		case "complete":
+			s.complete = v
 		case sweepRecordsKey:
 			s.sweepRecords = v
 		default:
@@ -299,6 +318,13 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 				return Doc{}, err
 			}
 		}
+	case KindNCCL:
+		n, err := doc.DecodeNCCLEnv(unread(data, ncclUnread))
+		if err != nil {
+			return Doc{}, err
+		}
+		d.Profile = n.Profile
+		d.GIDIndex, d.GIDMode = gidValue(n)
 	case KindSweep:
 		// The verify document of this end, as the playbook recorded it
 		// (absent when the command timed out or printed no JSON).
@@ -346,6 +372,7 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 var (
 	planUnread   = []string{"ports", "disruptions", "diagnostics", "guard", "warnings", "restored", "unchanged", "not_watched"}
 	verifyUnread = []string{"diagnostics"}
+	ncclUnread   = []string{"diagnostics", "warnings", "notes"}
 )
 
 // unread is data, an object, without its members named in skip; data
@@ -393,6 +420,11 @@ func okOf(raw []byte, v *doc.Verify) *bool {
 func (d *Doc) addPlan(p *doc.Plan) {
 	d.Profile, d.Changed, d.Applied, d.RolledBack = p.Profile, p.Changed, p.Applied, p.RolledBack
 	d.Changes, d.Unsupported, d.Unknown, d.Errors = p.Changes, p.Unsupported, p.Unknown, p.Errors
+	for _, c := range p.QoSChain {
+		if aboutNCCL(c) {
+			d.NCCLChain = append(d.NCCLChain, c.Key+": "+c.Message)
+		}
+	}
 	for _, rf := range p.Refused {
 		d.Refused = append(d.Refused, Mismatch{Key: rf.Key, Reason: rf.Error})
 	}
@@ -424,7 +456,7 @@ func detect(r *shape) (Kind, error) {
 		return "", err
 	}
 	switch Kind(command) {
-	case KindAudit, KindApply, KindVerify, KindPeer:
+	case KindAudit, KindApply, KindVerify, KindPeer, KindNCCL:
 		return Kind(command), nil
 	}
 	checkedAt, err := rawString(r.checkedAt, "checked_at")
@@ -447,6 +479,8 @@ func detect(r *shape) (Kind, error) {
 		return KindAudit, nil
 	case !isNull(r.ok) && !isNull(r.mismatches):
 		return KindVerify, nil
+	case !isNull(r.variables) && !isNull(r.complete):
+		return KindNCCL, nil
 	}
 	return "", nil
 }
@@ -457,7 +491,7 @@ func detect(r *shape) (Kind, error) {
 // "gpu-001.example.net" are both gpu-001.example.net.
 func hostFromFile(name string) string {
 	b := strings.TrimSuffix(filepath.Base(name), ".json")
-	for _, k := range []Kind{KindAudit, KindApply, KindVerify, KindPeer} {
+	for _, k := range []Kind{KindAudit, KindApply, KindVerify, KindPeer, KindNCCL} {
 		b = strings.TrimSuffix(b, "."+string(k))
 	}
 	return b

@@ -138,6 +138,12 @@ type Fleet struct {
 	Duplicates      []Duplicate `json:"duplicates,omitempty"`
 	DuplicatesTotal int         `json:"duplicates_total,omitempty"`
 	Sweep           *Sweep      `json:"sweep,omitempty"`
+	// NCCLGID is the "NCCL GID index" section, absent when no nccl-env
+	// document sets the index; NCCLChain the "NCCL against the NIC
+	// classes" section, absent when no audit/apply found NCCL's classes
+	// disagreeing with the profile (nccl.go).
+	NCCLGID   *NCCLGIDView   `json:"nccl_gid_index,omitempty"`
+	NCCLChain *NCCLChainView `json:"nccl_chain,omitempty"`
 }
 
 // Summary counts hosts per state.

@@ -85,6 +85,12 @@ type hostDoc struct {
 	errors  []string
 	verify  State // a verify document's verdict
 	peer    State // a peer document's verdict
+	// gid and gidMode: an nccl-env document's NCCL_IB_GID_INDEX (Doc's
+	// GIDIndex, GIDMode); ncclChain and ncclFirst: an audit/apply's
+	// QoS chain problems about NCCL, how many and the first.
+	gid, gidMode string
+	ncclChain    int
+	ncclFirst    string
 }
 
 type driftRef struct{ id, n uint32 }
@@ -136,6 +142,13 @@ func (h *hostDoc) markUnknown(key string) bool {
 // verify or peer verdict.
 func foldDoc(d *Doc, at seq) *hostDoc {
 	h := &hostDoc{kind: d.Kind, at: d.GeneratedAt, seq: at, profile: d.Profile, noMatch: d.NoMatch}
+	if d.Kind == KindNCCL {
+		h.gid, h.gidMode = d.GIDIndex, d.GIDMode
+		return h
+	}
+	if len(d.NCCLChain) > 0 {
+		h.ncclChain, h.ncclFirst = len(d.NCCLChain), d.NCCLChain[0]
+	}
 	if d.Kind == KindPeer {
 		h.peer = InSync
 		for _, m := range d.Mismatches {
@@ -214,8 +227,8 @@ type docMeta struct {
 }
 
 type hostAcc struct {
-	plan, verify, peer *hostDoc // the newest of each kind
-	metas              []docMeta
+	plan, verify, peer, nccl *hostDoc // the newest of each kind
+	metas                    []docMeta
 }
 
 // newer: d replaces cur when it is not older, and later in the walk when
@@ -281,6 +294,7 @@ func (f *folder) add(host, source string, h *hostDoc) {
 	}
 	a.metas = append(a.metas, docMeta{kind: h.kind, at: at, seq: h.seq, source: source})
 	h.profile = f.intern(h.profile)
+	h.gid, h.gidMode = f.intern(h.gid), f.intern(h.gidMode)
 	for _, it := range h.items {
 		id, ok := f.driftIDs[it.key]
 		if !ok {
@@ -303,6 +317,10 @@ func (f *folder) add(host, source string, h *hostDoc) {
 	case KindPeer:
 		if newer(a.peer, h) {
 			a.peer = h
+		}
+	case KindNCCL:
+		if newer(a.nccl, h) {
+			a.nccl = h
 		}
 	}
 }
@@ -369,8 +387,10 @@ func (f *folder) finish() *Fleet {
 	var seen [nCells]bool
 	var dups []Duplicate
 	fl.Hosts = make([]*HostView, 0, len(names)+len(opt.Expected))
+	var nb ncclBuilder
 	for _, host := range names {
 		a := f.hosts[host]
+		nb.add(host, a)
 		h := &HostView{Host: host, Groups: map[string]State{}, Verify: NoData, Peer: NoData, Sources: make([]string, len(a.metas))}
 		for i, m := range a.metas {
 			h.Sources[i] = m.source
@@ -456,6 +476,7 @@ func (f *folder) finish() *Fleet {
 	if len(f.sweep) > 0 {
 		fl.Sweep = buildSweep(f.sweep)
 	}
+	nb.finish(fl)
 	return fl
 }
 

@@ -45,8 +45,18 @@ func hostileFleetOf(t *testing.T, copies int) *Fleet {
 		}
 		body := `{"schema_version": 1, "command": "audit", "host": ` + jsonString(h) + `, "profile": ` + jsonString(h) + `,
 			"changed": true, "unsupported": [], "errors": [` + jsonString("x: "+h+"\n2nd "+h) + `], "in_sync": 1, "ports": [], "rolled_back": false, "diagnostics": [], "unknown": [],
-			"changes": [{"key": "ens1.qos.pfc", "scope": "ens1", "netdev": "ens1", "before": ` + jsonString("`|"+h) + `, "after": "3"}]}`
+			"changes": [{"key": "ens1.qos.pfc", "scope": "ens1", "netdev": "ens1", "before": ` + jsonString("`|"+h) + `, "after": "3"}],
+			"qos_chain": [{"side": "host", "key": "/etc/nccl.conf NCCL_IB_TC", "message": ` + jsonString(h+"\n# "+h) + `}]}`
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%c%03d.audit.json", 'a'+i, k)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Its nccl-env document: the NCCL sections name the host, the
+		// profile (the first hostile name, for every host) and the
+		// message of the chain problem above.
+		body = `{"schema_version": 1, "command": "nccl-env", "host": ` + jsonString(h) + `, "profile": ` + jsonString(hostileNames[0]) + `,
+			"complete": true, "variables": {"NCCL_IB_GID_INDEX": "` + fmt.Sprint(3+2*(k%2)) + `"}, "order": ["NCCL_IB_GID_INDEX"],
+			"gid_index": {"mode": "pinned", "index": ` + fmt.Sprint(3+2*(k%2)) + `, "reason": ` + jsonString(h) + `}, "errors": [], "diagnostics": []}`
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("h%c%03d.nccl-env.json", 'a'+i, k)), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,6 +116,9 @@ func TestHostileNamesAreEscaped(t *testing.T) {
 }
 
 func checkHostileEscaped(t *testing.T, f *Fleet, errorRows int) {
+	if f.NCCLGID == nil || f.NCCLGID.Hosts != errorRows || f.NCCLGID.Differ == 0 || f.NCCLChain == nil || f.NCCLChain.Hosts != errorRows {
+		t.Fatalf("the NCCL sections are not there to escape: %+v %+v", f.NCCLGID, f.NCCLChain)
+	}
 	render := func(format string) string {
 		var b strings.Builder
 		if err := Render(&b, f, format); err != nil {

@@ -129,6 +129,18 @@ func renderJSON(w *bufio.Writer, f *Fleet) error {
 			}
 			return field("sweep", f.Sweep)
 		},
+		func() error {
+			if f.NCCLGID == nil {
+				return nil
+			}
+			return field("nccl_gid_index", f.NCCLGID)
+		},
+		func() error {
+			if f.NCCLChain == nil {
+				return nil
+			}
+			return field("nccl_chain", f.NCCLChain)
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -426,6 +438,7 @@ func renderText(w *bufio.Writer, f *Fleet) {
 			fmt.Fprintf(w, "  [%s] %s\n      on %s: %s\n", l.Group, l.text(), l.where(), listHosts(l.Hosts))
 		}
 	}
+	renderNCCLText(w, f)
 	var errs []*HostView
 	for _, h := range f.Hosts {
 		if len(h.Errors) > 0 {
@@ -630,6 +643,7 @@ func renderMarkdown(w *bufio.Writer, f *Fleet) {
 			fmt.Fprintf(w, " %s | %s |\n", short(h.Verify), short(h.Peer))
 		}
 	}
+	renderNCCLMarkdown(w, f)
 	fmt.Fprintf(w, "\n## Hosts (%d)\n\n", len(f.Hosts))
 	if len(f.Hosts) <= pageSize {
 		table(f.Hosts)
@@ -834,6 +848,7 @@ func renderHTML(w *bufio.Writer, f *Fleet) {
 		}
 		fmt.Fprintln(w, "</tbody></table>")
 	}
+	renderNCCLHTML(w, f)
 	fmt.Fprintf(w, "<h2>Hosts (%d)</h2>\n", len(f.Hosts))
 	if len(f.Hosts) <= pageSize {
 		table(`id="matrix"`, f.Hosts)

@@ -23,24 +23,29 @@ func corpusOptions() Options {
 // the one the workers finish in (go test -race runs this with real
 // interleavings).
 func TestStreamMatchesTheGoldens(t *testing.T) {
-	for _, workers := range []int{1, 2, 8} {
-		for round := 0; round < 3; round++ {
-			f, err := stream(context.Background(), []string{filepath.Join("testdata", "corpus")}, corpusOptions(), workers)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, format := range Formats {
-				var buf bytes.Buffer
-				if err := Render(&buf, f, format); err != nil {
-					t.Fatal(err)
-				}
-				ext := map[string]string{"text": "txt", "markdown": "md", "html": "html", "json": "json"}[format]
-				want, err := os.ReadFile(filepath.Join("testdata", "golden", "corpus."+ext))
+	for _, c := range []struct {
+		corpus string
+		opt    Options
+	}{{"corpus", corpusOptions()}, {"nccl", ncclOptions()}} {
+		for _, workers := range []int{1, 2, 8} {
+			for round := 0; round < 3; round++ {
+				f, err := stream(context.Background(), []string{filepath.Join("testdata", c.corpus)}, c.opt, workers)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(buf.Bytes(), want) {
-					t.Fatalf("%d workers, %s differs from the golden file:\n%s", workers, format, buf.String())
+				for _, format := range Formats {
+					var buf bytes.Buffer
+					if err := Render(&buf, f, format); err != nil {
+						t.Fatal(err)
+					}
+					ext := map[string]string{"text": "txt", "markdown": "md", "html": "html", "json": "json"}[format]
+					want, err := os.ReadFile(filepath.Join("testdata", "golden", c.corpus+"."+ext))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(buf.Bytes(), want) {
+						t.Fatalf("%s, %d workers, %s differs from the golden file:\n%s", c.corpus, workers, format, buf.String())
+					}
 				}
 			}
 		}
