@@ -522,7 +522,7 @@ func (fx *fixture) stub(t *testing.T, applyDoc map[string]any, applyRC, locked, 
 d=%q
 echo "$*" >> "$d/calls.log"
 case "$1" in
-validate|audit) exec %q "$@" ;;
+validate|audit|nccl-env) exec %q "$@" ;;
 apply)
 	n=$(cat "$d/apply.locked")
 	if [ "$n" -gt 0 ]; then
@@ -552,7 +552,7 @@ func (fx *fixture) calls(t *testing.T) []string {
 	data, _ := os.ReadFile(filepath.Join(fx.stubDir, "calls.log"))
 	var out []string
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] != "validate" && f[0] != "audit" {
+		if f := strings.Fields(l); len(f) > 0 && f[0] != "validate" && f[0] != "audit" && f[0] != "nccl-env" {
 			out = append(out, strings.Join(f[:min(2, len(f))], " "))
 		}
 	}
@@ -897,5 +897,35 @@ func TestAgentProbingFlagsAndDropIn(t *testing.T) {
 	p = fx.run(t)
 	if p.ok || !strings.Contains(p.out, "HOST:PORT in rocectl_agent_probe_peers") {
 		t.Errorf("a peer without a port passed:\n%s", p.out)
+	}
+}
+
+// The role gathers each host's nccl-env document beside its audit, so
+// that the fleet report's NCCL sections (the GID index each host resolves
+// to, NCCL against the NIC classes) have their input.
+func TestGatherNCCLEnvForTheFleetReport(t *testing.T) {
+	fx := newFixture(t, "cx6dx-ofed-lossless")
+	fx.vars["rocectl_apply"] = false
+	results := filepath.Join(fx.dir, "results")
+	fx.vars["rocectl_results_dir"] = results
+	p := fx.run(t)
+	if !p.ok {
+		t.Fatalf("run failed:\n%s", p.out)
+	}
+	b, err := os.ReadFile(filepath.Join(results, "localhost.nccl-env.json"))
+	if err != nil {
+		t.Fatalf("no nccl-env document gathered: %v\n%s", err, p.out)
+	}
+	var d struct {
+		Host      string            `json:"host"`
+		Variables map[string]string `json:"variables"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil || d.Host == "" || d.Variables["NCCL_IB_GID_INDEX"] == "" {
+		t.Fatalf("gathered nccl-env document: %v %+v\n%s", err, d, b)
+	}
+	// What site.yml's report play runs over the gathered documents.
+	rep, err := exec.Command(rocectlBin, "report", results).CombinedOutput()
+	if err != nil || !strings.Contains(string(rep), "NCCL GID index") {
+		t.Errorf("the fleet report over the gathered documents (%v) has no NCCL GID index section:\n%s", err, rep)
 	}
 }
