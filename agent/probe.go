@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -110,12 +111,13 @@ const (
 
 // probeOutcome is one probe's result for the state machine.
 type probeOutcome struct {
-	at   time.Time
-	busy bool  // skipped: an apply or verify ran (here or at the peer)
-	err  error // failed
-	p50  time.Duration
-	p99  time.Duration
-	bps  float64 // RDMA WRITE bandwidth, bytes per second
+	at     time.Time
+	budget bool  // skipped: this agent's probing CPU budget is spent
+	busy   bool  // skipped: an apply or verify ran (here or at the peer)
+	err    error // failed
+	p50    time.Duration
+	p99    time.Duration
+	bps    float64 // RDMA WRITE bandwidth, bytes per second
 }
 
 // pairHealth is one peer's probe history and state.
@@ -126,6 +128,7 @@ type pairHealth struct {
 	why   string // why degraded
 
 	ok, failed, busy uint64
+	budget           uint64
 	last             probeOutcome
 	lastOK           time.Time
 	recent           []bool // the last lossWindow probes, true = failed
@@ -149,6 +152,10 @@ func median[T float64 | time.Duration](v []T) T {
 
 // record takes one outcome and says whether the pair's state changed.
 func (h *pairHealth) record(o probeOutcome) (changed bool) {
+	if o.budget {
+		h.budget++
+		return false
+	}
 	h.last = o
 	if o.busy {
 		h.busy++
@@ -238,13 +245,17 @@ type probeFunc func(ctx context.Context, peer string) (*verify.LoopbackResult, e
 
 // prober probes the configured peers in turn and keeps their health.
 type prober struct {
-	cfg   ProbeConfig
-	log   *slog.Logger
-	run   probeFunc
-	gate  func() (release func(), err error)
-	mu    sync.Mutex
-	pairs []*pairHealth
-	next  int
+	cfg  ProbeConfig
+	log  *slog.Logger
+	run  probeFunc
+	gate func() (release func(), err error)
+	// budget holds the probes' CPU to ProbeCPUShare of a core: a probe
+	// runs only with credit left, and spends what it took (cpu).
+	budget *cpuBudget
+	cpu    func() time.Duration
+	mu     sync.Mutex
+	pairs  []*pairHealth
+	next   int
 }
 
 func newProber(cfg ProbeConfig, log *slog.Logger, run probeFunc, gate func() (func(), error)) *prober {
@@ -254,7 +265,7 @@ func newProber(cfg ProbeConfig, log *slog.Logger, run probeFunc, gate func() (fu
 	if cfg.Spec == (verify.ProbeSpec{}) {
 		cfg.Spec = verify.DefaultProbeSpec
 	}
-	p := &prober{cfg: cfg, log: log, run: run, gate: gate}
+	p := &prober{cfg: cfg, log: log, run: run, gate: gate, budget: newCPUBudget(ProbeCPUShare, time.Now()), cpu: processCPU}
 	for _, peer := range cfg.Peers {
 		p.pairs = append(p.pairs, newPairHealth(peer))
 	}
@@ -288,12 +299,22 @@ func (p *prober) probeNext(ctx context.Context, now time.Time) {
 	p.next = (p.next + 1) % len(p.pairs)
 	p.mu.Unlock()
 	o := probeOutcome{at: now}
+	if !p.budget.allow(now) {
+		o.budget = true
+		p.log.Debug("probe: skipped, the probing CPU budget is spent", "peer", h.peer)
+		p.mu.Lock()
+		h.record(o)
+		p.mu.Unlock()
+		return
+	}
 	release, err := p.gate()
 	if err != nil {
 		o.busy = true
 		p.log.Debug("probe: skipped, the host is busy", "peer", h.peer, "why", err)
 	} else {
+		cpu0 := p.cpu()
 		res, err := p.run(ctx, h.peer)
+		p.budget.spend(p.cpu() - cpu0)
 		release()
 		if ctx.Err() != nil {
 			return // shutting down: not the pair's fault
@@ -329,6 +350,7 @@ type PairStatus struct {
 	Since              time.Time
 	Why                string
 	OK, Failed, Busy   uint64
+	Budget             uint64 // skipped for the CPU budget
 	LossRatio          float64
 	LatP50, LatP99     time.Duration
 	WriteBytesPerSec   float64
@@ -343,7 +365,7 @@ func (p *prober) Status() []PairStatus {
 	defer p.mu.Unlock()
 	out := make([]PairStatus, 0, len(p.pairs))
 	for _, h := range p.pairs {
-		s := PairStatus{Peer: h.peer, State: h.state, Since: h.since, Why: h.why, OK: h.ok, Failed: h.failed, Busy: h.busy,
+		s := PairStatus{Peer: h.peer, State: h.state, Since: h.since, Why: h.why, OK: h.ok, Failed: h.failed, Busy: h.busy, Budget: h.budget,
 			LossRatio: h.lossRatio(), LastSuccess: h.lastOK}
 		if h.ok > 0 {
 			s.HasLastMeasurement = true
@@ -359,7 +381,7 @@ func (p *prober) Status() []PairStatus {
 
 var (
 	descProbeRuns = prometheus.NewDesc("rocectl_probe_runs_total",
-		"Probes of a peer by result: ok, failed (the pair lost it), busy (skipped: an apply or verify ran on either end).", []string{"peer", "result"}, nil)
+		"Probes of a peer by result: ok, failed (the pair lost it), busy (skipped: an apply or verify ran on either end, or the peer's probe CPU budget was spent), budget (skipped: this agent's probe CPU budget was spent).", []string{"peer", "result"}, nil)
 	descProbeLatency = prometheus.NewDesc("rocectl_probe_latency_seconds",
 		"Half the SEND/RECV round trip of the last good probe of a peer, at the quantile.", []string{"peer", "quantile"}, nil)
 	descProbeBandwidth = prometheus.NewDesc("rocectl_probe_write_bytes_per_second",
@@ -383,6 +405,7 @@ func (p *prober) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descProbeRuns, prometheus.CounterValue, float64(s.OK), s.Peer, "ok")
 		ch <- prometheus.MustNewConstMetric(descProbeRuns, prometheus.CounterValue, float64(s.Failed), s.Peer, "failed")
 		ch <- prometheus.MustNewConstMetric(descProbeRuns, prometheus.CounterValue, float64(s.Busy), s.Peer, "busy")
+		ch <- prometheus.MustNewConstMetric(descProbeRuns, prometheus.CounterValue, float64(s.Budget), s.Peer, "budget")
 		ch <- prometheus.MustNewConstMetric(descProbeLoss, prometheus.GaugeValue, s.LossRatio, s.Peer)
 		ch <- prometheus.MustNewConstMetric(descProbeDegraded, prometheus.GaugeValue, boolFloat(s.State == PairDegraded), s.Peer)
 		if s.HasLastMeasurement {
@@ -448,7 +471,7 @@ func (l *loop) startProbing(ctx context.Context, wg *sync.WaitGroup, prb *prober
 		}
 		cfg.Log = l.log
 		l.log.Info("serving probes", "addr", lis.Addr().String(), "device", cfg.Device, "port", cfg.Port)
-		gate := trafficGate(l.cfg.Store.Store, "agent probe server")
+		gate := budgetGate(newCPUBudget(ProbeCPUShare, time.Now()), processCPU, time.Now, trafficGate(l.cfg.Store.Store, "agent probe server"))
 		wg.Go(func() {
 			if err := verify.ServeProbes(ctx, lis, cfg, gate); err != nil {
 				l.log.Error("probe server stopped", "err", err)
@@ -469,4 +492,79 @@ func ProbingBuiltIn() error {
 		return verify.ErrVerbsNotBuiltIn
 	}
 	return nil
+}
+
+// ProbeCPUShare is the share of one core each end of probing may use: the
+// probes an agent sends, and, apart, the probes it serves. Together they
+// stay within the 1 % of a core whatever a probe costs on the
+// host (a NIC's QP setup is cheap; Soft-RoCE under emulation is not): a
+// costly probe only makes probing slower.
+const ProbeCPUShare = 0.005
+
+// probeCPUBurst caps the credit saved while idle: one costly probe may
+// run at once, but a long idle time does not buy a burst of them.
+const probeCPUBurst = time.Second
+
+// cpuBudget is a token bucket of CPU time: credit grows at share of the
+// wall time, up to probeCPUBurst, and each probe spends what it took.
+type cpuBudget struct {
+	mu     sync.Mutex
+	share  float64
+	credit time.Duration
+	last   time.Time
+}
+
+func newCPUBudget(share float64, now time.Time) *cpuBudget {
+	return &cpuBudget{share: share, credit: probeCPUBurst, last: now}
+}
+
+// allow says whether a probe may run at now: credit is left.
+func (b *cpuBudget) allow(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if d := now.Sub(b.last); d > 0 {
+		b.credit = min(probeCPUBurst, b.credit+time.Duration(float64(d)*b.share))
+		b.last = now
+	}
+	return b.credit > 0
+}
+
+// spend takes a probe's CPU time off the credit (into debt, which the
+// next probes wait out).
+func (b *cpuBudget) spend(d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if d > 0 {
+		b.credit -= d
+	}
+}
+
+// processCPU is the user and system time this process has used; around a
+// probe it also counts the agent's other work meanwhile, so the budget
+// errs on the safe side.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// budgetGate is a probe server's gate: next (the traffic lock) behind a
+// CPU budget of its own, spent by each probe served.
+func budgetGate(b *cpuBudget, cpu func() time.Duration, now func() time.Time, next func() (func(), error)) func() (func(), error) {
+	return func() (func(), error) {
+		if !b.allow(now()) {
+			return nil, errors.New("the probe CPU budget of this agent is spent for now")
+		}
+		release, err := next()
+		if err != nil {
+			return nil, err
+		}
+		cpu0 := cpu()
+		return func() {
+			b.spend(cpu() - cpu0)
+			release()
+		}, nil
+	}
 }

@@ -176,11 +176,13 @@ rocectl_probe_latency_seconds{peer="10.0.0.2:18516",quantile="0.99"} 2e-05
 # TYPE rocectl_probe_loss_ratio gauge
 rocectl_probe_loss_ratio{peer="10.0.0.2:18516"} 0.2857142857142857
 rocectl_probe_loss_ratio{peer="10.0.0.3:18516"} 0
-# HELP rocectl_probe_runs_total Probes of a peer by result: ok, failed (the pair lost it), busy (skipped: an apply or verify ran on either end).
+# HELP rocectl_probe_runs_total Probes of a peer by result: ok, failed (the pair lost it), busy (skipped: an apply or verify ran on either end, or the peer's probe CPU budget was spent), budget (skipped: this agent's probe CPU budget was spent).
 # TYPE rocectl_probe_runs_total counter
+rocectl_probe_runs_total{peer="10.0.0.2:18516",result="budget"} 0
 rocectl_probe_runs_total{peer="10.0.0.2:18516",result="busy"} 0
 rocectl_probe_runs_total{peer="10.0.0.2:18516",result="failed"} 2
 rocectl_probe_runs_total{peer="10.0.0.2:18516",result="ok"} 5
+rocectl_probe_runs_total{peer="10.0.0.3:18516",result="budget"} 0
 rocectl_probe_runs_total{peer="10.0.0.3:18516",result="busy"} 0
 rocectl_probe_runs_total{peer="10.0.0.3:18516",result="failed"} 0
 rocectl_probe_runs_total{peer="10.0.0.3:18516",result="ok"} 0
@@ -210,5 +212,60 @@ func TestProbeConfigCheck(t *testing.T) {
 	}
 	if err := (&ProbeConfig{Peers: []string{"10.0.0.2:18516"}, Listen: ":18516"}).Check(); err != nil {
 		t.Fatalf("a good config: %v", err)
+	}
+}
+
+// Probing's CPU stays within ProbeCPUShare of a core on each end, whatever
+// a probe costs: with probes of 300 ms of CPU (Soft-RoCE under emulation
+// measured about that), the prober skips turns for the budget instead of
+// running them, and a server answers busy once its own budget is spent.
+func TestProbeCPUBudget(t *testing.T) {
+	var used time.Duration
+	run := func(ctx context.Context, peer string) (*verify.LoopbackResult, error) {
+		used += 300 * time.Millisecond
+		return &verify.LoopbackResult{LatP50: 10 * time.Microsecond, LatP99: 20 * time.Microsecond, WriteGbps: 8}, nil
+	}
+	p := newProber(ProbeConfig{Peers: []string{"a:1", "b:1"}}, slog.New(slog.NewTextHandler(io.Discard, nil)), run,
+		func() (func(), error) { return func() {}, nil })
+	p.cpu = func() time.Duration { return used }
+	p.budget = newCPUBudget(ProbeCPUShare, t0)
+	window := time.Hour
+	for at := time.Duration(0); at < window; at += p.step() {
+		p.probeNext(context.Background(), t0.Add(at))
+	}
+	var ran, skipped uint64
+	for _, s := range p.Status() {
+		ran += s.OK
+		skipped += s.Budget
+	}
+	if limit := time.Duration(float64(window)*ProbeCPUShare) + probeCPUBurst + 300*time.Millisecond; used > limit {
+		t.Fatalf("probes used %v of CPU in %v, over the budget's %v", used, window, limit)
+	}
+	if ran == 0 || skipped == 0 {
+		t.Fatalf("ran %d, skipped %d: want both (the budget paces, it does not stop probing)", ran, skipped)
+	}
+	t.Logf("%d probes ran and %d waited for the budget in %v: %v of CPU (%.2f %% of a core)", ran, skipped, window, used, float64(used)/float64(window)*100)
+
+	// The server side: a budget of its own, spent by what it serves.
+	var served time.Duration
+	now := t0
+	gate := budgetGate(newCPUBudget(ProbeCPUShare, now), func() time.Duration { return served }, func() time.Time { return now },
+		func() (func(), error) { return func() {}, nil })
+	for range 4 {
+		release, err := gate()
+		if err != nil {
+			break
+		}
+		served += 300 * time.Millisecond
+		release()
+	}
+	if _, err := gate(); err == nil || !strings.Contains(err.Error(), "probe CPU budget") {
+		t.Fatalf("a server past its budget: %v", err)
+	}
+	now = now.Add(2 * time.Minute) // 0.6 s of credit back
+	if release, err := gate(); err != nil {
+		t.Fatalf("a server once its budget came back: %v", err)
+	} else {
+		release()
 	}
 }
