@@ -71,48 +71,53 @@ func (r Reader) query(ctx context.Context, pci string) (*Query, string, error) {
 	if !pciAddr.MatchString(pci) {
 		return nil, "", fmt.Errorf("%q: %w", pci, ErrBadAddress)
 	}
-	path := r.Path
-	if path == "" {
-		path = "mstconfig"
-	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	exe, err := resolve(path)
+	text, exitErr, err := r.run(ctx, pci, Argv(r.path(), pci))
 	if err != nil {
 		return nil, "", err
 	}
-	argv := Argv(path, pci)
+	q, perr := Parse([]byte(text))
+	var te *ToolError
+	if errors.As(perr, &te) {
+		return nil, "", fmt.Errorf("%s: %w", pci, perr)
+	}
+	if exitErr != nil {
+		// Exit status 3 (MLX_CFG_ERROR) without an -E- line, or a signal.
+		return nil, "", fmt.Errorf("%s: %v: %w", pci, exitErr, ErrTool)
+	}
+	if perr != nil {
+		return q, "", fmt.Errorf("%s: %w", pci, perr)
+	}
+	return q, text, nil
+}
+
+// run runs the tool's command line argv (argv[0] its name, looked up in
+// Env's PATH) for the device at pci, bounded by r's timeout and the output
+// cap: what it printed and its own exit error (nil for status 0), or err
+// when it did not run to its end (missing, timed out, cancelled, too much
+// output).
+func (r Reader) run(ctx context.Context, pci string, argv []string) (text string, exitErr, err error) {
+	timeout := r.timeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	exe, err := resolve(argv[0])
+	if err != nil {
+		return "", nil, err
+	}
 	cmd := exec.CommandContext(ctx, exe, argv[1:]...)
 	cmd.Env = append(append([]string(nil), Env...), r.ExtraEnv...)
 	out := &capped{max: MaxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
-	err = cmd.Run()
+	exitErr = cmd.Run()
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, "", fmt.Errorf("%s after %v: %w", pci, timeout, ErrTimeout)
+		return "", nil, fmt.Errorf("%s after %v: %w", pci, timeout, ErrTimeout)
 	case ctx.Err() != nil:
-		return nil, "", ctx.Err()
+		return "", nil, ctx.Err()
 	case out.over:
-		return nil, "", fmt.Errorf("%s: %w (over %d bytes)", pci, ErrTooLong, MaxOutput)
+		return "", nil, fmt.Errorf("%s: %w (over %d bytes)", pci, ErrTooLong, MaxOutput)
 	}
-	q, perr := Parse(out.buf.Bytes())
-	var te *ToolError
-	if errors.As(perr, &te) {
-		return nil, "", fmt.Errorf("%s: %w", pci, perr)
-	}
-	if err != nil {
-		// Exit status 3 (MLX_CFG_ERROR) without an -E- line, or a signal.
-		return nil, "", fmt.Errorf("%s: %v: %w", pci, err, ErrTool)
-	}
-	if perr != nil {
-		return q, "", fmt.Errorf("%s: %w", pci, perr)
-	}
-	return q, out.buf.String(), nil
+	return out.buf.String(), exitErr, nil
 }
 
 type capped struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -58,31 +57,12 @@ func (r Reader) Set(ctx context.Context, pci string, ps []Param) error {
 			return fmt.Errorf("%q: %w: not an NVConfig parameter name", p.Name, ErrFormat)
 		}
 	}
-	path, timeout := r.path(), r.timeout()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	exe, err := resolve(path)
+	// A timeout leaves it unknown whether the write reached the
+	// firmware: the caller reads the next-boot values back.
+	text, exitErr, err := r.run(ctx, pci, SetArgv(r.path(), pci, ps))
 	if err != nil {
 		return err
 	}
-	argv := SetArgv(path, pci, ps)
-	cmd := exec.CommandContext(ctx, exe, argv[1:]...)
-	cmd.Env = append(append([]string(nil), Env...), r.ExtraEnv...)
-	out := &capped{max: MaxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	switch {
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		// The write may or may not have reached the firmware: the
-		// caller reads the next-boot values back.
-		return fmt.Errorf("%s after %v: %w", pci, timeout, ErrTimeout)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case out.over:
-		return fmt.Errorf("%s: %w (over %d bytes)", pci, ErrTooLong, MaxOutput)
-	}
-	text := out.buf.String()
 	if msg := firstToolError(text); msg != "" {
 		te := &ToolError{Msg: msg}
 		if strings.Contains(text, "Applying... Failed!") {
@@ -90,8 +70,8 @@ func (r Reader) Set(ctx context.Context, pci string, ps []Param) error {
 		}
 		return fmt.Errorf("%s: %w", pci, te)
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %v: %w", pci, err, ErrSetFailed)
+	if exitErr != nil {
+		return fmt.Errorf("%s: %v: %w", pci, exitErr, ErrSetFailed)
 	}
 	if !strings.Contains(text, "Applying... Done!") {
 		return fmt.Errorf("%s: %w: no \"Applying... Done!\" in its output", pci, ErrFormat)
