@@ -120,15 +120,23 @@ func (s Store) cleanStale() {
 // AcquireWaiting takes the state lock, waiting while another rocectl holds
 // it: a deadline or a storm must act once the current change is done.
 func (s Store) AcquireWaiting(ctx context.Context, who string) (*Lock, error) {
+	lock, _, err := waitLock(ctx, 100*time.Millisecond, func() (*Lock, error) { return s.Acquire(who) })
+	return lock, err
+}
+
+// waitLock calls try every period while it answers ErrLocked. When ctx
+// ends first it returns ctx's error, with held the last ErrLocked (which
+// names the holder); otherwise try's answer.
+func waitLock(ctx context.Context, period time.Duration, try func() (*Lock, error)) (lock *Lock, held, err error) {
 	for {
-		lock, err := s.Acquire(who)
-		if !errors.Is(err, ErrLocked) {
-			return lock, err
+		l, e := try()
+		if !errors.Is(e, ErrLocked) {
+			return l, nil, e
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+			return nil, e, ctx.Err()
+		case <-time.After(period):
 		}
 	}
 }
@@ -166,15 +174,9 @@ func (s Store) TryTraffic(who string) (*Lock, error) {
 // Traffic takes the traffic lock, waiting while another holder (a probe)
 // has it, until ctx ends.
 func (s Store) Traffic(ctx context.Context, who string) (*Lock, error) {
-	for {
-		lock, err := s.TryTraffic(who)
-		if !errors.Is(err, ErrLocked) {
-			return lock, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the traffic lock (%v): %w", err, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	lock, held, err := waitLock(ctx, 50*time.Millisecond, func() (*Lock, error) { return s.TryTraffic(who) })
+	if held != nil {
+		return nil, fmt.Errorf("waiting for the traffic lock (%v): %w", held, err)
 	}
+	return lock, err
 }
