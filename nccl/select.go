@@ -196,7 +196,7 @@ func tableProblem(p port.Port, family int, subnet *net.IPNet, version int) strin
 			continue
 		}
 		inFamily = append(inFamily, g)
-		if _, ok := nic.SelectGID([]port.GID{g}, nic.GIDQuery{Family: family, Subnet: subnet, RoCEVersion: gidVersion(g.Type)}); ok {
+		if _, ok := nic.SelectGID([]port.GID{g}, nic.GIDQuery{Family: family, Subnet: subnet, RoCEVersion: port.RoCEVersion(g.Type)}); ok {
 			inRange = append(inRange, g)
 		}
 	}
@@ -241,16 +241,6 @@ func isV4(ip net.IP) (net.IP, bool) {
 		return nil, false
 	}
 	return net.IPv4(ip[12], ip[13], ip[14], ip[15]), true
-}
-
-func gidVersion(t string) int {
-	switch {
-	case strings.HasPrefix(t, "IB/RoCE v1"), strings.HasPrefix(t, "RoCE v1"):
-		return 1
-	case strings.HasPrefix(t, "RoCE v2"):
-		return 2
-	}
-	return 0
 }
 
 // severalCandidates notes a port with more than one qualifying GID on

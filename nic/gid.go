@@ -106,7 +106,7 @@ func SelectGID(gids []GID, q GIDQuery) (GID, bool) {
 		if q.Netdev != "" && g.Netdev != q.Netdev {
 			continue
 		}
-		if gidRoCEVersion(g.Type) != version || !q.addressMatches(g.GID, family) {
+		if port.RoCEVersion(g.Type) != version || !q.addressMatches(g.GID, family) {
 			continue
 		}
 		if best < 0 || g.Index < gids[best].Index {
@@ -201,7 +201,7 @@ func SelectGIDOn(fs FS, rdmaDev string, port int, q GIDQuery) (GID, bool, error)
 		if err != nil {
 			return GID{}, false, fmt.Errorf("GID %d of %s port %d: %w", i, rdmaDev, port, err)
 		}
-		if typ == "" || gidRoCEVersion(typ) != version {
+		if typ == "" || roceVersion(typ) != version {
 			continue
 		}
 		g := GID{Index: i, GID: ip.To16(), Type: typ}
@@ -272,18 +272,6 @@ func (q GIDQuery) defaults() (family, version int) {
 	return family, version
 }
 
-// gidRoCEVersion maps a types/<i> string to 1 or 2 the way NCCL's
-// ncclIbRoceGetVersionNum does (prefix match), 0 for anything else.
-func gidRoCEVersion(t string) int {
-	switch {
-	case strings.HasPrefix(t, "IB/RoCE v1"), strings.HasPrefix(t, "RoCE v1"):
-		return 1
-	case strings.HasPrefix(t, "RoCE v2"):
-		return 2
-	}
-	return 0
-}
-
 // gidValid is NCCL's validGid: configured and not link-local. NCCL counts
 // fe80:: with an all-zero rest as unconfigured and any fe80:0000:0000:0000/64
 // address as link-local; both end up excluded.
@@ -306,3 +294,7 @@ func gidIPv4(ip net.IP) (net.IP, bool) {
 	}
 	return net.IPv4(ip[12], ip[13], ip[14], ip[15]).To4(), true
 }
+
+// roceVersion is port.RoCEVersion, under a name the functions above whose
+// port number is called port can call.
+var roceVersion = port.RoCEVersion

@@ -223,7 +223,7 @@ func ncclGidIndex(table map[int]GID, tblLen, family, version int, subnet *net.IP
 		if !ok {
 			return net.IPv6unspecified, -1
 		}
-		return g.GID.To16(), gidRoCEVersion(g.Type)
+		return g.GID.To16(), roceVersion(g.Type)
 	}
 	fam := func(ip net.IP) int {
 		if _, v4 := gidIPv4(ip); v4 {
@@ -287,7 +287,7 @@ func TestSelectGIDAgreesWithNCCL(t *testing.T) {
 					}
 					if !ok {
 						ng, found := table[nccl]
-						if found && gidValid(ng.GID) && gidRoCEVersion(ng.Type) == ver {
+						if found && gidValid(ng.GID) && roceVersion(ng.Type) == ver {
 							if _, v4 := gidIPv4(ng.GID); v4 == (fam == 4) {
 								t.Errorf("%s/%s %+v: SelectGID found nothing, NCCL picks a qualifying %d", h.dir, d.name, q, nccl)
 							}

@@ -104,6 +104,18 @@ type GID struct {
 	Netdev string `json:"netdev,omitempty"`
 }
 
+// RoCEVersion maps a GID's type (gid_attrs/types/<i>) to 1 or 2 the way
+// NCCL's ncclIbRoceGetVersionNum does (prefix match), 0 for anything else.
+func RoCEVersion(typ string) int {
+	switch {
+	case strings.HasPrefix(typ, "IB/RoCE v1"), strings.HasPrefix(typ, "RoCE v1"):
+		return 1
+	case strings.HasPrefix(typ, "RoCE v2"):
+		return 2
+	}
+	return 0
+}
+
 // Bond is the bond a LAG port's netdev is the master of.
 type Bond struct {
 	// Name is the bond's netdev.
