@@ -165,15 +165,7 @@ func confFacts(pl *apply.Prepared) policy.View {
 		if err != nil {
 			continue
 		}
-		f := policy.Fact{Key: ncclConfPath + " " + cv.Name, Value: n}
-		switch cv.Name {
-		case "NCCL_IB_TC":
-			v.TOS = append(v.TOS, f)
-		case "NCCL_IB_FIFO_TC":
-			v.FifoTC = &f
-		case "NCCL_IB_SL":
-			v.SL = &f
-		}
+		v.AddNCCL(cv.Name, policy.Fact{Key: ncclConfPath + " " + cv.Name, Value: n})
 	}
 	return v
 }

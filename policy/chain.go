@@ -130,6 +130,20 @@ type View struct {
 	SL *Fact
 }
 
+// AddNCCL records NCCL variable name's value f where the chain reads it:
+// NCCL_IB_TC as a data TOS, NCCL_IB_FIFO_TC as the control class's,
+// NCCL_IB_SL as the SL; any other variable says nothing of the chain.
+func (v *View) AddNCCL(name string, f Fact) {
+	switch name {
+	case "NCCL_IB_TC":
+		v.TOS = append(v.TOS, f)
+	case "NCCL_IB_FIFO_TC":
+		v.FifoTC = &f
+	case "NCCL_IB_SL":
+		v.SL = &f
+	}
+}
+
 // Fact is one value and the key it was read from.
 type Fact struct {
 	Key   string
@@ -268,15 +282,7 @@ func HostViews(d *Desired, o *Observed) (View, []PortView) {
 		if !ok {
 			continue
 		}
-		f := Fact{Key: s.Key, Value: n}
-		switch s.Arg {
-		case "NCCL_IB_TC":
-			host.TOS = append(host.TOS, f)
-		case "NCCL_IB_FIFO_TC":
-			host.FifoTC = &f
-		case "NCCL_IB_SL":
-			host.SL = &f
-		}
+		host.AddNCCL(s.Arg, Fact{Key: s.Key, Value: n})
 	}
 	var out []PortView
 	for _, dp := range d.Ports {
