@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +74,7 @@ func TestLabProbesMarkThePulledPair(t *testing.T) {
 			p.probeNext(ctx, now)
 		}
 	}
-	cpu0 := cpuTime(t)
+	cpu0 := processCPU()
 	round(4) // h2 h3 h2 h3
 	// Both ends of every probe run in this process: the CPU they took,
 	// per probe, against the budget of 1 % of a core at the
@@ -83,7 +82,7 @@ func TestLabProbesMarkThePulledPair(t *testing.T) {
 	// under emulation does in software what a NIC does in hardware, so
 	// this is an upper bound: the verbs code polls its completion queues
 	// busily, as perftest does, so a probe costs its wall time on each end.
-	perProbe := (cpuTime(t) - cpu0) / 4
+	perProbe := (processCPU() - cpu0) / 4
 	share := float64(perProbe) * 8 / float64(DefaultProbeInterval) * 100
 	t.Logf("probe CPU: %v per probe, both ends, Soft-RoCE; 8 peers every %v would take %.2f %% of a core: the CPU budget (%.1f %% each end) paces them to one every %v", perProbe, DefaultProbeInterval, share, ProbeCPUShare*100, time.Duration(float64(perProbe)/2/ProbeCPUShare))
 	for _, s := range p.Status() {
@@ -126,13 +125,4 @@ rocectl_probe_degraded{peer=%q} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rocectl_probe_degraded"); err != nil {
 		t.Error(err)
 	}
-}
-
-// cpuTime is the user and system time this process has used.
-func cpuTime(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

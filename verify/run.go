@@ -152,10 +152,10 @@ func (c RunConfig) twoHost(ctx context.Context) (*LoopbackResult, error) {
 		return nil, errors.New("no RoCE port matches the profile")
 	}
 	p := c.Desired.Ports[0].Port
-	if p.RoCEv2GID < 0 {
-		return nil, noRoCEv2GID(p)
+	cfg, err := c.PortConfig(p)
+	if err != nil {
+		return nil, err
 	}
-	cfg := c.config(p)
 	if c.K != nil {
 		cfg.Pause = PauseSources(c.K, p)
 	}
