@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -82,26 +81,6 @@ same), when a named path does not exist, or on SIGINT/SIGTERM.`,
 	fl.StringSliceVar(&expect, "expect", nil, "hosts that should have reported (comma-separated); those without a document are listed")
 	fl.StringVar(&expectFile, "expect-file", "", "a file of expected hosts, whitespace-separated")
 	return cmd
-}
-
-// reportGC lets the collector run less often while report decodes: each
-// document is garbage as soon as it is folded, so the live heap is small
-// (the fleet's rows) and the default GOGC=100 collected every few MB,
-// a fifth of report's CPU over 10,000 documents of 8 ports. GOGC=400
-// under a soft limit of 192 MiB keeps the peak bounded (100,000
-// documents: ≈ 200 MB, the target is 300). A GOGC or GOMEMLIMIT in the
-// environment is left as it is; the returned function restores the
-// settings (the command also runs inside tests).
-func reportGC() (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	pct := debug.SetGCPercent(400)
-	limit := debug.SetMemoryLimit(192 << 20)
-	return func() {
-		debug.SetGCPercent(pct)
-		debug.SetMemoryLimit(limit)
-	}
 }
 
 // hostName names the host a document describes: the hostname a snapshot
