@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/nvconfig"
 )
 
 // Capture reads everything rocectl reads from a host — the RoCE ports'
@@ -78,7 +79,7 @@ func Capture(fs nic.FS, k nic.Kernel, dir string, meta Meta, files []string, fw 
 		}
 		if p.PCI != "" && !seenPCI[p.PCI] {
 			seenPCI[p.PCI] = true
-			if fw != nil && p.Driver == "mlx5_core" {
+			if fw != nil && nvconfig.ConnectXDriver(p.Driver) {
 				text, err := fw(p.PCI)
 				if err != nil {
 					log.Warn("firmware NVConfig not captured", "pci", p.PCI, "err", err)
