@@ -356,6 +356,7 @@ func (p play) expect(t *testing.T, task string, want ...string) {
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func TestCheckModeReportsDriftAndWritesNothing(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-factory")
 	p := fx.run(t, "--check")
 	if !p.ok {
@@ -386,6 +387,7 @@ func TestCheckModeReportsDriftAndWritesNothing(t *testing.T) {
 }
 
 func TestRunInstallsValidatedProfileIdempotently(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-lossless")
 	// An overlay and the base it includes: the include must resolve in the
 	// staging directory and both files must land.
@@ -449,6 +451,7 @@ func TestRunInstallsValidatedProfileIdempotently(t *testing.T) {
 // before the daemon had its own binary: the role stops before the agent's
 // unit would fail to start, and goes on once rocectl-agent is there.
 func TestInstalledRocectlWithoutItsDaemon(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-lossless")
 	fx.vars["rocectl_binary_src"] = ""
 	fx.vars["rocectl_apply"] = false
@@ -476,6 +479,7 @@ func TestInstalledRocectlWithoutItsDaemon(t *testing.T) {
 }
 
 func TestBadProfileNeverLands(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-lossless")
 	if err := os.MkdirAll(fx.config, 0o755); err != nil {
 		t.Fatal(err)
@@ -592,6 +596,7 @@ func applyDoc(t *testing.T, journal string, confirm bool, rolledBack bool) map[s
 // Commit-confirmed, after two answers of "lock held" (the agent): retried,
 // applied, health-checked with rocectl verify, committed, then installed.
 func TestApplyConfirmCommit(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-factory")
 	fx.stub(t, applyDoc(t, "j-commit", true, false), 0, 2, 0)
 	fx.vars["rocectl_confirm"] = "300s"
@@ -619,6 +624,7 @@ func TestApplyConfirmCommit(t *testing.T) {
 // A failed health check rolls the change back at once, fails the host and
 // leaves the old profile installed.
 func TestApplyConfirmHealthCheckFailsRollsBack(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-factory")
 	fx.stub(t, applyDoc(t, "j-bad", true, false), 0, 0, 1)
 	fx.vars["rocectl_confirm"] = "300s"
@@ -643,6 +649,7 @@ func TestApplyConfirmHealthCheckFailsRollsBack(t *testing.T) {
 // Exit 3 with rolled_back (the guard saw a storm): the host fails, nothing
 // is committed or installed.
 func TestApplyRolledBackFails(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-factory")
 	fx.stub(t, applyDoc(t, "j-storm", false, true), 3, 0, 0)
 	p := fx.run(t)
@@ -857,6 +864,7 @@ func TestAnsibleLint(t *testing.T) {
 // drop-in goes. A peer that is not HOST:PORT fails the play before
 // anything is written.
 func TestAgentProbingFlagsAndDropIn(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-lossless")
 	fx.vars["rocectl_apply"] = false
 	fx.vars["rocectl_agent_probe_peers"] = []string{"10.0.1.12:18516", "[fd00::13]:18516"}
@@ -904,6 +912,7 @@ func TestAgentProbingFlagsAndDropIn(t *testing.T) {
 // that the fleet report's NCCL sections (the GID index each host resolves
 // to, NCCL against the NIC classes) have their input.
 func TestGatherNCCLEnvForTheFleetReport(t *testing.T) {
+	t.Parallel() // its own fixture, ansible config and temp dirs (ansibleEnv)
 	fx := newFixture(t, "cx6dx-ofed-lossless")
 	fx.vars["rocectl_apply"] = false
 	results := filepath.Join(fx.dir, "results")
