@@ -11,6 +11,7 @@ import (
 	"github.com/rocectl/rocectl/doc"
 	"github.com/rocectl/rocectl/nccl"
 	"github.com/rocectl/rocectl/nic"
+	"github.com/rocectl/rocectl/nic/snapshot"
 	"github.com/rocectl/rocectl/policy"
 	"github.com/rocectl/rocectl/port"
 )
@@ -204,9 +205,16 @@ func newTopoCmd(env *Env) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			// A snapshot's files are packed by default (files.pack):
+			// read them as every other command does, through
+			// snapshot.Open, not as a directory tree.
 			fs := nic.NewFS(env.Root, true)
 			if env.Snapshot != "" {
-				fs = nic.NewFS(env.Snapshot, true)
+				s, err := snapshot.Open(env.Snapshot)
+				if err != nil {
+					return err
+				}
+				fs = s.FS()
 			}
 			t, err := nccl.ReadTopology(fs)
 			if err == nil && require && len(t.NICs) == 0 {

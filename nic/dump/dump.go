@@ -221,6 +221,9 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 	if strings.Contains(str, "\r\n") {
 		str = strings.ReplaceAll(str, "\r\n", "\n")
 	}
+	if strings.IndexByte(str, 0x1b) >= 0 {
+		str = stripTerminalEscapes(str)
+	}
 	// Split at prompt lines; each segment has the netdev its command
 	// named, and the host its prompt named. A segment is parsed as soon
 	// as the next command ends it: only one command's output is held as
@@ -270,6 +273,55 @@ func Parse(file string, text []byte) ([]Block, []Warning) {
 	}
 	flush()
 	return blocks, warns
+}
+
+// stripTerminalEscapes drops terminal control sequences from a dump.
+// nvidia-smi underlines the header of `topo -m` (ESC[4m … ESC[0m) even
+// when its output goes to a file, as on the H200 server of
+// testdata/corpus/nvidia-smi-topo-m-1gpu-h200-vm-ansi.txt, and colour
+// output (ip -c, grep --color) pasted from a terminal carries SGR codes
+// too: to the parsers they are part of a word. Dropped are CSI sequences
+// (ESC [ parameters intermediates final, ECMA-48 5.4), OSC strings (ESC ]
+// … BEL or ESC \) and two-or-more-byte escapes such as ESC ( B.
+func stripTerminalEscapes(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != 0x1b {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		i++
+		switch {
+		case i < len(s) && s[i] == '[':
+			i++
+			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f { // parameters, intermediates
+				i++
+			}
+			if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e { // final byte
+				i++
+			}
+		case i < len(s) && s[i] == ']':
+			for i < len(s) && s[i] != 0x07 && !(s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\') {
+				i++
+			}
+			if i < len(s) && s[i] == 0x07 {
+				i++
+			} else if i < len(s) {
+				i += 2
+			}
+		default:
+			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f { // intermediates
+				i++
+			}
+			if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+				i++
+			}
+		}
+	}
+	return b.String()
 }
 
 // bareCommands are the tools whose command line, pasted without a

@@ -288,3 +288,22 @@ Cable len: 7
 		t.Errorf("mlnx_qos: %+v", b)
 	}
 }
+
+// TestStripTerminalEscapes: terminal control sequences are dropped, the
+// text around them kept byte for byte. The first case is the header of
+// the real H200 `nvidia-smi topo -m` in the corpus.
+func TestStripTerminalEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		"\t\x1b[4mGPU0\tCPU Affinity\x1b[0m":             "\tGPU0\tCPU Affinity",
+		"\x1b[01;31m\x1b[Kprio3\x1b[m\x1b[K: 12":         "prio3: 12", // grep --color
+		"\x1b[32mUP\x1b(B\x1b[m eth0":                    "UP eth0",   // tput sgr0
+		"\x1b]0;root@h: ~\x07# mlnx_qos -i eth0":         "# mlnx_qos -i eth0",
+		"\x1b]8;;file:///x\x1b\\link\x1b]8;;\x1b\\ done": "link done", // OSC 8 hyperlink
+		"no escapes\there":                               "no escapes\there",
+		"cut at the end \x1b[":                           "cut at the end ",
+	} {
+		if got := stripTerminalEscapes(in); got != want {
+			t.Errorf("stripTerminalEscapes(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
