@@ -50,9 +50,28 @@ type RunOptions struct {
 	SkipUnreadable bool
 	// BeforeStep runs before each write (tests inject delays and faults).
 	BeforeStep func(i int, st host.Step) error
-	Log        *slog.Logger
+	// Phase, when set, is called as each phase of the apply ends, with
+	// its name (PhaseTrafficLock, PhaseBegin, …): bench/cmd/applybench
+	// times them to show where an apply's time goes.
+	Phase func(name string)
+	Log   *slog.Logger
 	// Now defaults to time.Now.
 	Now func() time.Time
+}
+
+// The phases of Run, in order, as RunOptions.Phase names them.
+const (
+	PhaseTrafficLock = "traffic lock"
+	PhaseBegin       = "journal: before-values, durable save"
+	PhaseSteps       = "writes, each step read back"
+	PhaseVerify      = "final read-back of every setting"
+	PhaseCommit      = "journal: commit save"
+)
+
+func (o RunOptions) phase(name string) {
+	if o.Phase != nil {
+		o.Phase(name)
+	}
 }
 
 func (o RunOptions) now() time.Time {
@@ -154,6 +173,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		}
 		defer tl.Release()
 	}
+	opts.phase(PhaseTrafficLock)
 	start := opts.now()
 	res := &Result{Changes: len(pr.Plan.Changes)}
 	defer func() { res.Duration = opts.now().Sub(start) }()
@@ -164,10 +184,12 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		return nil, err
 	}
 	res.JournalID, res.Steps = txn.J.ID, len(txn.J.Steps)
+	opts.phase(PhaseBegin)
 	if err := txn.Run(ctx); err != nil {
 		res.Outcome, res.Failure, res.Restored, res.Unchanged, res.Skipped = Failed, err, txn.J.Restored, txn.J.Unchanged, txn.J.Skipped
 		return res, nil
 	}
+	opts.phase(PhaseSteps)
 	if opts.Applied != nil {
 		opts.Applied(res)
 	}
@@ -183,6 +205,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		if len(res.Mismatches) > 0 {
 			return rollbackAfter(txn, res, "verification failed:\n  "+strings.Join(res.Mismatches, "\n  ")), nil
 		}
+		opts.phase(PhaseVerify)
 	}
 	// The guard: a bad PFC or buffer change shows up as a pause storm.
 	g := guardSpec(pr.Profile.Guard, opts.Soak)
@@ -212,6 +235,7 @@ func Run(ctx context.Context, pr *Prepared, opts RunOptions) (*Result, error) {
 		if err := txn.Finish(time.Time{}); err != nil {
 			return res, err
 		}
+		opts.phase(PhaseCommit)
 		res.Outcome = Committed
 		return res, nil
 	}

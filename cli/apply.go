@@ -101,10 +101,14 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 			return err
 		}
 	}
-	pl, err := env.makePlan(f.profile, h, false)
+	env.phase(PhaseOpen)
+	p, err := env.LoadProfile(f.profile)
 	if err != nil {
 		return err
 	}
+	env.phase(PhaseProfile)
+	pl := apply.Prepare(h, p, false)
+	env.phase(PhasePlan)
 	if why := pl.NoPortsReason(); f.require && why != "" {
 		return requireMatchError(why)
 	}
@@ -142,9 +146,10 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 	if err != nil {
 		return err
 	}
+	env.phase(PhaseRender)
 	opts := apply.RunOptions{Store: store, Command: "apply", NoVerify: f.noVerify, NoGuard: f.noGuard, SkipUnreadable: f.skipUnreadable,
 		Confirm: f.confirm, Progress: env.progressWriter(text), BeforeStep: beforeStep, Log: env.Log,
-		Arm: env.armConfirm}
+		Arm: env.armConfirm, Phase: env.Phase}
 	if f.soakSet {
 		opts.Soak = &f.soak
 	}

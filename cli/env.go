@@ -96,6 +96,26 @@ type Env struct {
 	// Exec replaces the process with another program (execve), as
 	// `rocectl agent` runs the daemon; tests may replace it.
 	Exec func(path string, argv, envv []string) error
+
+	// Phase, when set, is called as each phase of an apply ends (the
+	// cli's PhaseOpen, PhaseProfile, PhasePlan, PhaseRender, then
+	// apply.RunOptions.Phase's): bench/cmd/applybench times them. Nil in
+	// the binary.
+	Phase func(name string)
+}
+
+// The phases of an apply before apply.Run, as Env.Phase names them.
+const (
+	PhaseOpen    = "open host, change lock, recovery check"
+	PhaseProfile = "profile: read, parse, validate"
+	PhasePlan    = "discover, observe, plan"
+	PhaseRender  = "print the plan"
+)
+
+func (env *Env) phase(name string) {
+	if env.Phase != nil {
+		env.Phase(name)
+	}
 }
 
 // NewEnv returns an Env writing to the given streams.

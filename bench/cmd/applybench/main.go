@@ -38,6 +38,7 @@ type config struct {
 	memprofile string
 	trace      string
 	profRuns   int
+	phaseRuns  int
 	sysfsDir   string
 }
 
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&c.sysfsDir, "sysfs-dir", "auto", "where the host root (the sysfs/configfs stand-in) lives; auto: /dev/shm when it is tmpfs, else $TMPDIR")
 	flag.StringVar(&c.memprofile, "memprofile", "", "with -cpuprofile: also write an allocation profile of the in-process applies here (go tool pprof -sample_index=alloc_space -focus=runApply)")
 	flag.StringVar(&c.trace, "trace", "", "with -cpuprofile: also write a runtime trace of the in-process applies here (where the wall time goes, CPU or not: go tool trace -pprof=syscall FILE)")
+	flag.IntVar(&c.phaseRuns, "phases", 16, "in-process applies timed phase by phase after the binary's runs (0: none)")
 	flag.IntVar(&c.profRuns, "profile-runs", 100, "in-process applies under -cpuprofile (100 Hz sampling: a 20 ms apply gives 2 samples)")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -201,6 +203,12 @@ func run(c config) error {
 
 	if err := b.printDisruptions(recipe); err != nil {
 		return err
+	}
+
+	if c.phaseRuns > 0 {
+		if err := b.phases(c.phaseRuns, prof); err != nil {
+			return err
+		}
 	}
 
 	if c.cpuprofile != "" {

@@ -47,27 +47,42 @@ func (b *bench) profile(file string, runs int, prof string) ([]time.Duration, er
 		defer trace.Stop()
 	}
 	var ds []time.Duration
-	for range runs {
+	pprof.Do(context.Background(), pprof.Labels("phase", "apply"), func(ctx context.Context) {
+		ds, err = b.inProcess(ctx, runs, prof, nil)
+	})
+	return ds, err
+}
+
+// inProcess runs the apply in this process runs times (the agent's command
+// tree on a thread inside the namespace, the live kernel opened there
+// too), each on a fresh host, and returns each run's time. phase, when
+// set, gets each phase's end (cli.Env.Phase): run i, the phase's name
+// and the time since the run began.
+func (b *bench) inProcess(ctx context.Context, runs int, prof string, phase func(i int, name string, at time.Duration)) ([]time.Duration, error) {
+	var ds []time.Duration
+	for i := range runs {
 		if err := b.reset(); err != nil {
 			return nil, err
 		}
 		var out bytes.Buffer
 		var code int
 		var d time.Duration
-		pprof.Do(context.Background(), pprof.Labels("phase", "apply"), func(ctx context.Context) {
-			err = inThread(func() error {
-				if err := netns.Set(b.ns.h); err != nil {
-					return err
-				}
-				t0 := time.Now()
-				// NewEnv's live kernel opens its sockets on this thread, and
-				// dcbnl's per call: all inside the namespace.
-				cmd := cli.NewRootCommand(cli.NewEnv(&out, &out))
-				cmd.SetArgs([]string{"--root", b.root(), "--state-dir", b.state(), "apply", "-p", prof})
-				code = cli.ExitCode(cmd.ExecuteContext(ctx))
-				d = time.Since(t0)
-				return nil
-			})
+		err := inThread(func() error {
+			if err := netns.Set(b.ns.h); err != nil {
+				return err
+			}
+			// NewEnv's live kernel opens its sockets on this thread, and
+			// dcbnl's per call: all inside the namespace.
+			t0 := time.Now()
+			env := cli.NewEnv(&out, &out)
+			if phase != nil {
+				env.Phase = func(name string) { phase(i, name, time.Since(t0)) }
+			}
+			cmd := cli.NewRootCommand(env)
+			cmd.SetArgs([]string{"--root", b.root(), "--state-dir", b.state(), "apply", "-p", prof})
+			code = cli.ExitCode(cmd.ExecuteContext(ctx))
+			d = time.Since(t0)
+			return nil
 		})
 		if err != nil {
 			return nil, err
