@@ -133,15 +133,24 @@ type shape struct {
 	command, host, generatedAt, checkedAt   []byte
 	changed, applied, journalID, rolledBack []byte
 	inSync, changes, ok, mismatches         []byte
+	unsupported, unknown, qosChain          []byte
 	sweep, verify, ports                    []byte
 	variables, complete                     []byte
 	facts                                   [len(factOrder)][]byte
 	sweepRecords                            []byte
+	// members are every top-level member in order, as scanned: unread
+	// cuts the document from them without scanning it again.
+	members []member
 }
+
+// member is one top-level member of a document: its key (without the
+// quotes) and its raw value.
+type member struct{ key, val []byte }
 
 func scanShape(data []byte) (*shape, error) {
 	var s shape
 	err := members(data, func(k, v []byte) {
+		s.members = append(s.members, member{k, v})
 		switch string(k) {
 		case "command":
 			s.command = v
@@ -163,6 +172,12 @@ func scanShape(data []byte) (*shape, error) {
 			s.inSync = v
 		case "changes":
 			s.changes = v
+		case "unsupported":
+			s.unsupported = v
+		case "unknown":
+			s.unknown = v
+		case "qos_chain":
+			s.qosChain = v
 		case "ok":
 			s.ok = v
 		case "mismatches":
@@ -294,13 +309,13 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 	d := Doc{Kind: kind, Host: host, Source: name}
 	switch kind {
 	case KindAudit, KindApply:
-		p, err := doc.DecodePlan(unread(data, planUnread))
+		p, err := decodePlan(data, r)
 		if err != nil {
 			return Doc{}, err
 		}
 		d.addPlan(p)
 	case KindVerify:
-		v, err := doc.DecodeVerify(unread(data, verifyUnread))
+		v, err := doc.DecodeVerify(unread(data, r, verifyUnread))
 		if err != nil {
 			return Doc{}, err
 		}
@@ -319,7 +334,7 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 			}
 		}
 	case KindNCCL:
-		n, err := doc.DecodeNCCLEnv(unread(data, ncclUnread))
+		n, err := doc.DecodeNCCLEnv(unread(data, r, ncclUnread))
 		if err != nil {
 			return Doc{}, err
 		}
@@ -375,9 +390,10 @@ var (
 	ncclUnread   = []string{"diagnostics", "warnings", "notes"}
 )
 
-// unread is data, an object, without its members named in skip; data
-// itself when it has none of them.
-func unread(data []byte, skip []string) []byte {
+// unread is data, an object whose top-level members r holds (scanShape),
+// without its members named in skip; data itself when it has none of
+// them. It joins r's spans: the document is not scanned again.
+func unread(data []byte, r *shape, skip []string) []byte {
 	drop := func(k []byte) bool {
 		for _, s := range skip {
 			if string(k) == s {
@@ -386,24 +402,31 @@ func unread(data []byte, skip []string) []byte {
 		}
 		return false
 	}
-	found := false
-	if members(data, func(k, _ []byte) { found = found || drop(k) }) != nil || !found {
+	found, n := false, 2 // {}
+	for _, m := range r.members {
+		if drop(m.key) {
+			found = true
+		} else {
+			n += len(m.key) + len(m.val) + 4 // "key":val,
+		}
+	}
+	if !found {
 		return data
 	}
-	out := make([]byte, 0, len(data))
+	out := make([]byte, 0, n)
 	out = append(out, '{')
-	members(data, func(k, v []byte) {
-		if drop(k) {
-			return
+	for _, m := range r.members {
+		if drop(m.key) {
+			continue
 		}
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
 		out = append(out, '"')
-		out = append(out, k...)
+		out = append(out, m.key...)
 		out = append(out, '"', ':')
-		out = append(out, v...)
-	})
+		out = append(out, m.val...)
+	}
 	return append(out, '}')
 }
 

@@ -90,18 +90,19 @@ func main() {
 		extra = append(extra, s)
 		return nil
 	})
+	factoryOnly := flag.Bool("factory-only", false, "every file an audit of a factory host (the last -extra template, every setting drifted): a fleet audited before its first apply; no bad documents")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "reportcorpus: -o is required")
 		os.Exit(2)
 	}
-	if err := run(*n, *out, *dir, extra); err != nil {
+	if err := run(*n, *out, *dir, extra, *factoryOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "reportcorpus:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, out, dir string, extra []string) error {
+func run(n int, out, dir string, extra []string, factoryOnly bool) error {
 	if err := os.Mkdir(out, 0o755); err != nil {
 		return err
 	}
@@ -184,6 +185,8 @@ func run(n int, out, dir string, extra []string) error {
 		var doc []byte
 		kind := "audit"
 		switch {
+		case factoryOnly:
+			doc, kind = factory[len(factory)-1].render(host, at, ""), "audit, factory"
 		case h%200 == 199:
 			// Truncated: the document cut where a copy stopped.
 			b := inSync.render(host, at, "")
@@ -221,6 +224,9 @@ func run(n int, out, dir string, extra []string) error {
 		}
 		if err := write(host+".audit.json", kind, doc); err != nil {
 			return err
+		}
+		if factoryOnly {
+			continue
 		}
 		if h%5 == 0 {
 			if err := write(host+".verify.json", "verify", verify.render(host, at, "")); err != nil {
