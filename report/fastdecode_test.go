@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/rocectl/rocectl/doc"
@@ -119,4 +120,31 @@ func TestFastDecodeEdgeCases(t *testing.T) {
 	if _, ok := fastArray([]byte(`[{"Key":"k"}]`), changeField); ok {
 		t.Error("fastArray took a key of another case (encoding/json's rules decide those)")
 	}
+}
+
+// TestFastDecodeKnowsEveryField: each json member of the element types
+// has its case in the field function. A field added to package doc
+// without one would not be lost (fastArray leaves such an array to
+// encoding/json) but every document would take the slow decode again.
+func TestFastDecodeKnowsEveryField(t *testing.T) {
+	check := func(name string, typ reflect.Type, set func(key, val []byte) bool) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			val := []byte(`"x"`)
+			if f.Type.Kind() == reflect.Bool {
+				val = []byte(`true`)
+			}
+			if !set([]byte(tag), val) {
+				t.Errorf("%s: member %q (field %s) has no case in its field function", name, tag, f.Name)
+			}
+		}
+	}
+	check("changes[]", reflect.TypeFor[doc.Change](), func(k, v []byte) bool { return changeField(new(doc.Change), k, v) })
+	check("unsupported[]", reflect.TypeFor[doc.Unsupported](), func(k, v []byte) bool { return unsupportedField(new(doc.Unsupported), k, v) })
+	check("unknown[]", reflect.TypeFor[doc.Unknown](), func(k, v []byte) bool { return unknownField(new(doc.Unknown), k, v) })
+	check("qos_chain[]", reflect.TypeFor[doc.ChainProblem](), func(k, v []byte) bool { return chainField(new(doc.ChainProblem), k, v) })
 }
