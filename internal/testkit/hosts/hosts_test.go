@@ -410,10 +410,11 @@ func TestParsers(t *testing.T) {
 	}
 }
 
-// capturedHere are the captures taken from public sources into
-// testdata/captures directly, not through shared/fixtures: SOURCES.md
-// must name each with its source.
-var capturedHere = map[string]bool{capIceEthtoolS: true, capIceEthtoolI: true}
+// capturedHere are the captures taken into testdata/captures directly,
+// not through shared/fixtures (from public sources, or by rocectl capture
+// on a machine lent to the project): SOURCES.md must name each with its
+// source.
+var capturedHere = map[string]bool{capIceEthtoolS: true, capIceEthtoolI: true, "rocectl-capture-h200-vm": true}
 
 // TestCapturesAreVerbatim pins the committed captures to their sizes in
 // shared/fixtures when that directory is present (it is not in the repo).
