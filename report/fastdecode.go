@@ -1,6 +1,10 @@
 package report
 
-import "github.com/rocectl/rocectl/doc"
+import (
+	"sync"
+
+	"github.com/rocectl/rocectl/doc"
+)
 
 // The arrays of flat objects that make most of a drifted host's audit
 // (changes[]: 23 of a factory host's 36 KB; unsupported[]: 13 of a
@@ -16,11 +20,18 @@ import "github.com/rocectl/rocectl/doc"
 // structure is checked by elements and members, each string by
 // rawString, each literal exactly.
 
-// fastArray decodes raw, a JSON array of objects, setting each member
-// with set (false: a key or value set does not take). One pass over the
+// field is where a member of an element goes: a string or a boolean of
+// it; neither for a key the element type does not have.
+type field struct {
+	s *string
+	b *bool
+}
+
+// fastArray decodes raw, a JSON array of objects, each member into the
+// field fieldOf names, its strings interned by in. One pass over the
 // bytes, without a closure per element: it runs over every change of
 // every host of a fleet.
-func fastArray[T any](raw []byte, set func(t *T, key, val []byte) bool) ([]T, bool) {
+func fastArray[T any](raw []byte, in *interner, fieldOf func(t *T, key []byte) field) ([]T, bool) {
 	if isNull(raw) {
 		return nil, true
 	}
@@ -59,7 +70,13 @@ func fastArray[T any](raw []byte, set func(t *T, key, val []byte) bool) ([]T, bo
 					return nil, false
 				}
 				i = skipSpace(b, i+1)
-				if j, err = skipValue(b, i); err != nil || !set(t, key, b[i:j]) {
+				if j, err = skipValue(b, i); err != nil {
+					return nil, false
+				}
+				switch f := fieldOf(t, key); {
+				case f.s != nil && setString(f.s, b[i:j], in):
+				case f.b != nil && setBool(f.b, b[i:j]):
+				default:
 					return nil, false
 				}
 				i = skipSpace(b, j)
@@ -87,17 +104,52 @@ func fastArray[T any](raw []byte, set func(t *T, key, val []byte) bool) ([]T, bo
 }
 
 // setString sets *dst from a JSON string or null (which leaves it, as
-// encoding/json does).
-func setString(dst *string, val []byte) bool {
+// encoding/json does). Plain ASCII is taken as it is, through in; escapes
+// and other bytes go through rawString (encoding/json's unquoting).
+func setString(dst *string, val []byte, in *interner) bool {
 	if isNull(val) {
 		return true
 	}
-	if val[0] != '"' {
+	if len(val) < 2 || val[0] != '"' {
 		return false
 	}
-	s, err := rawString(val, "")
-	*dst = s
-	return err == nil
+	body := val[1 : len(val)-1]
+	for _, c := range body {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			s, err := rawString(val, "")
+			*dst = s
+			return err == nil
+		}
+	}
+	*dst = in.string(body)
+	return true
+}
+
+// interner hands out one string for equal bytes. A fleet's documents
+// repeat the same keys, port names, values and notes on every host: one
+// copy each instead of an allocation per change per host, and the fold's
+// aggregates share them. At most maxInterned strings are kept (then it
+// starts again), one interner per worker at a time (interners); the zero
+// value is ready.
+type interner struct{ m map[string]string }
+
+const maxInterned = 1 << 15
+
+var interners = sync.Pool{New: func() any { return new(interner) }}
+
+func (in *interner) string(b []byte) string {
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	if in.m == nil {
+		in.m = make(map[string]string, 1024)
+	}
+	if len(in.m) >= maxInterned {
+		clear(in.m)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
 }
 
 // setBool sets *dst from the literal true or false; null leaves it.
@@ -114,72 +166,72 @@ func setBool(dst *bool, val []byte) bool {
 	return true
 }
 
-func changeField(c *doc.Change, k, v []byte) bool {
+func changeField(c *doc.Change, k []byte) field {
 	switch string(k) {
 	case "key":
-		return setString(&c.Key, v)
+		return field{s: &c.Key}
 	case "scope":
-		return setString(&c.Scope, v)
+		return field{s: &c.Scope}
 	case "netdev":
-		return setString(&c.Netdev, v)
+		return field{s: &c.Netdev}
 	case "before":
-		return setString(&c.Before, v)
+		return field{s: &c.Before}
 	case "after":
-		return setString(&c.After, v)
+		return field{s: &c.After}
 	case "note":
-		return setString(&c.Note, v)
+		return field{s: &c.Note}
 	case "before_absent":
-		return setBool(&c.Absent, v)
+		return field{b: &c.Absent}
 	}
-	return false
+	return field{}
 }
 
-func unsupportedField(u *doc.Unsupported, k, v []byte) bool {
+func unsupportedField(u *doc.Unsupported, k []byte) field {
 	switch string(k) {
 	case "key":
-		return setString(&u.Key, v)
+		return field{s: &u.Key}
 	case "scope":
-		return setString(&u.Scope, v)
+		return field{s: &u.Scope}
 	case "reason":
-		return setString(&u.Reason, v)
+		return field{s: &u.Reason}
 	}
-	return false
+	return field{}
 }
 
-func unknownField(u *doc.Unknown, k, v []byte) bool {
+func unknownField(u *doc.Unknown, k []byte) field {
 	switch string(k) {
 	case "key":
-		return setString(&u.Key, v)
+		return field{s: &u.Key}
 	case "scope":
-		return setString(&u.Scope, v)
+		return field{s: &u.Scope}
 	case "reason":
-		return setString(&u.Reason, v)
+		return field{s: &u.Reason}
 	case "want":
-		return setString(&u.Want, v)
+		return field{s: &u.Want}
 	case "inferred":
-		return setString(&u.Inferred, v)
+		return field{s: &u.Inferred}
 	case "note":
-		return setString(&u.Note, v)
+		return field{s: &u.Note}
 	}
-	return false
+	return field{}
 }
 
-func chainField(c *doc.ChainProblem, k, v []byte) bool {
+func chainField(c *doc.ChainProblem, k []byte) field {
 	switch string(k) {
 	case "side":
-		return setString(&c.Side, v)
+		return field{s: &c.Side}
 	case "port":
-		return setString(&c.Port, v)
+		return field{s: &c.Port}
 	case "switch":
-		return setString(&c.Switch, v)
+		return field{s: &c.Switch}
 	case "source":
-		return setString(&c.Source, v)
+		return field{s: &c.Source}
 	case "key":
-		return setString(&c.Key, v)
+		return field{s: &c.Key}
 	case "message":
-		return setString(&c.Message, v)
+		return field{s: &c.Message}
 	}
-	return false
+	return field{}
 }
 
 // decodePlan decodes an audit or apply document whose shape r is:
@@ -187,10 +239,12 @@ func chainField(c *doc.ChainProblem, k, v []byte) bool {
 // rocectl's form, the rest (and any of them that has not) by
 // encoding/json, without the members the fleet view never reads.
 func decodePlan(data []byte, r *shape) (*doc.Plan, error) {
-	changes, okC := fastArray(r.changes, changeField)
-	unsupported, okU := fastArray(r.unsupported, unsupportedField)
-	unknown, okK := fastArray(r.unknown, unknownField)
-	chain, okQ := fastArray(r.qosChain, chainField)
+	in := interners.Get().(*interner)
+	changes, okC := fastArray(r.changes, in, changeField)
+	unsupported, okU := fastArray(r.unsupported, in, unsupportedField)
+	unknown, okK := fastArray(r.unknown, in, unknownField)
+	chain, okQ := fastArray(r.qosChain, in, chainField)
+	interners.Put(in)
 	skip := planUnread[:len(planUnread):len(planUnread)]
 	for _, f := range []struct {
 		ok  bool
