@@ -16,9 +16,10 @@ import (
 // without regard to case; a value of another type; a string it cannot
 // unquote; a structure error) gives ok false, and the caller leaves that
 // array to encoding/json as before: the same values, the same error
-// messages. Nothing the generic decode would refuse is taken: the
-// structure is checked by elements and members, each string by
-// rawString, each literal exactly.
+// messages. Nothing the generic decode would refuse is taken: fastArray
+// checks the structure as elements and members do, setString each string
+// (encoding/json's unquoting for any escape or non-ASCII byte), setBool
+// each literal exactly.
 
 // field is where a member of an element goes: a string or a boolean of
 // it; neither for a key the element type does not have.
