@@ -108,7 +108,7 @@ echo "== summary ($(date '+%F %T'), load average now $(cut -d' ' -f1-3 /proc/loa
 
 if [ ${#MISSED[@]} -gt 0 ]; then
 	echo
-	echo "failed or over budget (${#MISSED[@]}): $(IFS=,; echo "${MISSED[*]}" | sed 's/,/, /g')"
+	echo "failed or over budget (${#MISSED[@]}): $(printf '%s; ' "${MISSED[@]}" | sed 's/; $//')"
 	exit 1
 fi
 echo
