@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/rocectl/rocectl/doc"
@@ -30,79 +31,39 @@ type field struct {
 
 // fastArray decodes raw, a JSON array of objects, each member into the
 // field fieldOf names, its strings interned by in. One pass over the
-// bytes, without a closure per element: it runs over every change of
-// every host of a fleet.
+// bytes (list and scanMember, as members and elements scan): it runs over
+// every change of every host of a fleet.
 func fastArray[T any](raw []byte, in *interner, fieldOf func(t *T, key []byte) field) ([]T, bool) {
 	if isNull(raw) {
 		return nil, true
 	}
-	b := raw
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return nil, false
-	}
 	out := []T{} // [] decodes to an empty slice, not nil
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return out, trailing(b, i+1) == nil
-	}
 	var zero T
-	for {
-		if i >= len(b) || b[i] != '{' {
-			return nil, false
-		}
+	end, err := list(raw, skipSpace(raw, 0), '[', ']', func(i int) (int, error) {
 		out = append(out, zero)
 		t := &out[len(out)-1]
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			i++
-		} else {
-			for {
-				if i >= len(b) || b[i] != '"' {
-					return nil, false
-				}
-				j, err := skipString(b, i)
-				if err != nil {
-					return nil, false
-				}
-				key := b[i+1 : j-1]
-				i = skipSpace(b, j)
-				if i >= len(b) || b[i] != ':' {
-					return nil, false
-				}
-				i = skipSpace(b, i+1)
-				if j, err = skipValue(b, i); err != nil {
-					return nil, false
-				}
-				switch f := fieldOf(t, key); {
-				case f.s != nil && setString(f.s, b[i:j], in):
-				case f.b != nil && setBool(f.b, b[i:j]):
-				default:
-					return nil, false
-				}
-				i = skipSpace(b, j)
-				if i < len(b) && b[i] == ',' {
-					i = skipSpace(b, i+1)
-					continue
-				}
-				if i < len(b) && b[i] == '}' {
-					i++
-					break
-				}
-				return nil, false
+		return list(raw, i, '{', '}', func(i int) (int, error) {
+			key, val, next, err := scanMember(raw, i)
+			if err != nil {
+				return next, err
 			}
-		}
-		i = skipSpace(b, i)
-		switch {
-		case i < len(b) && b[i] == ',':
-			i = skipSpace(b, i+1)
-		case i < len(b) && b[i] == ']':
-			return out, trailing(b, i+1) == nil
-		default:
-			return nil, false
-		}
+			switch f := fieldOf(t, key); {
+			case f.s != nil && setString(f.s, val, in):
+			case f.b != nil && setBool(f.b, val):
+			default:
+				return next, errDeclined
+			}
+			return next, nil
+		})
+	})
+	if err != nil || trailing(raw, end) != nil {
+		return nil, false
 	}
+	return out, true
 }
+
+// errDeclined stops fastArray at a member it leaves to encoding/json.
+var errDeclined = errors.New("declined")
 
 // setString sets *dst from a JSON string or null (which leaves it, as
 // encoding/json does). Plain ASCII is taken as it is, through in; escapes

@@ -84,80 +84,90 @@ func skipValue(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// members calls fn with each key (raw, without its quotes) and raw value
-// of the object that is b.
-func members(b []byte, fn func(key, val []byte)) error {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return errScan
+// list scans the object or array (opening '{' or '[') that starts at b[i]:
+// item scans each member or element, from its first byte, and returns
+// the index after it; list checks the brackets and the commas between
+// and returns the index after the closing bracket. members, elements and
+// fastArray are each this loop with their own item.
+func list(b []byte, i int, opening, closing byte, item func(i int) (int, error)) (int, error) {
+	if i >= len(b) || b[i] != opening {
+		return i, errScan
 	}
 	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return trailing(b, i+1)
+	if i < len(b) && b[i] == closing {
+		return i + 1, nil
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return errScan
-		}
-		j, err := skipString(b, i)
+		j, err := item(i)
 		if err != nil {
-			return err
+			return j, err
 		}
-		key := b[i+1 : j-1]
-		i = skipSpace(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return errScan
-		}
-		i = skipSpace(b, i+1)
-		j, err = skipValue(b, i)
-		if err != nil {
-			return err
-		}
-		fn(key, b[i:j])
 		i = skipSpace(b, j)
 		if i >= len(b) {
-			return errScan
+			return i, errScan
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
-		case '}':
-			return trailing(b, i+1)
+		case closing:
+			return i + 1, nil
 		default:
-			return errScan
+			return i, errScan
 		}
 	}
 }
 
-// elements calls fn with each raw element of the array that is b.
-func elements(b []byte, fn func(val []byte)) error {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '[' {
-		return errScan
+// scanMember scans the member `"key": value` that starts at b[i]: its key
+// (raw, without its quotes), its raw value, and the index after it.
+func scanMember(b []byte, i int) (key, val []byte, next int, err error) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, nil, i, errScan
+	}
+	j, err := skipString(b, i)
+	if err != nil {
+		return nil, nil, j, err
+	}
+	key = b[i+1 : j-1]
+	i = skipSpace(b, j)
+	if i >= len(b) || b[i] != ':' {
+		return nil, nil, i, errScan
 	}
 	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return trailing(b, i+1)
+	if j, err = skipValue(b, i); err != nil {
+		return nil, nil, j, err
 	}
-	for {
+	return key, b[i:j], j, nil
+}
+
+// members calls fn with each key (raw, without its quotes) and raw value
+// of the object that is b.
+func members(b []byte, fn func(key, val []byte)) error {
+	end, err := list(b, skipSpace(b, 0), '{', '}', func(i int) (int, error) {
+		key, val, next, err := scanMember(b, i)
+		if err == nil {
+			fn(key, val)
+		}
+		return next, err
+	})
+	if err != nil {
+		return err
+	}
+	return trailing(b, end)
+}
+
+// elements calls fn with each raw element of the array that is b.
+func elements(b []byte, fn func(val []byte)) error {
+	end, err := list(b, skipSpace(b, 0), '[', ']', func(i int) (int, error) {
 		j, err := skipValue(b, i)
-		if err != nil {
-			return err
+		if err == nil {
+			fn(b[i:j])
 		}
-		fn(b[i:j])
-		i = skipSpace(b, j)
-		if i >= len(b) {
-			return errScan
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return trailing(b, i+1)
-		default:
-			return errScan
-		}
+		return j, err
+	})
+	if err != nil {
+		return err
 	}
+	return trailing(b, end)
 }
 
 func trailing(b []byte, i int) error {
