@@ -102,13 +102,10 @@ func (env *Env) runApply(ctx context.Context, f applyFlags) error {
 		}
 	}
 	env.phase(PhaseOpen)
-	p, err := env.LoadProfile(f.profile)
+	pl, err := env.makePlan(f.profile, h, false)
 	if err != nil {
 		return err
 	}
-	env.phase(PhaseProfile)
-	pl := apply.Prepare(h, p, false)
-	env.phase(PhasePlan)
 	if why := pl.NoPortsReason(); f.require && why != "" {
 		return requireMatchError(why)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // makePlan loads the profile (printing its warnings), discovers the host
-// and diffs them. withGID asks for each port's RoCE v2 GID index even when
+// and diffs them, ending apply's PhaseProfile and PhasePlan (Env.Phase). withGID asks for each port's RoCE v2 GID index even when
 // the profile itself does not need it (verbs traffic asked for on the
 // command line).
 func (env *Env) makePlan(profilePath string, h *host.Host, withGID bool) (*apply.Prepared, error) {
@@ -28,7 +28,10 @@ func (env *Env) makePlan(profilePath string, h *host.Host, withGID bool) (*apply
 	if err != nil {
 		return nil, err
 	}
-	return apply.Prepare(h, p, withGID), nil
+	env.phase(PhaseProfile)
+	pl := apply.Prepare(h, p, withGID)
+	env.phase(PhasePlan)
+	return pl, nil
 }
 
 // openAndPlan is Host, then makePlan, with the profile loaded while the
