@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,40 +51,14 @@ func newWatchSim(t *testing.T) *watchSim { return newSim(t, "cx6dx-ofed-lossless
 // hw adds to an RDMA port counter as the driver's sysfs file shows it.
 func (w *watchSim) hw(dev, name string, delta uint64) {
 	w.t.Helper()
-	p := filepath.Join(w.root, "sys/class/infiniband", dev, "ports/1/hw_counters", name)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	var v uint64
-	if _, err := fmt.Sscan(string(b), &v); err != nil {
-		w.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(fmt.Sprintf("%d\n", v+delta)), 0o644); err != nil {
-		w.t.Fatal(err)
-	}
+	fixturehost.AddHWCounter(w.t, w.root, dev, name, delta)
 }
 
-// busyInterval is half a second of a congested port 0: the partner
-// paused priority 3 for 250 ms (50 %), it paused the partner longer than
-// the interval (the counter ran ahead of the sample: capped at 100 %),
-// and CNPs, ECN marks, discards and one storm error came in. Port 1's
-// priority 3 rx frames went backwards: a driver reload, counted from 0.
+// busyInterval is half a second of a congested port 0
+// (fixturehost.CongestPort0).
 func (w *watchSim) busyInterval() {
 	w.now = w.now.Add(500 * time.Millisecond)
-	const p0, p1 = "ens1f0np0", "ens1f1np1"
-	w.sim.AddStat(p0, "rx_prio3_pause", 2000)
-	w.sim.AddStat(p0, "rx_prio3_pause_duration", 250_000)
-	w.sim.AddStat(p0, "tx_prio3_pause", 10)
-	w.sim.AddStat(p0, "tx_prio3_pause_duration", 600_000)
-	w.sim.AddStat(p0, "tx_pause_ctrl_phy", 3)
-	w.sim.AddStat(p0, "rx_discards_phy", 5)
-	w.sim.AddStat(p0, "rx_prio3_discards", 1)
-	w.sim.AddStat(p0, "tx_pause_storm_error_events", 1)
-	w.hw("mlx5_0", "np_cnp_sent", 1500)
-	w.hw("mlx5_0", "rp_cnp_handled", 12_000_000)
-	w.hw("mlx5_0", "np_ecn_marked_roce_packets", 1600)
-	w.sim.SetStat(p1, "rx_prio3_pause", 7)
+	fixturehost.CongestPort0(w.t, w.root, w.sim)
 }
 
 func fv(p *float64) any {
