@@ -317,7 +317,7 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 	case KindVerify:
 		v, err := doc.DecodeVerify(unread(data, r, verifyUnread))
 		if err != nil {
-			return Doc{}, err
+			return Doc{}, wholeError(err, data, doc.DecodeVerify)
 		}
 		d.addVerify(v, okOf(r.ok, v))
 		d.Unknown = v.Unknown
@@ -336,7 +336,7 @@ func parseOne(name string, data []byte, kind Kind, r *shape) (Doc, error) {
 	case KindNCCL:
 		n, err := doc.DecodeNCCLEnv(unread(data, r, ncclUnread))
 		if err != nil {
-			return Doc{}, err
+			return Doc{}, wholeError(err, data, doc.DecodeNCCLEnv)
 		}
 		d.Profile = n.Profile
 		d.GIDIndex, d.GIDMode = gidValue(n)
@@ -389,6 +389,20 @@ var (
 	verifyUnread = []string{"diagnostics"}
 	ncclUnread   = []string{"diagnostics", "warnings", "notes"}
 )
+
+// wholeError is what to report of a document whose shortened form
+// (unread) failed to decode with err: encoding/json's message on the
+// document as it is. The shortened form joins the members it keeps without
+// the bytes between them, so a message that names the character after a
+// bad literal ("invalid character ',' in literal true") could name one the
+// file does not have there. Only a failed decode pays for the second one;
+// err stays when the whole document decodes (a duplicated member).
+func wholeError[T any](err error, data []byte, decode func([]byte) (T, error)) error {
+	if _, werr := decode(data); werr != nil {
+		return werr
+	}
+	return err
+}
 
 // unread is data, an object whose top-level members r holds (scanShape),
 // without its members named in skip; data itself when it has none of

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"errors"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/rocectl/rocectl/doc"
 )
@@ -196,16 +198,60 @@ func chainField(c *doc.ChainProblem, k []byte) field {
 	return field{}
 }
 
+// fastMembers are the members of a plan document fastArray may decode, in
+// the order of shadowed's bits.
+var fastMembers = [...]string{"changes", "unsupported", "unknown", "qos_chain"}
+
+// shadowed says which of fastMembers (bit i for fastMembers[i]) a
+// top-level member of r not named exactly so may reach all the same:
+// encoding/json matches keys without regard to case, with Unicode folding
+// ("ſ" is "s"), after unquoting escapes. The fast path reads only the
+// member named exactly, so where another may write the field ("Changes",
+// "change\u0073") it is left to encoding/json. An escaped or non-ASCII key
+// is taken as a possible match for every one: rocectl writes neither.
+func shadowed(r *shape) (bits uint8) {
+	for _, m := range r.members {
+		k := m.key
+		for _, c := range k {
+			if c == '\\' || c >= utf8.RuneSelf {
+				return 1<<len(fastMembers) - 1
+			}
+		}
+		for i, name := range fastMembers {
+			if len(k) == len(name) && string(k) != name && bytes.EqualFold(k, []byte(name)) {
+				bits |= 1 << i
+			}
+		}
+	}
+	return bits
+}
+
 // decodePlan decodes an audit or apply document whose shape r is:
 // changes[], unsupported[], unknown[] and qos_chain[] by fastArray where they have
 // rocectl's form, the rest (and any of them that has not) by
 // encoding/json, without the members the fleet view never reads.
 func decodePlan(data []byte, r *shape) (*doc.Plan, error) {
 	in := interners.Get().(*interner)
-	changes, okC := fastArray(r.changes, in, changeField)
-	unsupported, okU := fastArray(r.unsupported, in, unsupportedField)
-	unknown, okK := fastArray(r.unknown, in, unknownField)
-	chain, okQ := fastArray(r.qosChain, in, chainField)
+	var (
+		changes            []doc.Change
+		unsupported        []doc.Unsupported
+		unknown            []doc.Unknown
+		chain              []doc.ChainProblem
+		okC, okU, okK, okQ bool
+	)
+	sh := shadowed(r)
+	if sh&1 == 0 {
+		changes, okC = fastArray(r.changes, in, changeField)
+	}
+	if sh&2 == 0 {
+		unsupported, okU = fastArray(r.unsupported, in, unsupportedField)
+	}
+	if sh&4 == 0 {
+		unknown, okK = fastArray(r.unknown, in, unknownField)
+	}
+	if sh&8 == 0 {
+		chain, okQ = fastArray(r.qosChain, in, chainField)
+	}
 	interners.Put(in)
 	skip := planUnread[:len(planUnread):len(planUnread)]
 	for _, f := range []struct {
@@ -218,7 +264,7 @@ func decodePlan(data []byte, r *shape) (*doc.Plan, error) {
 	}
 	p, err := doc.DecodePlan(unread(data, r, skip))
 	if err != nil {
-		return nil, err
+		return nil, wholeError(err, data, doc.DecodePlan)
 	}
 	if okC {
 		p.Changes = changes

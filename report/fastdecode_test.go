@@ -11,13 +11,20 @@ import (
 )
 
 // genericPlan is the decode decodePlan replaces: encoding/json over the
-// whole document less planUnread.
+// whole document less planUnread; when that fails, encoding/json's error
+// on the whole document (wholeError), written out here.
 func genericPlan(data []byte) (*doc.Plan, error) {
 	r, err := scanShape(data)
 	if err != nil {
 		return nil, err
 	}
-	return doc.DecodePlan(unread(data, r, planUnread))
+	p, err := doc.DecodePlan(unread(data, r, planUnread))
+	if err != nil {
+		if _, werr := doc.DecodePlan(data); werr != nil {
+			err = werr
+		}
+	}
+	return p, err
 }
 
 // fastPlan is decodePlan with the fast paths it took.
@@ -122,6 +129,37 @@ func TestFastDecodeEdgeCases(t *testing.T) {
 	}
 }
 
+// TestFastDecodeShadowedMembers: a top-level member that encoding/json
+// decodes into the same field under another spelling (case, Unicode
+// folding, escapes) decides that field as encoding/json decides it: the
+// fast path, which reads the exact name only, used to put the exact
+// member's changes (or none) over them.
+func TestFastDecodeShadowedMembers(t *testing.T) {
+	const a, b = `[{"key":"a","scope":"e","before":"0","after":"1"}]`, `[{"key":"b","scope":"e","before":"0","after":"2"}]`
+	for name, body := range map[string]string{
+		"other case only":      `"Changes":` + b,
+		"exact then other":     `"changes":` + a + `,"CHANGES":` + b,
+		"other then exact":     `"CHANGES":` + b + `,"changes":` + a,
+		"escaped":              `"changes":` + a + `,"change\u0073":` + b,
+		"long s":               `"changes":` + a + `,"changeſ":` + b,
+		"exact twice":          `"changes":` + a + `,"changes":` + b,
+		"unknown other case":   `"Unknown":[{"key":"k","want":"3"}]`,
+		"qos_chain other case": `"qos_chain":[],"QoS_Chain":[{"side":"host","message":"m"}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := []byte(`{"changed":true,` + body + `,"unsupported":[]}`)
+			want, werr := genericPlan(data)
+			got, gerr := fastPlan(t, data)
+			if werr != nil || gerr != nil {
+				t.Fatalf("errors: fast %v, encoding/json %v", gerr, werr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("fast %+v\nencoding/json %+v", got, want)
+			}
+		})
+	}
+}
+
 // TestFastDecodeKnowsEveryField: each json member of the element types
 // has its case in the field function. A field added to package doc
 // without one would not be lost (fastArray leaves such an array to
@@ -147,4 +185,42 @@ func TestFastDecodeKnowsEveryField(t *testing.T) {
 	check("unsupported[]", reflect.TypeFor[doc.Unsupported](), func(k []byte) field { return unsupportedField(new(doc.Unsupported), k) })
 	check("unknown[]", reflect.TypeFor[doc.Unknown](), func(k []byte) field { return unknownField(new(doc.Unknown), k) })
 	check("qos_chain[]", reflect.TypeFor[doc.ChainProblem](), func(k []byte) field { return chainField(new(doc.ChainProblem), k) })
+}
+
+// FuzzFastDecode: whatever the document, decodePlan gives what
+// encoding/json gives, value for value and error for error; the fast path
+// only ever decides how fast.
+func FuzzFastDecode(f *testing.F) {
+	for _, pat := range []string{"testdata/corpus/*.audit.json", "testdata/corpus/*.apply.json"} {
+		m, _ := filepath.Glob(pat)
+		for _, p := range m {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{
+		`{"changes":[{"key":"k","scope":"e","before":"0","after":"1","before_absent":true}],"unknown":[{"key":"k","want":"3"}]}`,
+		`{"changes":[{"key":"a\u00e9\"","note":"\ud83d\ude00"}],"qos_chain":[{"side":"switch","message":"m"}]}`,
+		`{"changes":[{"key":"k","key":"j"}],"unsupported":null}`,
+		`{"changes":[{"KEY":"k"}],"unsupported":[{"reason":"\x"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := scanShape(data)
+		if err != nil {
+			return // not an object: Parse reports it before any decode
+		}
+		want, werr := genericPlan(data)
+		got, gerr := decodePlan(data, r)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("%q: error %v, encoding/json says %v", data, gerr, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: fast %+v\nencoding/json %+v", data, got, want)
+		}
+	})
 }
