@@ -202,29 +202,58 @@ func (pl *planning) slavePathExists(netdev, bond string, desired []policy.Settin
 // placeBondMTU moves bond's MTU change after every slave's first buffer
 // write and before its PFC write, where the slaves' paths put it
 // (mlx5.Write.AfterFirst); the recomputes leave it there
-// (mtuAfterBuffers). A plan order in which no such place exists is
-// refused on the MTU change.
+// (mtuAfterBuffers). A slave with no buffer write of its own has its path
+// with the MTU before its PFC write (mlx5.Path): where the plan's order
+// has that PFC or cable length change earlier (the plan goes kind by
+// kind, port after port), it moves to just after the MTU. A plan order in
+// which a slave with buffer writes has its PFC write before another
+// slave's first buffer write has no such place: the MTU change is refused.
 func (pl *planning) placeBondMTU(bond string, slaves []string) {
 	mtuAt := pl.bondMTUChange(bond)
 	pos := -1
 	for _, nd := range slaves {
-		pos = max(pos, pl.first(nd, func(c policy.Change) bool { return isBufferKind(c.Kind) }))
+		// The first buffer write itself: a cable length change is part
+		// of the PFC write (mlx5e_dcbnl_ieee_setpfc takes it as the
+		// delay), which the MTU must precede.
+		pos = max(pos, pl.first(nd, func(c policy.Change) bool { return isBufferWrite(c.Kind) }))
 	}
 	if mtuAt < 0 || pos < mtuAt {
 		return
 	}
+	pfcWrite := func(c policy.Change) bool { return c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength }
+	moved := map[int]bool{} // buffer-less slaves' PFC and cable changes before pos
 	for _, nd := range slaves {
-		if i := pl.first(nd, func(c policy.Change) bool {
-			return c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength
-		}); i >= 0 && i < pos {
+		i := pl.first(nd, pfcWrite)
+		if i < 0 || i > pos {
+			continue
+		}
+		if pl.first(nd, func(c policy.Change) bool { return isBufferWrite(c.Kind) }) >= 0 {
 			pl.refuse(pl.plan.Changes[mtuAt], fmt.Sprintf("cannot be reached: the slaves' paths need %s's MTU written after each one's first buffer write and before its PFC write, and this plan's order has no such place", bond))
 			return
+		}
+		for _, k := range pl.at[nd] {
+			if k < pos && pfcWrite(pl.plan.Changes[k]) {
+				moved[k] = true
+			}
 		}
 	}
 	mtu := pl.plan.Changes[mtuAt]
 	mtu.Note = joinNote(mtu.Note, "written after each slave's first buffer step: the slaves' buffers grow or move for the new MTU at the old one first (a bond's MTU is every slave's: bond_change_mtu)")
-	copy(pl.plan.Changes[mtuAt:pos], pl.plan.Changes[mtuAt+1:pos+1])
-	pl.plan.Changes[pos] = mtu
+	// The changes up to pos in their order less the MTU and the moved
+	// ones, then the MTU, the moved ones, and the rest.
+	head := make([]policy.Change, 0, pos+1)
+	var tail []policy.Change
+	for k := mtuAt; k <= pos; k++ {
+		switch {
+		case k == mtuAt:
+		case moved[k]:
+			tail = append(tail, pl.plan.Changes[k])
+		default:
+			head = append(head, pl.plan.Changes[k])
+		}
+	}
+	head = append(append(head, mtu), tail...)
+	copy(pl.plan.Changes[mtuAt:pos+1], head)
 	pl.at = indexChanges(pl.plan.Changes)
 	for _, nd := range slaves {
 		pl.mtuAfterBuffers[nd] = true

@@ -77,13 +77,17 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 		// lossless now may have to grow to first.
 		mtuPlaces, m0 := 1, 0
 		switch {
-		case mtuAfter:
+		case mtuAfter && len(seq) > 0:
 			// The bond placed it after every slave's first buffer
 			// write: only such paths.
-			if len(seq) == 0 {
-				return nil
-			}
 			mtuPlaces, m0 = 2, 1
+		case mtuAfter:
+			// A slave with no buffer write of its own: the bond's
+			// MTU comes before its PFC write (placeBondMTU in plan
+			// keeps it there), as on a path with the MTU first. This
+			// case used to try no order at all and left refusal
+			// nothing to report: the planner crashed on a LAG whose
+			// other slave's buffers needed the MTU late.
 		case hasMTU && len(seq) > 1 && !mtuPinned:
 			mtuPlaces = 2
 		}
