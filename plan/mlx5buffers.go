@@ -132,6 +132,9 @@ func mlx5Writes(plan *policy.Plan, at []int, cur, final mlx5.Port, mtuAfterFirst
 // the MTU the bond gives it (bond_change_mtu sets every slave's).
 func (pl *planning) planMLX5Buffers(p *port.Port, desired []policy.Setting) {
 	if len(p.Slaves()) == 0 {
+		if !managesBuffers(desired) {
+			pl.mtuAfterPFCIfManual(p.Netdev, []string{p.Netdev}, "")
+		}
 		pl.planMLX5Port(p.Netdev, p.SpeedMbps, "", desired)
 		return
 	}
@@ -140,6 +143,9 @@ func (pl *planning) planMLX5Buffers(p *port.Port, desired []policy.Setting) {
 		if m.Driver == "" || known.For(m.Driver).Caps().BufferChecks {
 			slaves = append(slaves, m.Netdev)
 		}
+	}
+	if !managesBuffers(desired) {
+		pl.mtuAfterPFCIfManual(p.Netdev, slaves, p.Netdev)
 	}
 	// The bond's MTU change is every slave's at once: it cannot move on
 	// one slave's path alone. When some slave has no path with it first
@@ -377,6 +383,69 @@ func (pl *planning) noteIfManual(netdev string, speedMbps int, at []int, idx map
 		c := &pl.plan.Changes[i]
 		c.Note = joinNote(c.Note, mlx5.ManualModeNote+": "+sf.String())
 	}
+}
+
+// mtuAfterPFCIfManual orders the MTU change of owner (a port, or the bond
+// over ports) after the ports' PFC and cable changes when the profile
+// leaves their buffers alone and only that order would pass mlx5's
+// checks, applied and rolled back, should an earlier buffer write (not
+// the profile's) have left them in manual buffer mode, which cannot be
+// read. In automatic buffer mode the driver checks neither order, so the
+// move costs nothing there. The case: PFC [3,4] off and MTU 1500 → 9000
+// on a LAG whose slave had a 32 KiB lossless buffer. The apply passed
+// with the MTU first, but its rollback put PFC back at MTU 9000, which
+// mlx5 refuses (update_xoff_threshold): ROLLBACK FAILED. With the MTU
+// last, the rollback writes it back first. noteIfManual still warns of
+// what neither order avoids.
+func (pl *planning) mtuAfterPFCIfManual(owner string, ports []string, bond string) {
+	mtuAt := pl.first(owner, func(c policy.Change) bool { return c.Kind == policy.KindMTU })
+	if mtuAt < 0 {
+		return
+	}
+	last := -1 // the ports' last PFC or cable change
+	for _, nd := range ports {
+		for _, i := range pl.at[nd] {
+			if k := pl.plan.Changes[i].Kind; k == policy.KindPFC || k == policy.KindCableLength {
+				last = max(last, i)
+			}
+		}
+	}
+	if last < mtuAt {
+		return
+	}
+	// passes says whether every port's writes pass in the order at
+	// gives, with the MTU change at mtuAt moved to after last when move.
+	passes := func(move bool) bool {
+		for _, nd := range ports {
+			at := pl.bufferDependencies(nd, bond)
+			if move { // the positions in the order they would be written
+				at = slices.DeleteFunc(slices.Clone(at), func(i int) bool { return i == mtuAt })
+				k, _ := slices.BinarySearch(at, last+1)
+				at = slices.Insert(at, k, mtuAt)
+			}
+			cur, ok := pl.mlx5State(nd, 0)
+			if !ok {
+				return false
+			}
+			idx := kindPositions(pl.plan, at)
+			final, _, err := pl.finalState(cur, idx)
+			if err != nil {
+				return false
+			}
+			if mlx5.RunWrites(cur, mlx5Writes(pl.plan, at, cur, final, false)) != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if passes(false) || !passes(true) {
+		return
+	}
+	mtu := pl.plan.Changes[mtuAt]
+	mtu.Note = joinNote(mtu.Note, "written after the PFC changes: should an earlier buffer write have left the port in manual buffer mode (which cannot be read), mlx5 checks the lossless buffers against the MTU, and only this order passes both the apply and its rollback")
+	copy(pl.plan.Changes[mtuAt:last], pl.plan.Changes[mtuAt+1:last+1])
+	pl.plan.Changes[last] = mtu
+	pl.at = indexChanges(pl.plan.Changes)
 }
 
 // bufferDependencies are the positions of the changes netdev's buffers
