@@ -27,7 +27,13 @@ import (
 // buffers, random sizes in whole cells, PFC on none, one or two
 // priorities, through the simulator's own checked writes (a state the
 // driver refuses is not generated: ok false).
-func startState(sim *nictest.Sim, nd string, rng *rand.Rand) (desc string, ok bool) {
+//
+// With target (a profile's [buffers], nil when it sets no whole state),
+// one port in four starts with exactly those buffers: a partial earlier
+// apply, or mlnx_qos run on one port. On a RoCE LAG that leaves one slave
+// with no buffer write while the other has some, a case random sizes
+// never drew (TestBondMTUWithASlaveAlreadyAtItsBuffers).
+func startState(sim *nictest.Sim, nd string, rng *rand.Rand, target *dcb.Buffer) (desc string, ok bool) {
 	st, err := sim.DCB(nd)
 	if err != nil || st.Buffer == nil {
 		return nd + ": no buffer", false
@@ -50,6 +56,9 @@ func startState(sim *nictest.Sim, nd string, rng *rand.Rand) (desc string, ok bo
 			}
 			b.Size[buf], sum = sz, sum+sz
 		}
+	}
+	if target != nil && rng.IntN(4) == 0 {
+		b = *target
 	}
 	pfcs := []uint8{0, 1 << 3, 1<<3 | 1<<4, 1 << 4}
 	pfc := dcb.PFC{Enable: pfcs[rng.IntN(len(pfcs))], Delay: 7}
@@ -90,6 +99,20 @@ func startState(sim *nictest.Sim, nd string, rng *rand.Rand) (desc string, ok bo
 		}
 	}
 	return desc, true
+}
+
+// profileBuffers is p's [buffers] as one buffer state, nil unless it sets
+// both the map and the sizes.
+func profileBuffers(p *policy.Profile) *dcb.Buffer {
+	m, sz := p.Buffers.PriorityToBuffer, p.Buffers.BufferSize
+	if m == nil || sz == nil {
+		return nil
+	}
+	var b dcb.Buffer
+	for i := range 8 {
+		b.PrioBuffer[i], b.Size[i] = uint8(m[i]), uint32(sz[i])
+	}
+	return &b
 }
 
 // bufferPorts are the host's ports with mlx5 receive buffers, and the
@@ -147,7 +170,8 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 	hosts, _ := os.ReadDir(filepath.Join(fixturehost.RepoRoot(), "testdata", "hosts"))
 	const perPair = 4
 	tried, reached, unreachable, stuck, noPath, driverRefused, skipped, mtuMoved, ccMode := 0, 0, 0, 0, 0, 0, 0, 0, 0
-	rng := rand.New(rand.NewPCG(1, 2))
+	pfcSplit, mtuLast := 0, 0 // plans with a PFC write split in two; with an MTU written last
+	rng := rand.New(rand.NewPCG(3, 4))
 	mtus := []int{1500, 4200, 9000}
 	for _, hd := range hosts {
 		fixture := hd.Name()
@@ -155,6 +179,11 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 			continue // no mlx5 receive buffers (bnxt)
 		}
 		for _, pf := range profiles {
+			p, err := policy.Load(pf, policy.LoadOptions{AllowInsecure: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := profileBuffers(p)
 			for range perPair {
 				root, sim := fixturehost.Copy(t, fixture)
 				if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
@@ -170,7 +199,7 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 					}
 				}
 				for _, nd := range ports {
-					d, ok := startState(sim, nd, rng)
+					d, ok := startState(sim, nd, rng, target)
 					descs, valid = append(descs, d), valid && ok
 				}
 				if !valid {
@@ -183,10 +212,6 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 				tried++
 				what := fmt.Sprintf("%s on %s from %s", filepath.Base(pf), fixture, strings.Join(descs, "; "))
 				h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-				p, err := policy.Load(pf, policy.LoadOptions{AllowInsecure: true})
-				if err != nil {
-					t.Fatal(err)
-				}
 				d := policy.Resolve(p, h.Ports(h.Discover(), true))
 				nccl.Resolve(d)
 				d, pl := planOf(h, d)
@@ -224,6 +249,15 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 				if mtuAfterAStep(pl) {
 					mtuMoved++
 				}
+				assertStepsKeepPortOrder(t, pl)
+				for _, c := range pl.Changes {
+					switch {
+					case c.Arg == "split":
+						pfcSplit++
+					case c.Kind == policy.KindMTU && strings.Contains(c.Note, "written after the PFC and buffer changes"):
+						mtuLast++
+					}
+				}
 				txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
 				if err != nil {
 					t.Fatal(err)
@@ -256,6 +290,10 @@ func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
 		"%d refused (no path found); %d refused by the driver at apply time, host restored; %d refused (a congestion-control mode the driver cannot run)",
 		tried, skipped, reached, unreachable, stuck, noPath, driverRefused, ccMode)
 	t.Logf("%d of the plans write the MTU after a first buffer step (grown for the new MTU at the old one)", mtuMoved)
+	t.Logf("%d of the plans split a PFC write in two (priorities, then cable length, or the other way); %d write a port's MTU after its PFC and buffer writes", pfcSplit, mtuLast)
+	if pfcSplit == 0 || mtuLast == 0 {
+		t.Error("no plan split a PFC write, or none wrote the MTU last: the start states no longer test those paths")
+	}
 	if mtuMoved == 0 {
 		t.Error("no plan moved the MTU write: the start states no longer test that path")
 	}

@@ -123,6 +123,7 @@ type UndoBlob struct {
 func Steps(plan *policy.Plan) ([]Step, error) {
 	var steps []Step
 	index := map[string]int{}
+	last := map[string]int{} // the latest step holding a change of each port
 	slaveRank := map[string]int{}
 	for _, c := range plan.Changes {
 		if c.Port != nil && c.Port.Master != "" {
@@ -137,9 +138,11 @@ func Steps(plan *policy.Plan) ([]Step, error) {
 			return nil, err
 		}
 		g := k.obj.group
-		if k.obj == objBuffer && c.Arg != "" {
+		if (k.obj == objBuffer || k.obj == objPFC) && c.Arg != "" {
 			// A buffer write to an intermediate state of a path
-			// (plan.placePath: Arg "stepN") is a step of its own.
+			// (plan.placePath: Arg "stepN"), or the second part of a
+			// PFC write split in two (plan.splitPFC: Arg "split"),
+			// is a step of its own.
 			g += "." + c.Arg
 		}
 		if g == "" && ccStep(c) {
@@ -161,11 +164,30 @@ func Steps(plan *policy.Plan) ([]Step, error) {
 			g = c.Name // one setting, on every slave
 		}
 		id := scope + "/" + g
+		owner := scope
+		if slave != "" {
+			owner = slave
+		}
 		i, ok := index[id]
-		if !ok {
+		if !ok || last[owner] > i {
+			// A change joins the step of its object only where that
+			// keeps its port's order: the planner ordered each port's
+			// (each slave's) writes for the driver's checks, and a
+			// later change pulled back into an earlier step would be
+			// written before the port's changes in between (a slave's
+			// PFC write before its buffer writes, on a LAG whose other
+			// slave wrote PFC first: its rollback failed in mlx5's
+			// buffer checks). Then it starts a step of its own.
 			i = len(steps)
 			index[id] = i
 			steps = append(steps, Step{Scope: scope, Group: g})
+		}
+		if k.obj != objXoff {
+			// A recompute (an identical PFC write around another
+			// change) keeps its own place but holds no other back:
+			// a buffer write's second change may join its step over
+			// the MTU recompute written before the bond's MTU.
+			last[owner] = max(last[owner], i)
 		}
 		st := &steps[i]
 		st.Changes = append(st.Changes, c)

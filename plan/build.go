@@ -28,7 +28,7 @@ import (
 //
 // What the plan disturbs is Disruptions(plan), asked separately.
 func Build(d *policy.Desired, o *policy.Observed, h Host) *policy.Plan {
-	pl := &planning{h: h, d: d, plan: policy.Diff(d, o), mlx5: map[string]mlx5Read{}, mtuAfterBuffers: map[string]bool{}, bondMTUAfter: map[string]bool{}}
+	pl := &planning{h: h, d: d, plan: policy.Diff(d, o), mlx5: map[string]mlx5Read{}, mtuAfterBuffers: map[string]bool{}, mtuLast: map[string]bool{}, bondMTUAfter: map[string]bool{}}
 	pl.at = indexChanges(pl.plan.Changes)
 	pl.addCompanions()
 	pl.driverOrder()
@@ -67,6 +67,11 @@ type planning struct {
 	// mtuAfterBuffers marks the netdevs whose buffer path writes the MTU
 	// after its first buffer step (placePath): mtuFirst leaves it there.
 	mtuAfterBuffers map[string]bool
+	// mtuLast marks the netdevs whose buffer path writes their MTU
+	// after every PFC and buffer write (mlx5.MTULast): their PFC
+	// recomputes are for the MTU of before, and their MTU change has
+	// a recompute of its own after it.
+	mtuLast map[string]bool
 	// bondMTUAfter marks the bonds whose MTU change every slave's path
 	// writes after its first buffer write (planMLX5Buffers).
 	bondMTUAfter map[string]bool

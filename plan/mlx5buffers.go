@@ -211,9 +211,9 @@ func (pl *planning) slavePathExists(netdev, bond string, desired []policy.Settin
 // (mtuAfterBuffers). A slave with no buffer write of its own has its path
 // with the MTU before its PFC write (mlx5.Path): where the plan's order
 // has that PFC or cable length change earlier (the plan goes kind by
-// kind, port after port), it moves to just after the MTU. A plan order in
-// which a slave with buffer writes has its PFC write before another
-// slave's first buffer write has no such place: the MTU change is refused.
+// kind, port after port), it moves to just after the MTU; so do a slave's
+// PFC write and the buffer writes after it when they come before another
+// slave's first buffer write.
 func (pl *planning) placeBondMTU(bond string, slaves []string) {
 	mtuAt := pl.bondMTUChange(bond)
 	pos := -1
@@ -227,18 +227,24 @@ func (pl *planning) placeBondMTU(bond string, slaves []string) {
 		return
 	}
 	pfcWrite := func(c policy.Change) bool { return c.Kind == policy.KindPFC || c.Kind == policy.KindCableLength }
-	moved := map[int]bool{} // buffer-less slaves' PFC and cable changes before pos
+	// A slave whose PFC write the plan's kind-by-kind order puts before
+	// pos (another slave's first buffer write) has it, and its buffer
+	// writes after it, moved to just after the MTU, in their order: its
+	// path (its first buffer write, the MTU, its PFC write, any later
+	// buffer write) holds. A slave with no buffer write meets the MTU
+	// before its PFC write, as its path has it (mlx5.Path).
+	moved := map[int]bool{}
 	for _, nd := range slaves {
 		i := pl.first(nd, pfcWrite)
 		if i < 0 || i > pos {
 			continue
 		}
-		if pl.first(nd, func(c policy.Change) bool { return isBufferWrite(c.Kind) }) >= 0 {
-			pl.refuse(pl.plan.Changes[mtuAt], fmt.Sprintf("cannot be reached: the slaves' paths need %s's MTU written after each one's first buffer write and before its PFC write, and this plan's order has no such place", bond))
+		if b := pl.first(nd, func(c policy.Change) bool { return isBufferWrite(c.Kind) }); b > i {
+			pl.refuse(pl.plan.Changes[mtuAt], fmt.Sprintf("cannot be reached: the slaves' paths need %s's MTU written after each one's first buffer write and before its PFC write, and %s's PFC write comes before its first buffer write", bond, nd))
 			return
 		}
 		for _, k := range pl.at[nd] {
-			if k < pos && pfcWrite(pl.plan.Changes[k]) {
+			if c := pl.plan.Changes[k]; k >= i && k < pos && (pfcWrite(c) || isBufferWrite(c.Kind)) {
 				moved[k] = true
 			}
 		}
@@ -340,6 +346,13 @@ func (pl *planning) planMLX5Port(netdev string, speedMbps int, bond string, desi
 		moveBuffersFirst(plan, pl.at[netdev])
 		// The port's changes now sit elsewhere among its positions: the
 		// notes below go on the changes, not on the places they left.
+		idx = kindPositions(plan, at)
+	}
+	if pl.splitPFC(netdev, path) {
+		idx = kindPositions(plan, at)
+	}
+	if mlx5.MTULast(path) {
+		pl.placeMTULast(netdev)
 		idx = kindPositions(plan, at)
 	}
 	pauseWritten := slices.ContainsFunc(ws, func(w mlx5.Write) bool { return w.Obj == "pause" })
@@ -554,6 +567,67 @@ func moveBuffersFirst(plan *policy.Plan, at []int) {
 	}
 }
 
+// splitArg is the Arg of the second part of a PFC write split in two
+// (mlx5.PFCWritesSplit): host.Steps makes it a step of its own.
+const splitArg = "split"
+
+// splitPFC puts netdev's PFC and cable length changes in the order path
+// writes them when it splits the PFC write in two, the second with
+// splitArg, and says why on it; false when path does not split it.
+func (pl *planning) splitPFC(netdev string, path []mlx5.Step) bool {
+	first := slices.IndexFunc(path, func(st mlx5.Step) bool { return st.Obj == "pfc" && st.Part != "" })
+	if first < 0 {
+		return false
+	}
+	plan := pl.plan
+	iP := pl.first(netdev, func(c policy.Change) bool { return c.Kind == policy.KindPFC })
+	iC := pl.first(netdev, func(c policy.Change) bool { return c.Kind == policy.KindCableLength })
+	if iP < 0 || iC < 0 {
+		return false // Path splits only a write that changes both
+	}
+	cableFirst := path[first].Part == "cable"
+	if cableFirst != (iC < iP) {
+		// The two trade places: the index of netdev's positions holds.
+		plan.Changes[iP], plan.Changes[iC] = plan.Changes[iC], plan.Changes[iP]
+		iP, iC = iC, iP
+	}
+	why := "the buffers lossless now are too small for the new cable length, those lossless under the new priorities are not"
+	if cableFirst {
+		why = "the buffers lossless under the new priorities are too small for today's cable length, those lossless now are not"
+	}
+	second := &plan.Changes[max(iP, iC)]
+	second.Arg = splitArg
+	second.Note = joinNote(second.Note, "written on its own, after the "+map[bool]string{true: "cable length", false: "PFC priorities"}[cableFirst]+
+		": mlx5 checks the lossless buffers against a new cable length before it takes new priorities (mlx5e_port_manual_buffer_config), and "+why)
+	return true
+}
+
+// placeMTULast moves netdev's own MTU change after its last PFC, cable
+// length and buffer change, where its path writes it (mlx5.MTULast), and
+// says why; mtuFirst and the recomputes leave it there.
+func (pl *planning) placeMTULast(netdev string) {
+	plan := pl.plan
+	mtuAt := pl.first(netdev, func(c policy.Change) bool { return c.Kind == policy.KindMTU })
+	if mtuAt < 0 {
+		return
+	}
+	last := -1
+	for _, i := range pl.at[netdev] {
+		if k := plan.Changes[i].Kind; k == policy.KindPFC || isBufferKind(k) {
+			last = max(last, i)
+		}
+	}
+	pl.mtuLast[netdev], pl.mtuAfterBuffers[netdev] = true, true
+	mtu := plan.Changes[mtuAt]
+	mtu.Note = joinNote(mtu.Note, "written after the PFC and buffer changes: the buffers lossless now hold enough at today's MTU only, and no order with the MTU first passes mlx5's buffer checks applied and rolled back; this one does, a rollback restoring the MTU first")
+	if last > mtuAt {
+		copy(plan.Changes[mtuAt:last], plan.Changes[mtuAt+1:last+1])
+		mtuAt = last
+		pl.at = indexChanges(plan.Changes)
+	}
+	plan.Changes[mtuAt] = mtu
+}
+
 // viaIntermediates says whether path writes intermediate buffer states.
 func viaIntermediates(path []mlx5.Step) bool {
 	return slices.ContainsFunc(path, func(st mlx5.Step) bool { return st.Via != "" })
@@ -575,6 +649,7 @@ func bufferBeforePFC(path []mlx5.Step) bool {
 func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 	plan := pl.plan
 	var pfcKeys []string
+	partKey := map[string]string{} // a split PFC write's parts' changes (mlx5.Step.Part)
 	var mtuKey string
 	finals := map[policy.Kind]int{} // the profile's buffer changes, by kind
 	for _, i := range pl.at[netdev] {
@@ -583,6 +658,7 @@ func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 			mtuKey = c.Key
 		case policy.KindPFC, policy.KindCableLength:
 			pfcKeys = append(pfcKeys, c.Key)
+			partKey[map[policy.Kind]string{policy.KindPFC: "priorities", policy.KindCableLength: "cable"}[c.Kind]] = c.Key
 		case policy.KindPrioBuffer, policy.KindBufferSize:
 			finals[c.Kind] = i
 		}
@@ -609,6 +685,10 @@ func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 				pl.mtuAfterBuffers[netdev] = true
 			}
 		case "pfc":
+			if st.Part != "" {
+				order = append(order, partKey[st.Part]) // splitPFC makes it a step of its own
+				break
+			}
 			order = append(order, pfcKeys...)
 		case "buffer":
 			step++

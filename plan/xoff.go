@@ -110,8 +110,11 @@ func (pl *planning) toggleRecomputes(netdev string) []around {
 	if !ok {
 		return nil
 	}
-	mtu := cur.MTU // the MTU the recomputes see: MTU changes come first (mtuFirst)
+	mtu := cur.MTU // the MTU the recomputes see: MTU changes come first (mtuFirst), or last (mtuLast)
 	for _, nd := range []string{p.Netdev, p.Master} {
+		if pl.mtuLast[p.Netdev] {
+			break
+		}
 		if i := pl.first(nd, func(m policy.Change) bool { return m.Kind == policy.KindMTU }); nd != "" && i >= 0 {
 			v, err := policy.IntCodec.Parse(plan.Changes[i].Value)
 			if err != nil {
@@ -216,6 +219,9 @@ func (pl *planning) xoffRecomputes(p *port.Port, mtu policy.Change, newMTU int) 
 		case policy.KindPrioBuffer, policy.KindBufferSize:
 			follows, buffersChange = true, true
 		}
+	}
+	if pl.mtuLast[p.Netdev] {
+		follows = false // its PFC and buffer changes come before it
 	}
 	// With buffer changes, planMLX5Port has checked the final state,
 	// MTU included. Without, the recompute at the new MTU checks today's

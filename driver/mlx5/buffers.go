@@ -226,6 +226,9 @@ type Write struct {
 	// slaves: every slave's path writes the MTU after its first buffer
 	// write (the planner places the one MTU change after all of them).
 	AfterFirst bool
+	// Part, on a PFC write split in two (PFCWritesSplit), is what the
+	// write changes: "priorities" or "cable"; "" for the whole write.
+	Part string
 }
 
 // PauseWrite, PFCWrite, BufferWrite and MTUWrite are the writes the
@@ -241,6 +244,28 @@ func PFCWrite(cur, final Port) Write {
 	return Write{Obj: "pfc", Name: "the PFC write",
 		Apply: func(p *Port) *Shortfall { return p.SetPFC(final.PFC, final.Cable) },
 		Undo:  func(p *Port) *Shortfall { return p.SetPFC(cur.PFC, cur.Cable) }}
+}
+
+// PFCWritesSplit is the PFC write as two: the priorities with the cable
+// length of the moment, then the cable length (cableFirst false), or the
+// cable length, then the priorities. Each is an ieee_setpfc of its own,
+// and mlx5 checks the lossless buffers against a new cable length before
+// it takes new priorities (mlx5e_port_manual_buffer_config:
+// update_xoff_threshold, then update_buffer_lossy): the buffers lossless
+// under today's priorities (or under global pause) may be too small for
+// the new cable where those under the new ones are not, or the other way
+// round.
+func PFCWritesSplit(cur, final Port, cableFirst bool) []Write {
+	prios := Write{Obj: "pfc", Part: "priorities", Name: "the PFC write (priorities only)",
+		Apply: func(p *Port) *Shortfall { return p.SetPFC(final.PFC, p.Cable) },
+		Undo:  func(p *Port) *Shortfall { return p.SetPFC(cur.PFC, p.Cable) }}
+	cable := Write{Obj: "pfc", Part: "cable", Name: "the cable length write",
+		Apply: func(p *Port) *Shortfall { return p.SetPFC(p.PFC, final.Cable) },
+		Undo:  func(p *Port) *Shortfall { return p.SetPFC(p.PFC, cur.Cable) }}
+	if cableFirst {
+		return []Write{cable, prios}
+	}
+	return []Write{prios, cable}
 }
 
 func BufferWrite(cur, final Port) Write {

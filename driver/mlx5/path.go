@@ -21,7 +21,9 @@ import (
 // write before, between or after the buffer writes, and, on a path of
 // two or three, with the MTU write first or after the first buffer
 // write (PFC then after it): at most 2 + 4 × (3 + 2) + 3 × (4 + 3) = 43
-// candidate orders, each followed through the apply and the rollback
+// candidate orders; then, with an MTU change of the port's own, each
+// sequence again with the MTU last (1 + 2 + 4 × 3 + 3 × 4 = 27 more),
+// each followed through the apply and the rollback
 // from every point (RunWrites): a few hundred model writes a port, no
 // state space to explore (BenchmarkPlanWorstStart: 64 ports).
 
@@ -35,6 +37,9 @@ type BufferState struct {
 type Step struct {
 	// Obj is the object written: "pause", "pfc", "buffer" or "mtu".
 	Obj string
+	// Part is what a PFC write split in two writes ("priorities",
+	// "cable"; Write.Part); "" for the whole PFC write.
+	Part string
 	// Buffer is what a buffer write writes.
 	Buffer BufferState
 	// Via says what a write to an intermediate buffer state does ("grow
@@ -47,7 +52,33 @@ type Step struct {
 // back from any point: the plan's order when it passes, else the
 // shortest path through intermediate buffer states. refused says why no
 // path exists, in two short lines.
+//
+// When no path with one PFC write exists and it changes both the
+// priorities and the cable length, the same search runs with it split in
+// two (PFCWritesSplit), priorities first, then cable first.
 func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
+	path, refused = search(cur, final, ws)
+	i := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "pfc" })
+	if refused == nil || i < 0 || cur.PFC == final.PFC || !cableChanges(cur, final) {
+		return path, refused
+	}
+	for _, cableFirst := range []bool{false, true} {
+		split := slices.Concat(ws[:i], PFCWritesSplit(cur, final, cableFirst), ws[i+1:])
+		if p, r := search(cur, final, split); r == nil {
+			return p, nil
+		}
+	}
+	return nil, refused
+}
+
+// cableChanges says whether a PFC write from cur to final sets a new cable
+// length (SetPFC takes one within 1..MaxCable-1 that differs).
+func cableChanges(cur, final Port) bool {
+	return final.Cable > 0 && final.Cable < MaxCable && final.Cable != cur.Cable
+}
+
+// search is Path with the PFC write as ws has it.
+func search(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 	pfcAt := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "pfc" })
 	bufAt := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "buffer" })
 	var others []Write // pause, MTU: before the PFC and buffer writes (write order)
@@ -65,6 +96,7 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 	hasMTU := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" })
 	mtuPinned := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" && w.Pinned })
 	mtuAfter := slices.ContainsFunc(others, func(w Write) bool { return w.Obj == "mtu" && w.Pinned && w.AfterFirst })
+	last := false // the second pass: the MTU write last only
 	try := func(seq []intermediate) []Step {
 		places := 1
 		if pfcAt >= 0 && bufAt >= 0 {
@@ -91,9 +123,19 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 		case hasMTU && len(seq) > 1 && !mtuPinned:
 			mtuPlaces = 2
 		}
+		var ms []int
 		for m := m0; m < mtuPlaces; m++ {
+			ms = append(ms, m)
+		}
+		if last {
+			if !hasMTU || mtuPinned {
+				return nil
+			}
+			ms = []int{mtuLast}
+		}
+		for _, m := range ms {
 			for k := range places {
-				if m > 0 && k == 0 && places > 1 {
+				if m == 1 && k == 0 && places > 1 {
 					// PFC stays after the MTU: the recomputes around a
 					// PFC change are written for the final MTU.
 					continue
@@ -112,20 +154,23 @@ func Path(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 	}
 	// The plan's own writes first (almost every plan passes here, and
 	// nothing more is built), then paths of two buffer writes, then of
-	// three: fewest writes first.
-	if bufAt < 0 {
-		if path := try(nil); path != nil {
-			return path, nil
-		}
-		return nil, refusal(cur, nearest, final)
+	// three: fewest writes first. When none passes, the same again with
+	// the port's own MTU change written last, after every PFC and
+	// buffer write: the buffers lossless now may hold enough at today's
+	// MTU only, so the writes that make them lossy go first, and a
+	// rollback restores the MTU before it makes them lossless again
+	// (found by TestEveryProfileFromGeneratedStartStates). The planner
+	// then writes its recomputes for the MTU of their moment.
+	seqs := [][]intermediate{nil}
+	if bufAt >= 0 {
+		two, three := intermediateSeqs(cur, final, pfcAt >= 0)
+		seqs = append([][]intermediate{{{to, ""}}}, append(two, three...)...)
 	}
-	if path := try([]intermediate{{to, ""}}); path != nil {
-		return path, nil
-	}
-	two, three := intermediateSeqs(cur, final, pfcAt >= 0)
-	for _, seq := range append(two, three...) {
-		if path := try(seq); path != nil {
-			return path, nil
+	for _, last = range []bool{false, true} {
+		for _, seq := range seqs {
+			if path := try(seq); path != nil {
+				return path, nil
+			}
 		}
 	}
 	return nil, refusal(cur, nearest, final)
@@ -203,7 +248,7 @@ type intermediate struct {
 // writes of seq with the PFC write (when hasPFC) before the k-th, as
 // steps and as the writes RunWrites follows. With mtu 1 the MTU write
 // waits until after the first buffer write, PFC's place counted without
-// it.
+// it; with mtuLast it comes after every other write.
 func candidate(from BufferState, seq []intermediate, k, mtu int, hasPFC bool, others, ws []Write) ([]Step, []Write) {
 	var steps []Step
 	var writes []Write
@@ -216,7 +261,7 @@ func candidate(from BufferState, seq []intermediate, k, mtu int, hasPFC bool, ot
 		steps, writes = append(steps, Step{Obj: w.Obj}), append(writes, w)
 	}
 	afterFirst := func() {
-		if mtuWrite != nil {
+		if mtuWrite != nil && mtu == 1 {
 			steps, writes = append(steps, Step{Obj: "mtu"}), append(writes, *mtuWrite)
 			mtuWrite = nil
 		}
@@ -225,8 +270,11 @@ func candidate(from BufferState, seq []intermediate, k, mtu int, hasPFC bool, ot
 		if !hasPFC {
 			return
 		}
-		i := slices.IndexFunc(ws, func(w Write) bool { return w.Obj == "pfc" })
-		steps, writes = append(steps, Step{Obj: "pfc"}), append(writes, ws[i])
+		for _, w := range ws { // one PFC write, or its two parts in turn
+			if w.Obj == "pfc" {
+				steps, writes = append(steps, Step{Obj: "pfc", Part: w.Part}), append(writes, w)
+			}
+		}
 	}
 	prev := from
 	for i, b := range seq {
@@ -241,7 +289,21 @@ func candidate(from BufferState, seq []intermediate, k, mtu int, hasPFC bool, ot
 	if k >= len(seq) {
 		pfc()
 	}
+	if mtuWrite != nil && mtu == mtuLast {
+		steps, writes = append(steps, Step{Obj: "mtu"}), append(writes, *mtuWrite)
+	}
 	return steps, writes
+}
+
+// mtuLast is candidate's mtu for the MTU write after every other write.
+const mtuLast = 2
+
+// MTULast says whether path writes the MTU after its PFC and buffer
+// writes.
+func MTULast(path []Step) bool {
+	m := slices.IndexFunc(path, func(st Step) bool { return st.Obj == "mtu" })
+	return m >= 0 && !slices.ContainsFunc(path[m+1:], func(st Step) bool { return st.Obj == "pfc" || st.Obj == "buffer" }) &&
+		slices.ContainsFunc(path[:m], func(st Step) bool { return st.Obj == "pfc" || st.Obj == "buffer" })
 }
 
 // bufferWriteBetween is the buffer write from one state to the next.
