@@ -123,7 +123,8 @@ func search(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 		case hasMTU && len(seq) > 1 && !mtuPinned:
 			mtuPlaces = 2
 		}
-		var ms []int
+		var msAt [2]int // the MTU's places to try (candidate's mtu)
+		ms := msAt[:0]
 		for m := m0; m < mtuPlaces; m++ {
 			ms = append(ms, m)
 		}
@@ -131,7 +132,7 @@ func search(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 			if !hasMTU || mtuPinned {
 				return nil
 			}
-			ms = []int{mtuLast}
+			ms = append(ms[:0], mtuLast)
 		}
 		for _, m := range ms {
 			for k := range places {
@@ -161,13 +162,22 @@ func search(cur, final Port, ws []Write) (path []Step, refused *Refusal) {
 	// rollback restores the MTU before it makes them lossless again
 	// (found by TestEveryProfileFromGeneratedStartStates). The planner
 	// then writes its recomputes for the MTU of their moment.
-	seqs := [][]intermediate{nil}
-	if bufAt >= 0 {
-		two, three := intermediateSeqs(cur, final, pfcAt >= 0)
-		seqs = append([][]intermediate{{{to, ""}}}, append(two, three...)...)
-	}
+	var longer [][]intermediate // built once, when the final state alone fails
 	for _, last = range []bool{false, true} {
-		for _, seq := range seqs {
+		if bufAt < 0 {
+			if path := try(nil); path != nil {
+				return path, nil
+			}
+			continue
+		}
+		if path := try([]intermediate{{to, ""}}); path != nil {
+			return path, nil
+		}
+		if longer == nil {
+			two, three := intermediateSeqs(cur, final, pfcAt >= 0)
+			longer = append(two, three...)
+		}
+		for _, seq := range longer {
 			if path := try(seq); path != nil {
 				return path, nil
 			}
