@@ -678,7 +678,11 @@ func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 	for _, st := range path {
 		switch st.Obj {
 		case "mtu":
-			if mtuKey != "" && step > 0 {
+			// Last: placeMTULast moves it on its own. Among the places
+			// of the reordered keys, the MTU's own early one would go
+			// to the PFC write, ahead of changes (global pause) that
+			// must precede it.
+			if mtuKey != "" && step > 0 && !mlx5.MTULast(path) {
 				// Placed after the first buffer step: recomputes
 				// leaves it there (mtuFirst).
 				order = append(order, mtuKey)
