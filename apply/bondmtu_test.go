@@ -1,20 +1,12 @@
 package apply
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
-	"github.com/rocectl/rocectl/nccl"
-	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
-	"github.com/rocectl/rocectl/statedir"
 )
 
 // A RoCE LAG whose bond MTU goes 1500 → 9000 while a slave's lossless
@@ -69,43 +61,12 @@ func TestBondMTUWithASlaveAlreadyAtItsBuffers(t *testing.T) {
 // driver and its rollback restoring the start exactly.
 func lagMTUCase(t *testing.T, start map[string]dcb.Buffer) *policy.Plan {
 	t.Helper()
-	root, sim := fixturehost.Copy(t, "cx5-roce-lag")
-	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
-		t.Fatal(err)
+	ports := map[string]portStart{}
+	for nd, b := range start {
+		ports[nd] = portStart{buf: b, pfc: 1<<3 | 1<<4}
 	}
-	ports, mtuLinks := bufferPorts(root, sim)
-	for _, nd := range mtuLinks {
-		if err := sim.SetMTU(nd, 1500); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pfc := dcb.PFC{Enable: 1<<3 | 1<<4, Delay: 7}
-	for _, nd := range ports {
-		for _, step := range []func() error{
-			func() error { return sim.SetPause(nd, nic.Pause{}) },
-			func() error { return sim.SetPFC(nd, dcb.PFC{Delay: 7}) },
-			func() error { return sim.Train(nd) },
-			func() error { return sim.SetBuffer(nd, start[nd]) },
-			func() error { return sim.SetPFC(nd, pfc) },
-			func() error { return sim.Train(nd) },
-			func() error { return sim.SetPFC(nd, pfc) },
-		} {
-			if err := step(); err != nil {
-				t.Fatalf("%s: start state: %v", nd, err)
-			}
-		}
-	}
-	h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-	p, err := policy.Load(filepath.Join(fixturehost.RepoRoot(), "profiles", "fat-tree-32gpu-100g.toml"), policy.LoadOptions{AllowInsecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := policy.Resolve(p, h.Ports(h.Discover(), true))
-	nccl.Resolve(d)
-	d, pl := planOf(h, d)
-	for _, rf := range pl.Refused {
-		t.Fatalf("refused %s: %s", rf.Key, rf.Error)
-	}
+	r := planFromStart(t, "cx5-roce-lag", "fat-tree-32gpu-100g.toml", 1500, ports)
+	pl := r.plan
 	first := func(nd string, kinds ...policy.Kind) int {
 		return slices.IndexFunc(pl.Changes, func(c policy.Change) bool {
 			return c.Port != nil && c.Port.Netdev == nd && slices.Contains(kinds, c.Kind)
@@ -115,7 +76,7 @@ func lagMTUCase(t *testing.T, start map[string]dcb.Buffer) *policy.Plan {
 	if mtu < 0 {
 		t.Fatal("no MTU change on bond0")
 	}
-	for _, nd := range ports {
+	for nd := range start {
 		buf, pfcAt := first(nd, policy.KindPrioBuffer, policy.KindBufferSize), first(nd, policy.KindPFC, policy.KindCableLength)
 		if buf > mtu || pfcAt < mtu {
 			t.Errorf("%s: first buffer write at %d, bond MTU at %d, first PFC or cable write at %d", nd, buf, mtu, pfcAt)
@@ -124,21 +85,6 @@ func lagMTUCase(t *testing.T, start map[string]dcb.Buffer) *policy.Plan {
 	if c := pl.Changes[mtu]; !strings.Contains(c.Note, "after each slave's first buffer step") {
 		t.Errorf("the MTU change says nothing of its place: %q", c.Note)
 	}
-	r := &rig{root: root, sim: sim, h: h, d: d, plan: pl, opts: Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1}}
-	before := r.state(t)
-	txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.Run(context.Background()); err != nil {
-		t.Fatalf("apply: %v", err)
-	}
-	if after := policy.Diff(r.d, r.h.Observe(r.d)); after.Changed() {
-		t.Errorf("drift after the apply: %v", after.Changes[0].Key)
-	}
-	if err := txn.RollbackNow(); err != nil {
-		t.Fatalf("rollback: %v", err)
-	}
-	r.assertRestored(t, before, "the bond's apply")
+	r.reachAndRollBack(t)
 	return pl
 }

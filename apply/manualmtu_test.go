@@ -1,20 +1,12 @@
 package apply
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/rocectl/rocectl/host"
-	"github.com/rocectl/rocectl/internal/testkit/fixturehost"
-	"github.com/rocectl/rocectl/nccl"
-	"github.com/rocectl/rocectl/nic"
 	"github.com/rocectl/rocectl/nic/dcb"
 	"github.com/rocectl/rocectl/policy"
-	"github.com/rocectl/rocectl/statedir"
 )
 
 // A profile without [buffers] (lossy-ecn-only: PFC off, MTU 9000) on
@@ -46,43 +38,12 @@ func TestMTUAfterPFCSoThatAManualModeRollbackPasses(t *testing.T) {
 		{"cx5-roce-lag", "bond0", []string{"ens1f0np0", "ens1f1np1"}, map[string]dcb.Buffer{"ens1f0np0": fine, "ens1f1np1": small(32768)}},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			root, sim := fixturehost.Copy(t, tc.fixture)
-			if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
-				t.Fatal(err)
+			ports := map[string]portStart{}
+			for nd, b := range tc.start {
+				ports[nd] = portStart{buf: b, pfc: 1<<3 | 1<<4}
 			}
-			ports, mtuLinks := bufferPorts(root, sim)
-			for _, nd := range mtuLinks {
-				if err := sim.SetMTU(nd, 1500); err != nil {
-					t.Fatal(err)
-				}
-			}
-			pfc := dcb.PFC{Enable: 1<<3 | 1<<4, Delay: 7}
-			for _, nd := range ports {
-				for _, step := range []func() error{
-					func() error { return sim.SetPause(nd, nic.Pause{}) },
-					func() error { return sim.SetPFC(nd, dcb.PFC{Delay: 7}) },
-					func() error { return sim.Train(nd) },
-					func() error { return sim.SetBuffer(nd, tc.start[nd]) },
-					func() error { return sim.SetPFC(nd, pfc) },
-					func() error { return sim.Train(nd) },
-					func() error { return sim.SetPFC(nd, pfc) },
-				} {
-					if err := step(); err != nil {
-						t.Fatalf("%s: start state: %v", nd, err)
-					}
-				}
-			}
-			h := &host.Host{FS: nic.NewFS(root, false), K: sim}
-			p, err := policy.Load(filepath.Join(fixturehost.RepoRoot(), "profiles", "lossy-ecn-only.toml"), policy.LoadOptions{AllowInsecure: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := policy.Resolve(p, h.Ports(h.Discover(), true))
-			nccl.Resolve(d)
-			d, pl := planOf(h, d)
-			for _, rf := range pl.Refused {
-				t.Fatalf("refused %s: %s", rf.Key, rf.Error)
-			}
+			r := planFromStart(t, tc.fixture, "lossy-ecn-only.toml", 1500, ports)
+			pl := r.plan
 			mtu := slices.IndexFunc(pl.Changes, func(c policy.Change) bool { return c.Key == tc.mtuOn+".link.mtu" })
 			if mtu < 0 {
 				t.Fatalf("no MTU change on %s", tc.mtuOn)
@@ -95,22 +56,7 @@ func TestMTUAfterPFCSoThatAManualModeRollbackPasses(t *testing.T) {
 			if !strings.Contains(pl.Changes[mtu].Note, "written after the PFC changes") {
 				t.Errorf("the MTU change says nothing of its place: %q", pl.Changes[mtu].Note)
 			}
-			r := &rig{root: root, sim: sim, h: h, d: d, plan: pl, opts: Options{Store: Store{Store: statedir.Store{Dir: t.TempDir()}}, Retries: 1}}
-			before := r.state(t)
-			txn, err := Begin(r.h, r.d, r.plan, "x", r.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := txn.Run(context.Background()); err != nil {
-				t.Fatalf("apply: %v", err)
-			}
-			if after := policy.Diff(r.d, r.h.Observe(r.d)); after.Changed() {
-				t.Errorf("drift after the apply: %v", after.Changes[0].Key)
-			}
-			if err := txn.RollbackNow(); err != nil {
-				t.Fatalf("rollback: %v", err)
-			}
-			r.assertRestored(t, before, "the apply")
+			r.reachAndRollBack(t)
 		})
 	}
 }
