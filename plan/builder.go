@@ -180,6 +180,20 @@ func (pl *planning) insert(add []policy.Change) {
 	pl.at = indexChanges(pl.plan.Changes)
 }
 
+// move puts the change at from at place to, in place: those between
+// shift one place toward from and keep their order. The index follows.
+func (pl *planning) move(from, to int) {
+	cs := pl.plan.Changes
+	c := cs[from]
+	if from < to {
+		copy(cs[from:to], cs[from+1:to+1])
+	} else {
+		copy(cs[to+1:from+1], cs[to:from])
+	}
+	cs[to] = c
+	pl.at = indexChanges(cs)
+}
+
 // refuse refuses change c: the plan will not be applied, and says why.
 func (pl *planning) refuse(c policy.Change, why string) {
 	pl.plan.Refused = append(pl.plan.Refused, policy.PlanError{Key: c.Key, Want: c.Value, Port: c.Port, Error: why})

@@ -454,11 +454,9 @@ func (pl *planning) mtuAfterPFCIfManual(owner string, ports []string, bond strin
 	if passes(false) || !passes(true) {
 		return
 	}
-	mtu := pl.plan.Changes[mtuAt]
+	mtu := &pl.plan.Changes[mtuAt]
 	mtu.Note = joinNote(mtu.Note, "written after the PFC changes: should an earlier buffer write have left the port in manual buffer mode (which cannot be read), mlx5 checks the lossless buffers against the MTU, and only this order passes both the apply and its rollback")
-	copy(pl.plan.Changes[mtuAt:last], pl.plan.Changes[mtuAt+1:last+1])
-	pl.plan.Changes[last] = mtu
-	pl.at = indexChanges(pl.plan.Changes)
+	pl.move(mtuAt, last)
 }
 
 // bufferDependencies are the positions of the changes netdev's buffers
@@ -618,14 +616,11 @@ func (pl *planning) placeMTULast(netdev string) {
 		}
 	}
 	pl.mtuLast[netdev], pl.mtuAfterBuffers[netdev] = true, true
-	mtu := plan.Changes[mtuAt]
+	mtu := &plan.Changes[mtuAt]
 	mtu.Note = joinNote(mtu.Note, "written after the PFC and buffer changes: the buffers lossless now hold enough at today's MTU only, and no order with the MTU first passes mlx5's buffer checks applied and rolled back; this one does, a rollback restoring the MTU first")
 	if last > mtuAt {
-		copy(plan.Changes[mtuAt:last], plan.Changes[mtuAt+1:last+1])
-		mtuAt = last
-		pl.at = indexChanges(plan.Changes)
+		pl.move(mtuAt, last)
 	}
-	plan.Changes[mtuAt] = mtu
 }
 
 // viaIntermediates says whether path writes intermediate buffer states.
@@ -656,9 +651,10 @@ func (pl *planning) placePath(netdev string, cur mlx5.Port, path []mlx5.Step) {
 		switch c := plan.Changes[i]; c.Kind {
 		case policy.KindMTU:
 			mtuKey = c.Key
-		case policy.KindPFC, policy.KindCableLength:
-			pfcKeys = append(pfcKeys, c.Key)
-			partKey[map[policy.Kind]string{policy.KindPFC: "priorities", policy.KindCableLength: "cable"}[c.Kind]] = c.Key
+		case policy.KindPFC:
+			pfcKeys, partKey["priorities"] = append(pfcKeys, c.Key), c.Key
+		case policy.KindCableLength:
+			pfcKeys, partKey["cable"] = append(pfcKeys, c.Key), c.Key
 		case policy.KindPrioBuffer, policy.KindBufferSize:
 			finals[c.Kind] = i
 		}

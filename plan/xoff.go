@@ -274,11 +274,8 @@ func (pl *planning) mtuFirst(mtuAt int, ports []string) int {
 	if first < 0 || first > mtuAt {
 		return mtuAt
 	}
-	mtu := plan.Changes[mtuAt]
+	mtu := &plan.Changes[mtuAt]
 	mtu.Note = joinNote(mtu.Note, "written before the buffer and PFC changes: mlx5 computes the buffer thresholds with the MTU of the moment")
-	// Shift what lies between one place on, in place.
-	copy(plan.Changes[first+1:mtuAt+1], plan.Changes[first:mtuAt])
-	plan.Changes[first] = mtu
-	pl.at = indexChanges(plan.Changes) // what lay between has moved
+	pl.move(mtuAt, first)
 	return first
 }
