@@ -171,6 +171,9 @@ func TestApplyOnLosslessHostChangesNothing(t *testing.T) {
 // attribute, or the directory of a file the apply creates, refuses
 // changes with EPERM but reads as before), with no hook in nic.FS.
 func TestFaultMatrixRestoresHostExactly(t *testing.T) {
+	// The two slowest of the package (18 and 10 s), each on hosts and
+	// a state dir of its own: they overlap, on a second core.
+	t.Parallel()
 	// First a clean run: the kernel writes it makes, the files it changes.
 	clean := newRig(t, "cx6dx-ofed-factory", "fat-tree-32gpu-100g.toml")
 	cleanF := fixturehost.Files(t, clean.root)

@@ -166,6 +166,9 @@ func refusedOnItsOwnState(sim *nictest.Sim, ports []string) bool {
 // start state left in manual buffer mode, which rocectl cannot read; the
 // plan must have said so on the PFC change (mlx5.ManualModeNote).
 func TestEveryProfileFromGeneratedStartStates(t *testing.T) {
+	// The two slowest of the package (18 and 10 s), each on hosts and
+	// a state dir of its own: they overlap, on a second core.
+	t.Parallel()
 	profiles, _ := filepath.Glob(filepath.Join(fixturehost.RepoRoot(), "profiles", "*.toml"))
 	hosts, _ := os.ReadDir(filepath.Join(fixturehost.RepoRoot(), "testdata", "hosts"))
 	const perPair = 4
