@@ -9,6 +9,21 @@
 //	auditfloor -plan PLAN [-v]
 //	auditfloor -plan PLAN -none
 //
+// It replays an apply's calls too, writes included (-writes), on a fresh
+// copy of the tree the apply wrote (bench/cmd/applybench makes one for
+// each run):
+//
+//	strace -f -y -s 4096 -e trace=openat2,getdents64,write -o LIST rocectl --root ROOT … apply …
+//	auditfloor -list LIST -writes [-least] [-v] [-write-plan PLAN]
+//	auditfloor -plan PLAN -writes [-v]
+//
+// An open for writing is made with its flags, fstat-ed and given, in one
+// write, the bytes the list shows written through its descriptor; opens
+// that could create a file or append are refused. With -least only a
+// read, the write and a read back of each attribute written are kept:
+// the least calls any apply that journals a value before it changes it,
+// and reads it back once, makes.
+//
 // Each openat2 of the list is made again with the same flags and resolve
 // bits, relative to a descriptor of the same directory: an O_PATH open is
 // opened and closed, an O_DIRECTORY open is also listed to its end

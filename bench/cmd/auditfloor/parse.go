@@ -33,11 +33,16 @@ const (
 	// openat, which the list does not trace): open it by the path strace
 	// printed for it, getdents64 until 0, close.
 	kindList
+	// kindWrite is an open for writing (only with -writes, on a copy of
+	// the tree): open, fstat, one write of the bytes the list shows
+	// written through that descriptor, close — what rocectl does to set
+	// one attribute.
+	kindWrite
 	nKinds
 )
 
 func (k kind) String() string {
-	return [...]string{"O_PATH", "directory", "file", "listed by path"}[k]
+	return [...]string{"O_PATH", "directory", "file", "listed by path", "written"}[k]
 }
 
 // outcome is what the recorded open returned.
@@ -61,6 +66,8 @@ type call struct {
 	outcome outcome
 	errno   string // when failed: ENOENT, EXDEV, …
 	result  string // when opened: the path of the new descriptor as -y printed it ("" without -y)
+	data    string // kindWrite: the bytes written through the descriptor (its first write)
+	wrote   bool   // kindWrite: the list has that write
 }
 
 // listStats counts what the list held besides the calls.
@@ -71,8 +78,10 @@ type listStats struct {
 	ignored  int // other system calls, signals, exits
 }
 
-// O_ flags that strace prints, by name. The replay reads only: opens that
-// could write or create are refused (writeFlags).
+// O_ flags that strace prints, by name. The replay reads only, unless the
+// list is parsed with writes allowed: then an open for writing an existing
+// file is replayed with its write, and one that could create a file is
+// still refused (writeFlags, createFlags).
 var openFlags = map[string]uint64{
 	"O_RDONLY": unix.O_RDONLY, "O_WRONLY": unix.O_WRONLY, "O_RDWR": unix.O_RDWR,
 	"O_CREAT": unix.O_CREAT, "O_EXCL": unix.O_EXCL, "O_NOCTTY": unix.O_NOCTTY,
@@ -84,6 +93,11 @@ var openFlags = map[string]uint64{
 }
 
 const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC | unix.O_APPEND
+
+// createFlags are the write flags a replay never makes, even with writes
+// allowed: they could add files to the tree or write elsewhere than the
+// list did.
+const createFlags = unix.O_CREAT | unix.O_APPEND
 
 // writes says whether an open with these flags could change the tree.
 // O_TMPFILE includes O_DIRECTORY's bit, so it is tested whole.
@@ -111,13 +125,20 @@ const (
 //
 // and returns its openat2 calls, in the order they started, plus one
 // kindList call for each directory listed to its end (getdents64 = 0)
-// through a descriptor that no openat2 of the list returned. strace -f
+// through a descriptor that no openat2 of the list returned.
+//
+// With writes, an openat2 for writing is a kindWrite call, and the list
+// must also trace write(2) with its bytes whole (strace -e
+// trace=openat2,getdents64,write -s 4096): the first write through the
+// descriptor that open returned is the call's data. Writes through other
+// descriptors (the output, a journal) are not the tree's and are left
+// out. Without writes, an open for writing is an error. strace -f
 // writes a call that another thread's output interrupts as two lines,
 // "PID name(args <unfinished ...>" and later "PID <... name resumed>rest";
 // the halves are joined by thread id. Every problem is reported, as
 // name:line:col, up to maxErrors.
-func parseList(name string, r io.Reader) ([]call, listStats, error) {
-	p := parser{name: name, pending: map[string]half{}, dirs: map[string]string{}}
+func parseList(name string, r io.Reader, writes bool) ([]call, listStats, error) {
+	p := parser{name: name, writes: writes, pending: map[string]half{}, dirs: map[string]string{}, wfd: map[string]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -152,11 +173,15 @@ type half struct {
 
 type parser struct {
 	name    string
+	writes  bool            // opens for writing are replayed (kindWrite)
 	pending map[string]half // by thread id: calls waiting for their resumed half
 	// dirs maps a descriptor number to the path of the directory an
 	// openat2 of the list opened on it for listing (kindDir) and that has
 	// not been listed to its end yet.
-	dirs  map[string]string
+	dirs map[string]string
+	// wfd maps a descriptor number to the index in calls of the open for
+	// writing that returned it, until its first write.
+	wfd   map[string]int
 	calls []call
 	st    listStats
 	errs  []error
@@ -228,6 +253,8 @@ func (p *parser) call(tid string, h half, tail string, tline, tcol int) {
 	case "getdents64":
 		p.st.getdents++
 		p.getdents(text, pos)
+	case "write":
+		p.write(text, pos)
 	default:
 		p.st.ignored++
 	}
@@ -282,9 +309,14 @@ func (p *parser) openat2(text string, pos func(int) (int, int)) {
 			if !ok {
 				return
 			}
-			if writes(v) {
+			switch {
+			case writes(v) && !p.writes:
 				l, col := pos(vcol)
-				p.errorf(l, col, "flags %s could write: the replay only reads", val)
+				p.errorf(l, col, "flags %s could write: the replay only reads (-writes replays writes, on a copy of the tree)", val)
+				return
+			case v&createFlags != 0 || v&unix.O_TMPFILE == unix.O_TMPFILE:
+				l, col := pos(vcol)
+				p.errorf(l, col, "flags %s could create a file or write past its end: the replay writes only what is there", val)
 				return
 			}
 			k.flags, haveFlags = v, true
@@ -333,9 +365,14 @@ func (p *parser) openat2(text string, pos func(int) (int, int)) {
 			if k.flags&(unix.O_DIRECTORY|unix.O_PATH) == unix.O_DIRECTORY && path != "" {
 				p.dirs[fd] = path
 			}
+			if writes(k.flags) {
+				p.wfd[fd] = len(p.calls)
+			}
 		}
 	}
 	switch {
+	case writes(k.flags):
+		k.kind = kindWrite
 	case k.flags&unix.O_PATH != 0:
 		k.kind = kindPath
 	case k.flags&unix.O_DIRECTORY != 0:
@@ -372,6 +409,43 @@ func (p *parser) getdents(text string, pos func(int) (int, int)) {
 	}
 	line, _ := pos(0)
 	p.calls = append(p.calls, call{line: line, kind: kindList, base: dir, outcome: opened})
+}
+
+// write(14</root/sys/…/enable/3>, "1\n", 2) = 2
+//
+// The first write through a descriptor an open for writing of the list
+// returned, on the same file, is that open's data; any other write is not
+// the tree's (the output, a journal) and is left out.
+func (p *parser) write(text string, pos func(int) (int, int)) {
+	c := cursor{s: text, i: len("write(")}
+	fd, path, ok := c.fd()
+	if !ok {
+		l, col := pos(c.i)
+		p.errorf(l, col, "want the descriptor with its path, as strace -y prints it (14</path>)")
+		return
+	}
+	i, mine := p.wfd[fd]
+	if !mine || p.calls[i].result != path {
+		return
+	}
+	delete(p.wfd, fd)
+	if !c.lit(", ") {
+		l, col := pos(c.i)
+		p.errorf(l, col, "want \", \" after the descriptor")
+		return
+	}
+	data, ok := c.quoted()
+	if !ok {
+		l, col := pos(c.i)
+		p.errorf(l, col, "want the bytes written, a quoted string")
+		return
+	}
+	if strings.HasPrefix(c.rest(), "...") {
+		l, col := pos(c.i)
+		p.errorf(l, col, "the bytes written are cut short: trace with -s 4096")
+		return
+	}
+	p.calls[i].data, p.calls[i].wrote = data, true
 }
 
 // bits decodes "O_RDONLY|O_CLOEXEC" or "RESOLVE_BENEATH|0x40" or "0".

@@ -18,9 +18,9 @@ import (
 //	pre:    count, then each base index
 //	units:  count, then each as ops
 //	ops:    count, then each op: kind, want, base+1, keep+1, flags,
-//	        resolve, line (uvarints), rel, errno (names)
+//	        resolve, line (uvarints), rel, errno, data (names)
 //	name:   uvarint length, bytes
-const planMagic = "auditfloor plan 2\n"
+const planMagic = "auditfloor plan 3\n"
 
 func (p *plan) marshal() []byte {
 	b := []byte(planMagic)
@@ -36,6 +36,7 @@ func (p *plan) marshal() []byte {
 			}
 			name(o.rel)
 			name(o.errno)
+			name(o.data)
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(p.bases)))
@@ -132,7 +133,7 @@ func (d *decoder) ops(bases int) []op {
 		k, want := d.uvarint(), d.uvarint()
 		base, keep := d.uvarint(), d.uvarint()
 		o.flags, o.resolve, o.line = d.uvarint(), d.uvarint(), int32(d.uvarint())
-		o.rel, o.errno = d.name(), d.name()
+		o.rel, o.errno, o.data = d.name(), d.name(), d.name()
 		if k >= uint64(nKinds) || want > uint64(unknown) || base > uint64(bases) || keep > uint64(bases) || (base == 0) != (k == uint64(kindList)) {
 			d.bad = true
 		}

@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +23,7 @@ type op struct {
 	rel     string
 	line    int32
 	errno   string
+	data    string // kindWrite: the bytes to write
 }
 
 // plan is the list arranged for the replay.
@@ -62,7 +65,7 @@ func newPlan(calls []call) *plan {
 	}
 	ops := make([]op, 0, len(calls))
 	for _, c := range calls {
-		o := op{kind: c.kind, want: c.outcome, base: -1, keep: -1, flags: c.flags, resolve: c.resolve, rel: c.rel, line: int32(c.line), errno: c.errno}
+		o := op{kind: c.kind, want: c.outcome, base: -1, keep: -1, flags: c.flags, resolve: c.resolve, rel: c.rel, line: int32(c.line), errno: c.errno, data: c.data}
 		if c.kind == kindList {
 			o.rel = c.base
 		} else {
@@ -76,7 +79,7 @@ func newPlan(calls []call) *plan {
 		maker[i] = -1
 	}
 	for i, c := range calls {
-		if c.kind == kindList || c.kind == kindFile || c.outcome != opened {
+		if c.kind == kindList || c.kind == kindFile || c.kind == kindWrite || c.outcome != opened {
 			continue
 		}
 		if b, ok := index[c.result]; ok && maker[b] < 0 && ops[i].base != b {
@@ -169,6 +172,7 @@ type counts struct {
 	failed   int
 	fstat    int
 	read     int
+	write    int
 	getdents int
 	close    int
 }
@@ -181,11 +185,59 @@ func (c *counts) add(d *counts) {
 	c.failed += d.failed
 	c.fstat += d.fstat
 	c.read += d.read
+	c.write += d.write
 	c.getdents += d.getdents
 	c.close += d.close
 }
 
-func (c *counts) calls() int { return c.opens + c.fstat + c.read + c.getdents + c.close }
+func (c *counts) calls() int { return c.opens + c.fstat + c.read + c.write + c.getdents + c.close }
+
+// writes says whether the plan writes to the tree (kindWrite).
+func (p *plan) writes() bool {
+	for _, u := range p.units {
+		for _, o := range u {
+			if o.kind == kindWrite {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// callsUnder keeps the calls made in dir's tree: relative to dir or a
+// directory below it (a listing: of such a directory). An apply also
+// lists its state dir's journals; those are its journal's work, not the
+// host's.
+func callsUnder(calls []call, dir string) []call {
+	dir = filepath.Clean(dir)
+	in := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	var out []call
+	for _, c := range calls {
+		if in(c.base) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// leastCalls keeps, of a list's calls, only what any apply that journals
+// a setting's value before it changes it and reads it back once after
+// must make: for each attribute the list writes, a read of it, the write
+// and a read of it again. The discovery, the reads of settings left as
+// they are, a second read-back, the listings and the failed probes are
+// left out, and so is everything that is no file call (the MTU, set by
+// netlink).
+func leastCalls(calls []call) []call {
+	var out []call
+	for _, c := range calls {
+		if c.kind != kindWrite || c.outcome != opened {
+			continue
+		}
+		read := call{line: c.line, kind: kindFile, base: c.base, rel: c.rel, flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC, resolve: c.resolve, outcome: opened}
+		out = append(out, read, c, read)
+	}
+	return out
+}
 
 // replay makes the plan's calls: the bases by path, then the units,
 // spread over GOMAXPROCS goroutines as rocectl spreads its ports over the
@@ -282,15 +334,22 @@ func (r *runner) one(o *op, c *counts, buf, dents []byte) (kept bool) {
 				break
 			}
 		}
-	case kindFile:
+	case kindFile, kindWrite:
 		var st unix.Stat_t
 		err := unix.Fstat(fd, &st)
 		c.fstat++
-		// rocectl's check before it reads: a regular file (a FIFO would
-		// block, a device could be anything).
-		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		// rocectl's check before it reads or writes: a regular file (a
+		// FIFO would block, a device could be anything).
+		switch {
+		case err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG:
+		case o.kind == kindFile:
 			unix.Read(fd, buf)
 			c.read++
+		case o.data != "":
+			if _, err := unix.Write(fd, []byte(o.data)); err != nil {
+				r.fail(fmt.Errorf("line %d: write %s: %v", o.line, o.rel, err))
+			}
+			c.write++
 		}
 	}
 	if o.keep >= 0 {

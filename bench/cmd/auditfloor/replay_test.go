@@ -42,7 +42,7 @@ func tree(t *testing.T) (root, list string) {
 
 func TestReplay(t *testing.T) {
 	root, list := tree(t)
-	calls, _, err := parseList("LIST", strings.NewReader(list))
+	calls, _, err := parseList("LIST", strings.NewReader(list), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestReplay(t *testing.T) {
 // A tree other than the one traced is refused: the calls would differ.
 func TestReplayOtherTree(t *testing.T) {
 	root, list := tree(t)
-	calls, _, err := parseList("LIST", strings.NewReader(list))
+	calls, _, err := parseList("LIST", strings.NewReader(list), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func sortedLines(s string) []string {
 
 func TestPlanFileRoundTrip(t *testing.T) {
 	_, list := tree(t)
-	calls, _, err := parseList("LIST", strings.NewReader(list))
+	calls, _, err := parseList("LIST", strings.NewReader(list), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,5 +133,81 @@ func TestPlanFileRoundTrip(t *testing.T) {
 		if _, err := unmarshalPlan(bad); !errors.Is(err, errPlan) {
 			t.Errorf("%d bytes: %v, want errPlan", len(bad), err)
 		}
+	}
+}
+
+// A written attribute: the replay writes the list's bytes into the tree
+// (truncating, as rocectl's open does), through a plan file too, and the
+// least calls read it, write it and read it back. A plan that writes is
+// replayed only when asked to (-writes).
+func TestReplayWrites(t *testing.T) {
+	root := t.TempDir()
+	dev := filepath.Join(root, "sys/devices/pci/net/ens1f0np0")
+	if err := os.MkdirAll(dev+"/ecn/roce_np/enable", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	attr := dev + "/ecn/roce_np/enable/3"
+	if err := os.WriteFile(attr, []byte("0000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := strings.NewReplacer("@ROOT", root, "@DEV", dev).Replace(`7 openat2(5<@ROOT>, "sys/devices/pci/net/ens1f0np0/ecn/roce_np/enable/3", {flags=O_WRONLY|O_TRUNC|O_NONBLOCK|O_CLOEXEC, resolve=RESOLVE_NO_MAGICLINKS|RESOLVE_IN_ROOT}, 24) = 9<@DEV/ecn/roce_np/enable/3>
+7 write(9<@DEV/ecn/roce_np/enable/3>, "1\n", 2) = 2
+`)
+	calls, _, err := parseList("LIST", strings.NewReader(list), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []call
+		want  counts
+	}{
+		{"as listed", calls, counts{ops: [nKinds]int{kindWrite: 1}, opens: 1 + 1, fstat: 1, write: 1, close: 1}},
+		{"least", leastCalls(calls), counts{ops: [nKinds]int{kindFile: 2, kindWrite: 1}, opens: 1 + 3, fstat: 3, read: 2, write: 1, close: 3}},
+	} {
+		if err := os.WriteFile(attr, []byte("0000\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		q, err := unmarshalPlan(newPlan(tc.calls).marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := q.replay()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c != tc.want {
+			t.Errorf("%s: counts %+v, want %+v", tc.name, c, tc.want)
+		}
+		if got, _ := os.ReadFile(attr); string(got) != "1\n" {
+			t.Errorf("%s: the attribute holds %q, want %q", tc.name, got, "1\n")
+		}
+	}
+	file := filepath.Join(t.TempDir(), "plan")
+	if err := os.WriteFile(file, newPlan(calls).marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runPlan(file, false, false, false); err == nil || !strings.Contains(err.Error(), "the plan writes to the tree; -writes replays it") {
+		t.Errorf("a plan that writes, replayed without -writes: %v", err)
+	}
+}
+
+// An apply lists its state dir's journals too: -under keeps the host
+// root's calls only (a directory beside the root that shares its prefix
+// is not in it).
+func TestCallsUnder(t *testing.T) {
+	calls := []call{
+		{line: 1, kind: kindFile, base: "/dev/shm/r", rel: "sys/class/net/x/mtu"},
+		{line: 2, kind: kindFile, base: "/dev/shm/r/sys/devices/pci/net/x", rel: "ecn/roce_np/enable/3"},
+		{line: 3, kind: kindList, base: "/tmp/st/state/journal"},
+		{line: 4, kind: kindList, base: "/dev/shm/r2/sys/class/net"},
+		{line: 5, kind: kindList, base: "/dev/shm/r/sys/class/net"},
+	}
+	var lines []int
+	for _, c := range callsUnder(calls, "/dev/shm/r/") {
+		lines = append(lines, c.line)
+	}
+	if want := []int{1, 2, 5}; !slices.Equal(lines, want) {
+		t.Errorf("kept lines %v, want %v", lines, want)
 	}
 }
