@@ -19,11 +19,13 @@ AGENT_BIN := bin/rocectl-agent
 # smaller Debian package ships promtool; without recommends it adds ~100 MB;
 # on a host booted with systemd its postinst also enables
 # prometheus.service, listening on :9090),
+# strace for the benchmarks' floors (the audit's and the apply's own file
+# calls, replayed by bench/cmd/auditfloor; without it they are not measured),
 # chromium for the fleet report's browser test (report.TestHTMLInBrowser
 # renders the HTML headless and checks the DOM; without it the test
 # skips): ~124 MB to download with its libraries (chromium 81 MB,
 # chromium-common 32 MB), ~360 MB installed.
-DEB_PKGS := iproute2 ethtool gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml ansible-lint lintian prometheus tmux chromium
+DEB_PKGS := iproute2 ethtool strace gcc libc6-dev libibverbs-dev pkg-config util-linux ansible-core python3-yaml ansible-lint lintian prometheus tmux chromium
 VERBS_TAGS := $(shell [ -f /usr/include/infiniband/verbs.h ] && echo verbs)
 
 # What `rocectl version` prints. From git when this is a checkout; without
