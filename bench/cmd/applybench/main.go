@@ -541,14 +541,15 @@ func (fl floorResult) bound() time.Duration {
 	return median.Mean(fl.ds) - median.Mean(fl.bare) + median.Mean(fl.start)
 }
 
-// floorMissing says why the audit floor cannot be measured ("" when it
-// can): auditfloor replays the calls strace lists.
+// floorMissing says why the floors made of replayed calls (the audit's,
+// the apply's own calls) cannot be measured ("" when they can):
+// auditfloor replays the calls strace lists.
 func (b *bench) floorMissing() string {
 	if b.c.auditFloor == "" {
 		return "no -auditfloor BINARY given (bench/apply-vs-shell.sh builds bench/cmd/auditfloor and passes it)"
 	}
 	if _, err := exec.LookPath("strace"); err != nil {
-		return "strace is not on PATH (it lists the audit's file system calls; Debian: apt install strace)"
+		return "strace is not on PATH (it lists the file system calls auditfloor replays; Debian: apt install strace)"
 	}
 	return ""
 }
