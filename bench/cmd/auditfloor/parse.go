@@ -66,8 +66,7 @@ type call struct {
 	outcome outcome
 	errno   string // when failed: ENOENT, EXDEV, …
 	result  string // when opened: the path of the new descriptor as -y printed it ("" without -y)
-	data    string // kindWrite: the bytes written through the descriptor (its first write)
-	wrote   bool   // kindWrite: the list has that write
+	data    string // kindWrite: the bytes written through the descriptor (its first write; "" when the list has none)
 }
 
 // listStats counts what the list held besides the calls.
@@ -445,7 +444,7 @@ func (p *parser) write(text string, pos func(int) (int, int)) {
 		p.errorf(l, col, "the bytes written are cut short: trace with -s 4096")
 		return
 	}
-	p.calls[i].data, p.calls[i].wrote = data, true
+	p.calls[i].data = data
 }
 
 // bits decodes "O_RDONLY|O_CLOEXEC" or "RESOLVE_BENEATH|0x40" or "0".

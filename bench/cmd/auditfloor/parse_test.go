@@ -166,9 +166,9 @@ func TestParseWrites(t *testing.T) {
 	w := unix.O_WRONLY | unix.O_TRUNC | unix.O_NONBLOCK | unix.O_CLOEXEC
 	inRoot := uint64(unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_IN_ROOT)
 	want := []call{
-		{line: 1, kind: kindWrite, base: "/dev/shm/r", rel: "sys/class/net/ens1f1np1/ecn/roce_np/enable/1", flags: uint64(w), resolve: inRoot, outcome: opened, result: dev, data: "0\n", wrote: true},
+		{line: 1, kind: kindWrite, base: "/dev/shm/r", rel: "sys/class/net/ens1f1np1/ecn/roce_np/enable/1", flags: uint64(w), resolve: inRoot, outcome: opened, result: dev, data: "0\n"},
 		{line: 3, kind: kindFile, base: "/dev/shm/r", rel: "sys/class/net/ens1f1np1/ecn/roce_np/enable/1", flags: unix.O_NONBLOCK | unix.O_CLOEXEC, resolve: inRoot, outcome: opened, result: dev},
-		{line: 5, kind: kindWrite, base: "/dev/shm/r", rel: "sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos", flags: uint64(w), resolve: inRoot, outcome: opened, result: "/dev/shm/r/sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos", data: "106\n", wrote: true},
+		{line: 5, kind: kindWrite, base: "/dev/shm/r", rel: "sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos", flags: uint64(w), resolve: inRoot, outcome: opened, result: "/dev/shm/r/sys/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos", data: "106\n"},
 	}
 	if len(calls) != len(want) {
 		t.Fatalf("%d calls, want %d:\n%+v", len(calls), len(want), calls)
