@@ -389,10 +389,8 @@ func (p *parser) openat2(text string, pos func(int) (int, int)) {
 // already lists it; otherwise the listing is a call of its own (kindList).
 func (p *parser) getdents(text string, pos func(int) (int, int)) {
 	c := cursor{s: text, i: len("getdents64(")}
-	fd, dir, ok := c.fd()
+	fd, dir, ok := p.fdArg(&c, pos, "8</path>")
 	if !ok {
-		l, col := pos(c.i)
-		p.errorf(l, col, "want the descriptor with its path, as strace -y prints it (8</path>)")
 		return
 	}
 	_, ret, ok := cutLast(text, ") = ")
@@ -417,10 +415,8 @@ func (p *parser) getdents(text string, pos func(int) (int, int)) {
 // the tree's (the output, a journal) and is left out.
 func (p *parser) write(text string, pos func(int) (int, int)) {
 	c := cursor{s: text, i: len("write(")}
-	fd, path, ok := c.fd()
+	fd, path, ok := p.fdArg(&c, pos, "14</path>")
 	if !ok {
-		l, col := pos(c.i)
-		p.errorf(l, col, "want the descriptor with its path, as strace -y prints it (14</path>)")
 		return
 	}
 	i, mine := p.wfd[fd]
@@ -428,23 +424,34 @@ func (p *parser) write(text string, pos func(int) (int, int)) {
 		return
 	}
 	delete(p.wfd, fd)
-	if !c.lit(", ") {
+	bad := func(what string) {
 		l, col := pos(c.i)
-		p.errorf(l, col, "want \", \" after the descriptor")
+		p.errorf(l, col, "%s", what)
+	}
+	if !c.lit(", ") {
+		bad("want \", \" after the descriptor")
 		return
 	}
 	data, ok := c.quoted()
+	switch {
+	case !ok:
+		bad("want the bytes written, a quoted string")
+	case strings.HasPrefix(c.rest(), "..."):
+		bad("the bytes written are cut short: trace with -s 4096")
+	default:
+		p.calls[i].data = data
+	}
+}
+
+// fdArg reads a call's descriptor argument and the path strace -y printed
+// for it (example: how it looks), or reports where it is missing.
+func (p *parser) fdArg(c *cursor, pos func(int) (int, int), example string) (fd, path string, ok bool) {
+	fd, path, ok = c.fd()
 	if !ok {
 		l, col := pos(c.i)
-		p.errorf(l, col, "want the bytes written, a quoted string")
-		return
+		p.errorf(l, col, "want the descriptor with its path, as strace -y prints it (%s)", example)
 	}
-	if strings.HasPrefix(c.rest(), "...") {
-		l, col := pos(c.i)
-		p.errorf(l, col, "the bytes written are cut short: trace with -s 4096")
-		return
-	}
-	p.calls[i].data = data
+	return fd, path, ok
 }
 
 // bits decodes "O_RDONLY|O_CLOEXEC" or "RESOLVE_BENEATH|0x40" or "0".
