@@ -105,11 +105,11 @@ type Sampler struct {
 	Now func() time.Time
 
 	// hw caches, per RDMA port, which hw_counters file each counter is
-	// read from: listed once, so that a poll opens only the files it
-	// reads, not every driver's name for each counter in turn; and the
-	// directory held open, so that each read resolves one name, not the
-	// whole sysfs path. gen marks the entries the last sample used; the
-	// others (ports gone) are closed.
+	// read from: listed once, so that a poll reads only the files it
+	// needs, not every driver's name for each counter in turn; and each
+	// of those files held open (nic.Attr), so that a read is one pread,
+	// not an open, fstat, read and close. gen marks the entries the last
+	// sample used; the others (ports gone) are closed.
 	hw  map[string]*hwDir
 	gen uint64
 }
@@ -119,6 +119,7 @@ type hwDir struct {
 	dir   string // ".../hw_counters/"
 	h     nic.Dir
 	names [numCong]string
+	attrs [numCong]*nic.Attr // names' files, opened on first read
 	gen   uint64
 	// stale: a listed file failed to read; the next poll lists again.
 	stale bool
@@ -297,7 +298,7 @@ func (s *Sampler) SampleInto(out *Sample) {
 	}
 	for k, d := range s.hw {
 		if d.gen != s.gen {
-			d.h.Close()
+			d.close()
 			delete(s.hw, k)
 		}
 	}
@@ -324,7 +325,7 @@ func (s *Sampler) read(ps *PortSample) {
 			if n == "" {
 				continue
 			}
-			v, err := s.hwCounter(d, n)
+			v, err := s.hwCounter(d, CongCounter(c))
 			switch {
 			case err == nil:
 				ps.cong[c], ps.has[c], ps.hwNames[c] = v, true, n
@@ -354,7 +355,7 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 		s.hw[key] = d
 	}
 	d.gen = s.gen
-	d.h.Close()
+	d.close()
 	d.names, d.stale = [numCong]string{}, false
 	d.h = s.FS.Dir(d.dir)
 	files, err := d.h.ReadDir(".")
@@ -377,14 +378,40 @@ func (s *Sampler) hwDirOf(dev string, port int) *hwDir {
 	return d
 }
 
-// hwCounter reads one hw_counters file of d as a decimal number. A value
-// that is not one is an error wrapping strconv's, never a zero.
-func (s *Sampler) hwCounter(d *hwDir, name string) (uint64, error) {
-	v, err := d.h.ReadUint(name)
-	if err != nil && s.Log != nil && (errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange)) {
-		s.Log.Debug("hw_counter not a number", "counter", d.dir+"/"+name, "err", err)
+// hwCounter reads counter c's hw_counters file of d as a decimal number,
+// opening it on the first read. A value that is not one is an error
+// wrapping strconv's, never a zero; a read that fails otherwise closes the
+// file (the caller lists the directory again).
+func (s *Sampler) hwCounter(d *hwDir, c CongCounter) (uint64, error) {
+	a := d.attrs[c]
+	if a == nil {
+		var err error
+		if a, err = d.h.OpenAttr(d.names[c]); err != nil {
+			return 0, err
+		}
+		d.attrs[c] = a
+	}
+	v, err := a.ReadUint()
+	switch {
+	case err == nil:
+	case errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange):
+		if s.Log != nil {
+			s.Log.Debug("hw_counter not a number", "counter", d.dir+"/"+d.names[c], "err", err)
+		}
+	default:
+		a.Close()
+		d.attrs[c] = nil
 	}
 	return v, err
+}
+
+// close releases the directory and the files held below it.
+func (d *hwDir) close() {
+	for i, a := range d.attrs {
+		a.Close()
+		d.attrs[i] = nil
+	}
+	d.h.Close()
 }
 
 // CounterSources are the guard's counter sources (and a traffic test's

@@ -26,6 +26,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rocectl/rocectl/nic"
 )
 
 type verbsLabEnv struct {
@@ -467,5 +469,46 @@ func TestLabPortDown(t *testing.T) {
 	t.Logf("err: %v", err)
 	if !errors.Is(err, ErrPortNotActive) || !strings.Contains(err.Error(), `port state is "down"`) {
 		t.Fatalf("got %v, want ErrPortNotActive saying the port is down", err)
+	}
+}
+
+// A hw_counters file held open (nic.Attr, as the agent's Sampler reads each
+// counter five times a second) reads the kernel's new value after traffic:
+// sysfs makes the value anew for a pread at offset 0. A fresh open of the
+// same file agrees with it.
+func TestLabHeldHWCounterReadsTheNewValue(t *testing.T) {
+	e := verbsLab(t)
+	fs := nic.NewFS("/", true)
+	d := fs.Dir("/sys/class/infiniband/" + e.rxe0 + "/ports/1/hw_counters")
+	defer d.Close()
+	a, err := d.OpenAttr("sent_pkts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	before, err := a.ReadUint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const iters = 50
+	res, err := Loopback(verbsLabCtx(t), LoopbackConfig{Device: e.rxe0, GIDIndex: 1, RequireRoCEv2: true,
+		MsgSize: 4096, Iterations: iters, Log: verbsLabLog(t)})
+	if err != nil {
+		t.Fatalf("Loopback: %v", err)
+	}
+	after, err := a.ReadUint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := d.ReadUint("sent_pkts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sent_pkts %d before, %d after through the held file, %d through a fresh open (the loopback counted %d)", before, after, fresh, res.CounterDeltas["sent_pkts"])
+	if after < before+iters {
+		t.Errorf("held sent_pkts went from %d to %d over %d RDMA writes and more", before, after, iters)
+	}
+	if fresh < after {
+		t.Errorf("a fresh open reads %d, less than the held file's %d", fresh, after)
 	}
 }
