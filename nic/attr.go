@@ -50,7 +50,7 @@ type Attr struct {
 // when the kernel answers.
 func (d Dir) OpenAttr(rel string) (*Attr, error) {
 	a := &Attr{d: d, rel: rel, fd: -1}
-	if d.mem != nil || d.fs.mem() != nil {
+	if d.fs.mem() != nil { // a Dir of such an FS has its node (d.mem) or none
 		return a, nil
 	}
 	w := where{d: d, in: true, rel: rel}
@@ -85,7 +85,7 @@ func (d Dir) OpenAttr(rel string) (*Attr, error) {
 // FS.ReadUint does: content that is not a number (or is longer than any
 // number) is an error wrapping strconv's ErrSyntax or ErrRange, never a 0.
 func (a *Attr) ReadUint() (uint64, error) {
-	if a.d.mem != nil || a.d.fs.mem() != nil {
+	if a.d.fs.mem() != nil {
 		return a.d.ReadUint(a.rel)
 	}
 	asked := a.d.path + "/" + a.rel
